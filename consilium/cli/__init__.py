@@ -1,0 +1,69 @@
+"""Thin command line: each subcommand is its own module with ``register`` and ``run``.
+
+``main(argv) -> int`` is what ``python -m consilium`` and the tests call. A
+:class:`~consilium.errors.UserError` prints one line and returns 2; argparse
+errors also return 2 (argparse's own convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from consilium import __version__
+from consilium.cli import cases_cmd, models_cmd
+from consilium.errors import ConsiliumError, UserError
+from consilium.log import configure_logging
+
+__all__ = ["main", "build_parser"]
+
+SUBCOMMANDS = (cases_cmd, models_cmd)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="consilium",
+        description="Simulate multidisciplinary clinical deliberation with LLM agents and measure it.",
+    )
+    parser.add_argument("--version", action="version", version=f"consilium {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show info and debug logs on the console")
+    parser.add_argument(
+        "--log-file",
+        default=None,
+        help="JSON-lines log file (default: $CONSILIUM_LOG_FILE, else runs/consilium.log.jsonl)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in SUBCOMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    configure_logging(verbose=args.verbose, log_file=args.log_file)
+    try:
+        return int(args.func(args))
+    except UserError as exc:
+        print(f"consilium: error: {exc}", file=sys.stderr)
+        return 2
+    except ConsiliumError as exc:
+        print(f"consilium: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("consilium: interrupted", file=sys.stderr)
+        return 130

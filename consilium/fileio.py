@@ -1,0 +1,35 @@
+"""Atomic file writes: write to a temporary file beside the target, then rename.
+
+A crash or a bad input never leaves a half-written file, and an existing file
+is replaced only once its successor is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_text_atomic", "write_json_atomic"]
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int = 2) -> Path:
+    return write_text_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
