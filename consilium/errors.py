@@ -12,13 +12,13 @@
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "ConsiliumError",
-    "UserError",
     "ModelError",
     "ModelOutputError",
-    "TransientModelError",
-    "BudgetExceededError",
     "ReplayDivergenceError",
+    "TransientModelError",
+    "UserError",
 ]
 
 

@@ -16,7 +16,7 @@ from consilium.cli import cases_cmd, models_cmd
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 SUBCOMMANDS = (cases_cmd, models_cmd)
 

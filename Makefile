@@ -1,0 +1,29 @@
+# The README's two commands are `make demo` and `make test`; CI runs .ci/run, which calls `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CASE ?= examples/cases/diagnostic-myasthenia.yaml
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+.PHONY: venv install demo dev test lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(BIN)/python
+
+install: venv
+	$(PIP) -e .
+
+demo: install
+	$(BIN)/python -m consilium models check
+
+dev: venv
+	$(PIP) -e '.[dev]'
+
+test: dev
+	$(BIN)/python -m pytest
+
+lint: dev
+	$(BIN)/ruff check consilium tests benchmarks
+	$(BIN)/mypy

@@ -1,0 +1,81 @@
+"""``consilium models check``: one plain and one schema-constrained call, with timings and usage."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from consilium.cli.options import add_model_arguments, model_options
+from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
+from consilium.models.factory import build_model, for_run
+
+__all__ = ["CheckAnswer", "register", "run_check"]
+
+
+class CheckAnswer(BaseModel):
+    """The schema of the constrained check call."""
+
+    specialty: str = Field(description="the medical specialty best placed to see this patient")
+    urgency: Literal["routine", "urgent", "emergency"]
+
+
+_CASE = "A 58-year-old man has crushing chest pain for 40 minutes, sweating, and ST elevation in leads II, III, aVF."
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    models = sub.add_parser("models", help="inspect and check model backends")
+    models.set_defaults(func=lambda args: _help(models))
+    models_sub = models.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
+    check = models_sub.add_parser("check", help="make one plain and one schema-constrained call and report")
+    add_model_arguments(check)
+    check.add_argument("--max-tokens", type=int, default=64, help="output tokens per call (default 64)")
+    check.set_defaults(func=run_check)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+async def _check(args: argparse.Namespace) -> CallRecorder:
+    # A check must reach the model: never answer it from the cache.
+    base = build_model(args.model, model_options(args, cache=False))
+    recorder = CallRecorder()
+    model = for_run(base, recorder)
+    settings = GenerationSettings(max_tokens=args.max_tokens, temperature=0.0, seed=0, timeout_s=args.timeout)
+    try:
+        await model.generate(ModelRequest(
+            messages=(Message(role="system", content="You are a concise clinical assistant."),
+                      Message(role="user", content=f"{_CASE}\nIn one sentence, what is the most likely diagnosis?")),
+            settings=settings, tag=CallTag(stage="check", role="plain")))
+        await model.generate(ModelRequest(
+            messages=(Message(role="system", content="You are a concise clinical assistant. Answer in JSON."),
+                      Message(role="user", content=f"{_CASE}\nWhich specialty should see him, and how urgently? "
+                                                   'Answer as {"specialty": ..., "urgency": ...}.')),
+            settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 96)}),
+            schema=OutputSchema.from_model(CheckAnswer), tag=CallTag(stage="check", role="structured")))
+    finally:
+        await model.aclose()
+    return recorder
+
+
+def run_check(args: argparse.Namespace) -> int:
+    recorder = asyncio.run(_check(args))
+    print(f"model: {recorder.calls[0].model}  (spec {args.model})")
+    for call in recorder.calls:
+        u = call.usage
+        seconds = call.latency_ms / 1000
+        rate = f"{u.output_tokens / seconds:.1f} tokens/s" if seconds > 0 else "n/a tokens/s"
+        counted = "estimated" if u.estimated else "reported"
+        print(f"[{call.role}] latency {call.latency_ms:.0f} ms, input {u.input_tokens}, output {u.output_tokens} "
+              f"tokens ({counted}), {rate}")
+        print(f"  -> {call.response.strip()[:200]}")
+    total = recorder.ledger.total
+    elapsed = sum(c.latency_ms for c in recorder.calls) / 1000
+    overall = total.output_tokens / elapsed if elapsed > 0 else 0.0
+    print(f"total: {total.calls} calls, {total.input_tokens} input + {total.output_tokens} output tokens, "
+          f"{elapsed:.2f} s, {overall:.1f} tokens/s")
+    return 0

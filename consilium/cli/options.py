@@ -1,0 +1,49 @@
+"""Options shared by every subcommand that calls a model, defined once."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from consilium.models.backends.openai_compat import DIALECTS
+from consilium.models.factory import SPEC_HELP, ModelOptions
+
+__all__ = ["add_model_arguments", "model_options"]
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, *, default: str = "embedded") -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--model", default=default, metavar="SPEC", help=f"{SPEC_HELP} (default: {default})")
+    group.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL)")
+    group.add_argument("--schema-dialect", choices=DIALECTS, default="json_schema",
+                       help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "
+                            "json_object (llama-cpp-python server) or none (default: json_schema)")
+    group.add_argument("--max-concurrency", type=_positive_int, default=4, help="concurrent model calls (default 4)")
+    group.add_argument("--timeout", type=float, default=120.0, help="seconds per model call (default 120)")
+    group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
+    group.add_argument("--cache-path", type=Path, default=None,
+                       help="response cache file (default: $CONSILIUM_CACHE or ~/.cache/consilium/responses.sqlite)")
+
+
+def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:
+    values: dict[str, object] = {
+        "base_url": args.base_url,
+        "schema_dialect": args.schema_dialect,
+        "max_concurrency": args.max_concurrency,
+        "timeout_s": args.timeout,
+        "cache_path": args.cache_path,
+    }
+    if args.no_cache:
+        values["cache"] = False
+    values.update(overrides)
+    return ModelOptions.from_env(**values)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value

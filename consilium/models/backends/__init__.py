@@ -1,0 +1,1 @@
+"""Model backends, one module each; optional SDKs are imported inside their backend."""

@@ -1,0 +1,91 @@
+"""``replay:TRACE``: serves the responses recorded in a trace; never calls a model.
+
+Calls are looked up by their tag (stage, role, round) in recorded order, and
+each request must hash identically to the recorded one; anything else raises
+:class:`~consilium.errors.ReplayDivergenceError` naming the first difference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from consilium.errors import ReplayDivergenceError, UserError
+from consilium.models.recording import CallRecord, request_hash
+from consilium.models.types import ModelRequest, ModelResponse
+
+__all__ = ["ReplayModel", "load_trace_calls"]
+
+_Key = tuple[str, str | None, int | None]
+
+
+def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
+    """Read the model id and the call records of a trace file."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{file}: trace not found") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{file}: not a readable JSON trace ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
+        raise UserError(f"{file}: calls: a trace needs a list of recorded calls")
+    try:
+        calls = [CallRecord.model_validate(c) for c in data["calls"]]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UserError(f"{file}: calls.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    model = data.get("model")
+    return (model if isinstance(model, str) else (calls[0].model if calls else "replay")), calls
+
+
+class ReplayModel:
+    endpoint = "replay"
+
+    def __init__(self, calls: Iterable[CallRecord], *, model_id: str = "replay") -> None:
+        self.model_id = model_id
+        self._queues: dict[_Key, deque[CallRecord]] = defaultdict(deque)
+        for call in sorted(calls, key=lambda c: c.index):
+            self._queues[(call.stage, call.role, call.round)].append(call)
+        self.served = 0
+
+    @classmethod
+    def from_trace(cls, path: str | Path) -> ReplayModel:
+        model_id, calls = load_trace_calls(path)
+        return cls(calls, model_id=model_id)
+
+    def remaining(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        tag = request.tag
+        where = f"stage={tag.stage} role={tag.role} round={tag.round}"
+        queue = self._queues.get((tag.stage, tag.role, tag.round))
+        if not queue:
+            raise ReplayDivergenceError(f"{where}: the trace holds no further recorded call")
+        record = queue[0]
+        if request_hash(request) != record.request_hash:
+            raise ReplayDivergenceError(f"{where}: the request differs from recorded call #{record.index} "
+                                        f"({_first_difference(request, record)})")
+        queue.popleft()
+        self.served += 1
+        return ModelResponse(text=record.response, usage=record.usage, latency_ms=0.0, model=record.model,
+                             cached=record.cached, finish_reason=record.finish_reason)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _first_difference(request: ModelRequest, record: CallRecord) -> str:
+    for i, (new, old) in enumerate(zip(request.messages, record.messages, strict=False)):
+        if new != old:
+            return f"message {i} ({new.role}) differs"
+    if len(request.messages) != len(record.messages):
+        return f"{len(request.messages)} messages instead of {len(record.messages)}"
+    if request.settings.model_dump(exclude={"timeout_s"}) != record.settings.model_dump(exclude={"timeout_s"}):
+        return "generation settings differ"
+    return "output schema differs"

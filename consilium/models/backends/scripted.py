@@ -1,0 +1,139 @@
+"""``scripted:FILE``: deterministic responses chosen by stage, role and round.
+
+A real backend for tests, demos and the CLI (STYLE.md 2). The file format is
+documented in docs/models.md. Rules are tried in order; the first whose
+filters match and which is not used up answers. ``{role}``, ``{round}`` and
+``{stage}`` in a response are replaced by the call's tag.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from consilium.errors import ModelError, UserError
+from consilium.models.tokens import count_message_tokens, count_tokens
+from consilium.models.types import CallTag, ModelRequest, ModelResponse
+from consilium.models.usage import Usage
+
+__all__ = ["Responder", "Script", "ScriptRule", "ScriptedModel"]
+
+#: A Python responder: request in, text or a JSON-able value out (None = no answer).
+Responder = Callable[[ModelRequest], Any]
+
+
+class ScriptRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str | None = None
+    role: str | None = None
+    round: int | None = None
+    contains: str | None = Field(default=None, description="substring the last user message must contain")
+    times: int | None = Field(default=None, ge=1, description="answer at most this many calls")
+    response: str | None = None
+    json_: Any = Field(default=None, alias="json")
+    responses: list[Any] | None = Field(default=None, description="served in turn; the last one repeats")
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ScriptRule:
+        given = [x is not None for x in (self.response, self.json_, self.responses)]
+        if sum(given) != 1:
+            raise ValueError("a rule needs exactly one of response, json, responses")
+        if self.responses is not None and not self.responses:
+            raise ValueError("responses must not be empty")
+        return self
+
+    def matches(self, tag: CallTag, last_user: str) -> bool:
+        return (
+            (self.stage is None or self.stage == tag.stage)
+            and (self.role is None or self.role == tag.role)
+            and (self.round is None or self.round == tag.round)
+            and (self.contains is None or self.contains in last_user)
+        )
+
+    def answer(self, index: int) -> Any:
+        if self.responses is not None:
+            return self.responses[min(index, len(self.responses) - 1)]
+        return self.response if self.response is not None else self.json_
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "scripted"
+    rules: list[ScriptRule] = []
+    default: Any = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Script:
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+            data = yaml.safe_load(text) if file.suffix in (".yaml", ".yml") else json.loads(text)
+        except FileNotFoundError:
+            raise UserError(f"{file}: scripted model file not found") from None
+        except (OSError, yaml.YAMLError, json.JSONDecodeError) as exc:
+            raise UserError(f"{file}: cannot read the script ({str(exc).splitlines()[0]})") from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(root)"
+            raise UserError(f"{file}: {where}: {err['msg']}") from None
+
+
+def _render(value: Any, tag: CallTag) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return (text.replace("{role}", tag.role or "").replace("{round}", "" if tag.round is None else str(tag.round))
+            .replace("{stage}", tag.stage))
+
+
+class ScriptedModel:
+    """Answers from a :class:`Script` or a Python responder; usage counted with tiktoken."""
+
+    endpoint = "scripted"
+
+    def __init__(self, script: Script | None = None, *, responder: Responder | None = None,
+                 model_id: str | None = None) -> None:
+        self.script = script or Script()
+        self.responder = responder
+        self.model_id = model_id or self.script.model
+        self._used: dict[int, int] = {}
+        self.calls = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        return cls(Script.load(path))
+
+    def _pick(self, request: ModelRequest) -> Any:
+        if self.responder is not None:
+            value = self.responder(request)
+            if value is not None:
+                return value
+        users = [m.content for m in request.messages if m.role == "user"]
+        last_user = users[-1] if users else ""
+        for index, rule in enumerate(self.script.rules):
+            used = self._used.get(index, 0)
+            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user):
+                self._used[index] = used + 1
+                return rule.answer(used)
+        if self.script.default is not None:
+            return self.script.default
+        tag = request.tag
+        raise ModelError(f"scripted model {self.model_id!r}: no rule answers stage={tag.stage} "
+                         f"role={tag.role} round={tag.round}")
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        text = _render(self._pick(request), request.tag)
+        self.calls += 1
+        usage = Usage(input_tokens=count_message_tokens(list(request.messages)), output_tokens=count_tokens(text),
+                      calls=1, estimated=True)
+        return ModelResponse(text=text, usage=usage, latency_ms=0.0, model=self.model_id, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,110 @@
+"""Model specs to model stacks.
+
+A spec string picks the backend (``embedded``, ``gguf:PATH``, ``openai:MODEL``,
+``vllm:MODEL``, ``scripted:FILE``, ``replay:TRACE``). :func:`build_model` wraps
+it once per process in the shared layers (cache → retry → concurrency limit →
+backend); :func:`for_run` adds the per-run layers (structured-output repair →
+recording), so each run gets its own record of calls.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from consilium.errors import UserError
+from consilium.models.protocol import ChatModel
+from consilium.models.recording import CallRecorder, RecordingModel
+from consilium.models.wrappers import (
+    CachedModel,
+    ConcurrencyLimitedModel,
+    RetryingModel,
+    RetryPolicy,
+    StructuredOutputModel,
+)
+
+__all__ = ["SPEC_HELP", "ModelOptions", "build_model", "default_cache_path", "for_run", "open_backend"]
+
+SPEC_HELP = "embedded, gguf:PATH, openai:MODEL, vllm:MODEL, scripted:FILE or replay:TRACE"
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    base_url: str | None = None
+    api_key: str | None = None
+    schema_dialect: str = "json_schema"
+    timeout_s: float = 120.0
+    max_concurrency: int = 4
+    cache: bool = True
+    cache_path: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    n_ctx: int = 8192
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> ModelOptions:
+        """Options with OPENAI_BASE_URL / OPENAI_API_KEY / CONSILIUM_CACHE filled in from the environment."""
+        values: dict[str, object] = {
+            "base_url": os.environ.get("OPENAI_BASE_URL") or None,
+            "api_key": os.environ.get("OPENAI_API_KEY") or None,
+        }
+        cache_env = os.environ.get("CONSILIUM_CACHE", "")
+        if cache_env.lower() in ("0", "off", "no", "false"):
+            values["cache"] = False
+        elif cache_env:
+            values["cache_path"] = Path(cache_env)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def default_cache_path() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "consilium" / "responses.sqlite"
+
+
+def open_backend(spec: str, options: ModelOptions | None = None) -> ChatModel:
+    """The bare backend named by ``spec``; raises :class:`UserError` for an unknown spec."""
+    options = options or ModelOptions()
+    kind, _, arg = spec.partition(":")
+    if kind == "embedded" and not arg:
+        from consilium.models.backends.llama import EMBEDDED_MODEL_ID, LlamaCppModel, embedded_model_path
+
+        return LlamaCppModel(embedded_model_path(), model_id=EMBEDDED_MODEL_ID, n_ctx=options.n_ctx)
+    if kind == "gguf" and arg:
+        from consilium.models.backends.llama import LlamaCppModel
+
+        return LlamaCppModel(arg, n_ctx=options.n_ctx)
+    if kind == "openai" and arg:
+        from consilium.models.backends.openai_compat import OpenAICompatModel
+
+        return OpenAICompatModel(arg, base_url=options.base_url, api_key=options.api_key,
+                                 dialect=options.schema_dialect, timeout_s=options.timeout_s)
+    if kind == "vllm" and arg:
+        from consilium.models.backends.vllm_engine import VLLMModel
+
+        return VLLMModel(arg)
+    if kind == "scripted" and arg:
+        from consilium.models.backends.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(arg)
+    if kind == "replay" and arg:
+        from consilium.models.backends.replay import ReplayModel
+
+        return ReplayModel.from_trace(arg)
+    raise UserError(f"unknown model spec {spec!r} (expected {SPEC_HELP})")
+
+
+def build_model(spec: str, options: ModelOptions | None = None) -> ChatModel:
+    """The backend with the shared layers. Scripted and replay models are never cached."""
+    options = options or ModelOptions()
+    model: ChatModel = open_backend(spec, options)
+    model = ConcurrencyLimitedModel(model, options.max_concurrency)
+    model = RetryingModel(model, options.retry)
+    if options.cache and not spec.startswith(("scripted:", "replay:")):
+        model = CachedModel(model, options.cache_path or default_cache_path())
+    return model
+
+
+def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2) -> ChatModel:
+    """Per-run layers: every attempt is recorded, then structured output is validated and repaired."""
+    return StructuredOutputModel(RecordingModel(model, recorder), max_repairs=max_repairs)

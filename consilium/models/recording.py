@@ -1,0 +1,95 @@
+"""Recording of every model call, for the trace and the usage ledger."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from consilium.models.protocol import ChatModel
+from consilium.models.types import GenerationSettings, Message, ModelRequest, ModelResponse
+from consilium.models.usage import Usage, UsageLedger
+
+__all__ = ["CallRecord", "CallRecorder", "RecordingModel", "request_hash"]
+
+
+def request_hash(request: ModelRequest) -> str:
+    """A digest of what the model was asked: messages, settings (but not the timeout) and schema."""
+    schema = request.output_schema
+    payload = {
+        "messages": [m.model_dump() for m in request.messages],
+        "settings": request.settings.model_dump(exclude={"timeout_s"}),
+        "schema": schema.json_schema if schema else None,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CallRecord(BaseModel):
+    """One model call as the trace stores it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    stage: str
+    role: str | None = None
+    round: int | None = None
+    model: str
+    messages: list[Message]
+    settings: GenerationSettings
+    schema_name: str | None = None
+    request_hash: str
+    response: str
+    parsed: Any = None
+    usage: Usage
+    latency_ms: float
+    cached: bool = False
+    finish_reason: str | None = None
+    error: str | None = None
+    started_at: float
+
+
+class CallRecorder:
+    """Collects call records and feeds the usage ledger; one per run."""
+
+    def __init__(self, ledger: UsageLedger | None = None) -> None:
+        self.ledger = ledger or UsageLedger()
+        self.calls: list[CallRecord] = []
+
+    def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> None:
+        tag = request.tag
+        schema = request.output_schema
+        self.calls.append(CallRecord(
+            index=len(self.calls), stage=tag.stage, role=tag.role, round=tag.round,
+            model=response.model, messages=list(request.messages), settings=request.settings,
+            schema_name=schema.name if schema else None, request_hash=request_hash(request),
+            response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
+            cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
+        ))
+        self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round)
+
+
+class RecordingModel:
+    """Wraps a model so that every call (each repair attempt included) is recorded.
+
+    The budget is checked before each call, so a run stops before overspending.
+    """
+
+    def __init__(self, inner: ChatModel, recorder: CallRecorder) -> None:
+        self.inner = inner
+        self.recorder = recorder
+        self.model_id = inner.model_id
+        self.endpoint = inner.endpoint
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        self.recorder.ledger.check_budget(request.tag.stage)
+        started_at = time.time()
+        response = await self.inner.generate(request)
+        self.recorder.record(request, response, started_at)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

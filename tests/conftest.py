@@ -1,0 +1,66 @@
+"""Test-wide guards: no accidental network model calls, no shared cache or log files.
+
+Any socket connection fails unless the test is marked ``localhost`` (it then
+may reach 127.0.0.1 / ::1 only, for servers the test itself started).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases"
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+class NetworkBlocked(RuntimeError):
+    """Raised by the conftest guard when a test reaches for the network."""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CONSILIUM_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setenv("CONSILIUM_LOG_FILE", str(tmp_path / "consilium.log.jsonl"))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _network_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    allow_loopback = request.node.get_closest_marker("localhost") is not None
+    original_connect = socket.socket.connect
+    original_connect_ex = socket.socket.connect_ex
+
+    def check(sock: socket.socket, address: Any) -> None:
+        if sock.family == getattr(socket, "AF_UNIX", None):
+            return
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if allow_loopback and host in _LOOPBACK:
+            return
+        raise NetworkBlocked(f"network call to {address!r} blocked by tests/conftest.py "
+                             "(mark the test 'localhost' to reach a server it started on 127.0.0.1)")
+
+    def guarded_connect(sock: socket.socket, address: Any) -> None:
+        check(sock, address)
+        original_connect(sock, address)
+
+    def guarded_connect_ex(sock: socket.socket, address: Any) -> int:
+        check(sock, address)
+        return original_connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    yield
+
+
+def shared_data(name: str) -> Path:
+    """A file from ../shared/data, or skip the test with the reason."""
+    path = SHARED / "data" / name
+    if not path.is_file():
+        pytest.skip(f"../shared/data/{name} is not present beside the repository")
+    return path

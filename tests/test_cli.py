@@ -1,0 +1,52 @@
+"""The CLI's contract: --help/--version, and a user error is one line with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from consilium import __version__
+from consilium.cli import main
+
+
+def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert __version__ in capsys.readouterr().out
+    assert main(["--help"]) == 0
+    assert "models" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--no-such-flag"], "unrecognized arguments"),
+    (["models", "check", "--max-concurrency", "0"], "expected a positive integer"),
+    (["models", "check", "--model", "nonsense"], "unknown model spec 'nonsense'"),
+    (["models", "check", "--model", "gguf:/no/such/file.gguf"], "gguf model file not found"),
+    (["models", "check", "--model", "openai:gpt-x"], "needs OPENAI_API_KEY"),
+    (["models", "check", "--model", "scripted:/no/such.yaml"], "not found"),
+])
+def test_user_errors_are_one_line_and_exit_2(argv: list[str], expected: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_models_check_with_a_scripted_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("model: demo\nrules:\n  - role: structured\n    json: {specialty: cardiology, "
+                      "urgency: emergency}\ndefault: Acute inferior myocardial infarction.\n")
+    assert main(["models", "check", "--model", f"scripted:{script}"]) == 0
+    out = capsys.readouterr().out
+    assert "model: demo" in out and "(estimated)" in out and "total: 2 calls" in out
+
+
+def test_python_dash_m_entry_point_exits_2_without_traceback() -> None:
+    done = subprocess.run([sys.executable, "-m", "consilium", "models", "check", "--model", "bogus"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("consilium: error: unknown model spec 'bogus' (expected embedded, gguf:PATH, "
+                                   "openai:MODEL, vllm:MODEL, scripted:FILE or replay:TRACE)")
