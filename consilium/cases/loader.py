@@ -1,0 +1,164 @@
+"""Read case files (.json, .yaml, .yml) into :class:`~consilium.cases.model.Case`, and write them.
+
+Every problem is reported as ``<file>: <field.path>: <reason>`` so a user can
+fix it without a traceback: :func:`load_case` raises the first one as a
+:class:`~consilium.errors.UserError`, :func:`validate_case_file` returns all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from consilium.cases.model import Case
+from consilium.errors import UserError
+from consilium.fileio import write_json_atomic, write_text_atomic
+
+__all__ = [
+    "CASE_SUFFIXES",
+    "CaseProblem",
+    "case_to_yaml",
+    "load_case",
+    "problems_from_validation",
+    "save_case",
+    "validate_case_file",
+]
+
+CASE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class CaseProblem:
+    """One thing wrong with a case file; ``field`` is a dotted path, empty for whole-file problems."""
+
+    file: str
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        if self.field:
+            return f"{self.file}: {self.field}: {self.reason}"
+        return f"{self.file}: {self.reason}"
+
+
+def load_case(path: str | os.PathLike[str]) -> Case:
+    """Load and validate one case file, raising a one-line :class:`UserError` on the first problem."""
+    case, problems = _load(Path(path))
+    if problems:
+        raise UserError(str(problems[0]))
+    assert case is not None
+    return case
+
+
+def validate_case_file(path: str | os.PathLike[str]) -> list[CaseProblem]:
+    """Every problem of one case file; an empty list means the file is a valid case."""
+    return _load(Path(path))[1]
+
+
+def save_case(case: Case, path: str | os.PathLike[str]) -> Path:
+    """Write a case atomically as JSON or YAML (chosen by the suffix); unset optional fields are left out."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in CASE_SUFFIXES:
+        raise UserError(f"{target}: unsupported file type {suffix or '(no extension)'!r}; use .json, .yaml or .yml")
+    if suffix == ".json":
+        return write_json_atomic(target, case.model_dump(mode="json", exclude_none=True))
+    return write_text_atomic(target, case_to_yaml(case))
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Safe YAML dumper that writes multi-line strings as ``|`` blocks, readable in a case file."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_str)
+
+
+def case_to_yaml(case: Case) -> str:
+    """The case as YAML text, fields in model order, unset optional fields left out."""
+    data = case.model_dump(mode="json", exclude_none=True)
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def problems_from_validation(file: str, error: ValidationError) -> list[CaseProblem]:
+    """Turn pydantic's errors into problems with dotted field paths like ``reference.rubric.2.weight``."""
+    problems = []
+    for detail in error.errors(include_url=False):
+        field = ".".join(str(part) for part in detail["loc"])
+        problems.append(CaseProblem(file, field, _reason(detail["type"], detail["msg"])))
+    return problems
+
+
+def _reason(kind: str, message: str) -> str:
+    if kind == "extra_forbidden":
+        return "unknown field (not part of the case format; check the spelling)"
+    if kind == "missing":
+        return "required field is missing"
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
+
+
+def _load(path: Path) -> tuple[Case | None, list[CaseProblem]]:
+    file = str(path)
+    suffix = path.suffix.lower()
+    if suffix not in CASE_SUFFIXES:
+        reason = f"unsupported file type {suffix or '(no extension)'!r}; use .json, .yaml or .yml"
+        return None, [CaseProblem(file, "", reason)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [CaseProblem(file, "", "no such file")]
+    except UnicodeDecodeError as exc:
+        return None, [CaseProblem(file, "", f"not UTF-8 text (byte {exc.start})")]
+    except OSError as exc:
+        return None, [CaseProblem(file, "", f"cannot read file: {exc.strerror or exc}")]
+    try:
+        data = _parse(text, json_format=suffix == ".json")
+    except ValueError as exc:
+        return None, [CaseProblem(file, "", str(exc))]
+    if data is None:
+        return None, [CaseProblem(file, "", "file is empty")]
+    if not isinstance(data, dict):
+        return None, [CaseProblem(file, "", f"top level must be a mapping of case fields, not {_kind(data)}")]
+    try:
+        return Case.model_validate(data), []
+    except ValidationError as exc:
+        return None, problems_from_validation(file, exc)
+
+
+def _parse(text: str, *, json_format: bool) -> Any:
+    """Parse JSON or YAML, turning syntax errors into a ``ValueError`` that names line and column."""
+    if json_format:
+        if not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"YAML syntax error{where}: {problem}") from exc
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}"

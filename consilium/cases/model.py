@@ -1,0 +1,245 @@
+"""The Case model: one clinical case as every graph, agent and judge sees it.
+
+A case holds what the panel may read (question, presentation, typed sections,
+slides) and, apart from it, an optional ``reference`` that only judges read.
+:meth:`Case.render` is the byte-identical case block of every prompt, so it
+never includes the reference. Every model forbids unknown fields so that a
+typo in a case file is an error, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+__all__ = [
+    "CASE_ID_PATTERN",
+    "ERROR_WEIGHTS",
+    "REQUIREMENT_WEIGHT_TOTAL",
+    "SECTION_HEADINGS",
+    "BoardDecisions",
+    "Case",
+    "CaseKind",
+    "ClinicalSections",
+    "CriterionKind",
+    "Reference",
+    "RubricCriterion",
+    "Slide",
+]
+
+#: Letters, digits, ``-``, ``_`` and ``.``, starting with a letter or digit: safe as a file name.
+CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+#: NPCBench: the positive requirements of one item carry weights that sum to 10 points.
+REQUIREMENT_WEIGHT_TOTAL = 10.0
+
+#: NPCBench: each triggered major error deducts 2 points, each minor error 1 point.
+ERROR_WEIGHTS: dict[str, float] = {"major_error": -2.0, "minor_error": -1.0}
+
+CaseKind = Literal["diagnostic", "tumor_board", "consultation"]
+CriterionKind = Literal["requirement", "major_error", "minor_error"]
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+NonEmptyStr = Annotated[str, AfterValidator(_not_blank)]
+
+
+def _safe_id(value: str) -> str:
+    if not re.fullmatch(CASE_ID_PATTERN, value):
+        raise ValueError(
+            f"{value!r} is not a valid case id: use 1-128 letters, digits, '-', '_' or '.', "
+            "starting with a letter or digit (the id names files)"
+        )
+    return value
+
+
+class _Strict(BaseModel):
+    """Base of every case model: unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+#: Section field name -> heading used by :meth:`Case.render`, in rendering order.
+SECTION_HEADINGS: dict[str, str] = {
+    "demographics": "Demographics",
+    "history": "History",
+    "symptoms": "Symptoms",
+    "past_medical_history": "Past medical history",
+    "medications": "Medications",
+    "social_history": "Social history",
+    "family_history": "Family history",
+    "review_of_systems": "Review of systems",
+    "vitals": "Vital signs",
+    "exam": "Examination",
+    "labs": "Laboratory results",
+    "imaging": "Imaging",
+    "pathology": "Pathology",
+    "molecular": "Molecular findings",
+    "treatment_history": "Treatment history",
+    "other": "Other",
+}
+
+
+class ClinicalSections(_Strict):
+    """Typed free-text sections of a case; an absent or blank section is not rendered."""
+
+    demographics: str | None = None
+    history: str | None = None
+    symptoms: str | None = None
+    past_medical_history: str | None = None
+    medications: str | None = None
+    social_history: str | None = None
+    family_history: str | None = None
+    review_of_systems: str | None = None
+    vitals: str | None = None
+    exam: str | None = None
+    labs: str | None = None
+    imaging: str | None = None
+    pathology: str | None = None
+    molecular: str | None = None
+    treatment_history: str | None = None
+    other: str | None = None
+
+
+class Slide(_Strict):
+    """A slide shown to the board: a caption, and optionally the path of an image file."""
+
+    caption: NonEmptyStr
+    image: str | None = None
+
+
+class BoardDecisions(_Strict):
+    """The reference board's decision on each of OpenTumorBoard's four dimensions.
+
+    Each field is the reference's decision in words (a decision to do something
+    or a stated decision not to). ``None`` means the reference states no
+    decision on that dimension: out of scope, which the four-decision judge
+    scores as −1. For convenience the paper's literal ``-1`` (or ``"-1"``) is
+    accepted in a case file and stored as ``None``.
+    """
+
+    therapy: str | None = None
+    surgery: str | None = None
+    next_action: str | None = None
+    clinical_trial: str | None = None
+
+    @field_validator("therapy", "surgery", "next_action", "clinical_trial", mode="before")
+    @classmethod
+    def _out_of_scope(cls, value: Any) -> Any:
+        if (isinstance(value, int | float) and not isinstance(value, bool) and value == -1) or value == "-1":
+            return None
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty; use null (or -1) for out of scope")
+        return value
+
+    def in_scope(self) -> dict[str, str]:
+        """The dimensions the reference decides, by name."""
+        return {name: text for name, text in self.model_dump().items() if text is not None}
+
+
+class RubricCriterion(_Strict):
+    """One signed NPCBench rubric criterion, judged met / not met.
+
+    A requirement adds its positive weight when met; a triggered major error
+    deducts 2 points and a minor error 1 point (weights −2 and −1).
+    """
+
+    id: NonEmptyStr
+    text: NonEmptyStr
+    # Declared before ``weight`` so that the weight check below can read it.
+    kind: CriterionKind
+    weight: float
+
+    @field_validator("weight")
+    @classmethod
+    def _weight_matches_kind(cls, weight: float, info: ValidationInfo) -> float:
+        if not math.isfinite(weight):
+            raise ValueError("must be a finite number")
+        kind = info.data.get("kind")
+        if kind == "requirement" and weight <= 0:
+            raise ValueError(f"a requirement must have a positive weight, got {weight:g}")
+        if kind in ERROR_WEIGHTS and weight != ERROR_WEIGHTS[kind]:
+            expected = ERROR_WEIGHTS[kind]
+            raise ValueError(f"a {kind} must have weight {expected:g} (NPCBench), got {weight:g}")
+        return weight
+
+
+class Reference(_Strict):
+    """What judges compare the panel's output with; never shown to the panel."""
+
+    diagnosis: str | None = None
+    differential: list[NonEmptyStr] = Field(default_factory=list)
+    conclusion: str | None = None
+    decisions: BoardDecisions | None = None
+    rubric: list[RubricCriterion] = Field(default_factory=list)
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_is_signed_npcbench(cls, rubric: list[RubricCriterion]) -> list[RubricCriterion]:
+        """NPCBench: the requirements of a non-empty rubric sum to 10 points; ids are unique."""
+        if not rubric:
+            return rubric
+        seen: set[str] = set()
+        for criterion in rubric:
+            if criterion.id in seen:
+                raise ValueError(f"criterion id {criterion.id!r} is used twice")
+            seen.add(criterion.id)
+        total = sum(c.weight for c in rubric if c.kind == "requirement")
+        if not math.isclose(total, REQUIREMENT_WEIGHT_TOTAL, abs_tol=1e-6):
+            raise ValueError(
+                f"requirement weights sum to {total:g}, but must sum to {REQUIREMENT_WEIGHT_TOTAL:g} (NPCBench)"
+            )
+        return rubric
+
+
+class Case(_Strict):
+    """One clinical case: what the panel reads, plus an optional judge-only reference."""
+
+    id: Annotated[str, AfterValidator(_safe_id)]
+    title: str | None = None
+    kind: CaseKind = "diagnostic"
+    question: NonEmptyStr
+    presentation: NonEmptyStr
+    sections: ClinicalSections = Field(default_factory=ClinicalSections)
+    slides: list[Slide] = Field(default_factory=list)
+    reference: Reference | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def render(self) -> str:
+        """The canonical case text placed in every prompt; it never contains the reference.
+
+        Deterministic (same case, same bytes) so that prompts share a cacheable prefix.
+        """
+        blocks = [f"Question:\n{_clean(self.question)}", f"Presentation:\n{_clean(self.presentation)}"]
+        for name, heading in SECTION_HEADINGS.items():
+            text = getattr(self.sections, name)
+            if text is not None and text.strip():
+                blocks.append(f"{heading}:\n{_clean(text)}")
+        if self.slides:
+            lines = [f"Slide {n}: {_clean(slide.caption)}" for n, slide in enumerate(self.slides, 1)]
+            blocks.append("Slides:\n" + "\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def content_hash(self) -> str:
+        """First 16 hex digits of the sha256 of the whole case as canonical JSON."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+_TRAILING_SPACE = re.compile(r"[ \t]+\n")
+
+
+def _clean(text: str) -> str:
+    """Normalise line endings and trailing spaces so rendering does not depend on the editor."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _TRAILING_SPACE.sub("\n", text).strip()

@@ -1,0 +1,122 @@
+"""``consilium cases``: validate case files and import external case collections.
+
+``cases validate PATH...`` prints one ``file: field.path: reason`` line per
+problem and a summary, and exits 2 if any file is invalid; ``cases import
+agentclinic FILE.jsonl --out DIR`` converts AgentClinic OSCE vignettes into
+case files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from consilium.cases import CASE_SUFFIXES, CaseProblem, import_agentclinic, load_case, validate_case_file
+
+__all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_validate"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``cases`` command and its subcommands to the top-level parser."""
+    cases = subparsers.add_parser(
+        "cases",
+        help="validate case files; import case collections",
+        description="Validate case files and import external case collections as case files.",
+    )
+    cases.set_defaults(func=_help_of(cases))
+    sub = cases.add_subparsers(dest="cases_command", metavar="SUBCOMMAND")
+
+    validate = sub.add_parser(
+        "validate",
+        help="check case files and print every problem as 'file: field.path: reason'",
+        description="Check case files (.json, .yaml, .yml); directories are searched recursively.",
+    )
+    validate.add_argument("paths", nargs="+", metavar="PATH", help="case file or directory of case files")
+    validate.set_defaults(func=run_validate)
+
+    importer = sub.add_parser("import", help="convert an external case collection into case files")
+    importer.set_defaults(func=_help_of(importer))
+    sources = importer.add_subparsers(dest="import_source", metavar="SOURCE")
+    agentclinic = sources.add_parser(
+        "agentclinic",
+        help="AgentClinic OSCE JSONL (one vignette per line) -> one diagnostic case file each",
+        description="Convert AgentClinic OSCE JSONL records into diagnostic case files.",
+    )
+    agentclinic.add_argument("file", metavar="FILE.jsonl", help="AgentClinic OSCE JSONL file")
+    agentclinic.add_argument("--out", required=True, metavar="DIR", help="directory for the case files")
+    agentclinic.add_argument(
+        "--format", dest="fmt", choices=("json", "yaml"), default="json", help="case file format (default: json)"
+    )
+    agentclinic.set_defaults(func=run_import_agentclinic)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Validate every case file named or found under the given paths; 0 if all are valid, else 2."""
+    problems: list[CaseProblem] = []
+    checked = invalid = 0
+    seen_ids: dict[str, str] = {}
+    for raw in args.paths:
+        files, missing = collect_case_files(Path(raw))
+        if missing is not None:
+            checked += 1
+            invalid += 1
+            problems.append(missing)
+            continue
+        for file in files:
+            checked += 1
+            found = validate_case_file(file)
+            if not found:
+                found = _duplicate_id(file, seen_ids)
+            if found:
+                invalid += 1
+                problems.extend(found)
+    for problem in problems:
+        print(problem)
+    print(f"{checked} file{'' if checked == 1 else 's'}, {invalid} invalid")
+    return 0 if invalid == 0 else 2
+
+
+def run_import_agentclinic(args: argparse.Namespace) -> int:
+    """Import an AgentClinic JSONL file; a malformed line stops the import before anything is written."""
+    written = import_agentclinic(args.file, args.out, fmt=args.fmt)
+    print(f"wrote {len(written)} case{'' if len(written) == 1 else 's'} to {args.out}")
+    return 0
+
+
+def collect_case_files(path: Path) -> tuple[list[Path], CaseProblem | None]:
+    """The case files a PATH stands for (a directory is searched recursively, hidden entries skipped).
+
+    A path that does not exist, or a directory without case files, is returned as a problem.
+    """
+    if path.is_dir():
+        files = sorted(
+            file
+            for file in path.rglob("*")
+            if file.is_file()
+            and file.suffix.lower() in CASE_SUFFIXES
+            and not any(part.startswith(".") for part in file.relative_to(path).parts)
+        )
+        if not files:
+            return [], CaseProblem(str(path), "", "no case files (*.json, *.yaml, *.yml) in this directory")
+        return files, None
+    if path.exists() or path.is_symlink():
+        return [path], None
+    return [], CaseProblem(str(path), "", "no such file or directory")
+
+
+def _duplicate_id(file: Path, seen_ids: dict[str, str]) -> list[CaseProblem]:
+    """Two files with the same case id would overwrite each other's run outputs."""
+    case_id = load_case(file).id
+    if case_id in seen_ids:
+        return [CaseProblem(str(file), "id", f"case id {case_id!r} is also used by {seen_ids[case_id]}")]
+    seen_ids[case_id] = str(file)
+    return []
+
+
+def _help_of(parser: argparse.ArgumentParser) -> Any:
+    def show_help(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return show_help
