@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 from consilium.cli import main
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema, for_run
 from consilium.models.factory import ModelOptions, build_model
+from consilium.traces.io import read_trace
 
 pytestmark = pytest.mark.embedded
 
@@ -42,3 +44,22 @@ def test_models_check_command_runs_the_embedded_model(capsys: pytest.CaptureFixt
     assert main(["models", "check", "--max-tokens", "12"]) == 0
     out = capsys.readouterr().out
     assert "SmolLM2-135M-Instruct.Q4_1" in out and "tokens/s" in out and "[structured]" in out
+
+
+def test_simulate_both_formats_with_the_embedded_model_replays_identically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+    out = tmp_path / "runs"
+    code = main(["simulate", "--case", str(case), "--format", "both", "--out", str(out), "--no-cache",
+                 "--min-roles", "2", "--max-roles", "2", "--max-rounds", "2", "--max-tokens", "160"])
+    paths = sorted(out.glob("*/*.trace.json"))
+    traces = [read_trace(p) for p in paths]
+    assert [t.format for t in traces] == ["free-form", "structured"]
+    assert code == (0 if all(t.status == "completed" for t in traces) else 1)
+    for trace in traces:
+        assert trace.model == "SmolLM2-135M-Instruct.Q4_1" and trace.roles
+        assert trace.usage.total.calls == len(trace.calls) > 0 and not trace.usage.total.estimated
+    assert traces[0].roles == traces[1].roles and traces[1].role_assignment_shared
+    capsys.readouterr()
+    assert main(["replay", *map(str, paths)]) == 0
+    assert capsys.readouterr().out.count(": identical (") == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
 
-__all__ = ["add_model_arguments", "model_options"]
+__all__ = ["add_model_arguments", "model_options", "positive_int"]
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str = "embedded") -> None:
@@ -18,7 +18,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str = "embe
     group.add_argument("--schema-dialect", choices=DIALECTS, default="json_schema",
                        help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "
                             "json_object (llama-cpp-python server) or none (default: json_schema)")
-    group.add_argument("--max-concurrency", type=_positive_int, default=4, help="concurrent model calls (default 4)")
+    group.add_argument("--max-concurrency", type=positive_int, default=4, help="concurrent model calls (default 4)")
     group.add_argument("--timeout", type=float, default=120.0, help="seconds per model call (default 120)")
     group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
     group.add_argument("--cache-path", type=Path, default=None,
@@ -39,7 +39,7 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
     return ModelOptions.from_env(**values)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:

@@ -59,6 +59,11 @@ class CallRecorder:
         self.ledger = ledger or UsageLedger()
         self.calls: list[CallRecord] = []
 
+    def adopt(self, call: CallRecord) -> None:
+        """Take in a call made elsewhere (a shared role assignment), renumbered for this run."""
+        self.calls.append(call.model_copy(update={"index": len(self.calls)}))
+        self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round)
+
     def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> None:
         tag = request.tag
         schema = request.output_schema

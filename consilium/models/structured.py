@@ -34,7 +34,8 @@ def extract_json(text: str) -> Any:
     error: json.JSONDecodeError | None = None
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            # strict=False: tolerate raw control characters inside strings (small models emit tabs).
+            return json.loads(candidate, strict=False)
         except json.JSONDecodeError as exc:
             error = error or exc
     detail = f"{error.msg} at line {error.lineno} column {error.colno}" if error else "empty output"
@@ -61,6 +62,11 @@ class OutputSchema:
     def validate(self, text: str) -> Any:
         """Return the validated JSON value (a model's ``model_dump(mode="json")``)."""
         value = extract_json(text)
+        try:
+            jsonschema.validate(value, self.json_schema)
+        except jsonschema.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
+            raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
         if self.model is not None:
             try:
                 return self.model.model_validate(value).model_dump(mode="json")
@@ -70,11 +76,6 @@ class OutputSchema:
                     for err in exc.errors()[:5]
                 )
                 raise OutputInvalid(f"the JSON does not match the {self.name} schema: {problems}") from None
-        try:
-            jsonschema.validate(value, self.json_schema)
-        except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
         return value
 
     def canonical(self) -> str:

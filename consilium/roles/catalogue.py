@@ -14,7 +14,7 @@ from importlib import resources
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["RoleCategory", "Catalogue", "load_catalogue", "map_label", "normalise_label"]
+__all__ = ["Catalogue", "RoleCategory", "load_catalogue", "map_label", "normalise_label"]
 
 _GENERIC = {"specialist", "medicine", "physician", "doctor", "clinical", "surgeon", "surgery", "consultant",
             "the", "and", "of", "in", "for", "expert", "service", "care", "team"}
@@ -66,16 +66,20 @@ class Catalogue(BaseModel):
             if key in {normalise_label(a) for a in [category.name, category.id.replace("_", " "), *category.aliases]}:
                 return category
         words = set(key.split()) - _GENERIC
-        best, best_score = self.get("other"), 0.0
+        head = key.split()[-1] if key else ""
+        # Score: share of the alias matched, then matched words, then whether the label's
+        # head noun ("radiologist" in "cardiac radiologist") is among them.
+        best, best_score = self.get("other"), (0.0, 0, False)
         for category in self.categories:
             for alias in [category.name, *category.aliases]:
                 alias_words = set(normalise_label(alias).split()) - _GENERIC
-                if not alias_words or not words:
+                common = words & alias_words
+                if not common:
                     continue
-                overlap = len(words & alias_words) / len(alias_words)
-                if overlap > best_score:
-                    best, best_score = category, overlap
-        return best if best_score >= 0.5 else self.get("other")
+                score = (len(common) / len(alias_words), len(common), head in common)
+                if score > best_score:
+                    best, best_score = category, score
+        return best if best_score[0] >= 0.5 else self.get("other")
 
 
 @lru_cache(maxsize=1)

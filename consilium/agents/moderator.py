@@ -1,0 +1,124 @@
+"""The moderator agent: assigns the panel, synthesises the opinions, revises on dissent."""
+
+from __future__ import annotations
+
+import re
+
+from consilium.agents.prompting import case_messages
+from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
+from consilium.agents.schemas import (
+    FreeFormRevision,
+    RoleAssignmentAnswer,
+    StructuredReport,
+    StructuredRevision,
+    assignment_schema,
+)
+from consilium.log import get_logger
+from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
+from consilium.roles.catalogue import load_catalogue, normalise_label
+
+__all__ = ["assign_roles", "reports_equal", "revise", "synthesise"]
+
+log = get_logger(__name__)
+
+
+def _slug(label: str) -> str:
+    return normalise_label(label).replace(" ", "-") or "role"
+
+
+async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_roles: int,
+                       settings: GenerationSettings) -> list[AssignedRole]:
+    """One primary and several supporting roles, each label mapped to a catalogue category.
+
+    The exact label is kept beside its category (ai-consilium.txt, Fig. 2c).
+    A label repeated by the model is dropped, so the panel can come out
+    smaller than ``min_roles``; that is logged, not hidden.
+    """
+    request = ModelRequest(
+        messages=case_messages(case_text, "assign_roles", min_supporting=max(0, min_roles - 1),
+                               max_supporting=max_roles - 1),
+        settings=settings,
+        schema=assignment_schema(min_roles, max_roles),
+        tag=CallTag(stage="role_assignment", role="moderator"),
+    )
+    answer = RoleAssignmentAnswer.model_validate((await model.generate(request)).parsed)
+    catalogue = load_catalogue()
+    roles: list[AssignedRole] = []
+    seen: set[str] = set()
+    for proposal, primary in [(answer.primary, True), *((p, False) for p in answer.supporting)]:
+        label = " ".join(proposal.label.split())
+        slug = _slug(label)
+        if slug in seen:
+            log.warning("duplicate_role_dropped", label=label)
+            continue
+        seen.add(slug)
+        category = catalogue.map_label(label)
+        roles.append(AssignedRole(id=slug, label=label, category=category.id, category_name=category.name,
+                                  primary=primary, justification=" ".join(proposal.justification.split())))
+    if len(roles) < min_roles:
+        log.warning("panel_smaller_than_minimum", roles=len(roles), min_roles=min_roles)
+    return roles
+
+
+def _opinions_block(roles: list[AssignedRole], opinions: list[Opinion]) -> str:
+    by_role = {o.role: o for o in opinions}
+    return "\n\n".join(f"[{r.label}]\n{by_role[r.id].text}" for r in roles if r.id in by_role)
+
+
+async def synthesise(model: ChatModel, case_text: str, roles: list[AssignedRole], opinions: list[Opinion],
+                     fmt: Format, settings: GenerationSettings) -> Report:
+    structured = fmt == "structured"
+    request = ModelRequest(
+        messages=case_messages(case_text, "synthesis_structured" if structured else "synthesis_free_form",
+                               opinions=_opinions_block(roles, opinions)),
+        settings=settings,
+        schema=OutputSchema.from_model(StructuredReport) if structured else None,
+        tag=CallTag(stage="synthesis", role="moderator"),
+    )
+    response = await model.generate(request)
+    if structured:
+        sections = {k: str(v) for k, v in response.parsed.items()}
+        return Report(version=1, round=0, text=render_sections(sections), sections=sections)
+    return Report(version=1, round=0, text=response.text.strip())
+
+
+def _dissent_block(roles: list[AssignedRole], votes: list[Vote]) -> str:
+    labels = {r.id: r.label for r in roles}
+    lines = []
+    for vote in votes:
+        if vote.vote == "dissent":
+            change = f" Requested change: {vote.requested_change}" if vote.requested_change else ""
+            lines.append(f"- {labels.get(vote.role, vote.role)}: {vote.reason}{change}")
+    return "\n".join(lines)
+
+
+def reports_equal(a: str, b: str) -> bool:
+    """Equal after normalising whitespace: such a "revision" is no change."""
+    return re.sub(r"\s+", " ", a).strip() == re.sub(r"\s+", " ", b).strip()
+
+
+async def revise(model: ChatModel, case_text: str, roles: list[AssignedRole], report: Report, votes: list[Vote],
+                 round: int, fmt: Format, settings: GenerationSettings) -> Report | None:
+    """The revised report, or None when the moderator finds no clinically meaningful revision."""
+    structured = fmt == "structured"
+    request = ModelRequest(
+        messages=case_messages(case_text, "revision_structured" if structured else "revision_free_form",
+                               round=round, version=report.version, report=report.text,
+                               dissents=_dissent_block(roles, votes)),
+        settings=settings,
+        schema=OutputSchema.from_model(StructuredRevision if structured else FreeFormRevision),
+        tag=CallTag(stage="revision", role="moderator", round=round),
+    )
+    parsed = (await model.generate(request)).parsed
+    sections: dict[str, str] | None = None
+    if structured:
+        answer = StructuredRevision.model_validate(parsed)
+        sections = answer.report.model_dump()
+        changed, summary, text = answer.changed, answer.change_summary, render_sections(sections)
+    else:
+        free = FreeFormRevision.model_validate(parsed)
+        changed, summary, text = free.changed, free.change_summary, free.report.strip()
+    if not changed or reports_equal(text, report.text):
+        return None
+    return Report(version=report.version + 1, round=round, text=text, sections=sections,
+                  change_summary=summary.strip())

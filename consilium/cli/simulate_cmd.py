@@ -1,0 +1,109 @@
+"""``consilium simulate``: run a consilium on a case and write one trace per format."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from consilium.agents.records import FORMATS, Format
+from consilium.cases import Case, load_case
+from consilium.cli.options import add_model_arguments, model_options, positive_int
+from consilium.errors import UserError
+from consilium.graphs.consilium import ConsiliumConfig
+from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
+from consilium.models.factory import build_model
+from consilium.simulate import RunModels, run_case
+from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
+from consilium.traces.schema import Trace
+
+__all__ = ["print_summary", "register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("simulate", help="run a consilium on a case and write its traces")
+    parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
+    parser.add_argument("--format", choices=[*FORMATS, "both"], default="both",
+                        help="response format; both shares one role assignment (default: both)")
+    add_model_arguments(parser)
+    parser.add_argument("--moderator-model", default=None, metavar="SPEC",
+                        help="model for the moderator (default: the --model)")
+    parser.add_argument("--max-rounds", type=positive_int, default=5, help="review rounds (default 5)")
+    parser.add_argument("--min-roles", type=positive_int, default=3, help="smallest panel (default 3)")
+    parser.add_argument("--max-roles", type=positive_int, default=6, help="largest panel (default 6)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    parser.add_argument("--max-tokens", type=positive_int, default=None,
+                        help="output tokens per call for every stage (default: per stage, "
+                             + ", ".join(f"{k} {v}" for k, v in DEFAULT_MAX_TOKENS.items()) + ")")
+    parser.add_argument("--budget-tokens", type=positive_int, default=None,
+                        help="stop a format's run before it spends more than this many tokens")
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+    parser.set_defaults(func=run)
+
+
+def _config(args: argparse.Namespace) -> ConsiliumConfig:
+    max_tokens = dict(DEFAULT_MAX_TOKENS)
+    if args.max_tokens:
+        max_tokens = {stage: args.max_tokens for stage in max_tokens}
+    try:
+        return ConsiliumConfig(max_rounds=args.max_rounds, min_roles=args.min_roles, max_roles=args.max_roles,
+                               seed=args.seed, temperature=args.temperature, max_tokens=max_tokens,
+                               timeout_s=args.timeout, budget_tokens=args.budget_tokens)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"{('--' + where.replace('_', '-')) if where else 'options'}: {err['msg']}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    case = load_case(args.case)
+    config = _config(args)
+    formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
+    options = model_options(args)
+    panel = build_model(args.model, options)
+    moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
+    run_id = new_run_id(case.id)
+    traces = asyncio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
+    paths = [write_trace(trace_path(args.out, run_id, case.id, t.format), t) for t in traces]
+    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=traces[0].config, traces=paths,
+                   seed=config.seed)
+    for trace, path in zip(traces, paths, strict=True):
+        print_summary(trace, path)
+    return 0 if all(t.status == "completed" for t in traces) else 1
+
+
+async def _run(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig,
+               run_id: str) -> list[Trace]:
+    try:
+        return await run_case(case, formats, models, config, run_id=run_id)
+    finally:
+        await models.panel.aclose()
+        if models.moderator is not models.panel:
+            await models.moderator.aclose()
+
+
+def print_summary(trace: Trace, path: Path) -> None:
+    print(f"== {trace.case_id} · {trace.format} · {trace.model} · {trace.status}")
+    for role in trace.roles:
+        kind = "primary" if role.primary else "supporting"
+        print(f"  role: {role.label} [{role.category}] ({kind})")
+    dissent = ", ".join(f"r{r.round} {r.dissent_fraction:.2f}" for r in trace.rounds)
+    print(f"  rounds: {len(trace.rounds)} (dissent fraction {dissent or '-'}); stop: {trace.stop_reason or '-'}")
+    if trace.error:
+        print(f"  error: {trace.error}")
+    if trace.final_report is not None:
+        report = trace.final_report
+        conclusion = (report.sections or {}).get("final_opinion") or report.text
+        print(f"  final conclusion: {' '.join(conclusion.split())[:400]}")
+    print("  tokens by stage (input / output / calls):")
+    for stage, usage in trace.usage.by_stage.items():
+        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}")
+    total = trace.usage.total
+    mark = " (estimated)" if total.estimated else ""
+    print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}{mark}")
+    print(f"  wall time: {trace.wall_s:.1f} s")
+    print(f"  trace: {path}")

@@ -1,0 +1,93 @@
+"""Run a consilium for one case in one or both formats and write one trace per format.
+
+The role assignment is made once per case and model and reused by the second
+format (ai-consilium.txt, Fig. 2a and 5a); its calls are copied into that
+format's trace so every trace is complete and replays on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from consilium.agents.prompting import prompt_hashes
+from consilium.agents.records import AssignedRole, Format
+from consilium.cases import Case
+from consilium.errors import BudgetExceededError, ModelError
+from consilium.graphs.consilium import ConsiliumConfig, ConsiliumContext, build_graph
+from consilium.graphs.consilium.graph import RECURSION_LIMIT
+from consilium.log import get_logger
+from consilium.models import CallRecord, CallRecorder, ChatModel, UsageLedger, for_run
+from consilium.traces.io import package_versions
+from consilium.traces.schema import Trace, UsageSummary
+
+__all__ = ["RunModels", "run_case", "run_format"]
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RunModels:
+    """The shared model stacks for the named roles (STYLE.md 4)."""
+
+    panel: ChatModel
+    moderator: ChatModel
+
+
+def _config_record(config: ConsiliumConfig) -> dict[str, Any]:
+    return {**config.model_dump(), "prompts": prompt_hashes()}
+
+
+async def run_format(case: Case, fmt: Format, models: RunModels, config: ConsiliumConfig, *, run_id: str,
+                     shared_roles: list[AssignedRole] | None = None,
+                     shared_calls: list[CallRecord] | None = None) -> Trace:
+    """Run the graph for one format. A model failure is recorded in the trace (status ``failed``)."""
+    recorder = CallRecorder(UsageLedger(config.budget_tokens))
+    for call in shared_calls or []:
+        recorder.adopt(call)
+    ctx = ConsiliumContext(
+        panel_model=for_run(models.panel, recorder, max_repairs=config.max_repairs),
+        moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
+        case_text=case.render(), format=fmt, config=config,
+    )
+    graph = build_graph(ctx)
+    started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
+    state: dict[str, Any] = {"roles": shared_roles} if shared_roles else {}
+    error: str | None = None
+    try:
+        # Stream the state after each step so a failed run still records how far it got.
+        async for values in graph.astream(state, config={"recursion_limit": RECURSION_LIMIT},
+                                          stream_mode="values"):
+            state = values
+    except (ModelError, BudgetExceededError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("consilium_failed", case=case.id, format=fmt, error=error)
+    reports = list(state.get("reports", []))
+    return Trace(
+        run_id=run_id, case_id=case.id, case_hash=case.content_hash(), case=case.model_dump(mode="json"),
+        format=fmt, model=models.panel.model_id, moderator_model=models.moderator.model_id,
+        config=_config_record(config), status="failed" if error else "completed", error=error,
+        roles=list(state.get("roles") or shared_roles or []), role_assignment_shared=bool(shared_roles),
+        opinions=sorted(state.get("opinions", []), key=lambda o: o.role), reports=reports,
+        rounds=list(state.get("rounds", [])), stop_reason=state.get("stop_reason"),
+        final_report=reports[-1] if reports and not error else None,
+        usage=UsageSummary.from_ledger(recorder.ledger), calls=sorted(recorder.calls, key=lambda c: c.index),
+        started_at=started_at, wall_s=round(time.perf_counter() - started, 3), versions=package_versions(),
+    )
+
+
+async def run_case(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
+                   run_id: str) -> list[Trace]:
+    traces: list[Trace] = []
+    roles: list[AssignedRole] | None = None
+    assignment_calls: list[CallRecord] = []
+    for fmt in formats:
+        trace = await run_format(case, fmt, models, config, run_id=run_id, shared_roles=roles,
+                                 shared_calls=assignment_calls)
+        traces.append(trace)
+        if roles is None and trace.roles:
+            roles = trace.roles
+            assignment_calls = [c for c in trace.calls if c.stage == "role_assignment"]
+    return traces

@@ -1,0 +1,85 @@
+"""Trace files: atomic writes, the run manifest, and a reader that names what is wrong."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from consilium.errors import UserError
+from consilium.fileio import write_json_atomic, write_text_atomic
+from consilium.traces.schema import SCHEMA_VERSION, Trace
+
+__all__ = ["new_run_id", "package_versions", "read_trace", "trace_path", "write_manifest", "write_trace"]
+
+
+def new_run_id(case_id: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{case_id[:40]}-{secrets.token_hex(3)}"
+
+
+def trace_path(out_dir: Path, run_id: str, case_id: str, fmt: str) -> Path:
+    return out_dir / run_id / f"{case_id}.{fmt}.trace.json"
+
+
+def write_trace(path: Path, trace: Trace) -> Path:
+    return write_text_atomic(path, trace.model_dump_json(indent=2) + "\n")
+
+
+def read_trace(path: str | Path) -> Trace:
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{file}: trace not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{file}: not a readable JSON trace ({exc})") from None
+    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+        raise UserError(f"{file}: schema_version: {data.get('schema_version')!r} is not supported "
+                        f"(this consilium reads {SCHEMA_VERSION})")
+    try:
+        return Trace.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise UserError(f"{file}: {where}: {err['msg']}") from None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in ("consilium", "langgraph", "langchain-core", "openai", "pydantic", "llama-cpp-python"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def _git_revision() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def write_manifest(run_dir: Path, *, run_id: str, command: list[str], config: dict[str, Any],
+                   traces: list[Path], seed: int) -> Path:
+    manifest = {
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "command": command,
+        "config": config,
+        "seed": seed,
+        "git_revision": _git_revision(),
+        "versions": package_versions(),
+        "traces": [p.name for p in traces],
+    }
+    return write_json_atomic(run_dir / "manifest.json", manifest)

@@ -1,0 +1,62 @@
+"""Replay: re-run a trace's graph with the ``replay`` backend and compare the outcome.
+
+No model is called. Roles, opinions, every report version, every vote, the
+stop reason and the run's status must come out identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from consilium.cases import Case
+from consilium.errors import UserError
+from consilium.graphs.consilium import ConsiliumConfig
+from consilium.models.backends.replay import ReplayModel
+from consilium.simulate import RunModels, run_format
+from consilium.traces.schema import Trace
+
+__all__ = ["COMPARED_FIELDS", "first_difference", "replay_trace"]
+
+COMPARED_FIELDS = ("status", "roles", "opinions", "reports", "rounds", "stop_reason")
+
+
+async def replay_trace(trace: Trace) -> tuple[Trace, ReplayModel]:
+    """The trace re-run from its recorded calls, and the replay model (to count what it served)."""
+    case = Case.model_validate(trace.case)
+    if case.content_hash() != trace.case_hash:
+        raise UserError(f"case: the embedded case of {trace.case_id} does not match its case_hash")
+    config = ConsiliumConfig.model_validate({k: v for k, v in trace.config.items() if k != "prompts"})
+    replay = ReplayModel(trace.calls, model_id=trace.model)
+    replayed = await run_format(case, trace.format, RunModels(panel=replay, moderator=replay), config,
+                                run_id=trace.run_id)
+    return replayed, replay
+
+
+def _diff(path: str, old: Any, new: Any) -> str | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            found = _diff(f"{path}.{key}", old.get(key), new.get(key))
+            if found:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list):
+        for i, (a, b) in enumerate(zip(old, new, strict=False)):
+            found = _diff(f"{path}[{i}]", a, b)
+            if found:
+                return found
+        if len(old) != len(new):
+            return f"{path}: {len(old)} items recorded, {len(new)} replayed"
+        return None
+    if old != new:
+        return f"{path}: recorded {old!r}, replayed {new!r}"
+    return None
+
+
+def first_difference(recorded: Trace, replayed: Trace) -> str | None:
+    """The first differing field (a path such as ``rounds[1].votes[2].vote``), or None if identical."""
+    old, new = recorded.model_dump(mode="json"), replayed.model_dump(mode="json")
+    for name in COMPARED_FIELDS:
+        found = _diff(name, old[name], new[name])
+        if found:
+            return found
+    return None
