@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-CASE ?= examples/cases/diagnostic-myasthenia.yaml
+CASE ?= examples/cases/diagnostic-myocarditis.yaml
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: venv install demo dev test lint
@@ -16,7 +16,7 @@ install: venv
 	$(PIP) -e .
 
 demo: install
-	$(BIN)/python -m consilium models check
+	$(BIN)/python -m consilium simulate --case $(CASE)
 
 dev: venv
 	$(PIP) -e '.[dev]'

@@ -26,6 +26,7 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     (["models", "check", "--model", "gguf:/no/such/file.gguf"], "gguf model file not found"),
     (["models", "check", "--model", "openai:gpt-x"], "needs OPENAI_API_KEY"),
     (["models", "check", "--model", "scripted:/no/such.yaml"], "not found"),
+    (["models", "check", "--model", "vllm:some/model"], "pip install 'consilium[vllm]'"),
 ])
 def test_user_errors_are_one_line_and_exit_2(argv: list[str], expected: str,
                                              capsys: pytest.CaptureFixture[str]) -> None:

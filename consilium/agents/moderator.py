@@ -31,8 +31,9 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
     """One primary and several supporting roles, each label mapped to a catalogue category.
 
     The exact label is kept beside its category (ai-consilium.txt, Fig. 2c).
-    A label repeated by the model is dropped, so the panel can come out
-    smaller than ``min_roles``; that is logged, not hidden.
+    A label the model repeats is dropped; if that leaves fewer than
+    ``min_roles``, the moderator is asked for one more role at a time, from
+    the catalogue specialties not yet on the panel.
     """
     request = ModelRequest(
         messages=case_messages(case_text, "assign_roles", min_supporting=max(0, min_roles - 1),
@@ -44,20 +45,48 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
     answer = RoleAssignmentAnswer.model_validate((await model.generate(request)).parsed)
     catalogue = load_catalogue()
     roles: list[AssignedRole] = []
-    seen: set[str] = set()
     for proposal, primary in [(answer.primary, True), *((p, False) for p in answer.supporting)]:
-        label = " ".join(proposal.label.split())
-        slug = _slug(label)
-        if slug in seen:
-            log.warning("duplicate_role_dropped", label=label)
+        role = _make_role(proposal.label, proposal.justification, primary)
+        if any(r.id == role.id for r in roles):
+            log.warning("duplicate_role_dropped", label=role.label)
             continue
-        seen.add(slug)
-        category = catalogue.map_label(label)
-        roles.append(AssignedRole(id=slug, label=label, category=category.id, category_name=category.name,
-                                  primary=primary, justification=" ".join(proposal.justification.split())))
-    if len(roles) < min_roles:
-        log.warning("panel_smaller_than_minimum", roles=len(roles), min_roles=min_roles)
+        roles.append(role)
+    while len(roles) < min_roles:
+        added = await _add_role(model, case_text, roles, min_roles - len(roles), settings)
+        if added is None:
+            log.warning("panel_smaller_than_minimum", roles=len(roles), min_roles=min_roles)
+            break
+        roles.append(added)
     return roles
+
+
+def _make_role(label: str, justification: str, primary: bool) -> AssignedRole:
+    label = " ".join(label.split())
+    category = load_catalogue().map_label(label)
+    return AssignedRole(id=_slug(label), label=label, category=category.id, category_name=category.name,
+                        primary=primary, justification=" ".join(justification.split()))
+
+
+async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole], needed: int,
+                    settings: GenerationSettings) -> AssignedRole | None:
+    """Ask for one more role when the model repeated itself, offering only specialties not yet on the
+    panel (as a schema enum), so the panel reaches its minimum size with distinct roles."""
+    taken = {r.category for r in roles} | {normalise_label(r.label) for r in roles}
+    offered = [c.name for c in load_catalogue().categories
+               if c.id != "other" and c.id not in taken and normalise_label(c.name) not in taken]
+    if not offered:
+        return None
+    schema = OutputSchema(name="AdditionalRole", json_schema={
+        "type": "object", "additionalProperties": False, "required": ["label", "justification"],
+        "properties": {"label": {"type": "string", "enum": offered},
+                       "justification": {"type": "string", "maxLength": 240}}})
+    panel = "\n".join(f"- {r.label} ({'primary' if r.primary else 'supporting'})" for r in roles)
+    request = ModelRequest(
+        messages=case_messages(case_text, "add_role", panel=panel, needed=needed),
+        settings=settings, schema=schema, tag=CallTag(stage="role_assignment", role="moderator"),
+    )
+    parsed = (await model.generate(request)).parsed
+    return _make_role(parsed["label"], parsed["justification"], primary=False)
 
 
 def _opinions_block(roles: list[AssignedRole], opinions: list[Opinion]) -> str:

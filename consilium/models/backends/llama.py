@@ -42,14 +42,16 @@ class LlamaCppModel:
     event loop stays free."""
 
     def __init__(self, path: str | os.PathLike[str], *, model_id: str | None = None, n_ctx: int = 8192,
-                 n_threads: int | None = None) -> None:
+                 n_threads: int | None = None, repeat_penalty: float = 1.1) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"gguf model file not found: {self.path}")
         self.model_id = model_id or self.path.stem
-        self.endpoint = f"llama.cpp:{self.path.name}"
+        self.endpoint = f"llama.cpp:{self.path.name}:repeat_penalty={repeat_penalty}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        # llama.cpp's classic default; without it small models loop until max_tokens inside JSON strings.
+        self.repeat_penalty = repeat_penalty
         self._llm: Any = None
         self._lock = threading.Lock()
 
@@ -73,6 +75,7 @@ class LlamaCppModel:
             "temperature": settings.temperature,
             "top_p": settings.top_p,
             "max_tokens": settings.max_tokens,
+            "repeat_penalty": self.repeat_penalty,
         }
         if settings.seed is not None:
             kwargs["seed"] = settings.seed
