@@ -43,7 +43,6 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
         tag=CallTag(stage="role_assignment", role="moderator"),
     )
     answer = RoleAssignmentAnswer.model_validate((await model.generate(request)).parsed)
-    catalogue = load_catalogue()
     roles: list[AssignedRole] = []
     for proposal, primary in [(answer.primary, True), *((p, False) for p in answer.supporting)]:
         role = _make_role(proposal.label, proposal.justification, primary)

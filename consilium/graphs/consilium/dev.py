@@ -20,7 +20,7 @@ from consilium.graphs.consilium.graph import ConsiliumContext, build_graph
 from consilium.models import CallRecorder, for_run
 from consilium.models.factory import ModelOptions, build_model
 
-__all__ = ["make_graph", "DEFAULT_CASE"]
+__all__ = ["DEFAULT_CASE", "make_graph"]
 
 DEFAULT_CASE = Path(__file__).resolve().parents[3] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 
