@@ -209,3 +209,14 @@ def test_trace_schema_command(capsys: pytest.CaptureFixture[str]) -> None:
     for field in ("schema_version", "run_id", "case_id", "format", "model", "roles", "opinions", "reports",
                   "rounds", "stop_reason", "final_report", "usage", "calls"):
         assert field in schema["properties"]
+
+
+def test_token_budget_stops_the_run_before_the_call_that_would_exceed_it(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    model = write_script(tmp_path, votes=[])
+    assert main(["simulate", "--case", str(CASE), "--model", model, "--out", str(out), "--format", "free-form",
+                 "--max-tokens", "100", "--budget-tokens", "2500"]) == 1
+    [trace] = [read_trace(p) for p in out.glob("*/*.trace.json")]
+    assert trace.status == "failed" and trace.error and trace.error.startswith("BudgetExceededError: token budget")
+    assert trace.usage.total.total_tokens <= 2500
+    assert trace.calls and all(c.stage in ("role_assignment", "opinion", "synthesis", "vote") for c in trace.calls)

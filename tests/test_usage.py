@@ -30,7 +30,8 @@ def test_ledger_groups_by_stage_role_and_round() -> None:
 
 def test_budget_stops_before_the_call() -> None:
     ledger = UsageLedger(budget_tokens=50)
-    ledger.check_budget("opinion")
-    ledger.add(Usage(input_tokens=45, output_tokens=5, calls=1), stage="opinion")
-    with pytest.raises(BudgetExceededError, match="budget of 50"):
-        ledger.check_budget("vote")
+    ledger.check_budget("opinion", projected=50)
+    ledger.add(Usage(input_tokens=30, output_tokens=5, calls=1), stage="opinion")
+    ledger.check_budget("vote", projected=15)
+    with pytest.raises(BudgetExceededError, match=r"budget of 50 would be exceeded by a 'vote' call \(35 tokens"):
+        ledger.check_budget("vote", projected=16)

@@ -81,7 +81,7 @@ async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole],
                        "justification": {"type": "string", "maxLength": 240}}})
     panel = "\n".join(f"- {r.label} ({'primary' if r.primary else 'supporting'})" for r in roles)
     request = ModelRequest(
-        messages=case_messages(case_text, "add_role", panel=panel, needed=needed),
+        messages=case_messages(case_text, "add_role", panel=panel, needed=needed, offered="; ".join(offered)),
         settings=settings, schema=schema, tag=CallTag(stage="role_assignment", role="moderator"),
     )
     parsed = (await model.generate(request)).parsed

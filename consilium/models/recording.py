@@ -7,9 +7,11 @@ import json
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from consilium.models.protocol import ChatModel
+from consilium.models.structured import OutputInvalid
+from consilium.models.tokens import count_message_tokens
 from consilium.models.types import GenerationSettings, Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage, UsageLedger
 
@@ -43,12 +45,12 @@ class CallRecord(BaseModel):
     schema_name: str | None = None
     request_hash: str
     response: str
-    parsed: Any = None
+    parsed: Any = Field(default=None, description="the validated JSON value, when a schema was requested")
     usage: Usage
     latency_ms: float
     cached: bool = False
     finish_reason: str | None = None
-    error: str | None = None
+    error: str | None = Field(default=None, description="why the output failed validation (then repaired)")
     started_at: float
 
 
@@ -56,7 +58,7 @@ class CallRecorder:
     """Collects call records and feeds the usage ledger; one per run."""
 
     def __init__(self, ledger: UsageLedger | None = None) -> None:
-        self.ledger = ledger or UsageLedger()
+        self.ledger = ledger if ledger is not None else UsageLedger()
         self.calls: list[CallRecord] = []
 
     def adopt(self, call: CallRecord) -> None:
@@ -67,12 +69,20 @@ class CallRecorder:
     def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> None:
         tag = request.tag
         schema = request.output_schema
+        parsed, error = None, None
+        if schema is not None:
+            # Validated here too, so each attempt's record says what was wrong with it.
+            try:
+                parsed = schema.validate(response.text)
+            except OutputInvalid as exc:
+                error = str(exc)
         self.calls.append(CallRecord(
             index=len(self.calls), stage=tag.stage, role=tag.role, round=tag.round,
             model=response.model, messages=list(request.messages), settings=request.settings,
             schema_name=schema.name if schema else None, request_hash=request_hash(request),
             response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
             cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
+            parsed=parsed, error=error,
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round)
 
@@ -90,7 +100,8 @@ class RecordingModel:
         self.endpoint = inner.endpoint
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.recorder.ledger.check_budget(request.tag.stage)
+        projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens
+        self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
         started_at = time.time()
         response = await self.inner.generate(request)
         self.recorder.record(request, response, started_at)

@@ -70,7 +70,7 @@ class UsageLedger:
     """Every call's usage with its stage, role and round; sums per group on demand.
 
     ``budget_tokens`` (input + output) is checked *before* a call by
-    :meth:`check_budget`, so a run stops without spending past the budget.
+    :meth:`check_budget`, so a run stops before a call could spend past the budget.
     """
 
     def __init__(self, budget_tokens: int | None = None) -> None:
@@ -80,11 +80,16 @@ class UsageLedger:
     def add(self, usage: Usage, *, stage: str, role: str | None = None, round: int | None = None) -> None:
         self._entries.append((stage, role, round, usage))
 
-    def check_budget(self, stage: str) -> None:
-        if self.budget_tokens is not None and self.total.total_tokens >= self.budget_tokens:
+    def check_budget(self, stage: str, projected: int = 0) -> None:
+        """Refuse a call that could take the total past the budget; ``projected`` is the call's
+        estimated input tokens plus its max output tokens."""
+        if self.budget_tokens is None:
+            return
+        spent = self.total.total_tokens
+        if spent + projected > self.budget_tokens:
             raise BudgetExceededError(
-                f"token budget of {self.budget_tokens} reached before a {stage!r} call "
-                f"({self.total.total_tokens} tokens used)"
+                f"token budget of {self.budget_tokens} would be exceeded by a {stage!r} call "
+                f"({spent} tokens spent, up to {projected} more needed)"
             )
 
     @property

@@ -9,11 +9,13 @@ from consilium.models import GenerationSettings
 __all__ = ["DEFAULT_MAX_TOKENS", "ConsiliumConfig"]
 
 DEFAULT_MAX_TOKENS: dict[str, int] = {
-    "role_assignment": 640,
-    "opinion": 1024,
-    "synthesis": 1280,
-    "vote": 320,
-    "revision": 1536,
+    # Room for every schema field at its length bound (agents/schemas.py), so a
+    # structured answer is never cut off by max_tokens before its strings are.
+    "role_assignment": 768,
+    "opinion": 2048,
+    "synthesis": 2048,
+    "vote": 384,
+    "revision": 2560,
 }
 
 
