@@ -14,11 +14,13 @@ class ChatModel(Protocol):
     """One async call in, one response out.
 
     ``model_id`` names the model as it should appear in traces; ``endpoint``
-    distinguishes the same model served from different places (cache key).
+    distinguishes the same model served from different places (cache key);
+    ``supports_images`` says whether image parts of a message reach the model.
     """
 
     model_id: str
     endpoint: str
+    supports_images: bool
 
     async def generate(self, request: ModelRequest) -> ModelResponse: ...
 

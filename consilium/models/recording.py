@@ -24,7 +24,7 @@ def request_hash(request: ModelRequest) -> str:
     payload = {
         "messages": [m.model_dump() for m in request.messages],
         "settings": request.settings.model_dump(exclude={"timeout_s"}),
-        "schema": schema.json_schema if schema else None,
+        "schema": (schema.json_schema or {"check": schema.name}) if schema else None,
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -98,6 +98,7 @@ class RecordingModel:
         self.recorder = recorder
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
+        self.supports_images = inner.supports_images
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens

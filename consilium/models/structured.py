@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +45,20 @@ def extract_json(text: str) -> Any:
 
 @dataclass(frozen=True)
 class OutputSchema:
-    """A named JSON schema, optionally backed by a pydantic model that validates it."""
+    """A named output contract: a JSON schema, optionally backed by a pydantic model that
+    validates it, or (``json_schema=None``) a text check such as the board transcript format.
+
+    ``check`` takes the text and returns the validated value or raises :class:`OutputInvalid`.
+    """
 
     name: str
-    json_schema: dict[str, Any]
+    json_schema: dict[str, Any] | None
     model: type[BaseModel] | None = field(default=None, compare=False)
+    check: Callable[[str], Any] | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_check(cls, name: str, check: Callable[[str], Any]) -> OutputSchema:
+        return cls(name=name, json_schema=None, check=check)
 
     @classmethod
     def from_model(cls, model: type[BaseModel]) -> OutputSchema:
@@ -60,10 +70,12 @@ class OutputSchema:
         return cls(name=name, json_schema=schema)
 
     def validate(self, text: str) -> Any:
-        """Return the validated JSON value (a model's ``model_dump(mode="json")``)."""
+        """Return the validated value (for JSON, a model's ``model_dump(mode="json")``)."""
+        if self.check is not None:
+            return self.check(text)
         value = extract_json(text)
         try:
-            jsonschema.validate(value, self.json_schema)
+            jsonschema.validate(value, self.json_schema or {})
         except jsonschema.ValidationError as exc:
             where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
             raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
@@ -80,4 +92,4 @@ class OutputSchema:
 
     def canonical(self) -> str:
         """Stable text of the schema, for cache keys and trace hashes."""
-        return json.dumps(self.json_schema, sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.json_schema or {"check": self.name}, sort_keys=True, separators=(",", ":"))

@@ -17,6 +17,7 @@ class Message(BaseModel):
 
     role: Literal["system", "user", "assistant"]
     content: str
+    images: tuple[str, ...] = Field(default=(), description="image file paths sent with this message")
 
 
 class GenerationSettings(BaseModel):
@@ -55,6 +56,11 @@ class ModelRequest(BaseModel):
     @property
     def output_schema(self) -> OutputSchema | None:
         return self.schema_
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The JSON schema a backend should enforce, if any (a text check has none)."""
+        return self.schema_.json_schema if self.schema_ is not None else None
 
     def with_messages(self, messages: tuple[Message, ...]) -> ModelRequest:
         return self.model_copy(update={"messages": messages})

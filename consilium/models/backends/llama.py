@@ -39,7 +39,9 @@ def embedded_model_path() -> Path:
 class LlamaCppModel:
     """A GGUF model in this process. Loaded on first use; one call at a time
     (a llama.cpp context is not thread-safe), run in a worker thread so the
-    event loop stays free."""
+    event loop stays free. Text only: slide images are skipped with a note."""
+
+    supports_images = False
 
     def __init__(self, path: str | os.PathLike[str], *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, repeat_penalty: float = 1.1) -> None:
@@ -71,7 +73,7 @@ class LlamaCppModel:
     def _complete(self, request: ModelRequest) -> ModelResponse:
         settings = request.settings
         kwargs: dict[str, Any] = {
-            "messages": [m.model_dump() for m in request.messages],
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": settings.temperature,
             "top_p": settings.top_p,
             "max_tokens": settings.max_tokens,
@@ -79,9 +81,8 @@ class LlamaCppModel:
         }
         if settings.seed is not None:
             kwargs["seed"] = settings.seed
-        schema = request.output_schema
-        if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema.json_schema}
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
         with self._lock:
             llm = self._load()
             started = time.perf_counter()

@@ -16,14 +16,24 @@ import time
 from typing import Any, Literal
 
 from consilium.errors import ModelError, TransientModelError, UserError
+from consilium.models.images import image_data_url
 from consilium.models.tokens import count_message_tokens, count_tokens
-from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 
 __all__ = ["OpenAICompatModel", "SchemaDialect", "parse_retry_after"]
 
 SchemaDialect = Literal["json_schema", "json_object", "none"]
 DIALECTS: tuple[str, ...] = ("json_schema", "json_object", "none")
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if not message.images:
+        return {"role": message.role, "content": message.content}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    for path in message.images:
+        parts.append({"type": "image_url", "image_url": {"url": image_data_url(path)}})
+    return {"role": message.role, "content": parts}
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -37,6 +47,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class OpenAICompatModel:
+    #: Messages with images are sent as OpenAI content parts (text + image_url data URLs);
+    #: a server without vision support answers with an error naming the model.
+    supports_images = True
+
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  dialect: str = "json_schema", timeout_s: float = 120.0) -> None:
         try:
@@ -59,7 +73,7 @@ class OpenAICompatModel:
 
     def _response_format(self, request: ModelRequest) -> dict[str, Any] | None:
         schema = request.output_schema
-        if schema is None or self.dialect == "none":
+        if schema is None or schema.json_schema is None or self.dialect == "none":
             return None
         if self.dialect == "json_object":
             return {"type": "json_object", "schema": schema.json_schema}
@@ -70,7 +84,7 @@ class OpenAICompatModel:
         settings = request.settings
         kwargs: dict[str, Any] = {
             "model": self.model_id,
-            "messages": [m.model_dump() for m in request.messages],
+            "messages": [_wire_message(m) for m in request.messages],
             "temperature": settings.temperature,
             "top_p": settings.top_p,
             "max_tokens": settings.max_tokens,

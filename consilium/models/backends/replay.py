@@ -46,8 +46,11 @@ def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
 class ReplayModel:
     endpoint = "replay"
 
-    def __init__(self, calls: Iterable[CallRecord], *, model_id: str = "replay") -> None:
+    def __init__(self, calls: Iterable[CallRecord], *, model_id: str = "replay",
+                 supports_images: bool = False) -> None:
         self.model_id = model_id
+        # As the recorded model had it, so the replayed run builds the same messages.
+        self.supports_images = supports_images
         self._queues: dict[_Key, deque[CallRecord]] = defaultdict(deque)
         for call in sorted(calls, key=lambda c: c.index):
             self._queues[(call.stage, call.role, call.round)].append(call)

@@ -66,6 +66,7 @@ class Script(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "scripted"
+    images: bool = Field(default=False, description="accept image parts (as a vision model would)")
     rules: list[ScriptRule] = []
     default: Any = None
 
@@ -103,6 +104,7 @@ class ScriptedModel:
         self.script = script or Script()
         self.responder = responder
         self.model_id = model_id or self.script.model
+        self.supports_images = self.script.images
         self._used: dict[int, int] = {}
         self.calls = 0
 

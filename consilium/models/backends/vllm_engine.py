@@ -27,6 +27,8 @@ def _structured_params(vllm: Any, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class VLLMModel:
+    supports_images = False  # images would need the model's multimodal processor; not wired here
+
     def __init__(self, model: str, **engine_args: Any) -> None:
         try:
             import vllm
@@ -43,15 +45,15 @@ class VLLMModel:
         vllm = self._vllm
         settings = request.settings
         extra: dict[str, Any] = {}
-        if request.output_schema is not None:
-            extra = _structured_params(vllm, request.output_schema.json_schema)
+        if request.json_schema is not None:
+            extra = _structured_params(vllm, request.json_schema)
         params = vllm.SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                                      max_tokens=settings.max_tokens, seed=settings.seed, **extra)
         with self._lock:
             if self._llm is None:
                 self._llm = vllm.LLM(model=self.model_id, **self._engine_args)
             started = time.perf_counter()
-            outputs = self._llm.chat([m.model_dump() for m in request.messages], params, use_tqdm=False)
+            outputs = self._llm.chat([{"role": m.role, "content": m.content} for m in request.messages], params, use_tqdm=False)
             latency_ms = (time.perf_counter() - started) * 1000
         out = outputs[0]
         completion = out.outputs[0]

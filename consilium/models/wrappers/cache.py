@@ -43,6 +43,7 @@ class CachedModel:
         self.inner = inner
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
+        self.supports_images = inner.supports_images
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()

@@ -17,6 +17,7 @@ class ConcurrencyLimitedModel:
         self.inner = inner
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
+        self.supports_images = inner.supports_images
         self.max_concurrency = max_concurrency
         self._semaphore: asyncio.Semaphore | None = None
         self.in_flight = 0

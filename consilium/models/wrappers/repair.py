@@ -25,6 +25,7 @@ class StructuredOutputModel:
         self.inner = inner
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
+        self.supports_images = inner.supports_images
         self.max_repairs = max_repairs
 
     async def generate(self, request: ModelRequest) -> ModelResponse:

@@ -43,6 +43,7 @@ class RetryingModel:
         self.policy = policy or RetryPolicy()
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
+        self.supports_images = inner.supports_images
         self._sleep = sleep
         self._rng = random.Random(seed)
         self.retries = 0
