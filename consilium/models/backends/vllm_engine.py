@@ -53,7 +53,8 @@ class VLLMModel:
             if self._llm is None:
                 self._llm = vllm.LLM(model=self.model_id, **self._engine_args)
             started = time.perf_counter()
-            outputs = self._llm.chat([{"role": m.role, "content": m.content} for m in request.messages], params, use_tqdm=False)
+            messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            outputs = self._llm.chat(messages, params, use_tqdm=False)
             latency_ms = (time.perf_counter() - started) * 1000
         out = outputs[0]
         completion = out.outputs[0]
