@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from consilium.agents.prompting import prompt_hashes
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
@@ -20,8 +22,8 @@ from consilium.graphs.consilium import ConsiliumConfig, ConsiliumContext, build_
 from consilium.graphs.consilium.graph import RECURSION_LIMIT
 from consilium.log import get_logger
 from consilium.models import CallRecord, CallRecorder, ChatModel, UsageLedger, for_run
-from consilium.traces.io import package_versions
-from consilium.traces.schema import Trace, UsageSummary
+from consilium.traces.build import base_fields
+from consilium.traces.schema import Trace
 
 __all__ = ["RunModels", "run_case", "run_format"]
 
@@ -36,7 +38,7 @@ class RunModels:
     moderator: ChatModel
 
 
-def _config_record(config: ConsiliumConfig) -> dict[str, Any]:
+def config_record(config: BaseModel) -> dict[str, Any]:
     return {**config.model_dump(), "prompts": prompt_hashes()}
 
 
@@ -66,15 +68,13 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
         log.error("consilium_failed", case=case.id, format=fmt, error=error)
     reports = list(state.get("reports", []))
     return Trace(
-        run_id=run_id, case_id=case.id, case_hash=case.content_hash(), case=case.model_dump(mode="json"),
-        format=fmt, model=models.panel.model_id, moderator_model=models.moderator.model_id,
-        config=_config_record(config), status="failed" if error else "completed", error=error,
+        **base_fields(case, run_id=run_id, model=models.panel.model_id, config=config_record(config),
+                      recorder=recorder, started_at=started_at, wall_s=time.perf_counter() - started, error=error),
+        format=fmt, moderator_model=models.moderator.model_id,
         roles=list(state.get("roles") or shared_roles or []), role_assignment_shared=bool(shared_roles),
         opinions=sorted(state.get("opinions", []), key=lambda o: o.role), reports=reports,
         rounds=list(state.get("rounds", [])), stop_reason=state.get("stop_reason"),
         final_report=reports[-1] if reports and not error else None,
-        usage=UsageSummary.from_ledger(recorder.ledger), calls=sorted(recorder.calls, key=lambda c: c.index),
-        started_at=started_at, wall_s=round(time.perf_counter() - started, 3), versions=package_versions(),
     )
 
 

@@ -21,12 +21,13 @@ def load_prompt(name: str) -> str:
     return resources.files("consilium.agents").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8").strip()
 
 
-def case_messages(case_text: str, task: str, **fields: Any) -> tuple[Message, ...]:
-    """System preamble, then the case, then the filled-in task."""
-    body = load_prompt(task).format(**fields) if fields else load_prompt(task).format()
+def case_messages(case_text: str, task: str, *, preamble: str = "preamble", images: tuple[str, ...] = (),
+                  **fields: Any) -> tuple[Message, ...]:
+    """System preamble, then the case (with any slide images), then the filled-in task."""
+    body = load_prompt(task).format(**fields)
     return (
-        Message(role="system", content=load_prompt("preamble")),
-        Message(role="user", content=f"CASE\n{case_text}\n\nTASK\n{body}"),
+        Message(role="system", content=load_prompt(preamble)),
+        Message(role="user", content=f"CASE\n{case_text}\n\nTASK\n{body}", images=images),
     )
 
 

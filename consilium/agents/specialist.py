@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from consilium.agents.prompting import case_messages
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
 from consilium.agents.schemas import StructuredOpinion, VoteAnswer
@@ -10,7 +12,7 @@ from consilium.models import CallTag, ChatModel, GenerationSettings, ModelReques
 __all__ = ["cast_vote", "write_opinion"]
 
 
-def _role_fields(role: AssignedRole) -> dict[str, str]:
+def _role_fields(role: AssignedRole) -> dict[str, Any]:
     return {"role_label": role.label, "role_kind": "primary" if role.primary else "supporting",
             "justification": role.justification}
 

@@ -8,11 +8,12 @@ import json
 from pydantic import BaseModel
 
 from consilium.cases import Case
-from consilium.traces.schema import Trace
+from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
 __all__ = ["SCHEMAS", "register", "run"]
 
-SCHEMAS: dict[str, type[BaseModel]] = {"trace": Trace, "case": Case}
+SCHEMAS: dict[str, type[BaseModel]] = {"trace": Trace, "board-trace": BoardTrace, "turn-trace": TurnTrace,
+                                        "case": Case}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

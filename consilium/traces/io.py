@@ -10,11 +10,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
-from consilium.traces.schema import SCHEMA_VERSION, Trace
+from consilium.traces.schema import SCHEMA_VERSION, AnyTrace, BoardTrace, Trace, TurnTrace
 
 __all__ = ["new_run_id", "package_versions", "read_trace", "trace_path", "write_manifest", "write_trace"]
 
@@ -28,11 +28,14 @@ def trace_path(out_dir: Path, run_id: str, case_id: str, fmt: str) -> Path:
     return out_dir / run_id / f"{case_id}.{fmt}.trace.json"
 
 
-def write_trace(path: Path, trace: Trace) -> Path:
+_READER: TypeAdapter[Trace | BoardTrace | TurnTrace] = TypeAdapter(AnyTrace)
+
+
+def write_trace(path: Path, trace: Trace | BoardTrace | TurnTrace) -> Path:
     return write_text_atomic(path, trace.model_dump_json(indent=2) + "\n")
 
 
-def read_trace(path: str | Path) -> Trace:
+def read_trace(path: str | Path) -> Trace | BoardTrace | TurnTrace:
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -44,11 +47,18 @@ def read_trace(path: str | Path) -> Trace:
         raise UserError(f"{file}: schema_version: {data.get('schema_version')!r} is not supported "
                         f"(this consilium reads {SCHEMA_VERSION})")
     try:
-        return Trace.model_validate(data)
+        return _READER.validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(root)"
         raise UserError(f"{file}: {where}: {err['msg']}") from None
+
+
+def read_consilium_trace(path: str | Path) -> Trace:
+    trace = read_trace(path)
+    if not isinstance(trace, Trace):
+        raise UserError(f"{path}: kind: expected a consilium trace, got {trace.kind!r}")
+    return trace
 
 
 def package_versions() -> dict[str, str]:

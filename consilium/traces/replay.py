@@ -1,34 +1,56 @@
 """Replay: re-run a trace's graph with the ``replay`` backend and compare the outcome.
 
-No model is called. Roles, opinions, every report version, every vote, the
-stop reason and the run's status must come out identical.
+No model is called. For a consilium, roles, opinions, every report version,
+every vote, the stop reason and the run's status must come out identical; for
+a board, the roles, turns, transcript, conclusion, stop reason and format
+validation; for a Specialist Turn, the answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from consilium.board.run import run_board, run_turn
 from consilium.cases import Case
 from consilium.errors import UserError
+from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.models.backends.replay import ReplayModel
 from consilium.simulate import RunModels, run_format
-from consilium.traces.schema import Trace
+from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
 __all__ = ["COMPARED_FIELDS", "first_difference", "replay_trace"]
 
-COMPARED_FIELDS = ("status", "roles", "opinions", "reports", "rounds", "stop_reason")
+#: What must come out identical, by trace kind.
+COMPARED_FIELDS: dict[str, tuple[str, ...]] = {
+    "consilium": ("status", "roles", "opinions", "reports", "rounds", "stop_reason"),
+    "board": ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation"),
+    "turn": ("status", "answer"),
+}
+_NOT_SETTINGS = ("prompts", "images", "mode", "moderator_model")
+
+AnyTraceValue = Trace | BoardTrace | TurnTrace
 
 
-async def replay_trace(trace: Trace) -> tuple[Trace, ReplayModel]:
+async def replay_trace(trace: AnyTraceValue) -> tuple[AnyTraceValue, ReplayModel]:
     """The trace re-run from its recorded calls, and the replay model (to count what it served)."""
     case = Case.model_validate(trace.case)
     if case.content_hash() != trace.case_hash:
         raise UserError(f"case: the embedded case of {trace.case_id} does not match its case_hash")
-    config = ConsiliumConfig.model_validate({k: v for k, v in trace.config.items() if k != "prompts"})
-    replay = ReplayModel(trace.calls, model_id=trace.model)
-    replayed = await run_format(case, trace.format, RunModels(panel=replay, moderator=replay), config,
-                                run_id=trace.run_id)
+    settings = {k: v for k, v in trace.config.items() if k not in _NOT_SETTINGS}
+    images = tuple(trace.config.get("images", []))
+    replay = ReplayModel(trace.calls, model_id=trace.model,
+                         supports_images=bool(getattr(trace, "images_sent", False)))
+    replayed: AnyTraceValue
+    if isinstance(trace, Trace):
+        replayed = await run_format(case, trace.format, RunModels(panel=replay, moderator=replay),
+                                    ConsiliumConfig.model_validate(settings), run_id=trace.run_id)
+    elif isinstance(trace, BoardTrace):
+        replayed = await run_board(case, trace.mode, RunModels(panel=replay, moderator=replay),
+                                   BoardConfig.model_validate(settings), run_id=trace.run_id, images=images)
+    else:
+        replayed = await run_turn(case, trace.role, trace.question, replay, BoardConfig.model_validate(settings),
+                                  run_id=trace.run_id, images=images)
     return replayed, replay
 
 
@@ -52,10 +74,10 @@ def _diff(path: str, old: Any, new: Any) -> str | None:
     return None
 
 
-def first_difference(recorded: Trace, replayed: Trace) -> str | None:
+def first_difference(recorded: AnyTraceValue, replayed: AnyTraceValue) -> str | None:
     """The first differing field (a path such as ``rounds[1].votes[2].vote``), or None if identical."""
     old, new = recorded.model_dump(mode="json"), replayed.model_dump(mode="json")
-    for name in COMPARED_FIELDS:
+    for name in COMPARED_FIELDS[recorded.kind]:
         found = _diff(name, old[name], new[name])
         if found:
             return found

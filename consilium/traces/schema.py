@@ -7,14 +7,16 @@ meaning changes; readers refuse versions they do not know.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
+from consilium.board.transcript import Turn
+from consilium.board.validate import FormatReport
 from consilium.models import CallRecord, Usage, UsageLedger
 
-__all__ = ["SCHEMA_VERSION", "Trace", "UsageSummary"]
+__all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "TurnTrace", "UsageSummary"]
 
 SCHEMA_VERSION = "1.0"
 
@@ -33,23 +35,33 @@ class UsageSummary(BaseModel):
                    total=ledger.total)
 
 
-class Trace(BaseModel):
-    """One consilium run of one case in one format."""
+class TraceBase(BaseModel):
+    """What every run record holds, whatever the protocol."""
 
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal["1.0"] = "1.0"
-    kind: Literal["consilium"] = "consilium"
     run_id: str
     case_id: str
     case_hash: str
     case: dict[str, Any] = Field(description="the case as run, so the trace replays on its own")
-    format: Format
-    model: str = Field(description="the panel model's id")
-    moderator_model: str
-    config: dict[str, Any] = Field(description="ConsiliumConfig plus prompt file hashes")
+    model: str = Field(description="the (panel) model's id")
+    config: dict[str, Any] = Field(description="the run's settings plus prompt file hashes")
     status: Literal["completed", "failed"]
     error: str | None = None
+    usage: UsageSummary
+    calls: list[CallRecord]
+    started_at: str
+    wall_s: float
+    versions: dict[str, str]
+
+
+class Trace(TraceBase):
+    """One consilium run of one case in one format."""
+
+    kind: Literal["consilium"] = "consilium"
+    format: Format
+    moderator_model: str
     roles: list[AssignedRole]
     role_assignment_shared: bool = Field(
         default=False, description="true when the roles were assigned in the other format's run of this case")
@@ -58,8 +70,33 @@ class Trace(BaseModel):
     rounds: list[Round]
     stop_reason: StopReason | None
     final_report: Report | None
-    usage: UsageSummary
-    calls: list[CallRecord]
-    started_at: str
-    wall_s: float
-    versions: dict[str, str]
+
+
+class BoardTrace(TraceBase):
+    """One tumor-board run (opentumorboard.txt, §2.4, App. B.2)."""
+
+    kind: Literal["board"] = "board"
+    mode: Literal["agents", "single"]
+    roles: list[AssignedRole] = Field(description="the specialists at the table (agents mode)")
+    turns: list[Turn]
+    transcript: str = Field(description="<discussion>…</discussion><conclusion>…</conclusion>")
+    conclusion: str | None
+    stop_reason: Literal["moderator_closed", "turn_limit", "single_call"] | None
+    validation: FormatReport | None = Field(description="App. E.2 format checks of the transcript")
+    images_sent: bool = Field(description="whether slide images went to the model as image parts")
+    notes: list[str] = []
+
+
+class TurnTrace(TraceBase):
+    """One Specialist Turn answer (opentumorboard.txt, App. B.1)."""
+
+    kind: Literal["turn"] = "turn"
+    role: str
+    role_category: str
+    question: str
+    answer: str | None
+    images_sent: bool
+    notes: list[str] = []
+
+
+AnyTrace = Annotated[Trace | BoardTrace | TurnTrace, Field(discriminator="kind")]

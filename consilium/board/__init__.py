@@ -1,0 +1,1 @@
+"""The tumor board (OpenTumorBoard protocol): transcript format, format checks, runs."""

@@ -1,0 +1,145 @@
+"""Run a tumor board (agents or single mode) or a Specialist Turn and build its trace."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from consilium.agents import board
+from consilium.agents.board import BoardCall
+from consilium.agents.records import AssignedRole
+from consilium.board.transcript import Transcript, Turn, parse_transcript
+from consilium.board.validate import validate_transcript
+from consilium.cases import Case
+from consilium.errors import BudgetExceededError, ModelError, UserError
+from consilium.graphs.board import BoardConfig, BoardContext, build_board_graph
+from consilium.graphs.board.graph import RECURSION_LIMIT
+from consilium.log import get_logger
+from consilium.models import CallRecorder, ChatModel, for_run
+from consilium.roles.catalogue import load_catalogue
+from consilium.simulate import RunModels, config_record
+from consilium.traces.build import base_fields
+from consilium.traces.schema import BoardTrace, TurnTrace
+
+__all__ = ["resolve_role", "run_board", "run_turn", "slide_images"]
+
+log = get_logger(__name__)
+Mode = Literal["agents", "single"]
+
+
+def slide_images(case: Case, case_file: Path) -> tuple[str, ...]:
+    """Paths of the case's slide images, resolved against the case file's folder, which they
+    must not leave; a missing file is the user's to fix."""
+    folder = case_file.resolve().parent
+    images = []
+    for n, slide in enumerate(case.slides):
+        if not slide.image:
+            continue
+        path = (folder / slide.image).resolve()
+        if not path.is_relative_to(folder):
+            raise UserError(f"{case_file}: slides.{n}.image: {slide.image!r} points outside the case's folder")
+        if not path.is_file():
+            raise UserError(f"{case_file}: slides.{n}.image: file not found: {path}")
+        images.append(str(path))
+    return tuple(images)
+
+
+def _image_policy(model: ChatModel, images: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    if images and not model.supports_images:
+        return (), [f"{len(images)} slide image(s) not sent: model {model.model_id} does not accept images; "
+                    "the captions were sent"]
+    return images, []
+
+
+def _config(config: BoardConfig, images: tuple[str, ...], **extra: Any) -> dict[str, Any]:
+    return {**config_record(config), "images": list(images), **extra}
+
+
+async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
+                    images: tuple[str, ...] = ()) -> BoardTrace:
+    recorder = CallRecorder()
+    panel = for_run(models.panel, recorder, max_repairs=config.max_repairs)
+    chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs)
+    sent, notes = _image_policy(models.panel, images)
+    text = case.render()
+    started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
+    roles: list[AssignedRole] = []
+    turns: list[Turn] = []
+    conclusion: str | None = None
+    transcript = ""
+    stop: Any = None
+    error: str | None = None
+    try:
+        if mode == "single":
+            stop = "single_call"
+            transcript, valid = await board.write_single_board(BoardCall(panel, text, sent, config.settings(
+                "board_single")))
+            if not valid:
+                notes.append(f"the transcript still broke the format after {config.max_repairs} repair(s)")
+            parsed = parse_transcript(transcript)
+            if parsed is not None:
+                turns, conclusion = parsed.turns, parsed.conclusion
+        else:
+            state: dict[str, Any] = {}
+            graph = build_board_graph(BoardContext(
+                moderator_call=BoardCall(chair, text, sent, config.settings("board_turn")),
+                specialist_call=BoardCall(panel, text, sent, config.settings("board_turn")),
+                conclusion_call=BoardCall(chair, text, sent, config.settings("conclusion")),
+                assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
+                config=config))
+            try:
+                async for values in graph.astream({}, config={"recursion_limit": RECURSION_LIMIT},
+                                                  stream_mode="values"):
+                    state = values
+            finally:
+                roles, turns = list(state.get("roles") or []), list(state.get("turns", []))
+                stop, conclusion = state.get("stop_reason"), state.get("conclusion")
+            transcript = Transcript(turns=turns, conclusion=conclusion or "").render()
+    except (ModelError, BudgetExceededError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("board_failed", case=case.id, mode=mode, error=error)
+        if mode == "agents" and turns:
+            transcript = Transcript(turns=turns, conclusion=conclusion or "").render()
+    output_tokens = sum(c.usage.output_tokens for c in recorder.calls if c.stage == "board_turn") \
+        if mode == "single" else None
+    validation = validate_transcript(transcript, response_tokens=output_tokens) if transcript else None
+    return BoardTrace(
+        **base_fields(case, run_id=run_id, model=models.panel.model_id,
+                      config=_config(config, images, mode=mode, moderator_model=models.moderator.model_id),
+                      recorder=recorder, started_at=started_at, wall_s=time.perf_counter() - started, error=error),
+        mode=mode, roles=roles, turns=turns, transcript=transcript, conclusion=conclusion, stop_reason=stop,
+        validation=validation, images_sent=bool(sent), notes=notes,
+    )
+
+
+def resolve_role(label: str) -> str:
+    """The catalogue category of a ``--role`` label; an unknown specialty is a user error."""
+    catalogue = load_catalogue()
+    category = catalogue.map_label(label)
+    if category.id == "other" and label.strip().lower() != "other":
+        raise UserError(f"--role: {label!r} is not a specialty in the role catalogue "
+                        "(consilium/roles/catalogue.yaml), e.g. 'Radiation oncologist'")
+    return category.id
+
+
+async def run_turn(case: Case, role: str, question: str, model: ChatModel, config: BoardConfig, *, run_id: str,
+                   images: tuple[str, ...] = ()) -> TurnTrace:
+    category = resolve_role(role)
+    recorder = CallRecorder()
+    answerer = for_run(model, recorder, max_repairs=config.max_repairs)
+    sent, notes = _image_policy(model, images)
+    started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
+    answer: str | None = None
+    error: str | None = None
+    try:
+        answer = await board.answer_turn(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn")),
+                                         role, question)
+    except (ModelError, BudgetExceededError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return TurnTrace(
+        **base_fields(case, run_id=run_id, model=model.model_id, config=_config(config, images), recorder=recorder,
+                      started_at=started_at, wall_s=time.perf_counter() - started, error=error),
+        role=role, role_category=category, question=question, answer=answer, images_sent=bool(sent), notes=notes,
+    )

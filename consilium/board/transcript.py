@@ -1,0 +1,72 @@
+"""The board transcript format shared by both board modes (opentumorboard.txt, App. B.2):
+
+    <discussion>
+    <turn 1> Moderator: ...
+    <turn 2> Medical Oncologist: ...
+    </discussion>
+    <conclusion>...</conclusion>
+
+One turn per line, numbered from 1; the conclusion is 2–4 sentences in the third person.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["TURN_LINE", "Transcript", "Turn", "clean_role", "one_line", "parse_transcript", "split_sentences"]
+
+TURN_LINE = re.compile(r"^<turn (\d+)> ([^:<>\n]+?): (\S.*)$")
+_BLOCKS = re.compile(r"<discussion>(.*?)</discussion>\s*<conclusion>(.*?)</conclusion>", re.DOTALL)
+# A sentence ends at . ! or ? followed by whitespace and a capital letter, digit or quote.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace, so a turn stays on its line."""
+    return " ".join(text.split())
+
+
+def clean_role(label: str) -> str:
+    """A role name fit for a turn line: no colon, angle brackets or line breaks."""
+    return one_line(re.sub(r"[:<>]", " ", label)) or "Other"
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in (part.strip() for part in _SENTENCE_END.split(one_line(text))) if s]
+
+
+class Turn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    number: int
+    role: str
+    text: str
+    addressed_to: str | None = None
+
+
+class Transcript(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turns: list[Turn]
+    conclusion: str
+
+    def render(self) -> str:
+        lines = [f"<turn {t.number}> {clean_role(t.role)}: {one_line(t.text)}" for t in self.turns]
+        return "<discussion>\n" + "\n".join(lines) + "\n</discussion>\n" + \
+            f"<conclusion>{one_line(self.conclusion)}</conclusion>"
+
+
+def parse_transcript(text: str) -> Transcript | None:
+    """The turns and conclusion of a transcript text, leniently (lines that are not turns are
+    skipped); None when the two blocks are not there. :mod:`validate` judges the format."""
+    match = _BLOCKS.search(text)
+    if match is None:
+        return None
+    turns = []
+    for line in match.group(1).splitlines():
+        found = TURN_LINE.match(line.strip())
+        if found:
+            turns.append(Turn(number=int(found.group(1)), role=found.group(2).strip(), text=found.group(3).strip()))
+    return Transcript(turns=turns, conclusion=match.group(2).strip())

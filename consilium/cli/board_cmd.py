@@ -1,0 +1,157 @@
+"""``consilium board`` (a tumor-board meeting) and ``consilium turn`` (the Specialist Turn task)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from consilium.board.run import resolve_role, run_board, run_turn, slide_images
+from consilium.cases import load_case
+from consilium.cli.options import add_model_arguments, model_options, positive_int
+from consilium.errors import UserError
+from consilium.graphs.board import BoardConfig
+from consilium.graphs.board.config import BOARD_MAX_TOKENS
+from consilium.models import ChatModel
+from consilium.models.factory import build_model
+from consilium.simulate import RunModels
+from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
+from consilium.traces.schema import BoardTrace, TurnTrace
+
+__all__ = ["register", "run_board_command", "run_turn_command"]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
+    add_model_arguments(parser)
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    parser.add_argument("--max-tokens", type=positive_int, default=None,
+                        help="output tokens per call for every stage (default: per stage, "
+                             + ", ".join(f"{k} {v}" for k, v in BOARD_MAX_TOKENS.items()) + ")")
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    board = sub.add_parser("board", help="simulate a tumor-board meeting on a case and write its trace")
+    _common(board)
+    board.add_argument("--mode", choices=["agents", "single"], default="agents",
+                       help="agents: a moderator and specialist agents, turn by turn; single: one call writes "
+                            "the whole meeting (default: agents)")
+    board.add_argument("--max-turns", type=positive_int, default=12, help="turn limit (agents mode; default 12)")
+    board.add_argument("--min-roles", type=positive_int, default=2, help="smallest panel (default 2)")
+    board.add_argument("--max-roles", type=positive_int, default=6, help="largest panel (default 6)")
+    board.add_argument("--moderator-model", default=None, metavar="SPEC",
+                       help="model for the moderator (default: the --model)")
+    board.set_defaults(func=run_board_command)
+
+    turn = sub.add_parser("turn", help="answer one tumor-board question as a named specialist")
+    _common(turn)
+    turn.add_argument("--role", required=True, help="the specialist, e.g. 'Radiation oncologist'")
+    turn.add_argument("--question", required=True, help="the question put to the specialist")
+    turn.set_defaults(func=run_turn_command)
+
+
+def _config(args: argparse.Namespace) -> BoardConfig:
+    max_tokens = dict(BOARD_MAX_TOKENS)
+    if args.max_tokens:
+        max_tokens = {key: args.max_tokens for key in max_tokens}
+    values = {"seed": args.seed, "temperature": args.temperature, "max_tokens": max_tokens,
+              "timeout_s": args.timeout}
+    for name in ("max_turns", "min_roles", "max_roles"):
+        if hasattr(args, name):
+            values[name] = getattr(args, name)
+    try:
+        return BoardConfig.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"{('--' + where.replace('_', '-')) if where else 'options'}: {err['msg']}") from None
+
+
+async def _closing(*models: ChatModel) -> None:
+    for model in dict.fromkeys(models):
+        await model.aclose()
+
+
+def run_board_command(args: argparse.Namespace) -> int:
+    case = load_case(args.case)
+    config = _config(args)
+    images = slide_images(case, args.case)
+    options = model_options(args)
+    panel = build_model(args.model, options)
+    moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
+
+    async def go() -> BoardTrace:
+        try:
+            return await run_board(case, args.mode, RunModels(panel=panel, moderator=moderator), config,
+                                   run_id=run_id, images=images)
+        finally:
+            await _closing(panel, moderator)
+
+    run_id = new_run_id(case.id)
+    trace = asyncio.run(go())
+    path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
+    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
+                   seed=config.seed)
+    _print_board(trace, path)
+    return 0 if trace.status == "completed" else 1
+
+
+def run_turn_command(args: argparse.Namespace) -> int:
+    case = load_case(args.case)
+    config = _config(args)
+    resolve_role(args.role)  # an unknown specialty is refused before any model is loaded
+    images = slide_images(case, args.case)
+    model = build_model(args.model, model_options(args))
+
+    async def go() -> TurnTrace:
+        try:
+            return await run_turn(case, args.role, args.question, model, config, run_id=run_id, images=images)
+        finally:
+            await model.aclose()
+
+    run_id = new_run_id(case.id)
+    trace = asyncio.run(go())
+    path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
+    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
+                   seed=config.seed)
+    print(f"== {trace.case_id} · Specialist Turn · {trace.role} [{trace.role_category}] · {trace.model} · "
+          f"{trace.status}")
+    print(f"  question: {trace.question}")
+    print(f"  answer: {trace.answer}" if trace.answer is not None else f"  error: {trace.error}")
+    _print_usage(trace)
+    print(f"  trace: {path}")
+    return 0 if trace.status == "completed" else 1
+
+
+def _print_usage(trace: BoardTrace | TurnTrace) -> None:
+    for note in trace.notes:
+        print(f"  note: {note}")
+    print("  tokens by stage (input / output / calls):")
+    for stage, usage in trace.usage.by_stage.items():
+        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}")
+    total = trace.usage.total
+    print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}"
+          f"{' (estimated)' if total.estimated else ''}")
+    print(f"  wall time: {trace.wall_s:.1f} s")
+
+
+def _print_board(trace: BoardTrace, path: Path) -> None:
+    print(f"== {trace.case_id} · board ({trace.mode}) · {trace.model} · {trace.status}")
+    for role in trace.roles:
+        print(f"  role: {role.label} [{role.category}]")
+    print(f"  turns: {len(trace.turns)}; stop: {trace.stop_reason or '-'}")
+    if trace.error:
+        print(f"  error: {trace.error}")
+    if trace.conclusion:
+        print(f"  conclusion: {trace.conclusion[:500]}")
+    if trace.validation is not None:
+        failed = ", ".join(c.name for c in trace.validation.failed) or "none"
+        print(f"  format: exact {trace.validation.exact}, dense {trace.validation.dense:.3f}, "
+              f"score {trace.validation.score:.3f}; failed checks: {failed}")
+    _print_usage(trace)
+    print(f"  trace: {path}")

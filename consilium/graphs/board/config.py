@@ -1,0 +1,41 @@
+"""Settings of a board or Specialist Turn run; stored in every trace so it replays exactly."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from consilium.models import GenerationSettings
+
+__all__ = ["BOARD_MAX_TOKENS", "BoardConfig"]
+
+BOARD_MAX_TOKENS: dict[str, int] = {
+    "role_assignment": 768,
+    "board_turn": 384,  # one moderator or specialist turn (agents mode)
+    "board_single": 3072,  # the whole meeting in one call (single mode)
+    "conclusion": 512,
+    "specialist_turn": 384,
+}
+
+
+class BoardConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = Field(default=12, ge=2, description="turns (moderator and specialists) before the limit "
+                                                         "closes the meeting")
+    min_roles: int = Field(default=2, ge=1)
+    max_roles: int = Field(default=6, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = 0
+    max_tokens: dict[str, int] = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS))
+    max_repairs: int = Field(default=2, ge=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+
+    @model_validator(mode="after")
+    def _limits(self) -> BoardConfig:
+        if self.min_roles > self.max_roles:
+            raise ValueError(f"min_roles ({self.min_roles}) exceeds max_roles ({self.max_roles})")
+        return self
+
+    def settings(self, key: str) -> GenerationSettings:
+        return GenerationSettings(temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
+                                  max_tokens=self.max_tokens.get(key, BOARD_MAX_TOKENS.get(key, 512)))
