@@ -12,6 +12,7 @@ from consilium.cli import main
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema, for_run
 from consilium.models.factory import ModelOptions, build_model
 from consilium.traces.io import read_trace
+from consilium.traces.schema import BoardTrace
 
 pytestmark = pytest.mark.embedded
 
@@ -63,3 +64,23 @@ def test_simulate_both_formats_with_the_embedded_model_replays_identically(
     capsys.readouterr()
     assert main(["replay", *map(str, paths)]) == 0
     assert capsys.readouterr().out.count(": identical (") == 2
+
+
+@pytest.mark.parametrize("mode", ["agents", "single"])
+def test_board_with_the_embedded_model_replays_identically(mode: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    case = Path(__file__).resolve().parents[1] / "examples" / "cases" / "tumor-board-nsclc.yaml"
+    out = tmp_path / "runs"
+    code = main(["board", "--case", str(case), "--mode", mode, "--out", str(out), "--no-cache", "--max-turns", "4",
+                 "--min-roles", "2", "--max-roles", "2", "--max-tokens", "200"])
+    [path] = list(out.glob("*/*.trace.json"))
+    trace = read_trace(path)
+    assert isinstance(trace, BoardTrace) and trace.mode == mode
+    assert code == (0 if trace.status == "completed" else 1)
+    assert trace.validation is not None or trace.status == "failed"
+    assert trace.usage.total.calls == len(trace.calls) > 0 and not trace.usage.total.estimated
+    if mode == "agents" and trace.status == "completed":
+        assert trace.turns[0].role == "Moderator" and len(trace.turns) <= 4
+    capsys.readouterr()
+    assert main(["replay", str(path)]) == 0
+    assert ": identical (" in capsys.readouterr().out
