@@ -84,3 +84,17 @@ def test_board_with_the_embedded_model_replays_identically(mode: str, tmp_path: 
     capsys.readouterr()
     assert main(["replay", str(path)]) == 0
     assert ": identical (" in capsys.readouterr().out
+
+
+async def test_long_string_bounds_do_not_break_the_grammar() -> None:
+    """llama.cpp rejects (and llama-cpp-python then crashes on) a grammar with maxLength > 1000."""
+    schema = OutputSchema.from_json_schema({"type": "object", "required": ["text"], "additionalProperties": False,
+                                            "properties": {"text": {"type": "string", "maxLength": 6000}}})
+    model = for_run(build_model("embedded", ModelOptions(cache=False)), CallRecorder())
+    try:
+        response = await model.generate(ModelRequest(
+            messages=(Message(role="user", content="Say hello in JSON."),), settings=GenerationSettings(max_tokens=24),
+            schema=schema, tag=CallTag(stage="check")))
+    finally:
+        await model.aclose()
+    assert isinstance(response.parsed["text"], str)

@@ -36,6 +36,24 @@ def embedded_model_path() -> Path:
     return path
 
 
+# llama.cpp refuses a grammar whose repetitions exceed its "sane defaults" (a string
+# maxLength above 1000 does) and llama-cpp-python then crashes the process; the
+# grammar gets the capped bound, and validation still applies the schema's own.
+GRAMMAR_MAX_LENGTH = 1000
+
+
+def grammar_safe(schema: Any) -> Any:
+    """A copy of ``schema`` with every ``maxLength`` capped at :data:`GRAMMAR_MAX_LENGTH`."""
+    if isinstance(schema, dict):
+        safe = {key: grammar_safe(value) for key, value in schema.items()}
+        if isinstance(safe.get("maxLength"), int):
+            safe["maxLength"] = min(safe["maxLength"], GRAMMAR_MAX_LENGTH)
+        return safe
+    if isinstance(schema, list):
+        return [grammar_safe(item) for item in schema]
+    return schema
+
+
 class LlamaCppModel:
     """A GGUF model in this process. Loaded on first use; one call at a time
     (a llama.cpp context is not thread-safe), run in a worker thread so the
@@ -82,7 +100,7 @@ class LlamaCppModel:
         if settings.seed is not None:
             kwargs["seed"] = settings.seed
         if request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            kwargs["response_format"] = {"type": "json_object", "schema": grammar_safe(request.json_schema)}
         with self._lock:
             llm = self._load()
             started = time.perf_counter()
