@@ -220,3 +220,29 @@ def test_token_budget_stops_the_run_before_the_call_that_would_exceed_it(tmp_pat
     assert trace.status == "failed" and trace.error and trace.error.startswith("BudgetExceededError: token budget")
     assert trace.usage.total.total_tokens <= 2500
     assert trace.calls and all(c.stage in ("role_assignment", "opinion", "synthesis", "vote") for c in trace.calls)
+
+
+def test_config_files_set_run_settings_and_flags_override_them(tmp_path: Path) -> None:
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    model = write_script(tmp_path, votes=[{"role": "cardiologist", "json": DISSENT}])
+    [trace] = simulate(tmp_path / "a", model, "--format", "free-form", "--config", str(configs / "embedded-quick.yaml"))
+    assert trace.stop_reason == "round_limit" and len(trace.rounds) == 2
+    assert trace.config["max_tokens"]["opinion"] == 512 and trace.config["max_roles"] == 3
+    [trace] = simulate(tmp_path / "b", model, "--format", "free-form", "--config",
+                       str(configs / "embedded-quick.yaml"), "--max-rounds", "3", "--max-tokens", "300")
+    assert len(trace.rounds) == 3 and set(trace.config["max_tokens"].values()) == {300}
+    for name in ("consilium.yaml",):
+        [trace] = simulate(tmp_path / name, model, "--format", "free-form", "--config", str(configs / name))
+        assert trace.config["max_rounds"] == 5
+
+
+def test_a_bad_config_file_names_the_file_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("max_rounds: 0\n")
+    assert main(["simulate", "--case", str(CASE), "--config", str(bad), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("bad.yaml: max_rounds: Input should be greater than or equal to 1")
+    bad.write_text("max_round: 3\n")
+    assert main(["simulate", "--case", str(CASE), "--config", str(bad), "--out", str(tmp_path / "runs")]) == 2
+    assert "bad.yaml: max_round: Extra inputs are not permitted" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

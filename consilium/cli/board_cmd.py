@@ -7,12 +7,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from consilium.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.cases import load_case
-from consilium.cli.options import add_model_arguments, model_options, positive_int
-from consilium.errors import UserError
+from consilium.cli.options import add_model_arguments, model_options, positive_int, run_config
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.board.config import BOARD_MAX_TOKENS
 from consilium.models import ChatModel
@@ -27,8 +24,10 @@ __all__ = ["register", "run_board_command", "run_turn_command"]
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
     add_model_arguments(parser)
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="YAML file of run settings (see configs/board.yaml); flags override it")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
     parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="output tokens per call for every stage (default: per stage, "
                              + ", ".join(f"{k} {v}" for k, v in BOARD_MAX_TOKENS.items()) + ")")
@@ -41,9 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     board.add_argument("--mode", choices=["agents", "single"], default="agents",
                        help="agents: a moderator and specialist agents, turn by turn; single: one call writes "
                             "the whole meeting (default: agents)")
-    board.add_argument("--max-turns", type=positive_int, default=12, help="turn limit (agents mode; default 12)")
-    board.add_argument("--min-roles", type=positive_int, default=2, help="smallest panel (default 2)")
-    board.add_argument("--max-roles", type=positive_int, default=6, help="largest panel (default 6)")
+    board.add_argument("--max-turns", type=positive_int, default=None, help="turn limit (agents mode; default 12)")
+    board.add_argument("--min-roles", type=positive_int, default=None, help="smallest panel (default 2)")
+    board.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
     board.add_argument("--moderator-model", default=None, metavar="SPEC",
                        help="model for the moderator (default: the --model)")
     board.set_defaults(func=run_board_command)
@@ -56,20 +55,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _config(args: argparse.Namespace) -> BoardConfig:
-    max_tokens = dict(BOARD_MAX_TOKENS)
-    if args.max_tokens:
-        max_tokens = {key: args.max_tokens for key in max_tokens}
-    values = {"seed": args.seed, "temperature": args.temperature, "max_tokens": max_tokens,
-              "timeout_s": args.timeout}
+    flags = {"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
+             "timeout_s": args.timeout}
     for name in ("max_turns", "min_roles", "max_roles"):
-        if hasattr(args, name):
-            values[name] = getattr(args, name)
-    try:
-        return BoardConfig.model_validate(values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"{('--' + where.replace('_', '-')) if where else 'options'}: {err['msg']}") from None
+        flags[name] = getattr(args, name, None)
+    return run_config(BoardConfig, args.config, flags)
 
 
 async def _closing(*models: ChatModel) -> None:

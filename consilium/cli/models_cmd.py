@@ -45,7 +45,7 @@ async def _check(args: argparse.Namespace) -> CallRecorder:
     base = build_model(args.model, model_options(args, cache=False))
     recorder = CallRecorder()
     model = for_run(base, recorder)
-    settings = GenerationSettings(max_tokens=args.max_tokens, temperature=0.0, seed=0, timeout_s=args.timeout)
+    settings = GenerationSettings(max_tokens=args.max_tokens, temperature=0.0, seed=0, timeout_s=args.timeout or 120.0)
     try:
         await model.generate(ModelRequest(
             messages=(Message(role="system", content="You are a concise clinical assistant."),

@@ -7,12 +7,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
-from consilium.cli.options import add_model_arguments, model_options, positive_int
-from consilium.errors import UserError
+from consilium.cli.options import add_model_arguments, model_options, positive_int, run_config
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.models.factory import build_model
@@ -31,32 +28,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_arguments(parser)
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",
                         help="model for the moderator (default: the --model)")
-    parser.add_argument("--max-rounds", type=positive_int, default=5, help="review rounds (default 5)")
-    parser.add_argument("--min-roles", type=positive_int, default=3, help="smallest panel (default 3)")
-    parser.add_argument("--max-roles", type=positive_int, default=6, help="largest panel (default 6)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="YAML file of run settings (see configs/consilium.yaml); flags override it")
+    parser.add_argument("--max-rounds", type=positive_int, default=None, help="review rounds (default 5)")
+    parser.add_argument("--min-roles", type=positive_int, default=None, help="smallest panel (default 3)")
+    parser.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
     parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="output tokens per call for every stage (default: per stage, "
                              + ", ".join(f"{k} {v}" for k, v in DEFAULT_MAX_TOKENS.items()) + ")")
     parser.add_argument("--budget-tokens", type=positive_int, default=None,
-                        help="stop a format's run before it spends more than this many tokens")
+                        help="stop a format's run before a call that could take it past this many tokens")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
     parser.set_defaults(func=run)
 
 
 def _config(args: argparse.Namespace) -> ConsiliumConfig:
-    max_tokens = dict(DEFAULT_MAX_TOKENS)
-    if args.max_tokens:
-        max_tokens = {stage: args.max_tokens for stage in max_tokens}
-    try:
-        return ConsiliumConfig(max_rounds=args.max_rounds, min_roles=args.min_roles, max_roles=args.max_roles,
-                               seed=args.seed, temperature=args.temperature, max_tokens=max_tokens,
-                               timeout_s=args.timeout, budget_tokens=args.budget_tokens)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"{('--' + where.replace('_', '-')) if where else 'options'}: {err['msg']}") from None
+    return run_config(ConsiliumConfig, args.config, {
+        "max_rounds": args.max_rounds, "min_roles": args.min_roles, "max_roles": args.max_roles,
+        "seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
+        "budget_tokens": args.budget_tokens, "timeout_s": args.timeout})
 
 
 def run(args: argparse.Namespace) -> int:
