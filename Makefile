@@ -25,5 +25,5 @@ test: dev
 	$(BIN)/python -m pytest
 
 lint: dev
-	$(BIN)/ruff check consilium tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy
