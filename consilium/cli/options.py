@@ -18,9 +18,15 @@ __all__ = ["add_model_arguments", "model_options", "positive_int", "run_config"]
 C = TypeVar("C", bound=BaseModel)
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, *, default: str = "embedded") -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",
+                        flag: str = "--model") -> None:
+    """The model options; ``default=None`` makes the model flag required (judges name theirs)."""
     group = parser.add_argument_group("model")
-    group.add_argument("--model", default=default, metavar="SPEC", help=f"{SPEC_HELP} (default: {default})")
+    if default is None:
+        group.add_argument(flag, required=True, dest="model", metavar="SPEC", help=f"{SPEC_HELP} (required)")
+    else:
+        group.add_argument(flag, default=default, dest="model", metavar="SPEC",
+                           help=f"{SPEC_HELP} (default: {default})")
     group.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL)")
     group.add_argument("--schema-dialect", choices=DIALECTS, default="json_schema",
                        help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "

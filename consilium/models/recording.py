@@ -25,6 +25,7 @@ def request_hash(request: ModelRequest) -> str:
         "messages": [m.model_dump() for m in request.messages],
         "settings": request.settings.model_dump(exclude={"timeout_s"}),
         "schema": (schema.json_schema or {"check": schema.name}) if schema else None,
+        "enforce": schema.enforce if schema else None,
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

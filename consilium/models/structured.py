@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jsonschema
@@ -55,6 +55,12 @@ class OutputSchema:
     json_schema: dict[str, Any] | None
     model: type[BaseModel] | None = field(default=None, compare=False)
     check: Callable[[str], Any] | None = field(default=None, compare=False)
+    #: False: the schema is only described in the prompt and validated afterwards; backends
+    #: do not constrain decoding (the judges' first attempts, NPCBench's protocol).
+    enforce: bool = True
+
+    def unenforced(self) -> OutputSchema:
+        return replace(self, enforce=False)
 
     @classmethod
     def from_check(cls, name: str, check: Callable[[str], Any]) -> OutputSchema:

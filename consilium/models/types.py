@@ -59,8 +59,8 @@ class ModelRequest(BaseModel):
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
-        """The JSON schema a backend should enforce, if any (a text check has none)."""
-        return self.schema_.json_schema if self.schema_ is not None else None
+        """The JSON schema a backend should enforce, if any (a text check or an unenforced schema has none)."""
+        return self.schema_.json_schema if self.schema_ is not None and self.schema_.enforce else None
 
     def with_messages(self, messages: tuple[Message, ...]) -> ModelRequest:
         return self.model_copy(update={"messages": messages})

@@ -73,11 +73,11 @@ class OpenAICompatModel:
 
     def _response_format(self, request: ModelRequest) -> dict[str, Any] | None:
         schema = request.output_schema
-        if schema is None or schema.json_schema is None or self.dialect == "none":
+        if schema is None or request.json_schema is None or self.dialect == "none":
             return None
         if self.dialect == "json_object":
-            return {"type": "json_object", "schema": schema.json_schema}
-        return {"type": "json_schema", "json_schema": {"name": schema.name, "schema": schema.json_schema}}
+            return {"type": "json_object", "schema": request.json_schema}
+        return {"type": "json_schema", "json_schema": {"name": schema.name, "schema": request.json_schema}}
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         openai = self._openai

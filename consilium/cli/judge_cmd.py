@@ -1,0 +1,87 @@
+"""``consilium judge``: score traces with a rubric judge and write a judgement beside each trace."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from consilium.cli.options import add_model_arguments, model_options, positive_int
+from consilium.errors import UserError
+from consilium.fileio import write_text_atomic
+from consilium.judges.record import Judgement
+from consilium.judges.rubric import COMPONENTS, load_rubric, rubric_names
+from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.models import GenerationSettings
+from consilium.models.factory import build_model
+from consilium.traces.io import read_trace
+
+__all__ = ["judgement_path", "register", "run", "trace_files"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("judge", help="score traces with a rubric judge")
+    parser.add_argument("paths", type=Path, nargs="+", metavar="TRACE|RUN_DIR", help="trace files or run folders")
+    parser.add_argument("--rubric", required=True, help=f"rubric name ({', '.join(rubric_names())}) or a YAML file")
+    parser.add_argument("--component", action="append", choices=COMPONENTS, default=None,
+                        help="component(s) to score (default: every one the rubric applies to)")
+    add_model_arguments(parser, default=None, flag="--judge-model")
+    parser.add_argument("--max-tokens", type=positive_int, default=512, help="output tokens per judge call (512)")
+    parser.add_argument("--max-repairs", type=int, default=2, help="retries showing the validation error (2)")
+    parser.add_argument("--k", type=positive_int, default=5, help="ranked candidates for pass@k (default 5)")
+    parser.add_argument("--reference-answer", default=None,
+                        help="the reference answer a Specialist Turn is judged against (otb-clinical-equivalence)")
+    parser.set_defaults(func=run)
+
+
+def trace_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.glob("*.trace.json"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserError(f"{path}: no such trace file or run folder")
+    if not files:
+        raise UserError(f"{', '.join(map(str, paths))}: no *.trace.json files to judge")
+    return files
+
+
+def judgement_path(trace_file: Path, rubric: str) -> Path:
+    return trace_file.with_name(trace_file.name.removesuffix(".trace.json") + f".judge.{rubric}.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    rubric = load_rubric(args.rubric)
+    files = trace_files(args.paths)
+    traces = [(path, read_trace(path)) for path in files]
+    model = build_model(args.model, model_options(args))
+    setup = JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
+                                                                timeout_s=args.timeout or 120.0),
+                       max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer)
+
+    async def go() -> list[Judgement]:
+        try:
+            return list(await asyncio.gather(*(judge_trace(trace, path.name, rubric, setup, args.component)
+                                               for path, trace in traces)))
+        finally:
+            await model.aclose()
+
+    judgements = asyncio.run(go())
+    print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")
+    for (path, _), judgement in zip(traces, judgements, strict=True):
+        out = write_text_atomic(judgement_path(path, rubric.name), judgement.model_dump_json(indent=2) + "\n")
+        print(f"== {path.name} -> {out.name} ({judgement.wall_s:.1f} s, {judgement.usage.total.calls} calls)")
+        if not judgement.aggregates:
+            print("  nothing to judge: the trace has none of the rubric's components")
+        for component, summary in judgement.aggregates.items():
+            shown = {k: v for k, v in summary.items() if k not in ("scores", "items")}
+            print(f"  {component:<15} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
+        for name, metric in judgement.overlap.items():
+            print(f"  {name:<15} f1={metric['f1']:.3f} against {metric['against']}")
+    return 0
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

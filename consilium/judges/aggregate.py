@@ -1,0 +1,85 @@
+"""From judge items to each component's score, by the rubric's scoring rule; text-overlap metrics."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from consilium.cases import Case
+from consilium.judges.record import JudgementItem
+from consilium.judges.rubric import Rubric
+from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions
+
+__all__ = ["aggregate", "overlap_metrics"]
+
+
+def _by_component(items: list[JudgementItem]) -> dict[str, list[JudgementItem]]:
+    groups: dict[str, list[JudgementItem]] = {}
+    for item in items:
+        groups.setdefault(item.component, []).append(item)
+    return groups
+
+
+def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, Any]:
+    not_evaluable = sum(i.not_evaluable for i in items)
+    result: dict[str, Any] = {"items": len(items), "not_evaluable": not_evaluable}
+    if rubric.scoring == "mean":
+        per_criterion = [i for i in items if not i.detail.get("whole_case")]
+        result["mean"] = mean_score(i.score for i in per_criterion)
+        result["scores"] = {i.criterion: i.score for i in per_criterion}
+        result["whole_case"] = {i.criterion: i.score for i in items if i.detail.get("whole_case")}
+    elif rubric.scoring == "single":
+        [item] = items
+        result["score"] = item.score
+        result.update(item.flags)
+    elif rubric.scoring == "weighted_decisions":
+        scores = {i.criterion: int(i.score) for i in items if i.score is not None}
+        weights = {c.id: c.weight for c in rubric.criteria}
+        result["scores"] = {i.criterion: i.score for i in items}
+        result["in_scope"] = sorted(name for name, s in scores.items() if s != -1)
+        result["weighted_mean"] = weighted_decisions(scores, weights) if not not_evaluable else None
+    elif rubric.scoring == "signed_criteria":
+        met = [i for i in items if i.score == 1.0]
+        requirements = [i.detail["weight"] for i in met if i.detail["kind"] == "requirement"]
+        majors = sum(1 for i in met if i.detail["kind"] == "major_error")
+        minors = sum(1 for i in met if i.detail["kind"] == "minor_error")
+        majors_total = sum(1 for i in items if i.detail.get("kind") == "major_error")
+        minors_total = sum(1 for i in items if i.detail.get("kind") == "minor_error")
+        result["score"] = signed_score(requirements, majors, minors) if not not_evaluable else None
+        # Eq. A8: an error rate is the share of responses with at least one error of that
+        # severity, so each response contributes whether it has one.
+        result.update(majors_present=majors, majors_total=majors_total, minors_present=minors,
+                      minors_total=minors_total, has_major_error=majors > 0, has_minor_error=minors > 0)
+    elif rubric.scoring == "diagnosis_match":
+        matches = [i.score == 1.0 for i in sorted(items, key=lambda i: i.detail.get("rank", 1))]
+        result["matches"] = matches
+        if items and items[0].criterion.startswith("rank_"):
+            result["pass@1"] = pass_at_k(matches, 1) if matches else None
+            result[f"pass@{k}"] = pass_at_k(matches, k) if matches else None
+        else:
+            result["match"] = matches[0] if matches and not not_evaluable else None
+    return result
+
+
+def aggregate(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, dict[str, Any]]:
+    return {component: _component(rubric, group, k) for component, group in _by_component(items).items()}
+
+
+@lru_cache(maxsize=1)
+def _rouge() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def overlap_metrics(case: Case, texts: dict[str, str]) -> dict[str, Any]:
+    """ROUGE-L F1 (the ``rouge-score`` package, Porter stemming) of the conclusion or answer against
+    the case's reference conclusion; the paper pairs it with BERTScore, which is not computed here."""
+    reference = case.reference.conclusion if case.reference else None
+    candidate = texts.get("conclusion") or texts.get("answer")
+    if not reference or not candidate:
+        return {}
+    score = _rouge().score(reference, candidate)["rougeL"]
+    return {"rouge_l": {"f1": round(score.fmeasure, 6), "precision": round(score.precision, 6),
+                        "recall": round(score.recall, 6), "against": "reference.conclusion",
+                        "package": "rouge-score (Porter stemmer)"}}

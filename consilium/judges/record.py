@@ -1,0 +1,52 @@
+"""Judgement records: separate files that point to the trace they scored (DESIGN.md, RunRecord)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from consilium.models import CallRecord, GenerationSettings
+from consilium.traces.schema import UsageSummary
+
+__all__ = ["Judgement", "JudgementItem"]
+
+
+class JudgementItem(BaseModel):
+    """One judge decision: a criterion of a component (or a ranked candidate, or a case criterion)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    component: str
+    criterion: str
+    score: float | None = Field(description="the criterion's score; null when not evaluable")
+    not_evaluable: bool = False
+    reason: str | None = Field(default=None, description="why it is not evaluable")
+    rationale: str | None = None
+    flags: dict[str, bool] = Field(default_factory=dict)
+    detail: dict[str, Any] = Field(default_factory=dict, description="kind, weight, candidate text, …")
+
+
+class Judgement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["1.0"] = "1.0"
+    kind: Literal["judgement"] = "judgement"
+    trace: str = Field(description="file name of the judged trace, in the same folder")
+    trace_kind: str
+    trace_run_id: str
+    case_id: str
+    variant: str | None = Field(description="the trace's format (consilium) or mode (board)")
+    rubric: str
+    rubric_version: int
+    rubric_source: str
+    judge_model: str
+    settings: GenerationSettings
+    prompt_hash: str = Field(description="sha256 (12 hex) of the judge prompt files and the rubric file")
+    items: list[JudgementItem]
+    aggregates: dict[str, dict[str, Any]] = Field(description="per component: the rubric's score formula")
+    overlap: dict[str, Any] = Field(default_factory=dict, description="ROUGE-L etc. against the reference")
+    usage: UsageSummary
+    calls: list[CallRecord]
+    started_at: str
+    wall_s: float

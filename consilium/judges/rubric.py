@@ -1,0 +1,138 @@
+"""Rubrics as data (consilium/judges/rubrics/*.yaml), validated on load (STYLE.md 3).
+
+One model serves every rubric: criteria with a scale and anchors, the
+components each criterion applies to, optional boolean flags the judge must
+set, and a ``scoring`` rule naming how the judge's answers become scores.
+The texts are this project's wording; scales, anchors' meaning, weights and
+formulas follow the papers cited in each file's ``source``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from consilium.errors import UserError
+
+__all__ = [
+    "COMPONENTS",
+    "Component",
+    "Criterion",
+    "Flag",
+    "Rubric",
+    "Scoring",
+    "load_rubric",
+    "parse_rubric",
+    "rubric_names",
+]
+
+#: What a judge can score. role_reasoning / role_opinion: the primary role's structured
+#: opinion without / with only its final conclusion; conclusion: the final report (consilium)
+#: or the board conclusion; answer: a Specialist Turn answer; differential: a ranked differential.
+Component = Literal["role_reasoning", "role_opinion", "conclusion", "answer", "differential"]
+COMPONENTS: tuple[str, ...] = ("role_reasoning", "role_opinion", "conclusion", "answer", "differential")
+
+Scoring = Literal["mean", "single", "weighted_decisions", "signed_criteria", "diagnosis_match"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Flag(_Strict):
+    """A yes/no finding the judge reports beside its score (e.g. critical_error)."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    definition: str
+
+
+class Criterion(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    name: str
+    definition: str
+    anchors: dict[int, str] = Field(default_factory=dict, description="score → what it means")
+    components: list[Component] = Field(min_length=1)
+    weight: float = 1.0
+    whole_case: bool = Field(default=False, description="scored once for the whole case, not per output")
+
+
+class Rubric(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    version: int = Field(ge=1)
+    title: str
+    source: str = Field(description="paper file and tables/sections it follows")
+    scoring: Scoring
+    scale: list[int] = Field(description="allowed scores; -1 means out of scope where the rubric allows it")
+    not_evaluable: bool = Field(description="whether the judge may return not-evaluable instead of a score")
+    reference: Literal["none", "diagnosis", "conclusion", "decisions", "answer", "case_criteria"]
+    instructions: str = Field(description="how to judge, in this project's words")
+    rules: list[str] = Field(default_factory=list, description="scoring rules the judge must apply")
+    scale_anchors: dict[int, str] = Field(default_factory=dict)
+    flags: list[Flag] = Field(default_factory=list)
+    criteria: list[Criterion] = Field(default_factory=list)
+    rationale_max_chars: int = Field(default=1000, ge=100)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Rubric:
+        ids = [c.id for c in self.criteria]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"criterion ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        if sorted(set(self.scale)) != sorted(self.scale) or not self.scale:
+            raise ValueError("scale must list distinct scores")
+        for criterion in self.criteria:
+            unknown = sorted(set(criterion.anchors) - set(self.scale))
+            if unknown:
+                raise ValueError(f"criterion {criterion.id}: anchors for scores outside the scale: {unknown}")
+        unknown = sorted(set(self.scale_anchors) - set(self.scale))
+        if unknown:
+            raise ValueError(f"scale_anchors outside the scale: {unknown}")
+        if self.scoring != "signed_criteria" and not self.criteria:
+            raise ValueError("a rubric needs criteria (only signed_criteria takes them from the case)")
+        return self
+
+    def criteria_for(self, component: str) -> list[Criterion]:
+        return [c for c in self.criteria if component in c.components]
+
+    @property
+    def components(self) -> list[str]:
+        if self.scoring == "signed_criteria":
+            return ["conclusion", "answer"]
+        return [c for c in COMPONENTS if any(c in crit.components for crit in self.criteria)]
+
+
+def parse_rubric(text: str, origin: str) -> Rubric:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{origin}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise UserError(f"{origin}: {where}: {err['msg']}") from None
+
+
+def rubric_names() -> list[str]:
+    folder = resources.files("consilium.judges").joinpath("rubrics")
+    return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+@cache
+def load_rubric(name_or_path: str) -> Rubric:
+    """A shipped rubric by name, or a rubric file by path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return parse_rubric(path.read_text(encoding="utf-8"), str(path))
+    if name_or_path not in rubric_names():
+        raise UserError(f"--rubric: unknown rubric {name_or_path!r} (known: {', '.join(rubric_names())})")
+    text = resources.files("consilium.judges").joinpath("rubrics", f"{name_or_path}.yaml").read_text("utf-8")
+    rubric = parse_rubric(text, f"consilium/judges/rubrics/{name_or_path}.yaml")
+    if rubric.name != name_or_path:
+        raise UserError(f"consilium/judges/rubrics/{name_or_path}.yaml: name: {rubric.name!r} differs from the file")
+    return rubric
