@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -98,3 +99,27 @@ async def test_long_string_bounds_do_not_break_the_grammar() -> None:
     finally:
         await model.aclose()
     assert isinstance(response.parsed["text"], str)
+
+
+def test_embedded_judge_scores_or_marks_not_evaluable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "panel.json"
+    script.write_text(json.dumps({"rules": [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
+                                              "supporting": [{"label": "Radiologist", "justification": "y"}]}},
+        {"stage": "opinion", "response": "Likely myocarditis; confirm with cardiac MRI."},
+        {"stage": "synthesis", "response": "Acute myocarditis is most likely. Cardiac MRI confirms it. Admit for "
+                                           "monitoring."},
+        {"stage": "vote", "json": {"vote": "accept", "reason": "agree", "requested_change": None}}]}))
+    case = Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+    out = tmp_path / "runs"
+    assert main(["simulate", "--case", str(case), "--model", f"scripted:{script}", "--out", str(out),
+                 "--format", "free-form", "--min-roles", "2"]) == 0
+    [run_dir] = list(out.iterdir())
+    assert main(["judge", str(run_dir), "--rubric", "otb-conclusion-alignment", "--judge-model", "embedded",
+                 "--no-cache", "--max-tokens", "160"]) == 0
+    [path] = list(run_dir.glob("*.judge.otb-conclusion-alignment.json"))
+    record = json.loads(path.read_text())
+    [item] = record["items"]
+    assert record["judge_model"] == "SmolLM2-135M-Instruct.Q4_1" and record["usage"]["total"]["calls"] >= 1
+    assert (item["score"] in (1, 2, 3, 4, 5)) != item["not_evaluable"]
+    assert item["reason"] if item["not_evaluable"] else item["rationale"] is not None

@@ -201,3 +201,16 @@ def test_bad_judge_input_exits_2(argv: list[str], expected: str, capsys: pytest.
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert expected in err and len(err.splitlines()) == 1
+
+
+def test_summary_gives_rates_with_wilson_intervals_and_means() -> None:
+    from consilium.judges.aggregate import summarise
+
+    judgements = [Judgement.model_construct(variant="structured", aggregates={
+        "differential": {"items": 3, "not_evaluable": 0, "pass@1": hit, "pass@5": True, "matches": [hit]},
+        "conclusion": {"items": 1, "not_evaluable": 0, "score": score}})
+        for hit, score in [(True, 4.0), (True, 2.0), (False, None), (True, 3.0), (False, 5.0)]]
+    rows = {row["component"]: row for row in summarise(judgements)}
+    assert rows["differential"]["pass@1"] == {"rate": 0.6, "n": 5, "wilson95": [0.2307, 0.8824]}
+    assert rows["differential"]["pass@5"]["rate"] == 1.0
+    assert rows["conclusion"]["score"] == {"mean": 3.5, "n": 4}

@@ -9,6 +9,7 @@ from pathlib import Path
 from consilium.cli.options import add_model_arguments, model_options, positive_int
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.aggregate import summarise
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, load_rubric, rubric_names
 from consilium.judges.runner import JudgeSetup, judge_trace
@@ -80,6 +81,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {component:<15} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
         for name, metric in judgement.overlap.items():
             print(f"  {name:<15} f1={metric['f1']:.3f} against {metric['against']}")
+    if len(judgements) > 1:
+        print("== summary over the judged traces (rates with 95% Wilson intervals)")
+        for row in summarise(judgements):
+            stats = []
+            for key, value in row.items():
+                if isinstance(value, dict) and "rate" in value:
+                    low, high = value["wilson95"]
+                    stats.append(f"{key}={value['rate']:.3f} [{low:.3f}, {high:.3f}] (n={value['n']})")
+                elif isinstance(value, dict) and value.get("mean") is not None:
+                    stats.append(f"{key}={value['mean']:.3f} (n={value['n']})")
+            print(f"  {row['variant']:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
+                  + ", ".join(stats))
     return 0
 
 

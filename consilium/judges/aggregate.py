@@ -6,11 +6,11 @@ from functools import lru_cache
 from typing import Any
 
 from consilium.cases import Case
-from consilium.judges.record import JudgementItem
+from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
-from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions
+from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions, wilson_interval
 
-__all__ = ["aggregate", "overlap_metrics"]
+__all__ = ["aggregate", "overlap_metrics", "summarise"]
 
 
 def _by_component(items: list[JudgementItem]) -> dict[str, list[JudgementItem]]:
@@ -83,3 +83,29 @@ def overlap_metrics(case: Case, texts: dict[str, str]) -> dict[str, Any]:
     return {"rouge_l": {"f1": round(score.fmeasure, 6), "precision": round(score.precision, 6),
                         "recall": round(score.recall, 6), "against": "reference.conclusion",
                         "package": "rouge-score (Porter stemmer)"}}
+
+
+def summarise(judgements: list[Judgement]) -> list[dict[str, Any]]:
+    """Across judged traces, per (variant, component): the mean of each numeric aggregate and, for
+    each yes/no aggregate (match, pass@k, has_major_error…), the rate with its 95 % Wilson interval."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for judgement in judgements:
+        for component, summary in judgement.aggregates.items():
+            groups.setdefault((judgement.variant or "-", component), []).append(summary)
+    rows = []
+    for (variant, component), summaries in sorted(groups.items()):
+        row: dict[str, Any] = {"variant": variant, "component": component, "n": len(summaries),
+                               "not_evaluable": sum(s.get("not_evaluable", 0) for s in summaries)}
+        keys = sorted({k for s in summaries for k, v in s.items() if k not in ("items", "not_evaluable")})
+        for key in keys:
+            values = [s.get(key) for s in summaries]
+            if all(isinstance(v, bool) or v is None for v in values) and any(isinstance(v, bool) for v in values):
+                known = [v for v in values if isinstance(v, bool)]
+                low, high = wilson_interval(sum(known), len(known))
+                row[key] = {"rate": sum(known) / len(known), "n": len(known), "wilson95": [round(low, 4),
+                                                                                          round(high, 4)]}
+            elif all((isinstance(v, int | float) and not isinstance(v, bool)) or v is None for v in values):
+                numbers = [float(v) for v in values if v is not None]
+                row[key] = {"mean": sum(numbers) / len(numbers) if numbers else None, "n": len(numbers)}
+        rows.append(row)
+    return rows
