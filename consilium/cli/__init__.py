@@ -12,13 +12,22 @@ import sys
 from collections.abc import Sequence
 
 from consilium import __version__
-from consilium.cli import board_cmd, cases_cmd, judge_cmd, models_cmd, replay_cmd, schema_cmd, simulate_cmd
+from consilium.cli import (
+    board_cmd,
+    calibrate_cmd,
+    cases_cmd,
+    judge_cmd,
+    models_cmd,
+    replay_cmd,
+    schema_cmd,
+    simulate_cmd,
+)
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = (simulate_cmd, board_cmd, replay_cmd, judge_cmd, cases_cmd, models_cmd, schema_cmd)
+SUBCOMMANDS = (simulate_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd, cases_cmd, models_cmd, schema_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cli.options import add_model_arguments, model_options, positive_int
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -32,6 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--k", type=positive_int, default=5, help="ranked candidates for pass@k (default 5)")
     parser.add_argument("--reference-answer", default=None,
                         help="the reference answer a Specialist Turn is judged against (otb-clinical-equivalence)")
+    parser.add_argument("--calibration", type=Path, default=None,
+                        help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
     parser.set_defaults(func=run)
 
 
@@ -55,6 +58,7 @@ def judgement_path(trace_file: Path, rubric: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     rubric = load_rubric(args.rubric)
+    calibration = load_calibration(args.calibration, rubric.name) if args.calibration else None
     files = trace_files(args.paths)
     traces = [(path, read_trace(path)) for path in files]
     model = build_model(args.model, model_options(args))
@@ -70,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
             await model.aclose()
 
     judgements = asyncio.run(go())
+    if args.calibration is not None:
+        judgements = [_calibrate(j, calibration, args.calibration) for j in judgements]
     print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")
     for (path, _), judgement in zip(traces, judgements, strict=True):
         out = write_text_atomic(judgement_path(path, rubric.name), judgement.model_dump_json(indent=2) + "\n")
@@ -99,6 +105,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {row['variant']:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
                   + ", ".join(stats))
     return 0
+
+
+def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path) -> Judgement:
+    """Calibrated scores beside the raw ones; a component's calibrated mean beside its mean."""
+    if calibration is None:
+        return judgement
+    items = [i.model_copy(update={"calibrated_score": calibration.apply(i.criterion, i.score)})
+             for i in judgement.items]
+    aggregates = {}
+    for component, summary in judgement.aggregates.items():
+        calibrated = [i.calibrated_score for i in items if i.component == component
+                      and not i.detail.get("whole_case") and i.calibrated_score is not None]
+        extra = {"calibrated_mean": sum(calibrated) / len(calibrated)} if calibrated and "mean" in summary else {}
+        aggregates[component] = {**summary, **extra}
+    return judgement.model_copy(update={"items": items, "aggregates": aggregates,
+                                        "calibration": str(path)})
 
 
 def _fmt(value: object) -> str:

@@ -20,6 +20,7 @@ class JudgementItem(BaseModel):
     component: str
     criterion: str
     score: float | None = Field(description="the criterion's score; null when not evaluable")
+    calibrated_score: float | None = Field(default=None, description="after isotonic calibration, if applied")
     not_evaluable: bool = False
     reason: str | None = Field(default=None, description="why it is not evaluable")
     rationale: str | None = None
@@ -46,6 +47,7 @@ class Judgement(BaseModel):
     items: list[JudgementItem]
     aggregates: dict[str, dict[str, Any]] = Field(description="per component: the rubric's score formula")
     overlap: dict[str, Any] = Field(default_factory=dict, description="ROUGE-L etc. against the reference")
+    calibration: str | None = Field(default=None, description="the isotonic calibration file applied, if any")
     usage: UsageSummary
     calls: list[CallRecord]
     started_at: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -76,6 +76,8 @@ class Rubric(_Strict):
     flags: list[Flag] = Field(default_factory=list)
     criteria: list[Criterion] = Field(default_factory=list)
     rationale_max_chars: int = Field(default=1000, ge=100)
+    provenance: dict[str, Any] | None = Field(default=None, description="for an evolved rubric: parent version, "
+                                                                         "ratings, seed, MAE before and after")
 
     @model_validator(mode="after")
     def _consistent(self) -> Rubric:

@@ -1,0 +1,1 @@
+"""Physician calibration of the judges: ratings, agreement statistics, isotonic calibration, evolution."""

@@ -1,0 +1,103 @@
+"""Per-criterion isotonic post-hoc calibration of judge scores (scikit-learn ``IsotonicRegression``).
+
+Fitted on a training split of cases, reported on the held-out split (MAE before and after), and
+saved as data (breakpoints) that ``consilium judge --calibration FILE`` applies by linear
+interpolation, clipped to the rubric's scale.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from sklearn.isotonic import IsotonicRegression
+
+from consilium.calibration.pairs import Pair
+from consilium.errors import UserError
+from consilium.fileio import write_json_atomic
+
+__all__ = ["Calibration", "fit_isotonic", "load_calibration", "split_cases"]
+
+
+class CriterionMap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    x: list[float]
+    y: list[float]
+    train_n: int
+    test_n: int
+    mae_before: float | None
+    mae_after: float | None
+
+    def apply(self, score: float) -> float:
+        return float(np.interp(score, self.x, self.y))
+
+
+class Calibration(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "isotonic-calibration"
+    rubric: str
+    rubric_version: int
+    seed: int
+    train_fraction: float
+    ratings: str
+    criteria: dict[str, CriterionMap]
+
+    def apply(self, criterion: str, score: float | None) -> float | None:
+        mapping = self.criteria.get(criterion)
+        return None if score is None or mapping is None else mapping.apply(score)
+
+    def save(self, path: Path) -> Path:
+        return write_json_atomic(path, self.model_dump(mode="json"))
+
+
+def split_cases(cases: Sequence[str], train_fraction: float, seed: int) -> tuple[set[str], set[str]]:
+    ordered = sorted(set(cases))
+    rng = np.random.default_rng(seed)
+    shuffled = [ordered[i] for i in rng.permutation(len(ordered))]
+    cut = max(1, min(len(shuffled) - 1, round(len(shuffled) * train_fraction)))
+    return set(shuffled[:cut]), set(shuffled[cut:])
+
+
+def _mae(h: list[float], j: list[float]) -> float | None:
+    return float(np.mean(np.abs(np.array(h) - np.array(j)))) if h else None
+
+
+def fit_isotonic(pairs: Sequence[Pair], *, rubric: str, rubric_version: int, scale: Sequence[int],
+                 train_fraction: float = 0.5, seed: int = 0, ratings: str = "") -> Calibration:
+    train_cases, _ = split_cases([p.case_id for p in pairs], train_fraction, seed)
+    criteria: dict[str, CriterionMap] = {}
+    for name in sorted({p.criterion for p in pairs}):
+        group = [p for p in pairs if p.criterion == name]
+        train = [p for p in group if p.case_id in train_cases]
+        test = [p for p in group if p.case_id not in train_cases]
+        if len(train) < 2:
+            continue
+        model = IsotonicRegression(y_min=min(scale), y_max=max(scale), out_of_bounds="clip", increasing=True)
+        model.fit([p.judge for p in train], [p.physician for p in train])
+        mapping = CriterionMap(x=[float(v) for v in model.X_thresholds_], y=[float(v) for v in model.y_thresholds_],
+                               train_n=len(train), test_n=len(test), mae_before=None, mae_after=None)
+        mapping.mae_before = _mae([p.physician for p in test], [p.judge for p in test])
+        mapping.mae_after = _mae([p.physician for p in test], [mapping.apply(p.judge) for p in test])
+        criteria[name] = mapping
+    return Calibration(rubric=rubric, rubric_version=rubric_version, seed=seed, train_fraction=train_fraction,
+                       ratings=ratings, criteria=criteria)
+
+
+def load_calibration(path: str | Path, rubric: str) -> Calibration:
+    file = Path(path)
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+        calibration = Calibration.model_validate(data)
+    except FileNotFoundError:
+        raise UserError(f"{file}: calibration file not found") from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{file}: not a calibration file ({str(exc).splitlines()[0]})") from None
+    if calibration.rubric != rubric:
+        raise UserError(f"{file}: rubric: calibrated for {calibration.rubric!r}, not {rubric!r}")
+    return calibration

@@ -1,0 +1,83 @@
+"""Physician ratings files (CSV or JSONL), documented in docs/calibration.md.
+
+One row per rating: ``case_id``, ``component``, ``criterion``, ``rater``, ``score``, and optionally
+``variant`` (the consilium format or board mode the rating refers to) and ``trace`` (the trace file).
+Scores must lie on the rubric's scale; criteria must be the rubric's (any id for signed rubrics,
+whose criteria come from each case).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from consilium.errors import UserError
+from consilium.judges.rubric import COMPONENTS, Rubric
+
+__all__ = ["Rating", "load_ratings"]
+
+
+class Rating(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case_id: str = Field(min_length=1)
+    component: str
+    criterion: str = Field(min_length=1)
+    rater: str = Field(min_length=1)
+    score: float
+    variant: str | None = None
+    trace: str | None = None
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, object]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: ratings file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read the ratings ({exc})") from None
+    if path.suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+                if not isinstance(value, dict):
+                    raise UserError(f"{path}: line {number}: a rating must be a JSON object")
+                rows.append((number, value))
+        return rows
+    if path.suffix == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        return [(number, {k: v for k, v in row.items() if v not in ("", None)})
+                for number, row in enumerate(reader, 2)]
+    raise UserError(f"{path}: ratings must be .csv or .jsonl")
+
+
+def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
+    file = Path(path)
+    known = {c.id for c in rubric.criteria}
+    ratings = []
+    for number, row in _rows(file):
+        try:
+            rating = Rating.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(row)"
+            raise UserError(f"{file}: line {number}: {where}: {err['msg']}") from None
+        if rating.component not in COMPONENTS:
+            raise UserError(f"{file}: line {number}: component: unknown component {rating.component!r}")
+        if rubric.scoring != "signed_criteria" and rating.criterion not in known:
+            raise UserError(f"{file}: line {number}: criterion: {rating.criterion!r} is not a criterion of "
+                            f"{rubric.name} ({', '.join(sorted(known))})")
+        if rating.score not in rubric.scale:
+            raise UserError(f"{file}: line {number}: score: {rating.score:g} is not on the {rubric.name} scale "
+                            f"{rubric.scale}")
+        ratings.append(rating)
+    if not ratings:
+        raise UserError(f"{file}: no ratings in the file")
+    return ratings

@@ -1,0 +1,102 @@
+"""``consilium calibrate agreement|isotonic|evolve``: judges against physician ratings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from consilium.calibration.agreement import agreement, describe
+from consilium.calibration.isotonic import fit_isotonic
+from consilium.calibration.pairs import load_judgements, pair_ratings
+from consilium.calibration.ratings import load_ratings
+from consilium.calibration.report import write_agreement
+from consilium.cli.options import positive_int
+from consilium.errors import UserError
+from consilium.fileio import write_text_atomic
+from consilium.judges.rubric import load_rubric
+
+__all__ = ["register"]
+
+
+def _shared(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ratings", required=True, type=Path, help="physician ratings (.csv or .jsonl)")
+    parser.add_argument("--judgements", required=True, type=Path, help="run folder with *.judge.RUBRIC.json files")
+    parser.add_argument("--rubric", required=True, help="rubric name or YAML file")
+    parser.add_argument("--seed", type=int, default=0, help="seed for bootstrap draws and splits (default 0)")
+    parser.add_argument("--out", type=Path, default=None, help="report folder (default: JUDGEMENTS/calibration)")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("calibrate", help="compare judges with physician ratings and calibrate them")
+    parser.set_defaults(func=lambda args: _help(parser))
+    commands = parser.add_subparsers(dest="calibrate_command", metavar="SUBCOMMAND")
+    agree = commands.add_parser("agreement", help="agreement statistics with bootstrap intervals")
+    _shared(agree)
+    agree.add_argument("--bootstrap", type=int, default=1000, help="case-clustered bootstrap draws (default 1000)")
+    agree.set_defaults(func=run_agreement)
+    iso = commands.add_parser("isotonic", help="fit per-criterion isotonic calibration on a training split")
+    _shared(iso)
+    iso.add_argument("--train-fraction", type=float, default=0.5, help="share of cases to fit on (default 0.5)")
+    iso.set_defaults(func=run_isotonic)
+    from consilium.cli.evolve_cmd import register_evolve
+
+    register_evolve(commands, _shared, positive_int)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    rubric = load_rubric(args.rubric)
+    ratings = load_ratings(args.ratings, rubric)
+    judgements = [j for _, j in load_judgements(args.judgements, rubric.name)]
+    pairs, unmatched = pair_ratings(ratings, judgements)
+    if not pairs:
+        raise UserError(f"{args.ratings}: no rating matches a judge score in {args.judgements}")
+    return rubric, ratings, pairs, unmatched
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    rubric, ratings, pairs, unmatched = _pairs(args)
+    binary = sorted(rubric.scale) == [0, 1]
+    rows = agreement(pairs, binary=binary, labels=rubric.scale, bootstrap=args.bootstrap, seed=args.seed)
+    out = args.out or args.judgements / "calibration"
+    notes = [f"rubric {rubric.name} v{rubric.version}; ratings {args.ratings} ({len(ratings)} ratings, "
+             f"{len({r.rater for r in ratings})} raters); {len(pairs)} paired with judge scores, {unmatched} without",
+             f"95% intervals: {args.bootstrap} case-clustered bootstrap draws, seed {args.seed}, the same draws "
+             "for every statistic",
+             "statistics: scikit-learn cohen_kappa_score (quadratic weights for ordinal scales), scipy spearmanr/"
+             "pearsonr, krippendorff.alpha (physicians and judge as raters); binary rates per npcbench.txt Eq. A9"]
+    paths = write_agreement(out, rows, pairs, binary=binary, scale=rubric.scale,
+                            title=f"Judge vs physicians: {rubric.name}", notes=notes)
+    keys = ("accuracy", "kappa", "balanced_agreement") if binary else ("mae", "qwk", "spearman")
+    print(notes[0])
+    for row in rows:
+        print(f"  {row.criterion:<28} n={row.n:<5} " + "  ".join(f"{k}={describe(row, k)}" for k in keys)
+              + f"  alpha={describe(row, 'alpha')}")
+    print("report: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def run_isotonic(args: argparse.Namespace) -> int:
+    if not 0 < args.train_fraction < 1:
+        raise UserError("--train-fraction: must be between 0 and 1")
+    rubric, _, pairs, _ = _pairs(args)
+    calibration = fit_isotonic(pairs, rubric=rubric.name, rubric_version=rubric.version, scale=rubric.scale,
+                               train_fraction=args.train_fraction, seed=args.seed, ratings=str(args.ratings))
+    out = args.out or args.judgements / "calibration"
+    path = calibration.save(out / f"isotonic.{rubric.name}.json")
+    lines = [f"# Isotonic calibration: {rubric.name}", "",
+             f"Fitted per criterion on {args.train_fraction:.0%} of cases (seed {args.seed}); MAE on the held-out "
+             "cases before and after.", "", "| criterion | train n | test n | MAE before | MAE after |",
+             "|---|---|---|---|---|"]
+    for name, m in calibration.criteria.items():
+        before = f"{m.mae_before:.3f}" if m.mae_before is not None else "–"
+        after = f"{m.mae_after:.3f}" if m.mae_after is not None else "–"
+        lines.append(f"| {name} | {m.train_n} | {m.test_n} | {before} | {after} |")
+        print(f"  {name:<20} train={m.train_n:<4} test={m.test_n:<4} MAE {before} -> {after}")
+    report = write_text_atomic(out / f"isotonic.{rubric.name}.md", "\n".join(lines) + "\n")
+    print(f"calibration: {path}\nreport: {report}\napply with: consilium judge … --calibration {path}")
+    return 0
