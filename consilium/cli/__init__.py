@@ -16,6 +16,8 @@ from consilium.cli import (
     board_cmd,
     calibrate_cmd,
     cases_cmd,
+    cohort_cmd,
+    compare_cmd,
     judge_cmd,
     models_cmd,
     replay_cmd,
@@ -27,7 +29,8 @@ from consilium.log import configure_logging
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = (simulate_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd, cases_cmd, models_cmd, schema_cmd)
+SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd, cases_cmd,
+               models_cmd, schema_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,1 @@
+"""Cohort experiments: many cases × models × formats, streamed to disk, resumable."""

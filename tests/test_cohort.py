@@ -1,0 +1,125 @@
+"""Cohorts of imported AgentClinic cases with the scripted backend; compare's tables and figures."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import shared_data
+from consilium.cli import main
+
+PANEL = {"model": "scripted-panel", "rules": [
+    {"stage": "role_assignment", "json": {"primary": {"label": "Internist", "justification": "x"}, "supporting": [
+        {"label": "Neurologist", "justification": "y"}, {"label": "Radiologist", "justification": "z"}]}},
+    {"stage": "opinion", "contains": '"final_conclusion"', "json": {
+        "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
+        "management_strategy": "m", "final_conclusion": "A"}},
+    {"stage": "opinion", "response": "Opinion of {role}."},
+    {"stage": "synthesis", "contains": '"final_opinion"', "json": {
+        "final_opinion": "A", "summary": "s", "final_differential": "1. A\n2. B", "diagnostic_plan": "d",
+        "management_plan": "m", "safety_warnings": "w"}},
+    {"stage": "synthesis", "response": "Report: A."},
+    {"stage": "vote", "round": 1, "role": "radiologist", "json": {"vote": "dissent", "reason": "imaging",
+                                                                 "requested_change": "add CT"}},
+    {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}},
+    {"stage": "revision", "contains": '"final_opinion": "..."', "json": {
+        "changed": True, "change_summary": "CT", "report": {
+            "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "CT",
+            "management_plan": "m", "safety_warnings": "w"}}},
+    {"stage": "revision", "json": {"changed": True, "change_summary": "CT", "report": "Report: A; CT."}},
+]}
+JUDGE = {"rules": [{"stage": "judge", "contains": "Final opinion:", "json": {"rationale": "r", "score": 3}},
+                   {"stage": "judge", "json": {"rationale": "r", "score": 2}}]}
+
+
+def write(tmp_path: Path, name: str, data: dict[str, Any]) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return f"scripted:{path}"
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def test_a_cohort_of_20_agentclinic_cases_produces_every_table_and_figure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = shared_data("agentclinic_medqa.jsonl")
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(cases), "--limit", "20", "--model", write(tmp_path, "p.json", PANEL),
+                 "--concurrency", "8", "--judge", "ai-consilium", "--judge-model", write(tmp_path, "j.json", JUDGE),
+                 "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    arms = read_csv(run_dir / "arms.csv")
+    assert len(arms) == 40 and {a["format"] for a in arms} == {"free-form", "structured"}
+    assert all(a["status"] == "completed" and a["stop_reason"] == "consensus" and a["rounds"] == "2" for a in arms)
+    judgements = read_csv(run_dir / "judgements.csv")
+    assert {j["component"] for j in judgements} == {"conclusion", "role_reasoning", "role_opinion"}
+    assert main(["compare", str(run_dir), "--bootstrap", "200"]) == 0
+    report = run_dir / "compare"
+    for name in ("table3_outcomes", "table4_vote_transitions", "table6_8_scores", "table7_tokens", "table9_rounds",
+                 "paired_differences"):
+        assert (report / f"{name}.csv").is_file(), name
+    for name in ("fig3a_cumulative_consensus", "fig4_stop_reasons", "fig5_tokens_by_stage",
+                 "fig6_score_distributions"):
+        assert (report / f"{name}.png").stat().st_size > 2000, name
+    table3 = read_csv(report / "table3_outcomes.csv")
+    assert [(r["format"], r["r1_dissent_mean_pct"], r["r1_unanimous"], r["mean_rounds"], r["consensus"])
+            for r in table3] == [("free-form", "33.3", "0 (0.0%)", "2.0", "20 (100.0%)"),
+                                 ("structured", "33.3", "0 (0.0%)", "2.0", "20 (100.0%)")]
+    transitions = read_csv(report / "table4_vote_transitions.csv")
+    assert transitions[0]["no->yes"] == "20 (100.0%)" and transitions[0]["yes->yes"] == "40 (100.0%)"
+    paired = {(r["component"], r["criterion"]): r for r in read_csv(report / "paired_differences.csv")}
+    # The scripted judge gives 3 to structured reports (their text has sections) and 2 to free-form ones.
+    assert float(paired[("conclusion", "c1")]["mean_difference"]) == pytest.approx(-1.0)
+
+
+def test_a_failed_arm_is_recorded_and_the_cohort_goes_on(tmp_path: Path) -> None:
+    broken = dict(PANEL, rules=[r for r in PANEL["rules"] if r["stage"] != "synthesis"] + [
+        {"stage": "synthesis", "contains": "in prose", "response": "Report: A."},
+        {"stage": "synthesis", "response": "no json here"}])
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    source = (Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml").read_text()
+    for n in range(3):
+        (cases / f"c{n}.yaml").write_text(source.replace("id: diagnostic-myocarditis", f"id: case-{n}"))
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(cases), "--model", write(tmp_path, "b.json", broken), "--out", str(out),
+                 "--formats", "free-form,structured"]) == 0
+    [run_dir] = list(out.iterdir())
+    arms = read_csv(run_dir / "arms.csv")
+    assert [a["status"] for a in arms if a["format"] == "structured"] == ["failed"] * 3
+    assert all(a["status"] == "completed" for a in arms if a["format"] == "free-form")
+    failed = next(a for a in arms if a["status"] == "failed")
+    assert failed["failed_stage"] == "synthesis" and "invalid StructuredReport output" in failed["error"]
+
+
+def test_resume_skips_finished_arms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    source = (Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml").read_text()
+    for n in range(4):
+        (cases / f"c{n}.yaml").write_text(source.replace("id: diagnostic-myocarditis", f"id: case-{n}"))
+    out = tmp_path / "runs"
+    model = write(tmp_path, "p.json", PANEL)
+    assert main(["cohort", "--cases", str(cases), "--model", model, "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*.trace.json")}
+    victim = sorted(finished)[0]
+    victim.unlink()  # as if the process had been killed before this arm finished
+    capsys.readouterr()
+    assert main(["cohort", "--cases", str(cases), "--model", model, "--resume", str(run_dir)]) == 0
+    assert "8 arms (8 completed, 0 failed, 7 resumed)" in capsys.readouterr().out
+    assert victim.is_file()
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items() if p != victim)
+
+
+def test_bad_cohort_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cohort", "--cases", str(tmp_path / "nothing"), "--model", "scripted:x.json"]) == 2
+    assert main(["cohort", "--cases", str(tmp_path), "--formats", "prose", "--model", "scripted:x.json"]) == 2
+    err = capsys.readouterr().err
+    assert "--cases must be a folder" in err or "no cases found" in err
