@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import shared_data
+
 from consilium.cli import main
 
 PANEL = {"model": "scripted-panel", "rules": [
