@@ -123,3 +123,22 @@ def test_bad_cohort_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["cohort", "--cases", str(tmp_path), "--formats", "prose", "--model", "scripted:x.json"]) == 2
     err = capsys.readouterr().err
     assert "--cases must be a folder" in err or "no cases found" in err
+
+
+def test_viewer_renders_hostile_text_inert(tmp_path: Path) -> None:
+    hostile = '<script>alert(1)</script> "><img src=x onerror=alert(2)>'
+    source = (Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml").read_text()
+    case = tmp_path / "case.yaml"
+    case.write_text(source.replace(
+        "presentation: >-\n", f"presentation: >-\n  {hostile.replace(chr(34), chr(39) + chr(39))}\n", 1))
+    panel = dict(PANEL, rules=[{"stage": "synthesis", "contains": "in prose", "response": hostile},
+                               *PANEL["rules"]])
+    out = tmp_path / "runs"
+    assert main(["simulate", "--case", str(case), "--model", write(tmp_path, "p.json", panel), "--out", str(out),
+                 "--format", "free-form"]) == 0
+    [run_dir] = list(out.iterdir())
+    assert main(["view", str(run_dir)]) == 0
+    page = (run_dir / "view.html").read_text()
+    assert "<script" not in page.lower() and "<img" not in page.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "onerror=alert(2)&gt;" in page
+    assert "Content-Security-Policy" in page and "Review round 1" in page and "Tokens by stage" in page

@@ -23,6 +23,7 @@ from consilium.cli import (
     replay_cmd,
     schema_cmd,
     simulate_cmd,
+    view_cmd,
 )
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging
@@ -30,7 +31,7 @@ from consilium.log import configure_logging
 __all__ = ["build_parser", "main"]
 
 SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd, cases_cmd,
-               models_cmd, schema_cmd)
+               models_cmd, schema_cmd, view_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,50 @@
+"""``consilium view RUN_DIR|TRACE``: one self-contained HTML file to read a run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from consilium.errors import UserError
+from consilium.fileio import write_text_atomic
+from consilium.judges.record import Judgement
+from consilium.reports.viewer import render_page
+from consilium.traces.io import read_trace
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("view", help="write a static HTML view of a run or a trace")
+    parser.add_argument("path", type=Path, metavar="RUN_DIR|TRACE")
+    parser.add_argument("--out", type=Path, default=None, help="HTML file (default: view.html in the run folder)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path: Path = args.path
+    if path.is_dir():
+        traces = sorted(path.rglob("*.trace.json"))
+        out = args.out or path / "view.html"
+    elif path.is_file():
+        traces = [path]
+        out = args.out or path.with_name(path.name.removesuffix(".trace.json") + ".view.html")
+    else:
+        raise UserError(f"{path}: no such run folder or trace")
+    if not traces:
+        raise UserError(f"{path}: no *.trace.json files")
+    entries = []
+    for trace_path in traces:
+        judgements = []
+        stem = trace_path.name.removesuffix(".trace.json")
+        for judged in sorted(trace_path.parent.glob(f"{stem}.judge.*.json")):
+            try:
+                judgements.append(Judgement.model_validate_json(judged.read_text(encoding="utf-8")))
+            except (OSError, ValidationError) as exc:
+                raise UserError(f"{judged}: not a readable judgement ({str(exc).splitlines()[0]})") from None
+        entries.append((str(trace_path), read_trace(trace_path), judgements))
+    written = write_text_atomic(out, render_page(f"consilium: {path.name}", entries))
+    print(written)
+    return 0
