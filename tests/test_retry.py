@@ -142,3 +142,19 @@ def test_retry_after_overrides_backoff() -> None:
                                                    ("Wed, 21 Oct 2015 07:28:00 GMT", None)])
 def test_parse_retry_after(header: str | None, expected: float | None) -> None:
     assert parse_retry_after(header) == expected
+
+
+@pytest.mark.localhost
+async def test_several_base_urls_spread_calls_over_replicas() -> None:
+    from consilium.models import CallTag
+    from consilium.models.factory import ModelOptions, build_model
+
+    ok: list[Behaviour] = [("ok", "fine")] * 10
+    with scripted_server(ok) as first, scripted_server(ok) as second:
+        model = build_model("openai:replicated", ModelOptions(base_url=f"{first.base_url},{second.base_url}",
+                                                              cache=False))
+        request = ModelRequest(messages=(Message(role="user", content="hi"),), tag=CallTag(stage="check"))
+        responses = await asyncio.gather(*(model.generate(request) for _ in range(8)))
+        await model.aclose()
+    assert all(r.text == "fine" for r in responses)
+    assert first.requests >= 2 and second.requests >= 2 and first.requests + second.requests == 8

@@ -27,7 +27,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
     else:
         group.add_argument(flag, default=default, dest="model", metavar="SPEC",
                            help=f"{SPEC_HELP} (default: {default})")
-    group.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL)")
+    group.add_argument("--base-url", default=None,
+                       help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL); several comma-separated "
+                            "URLs are replicas of one model and calls are spread over them")
     group.add_argument("--schema-dialect", choices=DIALECTS, default="json_schema",
                        help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "
                             "json_object (llama-cpp-python server) or none (default: json_schema)")

@@ -76,9 +76,14 @@ def open_backend(spec: str, options: ModelOptions | None = None) -> ChatModel:
         return LlamaCppModel(arg, n_ctx=options.n_ctx)
     if kind == "openai" and arg:
         from consilium.models.backends.openai_compat import OpenAICompatModel
+        from consilium.models.wrappers.pool import PooledModel
 
-        return OpenAICompatModel(arg, base_url=options.base_url, api_key=options.api_key,
-                                 dialect=options.schema_dialect, timeout_s=options.timeout_s)
+        # Several comma-separated base URLs: replicas of one model, calls spread over them.
+        urls: list[str | None] = [u.strip() for u in (options.base_url or "").split(",") if u.strip()] or [None]
+        replicas: list[ChatModel] = [
+            OpenAICompatModel(arg, base_url=url, api_key=options.api_key, dialect=options.schema_dialect,
+                              timeout_s=options.timeout_s) for url in urls]
+        return replicas[0] if len(replicas) == 1 else PooledModel(replicas)
     if kind == "vllm" and arg:
         from consilium.models.backends.vllm_engine import VLLMModel
 
