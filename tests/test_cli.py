@@ -51,3 +51,31 @@ def test_python_dash_m_entry_point_exits_2_without_traceback() -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == ("consilium: error: unknown model spec 'bogus' (expected embedded, gguf:PATH, "
                                    "openai:MODEL, vllm:MODEL, scripted:FILE or replay:TRACE)")
+
+
+def test_model_config_files_load_and_flags_override(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from consilium.cli.options import add_model_arguments, model_options, model_spec
+
+    configs = Path(__file__).resolve().parents[1] / "configs" / "models"
+    parser = argparse.ArgumentParser()
+    add_model_arguments(parser)
+    args = parser.parse_args(["--model-config", str(configs / "vllm.yaml")])
+    assert model_spec(args) == "openai:Qwen/Qwen2.5-7B-Instruct"
+    options = model_options(args)
+    assert options.base_url == "http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1"
+    assert (options.schema_dialect, options.max_concurrency, options.timeout_s) == ("json_schema", 64, 300)
+    args = parser.parse_args(["--model-config", str(configs / "llama-server.yaml"), "--max-concurrency", "3"])
+    assert model_options(args).max_concurrency == 3 and model_options(args).schema_dialect == "json_object"
+    assert model_spec(parser.parse_args([])) == "embedded"
+    args = parser.parse_args(["--model-config", str(configs / "openai.yaml")])
+    with pytest.raises(Exception, match=r"api_key_env: \$OPENAI_API_KEY is not set"):
+        model_options(args)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert model_options(args).api_key == "sk-test"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("spec: embedded\nbase_urls: x\n")
+    assert main(["models", "check", "--model-config", str(bad)]) == 2
+    assert "bad.yaml: base_urls: Extra inputs are not permitted" in capsys.readouterr().err

@@ -192,7 +192,7 @@ def test_specialist_turn_against_a_reference_answer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["judge", "x.trace.json", "--rubric", "ai-consilium"], "required: --judge-model"),
+    (["judge", "x.trace.json", "--rubric", "ai-consilium"], "--judge-model: a model is required"),
     (["judge", "missing.trace.json", "--rubric", "nope", "--judge-model", "embedded"], "unknown rubric 'nope'"),
     (["judge", "missing.trace.json", "--rubric", "ai-consilium", "--judge-model", "embedded"],
      "missing.trace.json: no such trace file or run folder"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from consilium.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.cases import load_case
-from consilium.cli.options import add_model_arguments, model_options, positive_int, run_config
+from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.board.config import BOARD_MAX_TOKENS
 from consilium.models import ChatModel
@@ -72,7 +72,7 @@ def run_board_command(args: argparse.Namespace) -> int:
     config = _config(args)
     images = slide_images(case, args.case)
     options = model_options(args)
-    panel = build_model(args.model, options)
+    panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
 
     async def go() -> BoardTrace:
@@ -96,7 +96,7 @@ def run_turn_command(args: argparse.Namespace) -> int:
     config = _config(args)
     resolve_role(args.role)  # an unknown specialty is refused before any model is loaded
     images = slide_images(case, args.case)
-    model = build_model(args.model, model_options(args))
+    model = build_model(model_spec(args), model_options(args))
 
     async def go() -> TurnTrace:
         try:

@@ -12,7 +12,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from consilium.agents.records import FORMATS, Format
-from consilium.cli.options import add_model_arguments, model_options, positive_int, run_config
+from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
 from consilium.cohort.run import CohortArm, append_jsonl, load_cohort, run_cohort, write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.judge and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name) for name in args.judge]
-    specs = [args.model, *args.extra_model]
+    specs = [model_spec(args), *args.extra_model]
     options = model_options(args, max_concurrency=args.concurrency)
     models = {spec: RunModels(panel=build_model(spec, options), moderator=build_model(spec, options))
               for spec in dict.fromkeys(specs)}

@@ -16,7 +16,7 @@ import yaml
 from consilium.calibration.evolve import CriterionResult, Item, evolve_criterion, targets
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
-from consilium.cli.options import add_model_arguments, model_options
+from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -70,7 +70,7 @@ def run_evolve(args: argparse.Namespace) -> int:
     if unknown:
         raise UserError(f"--criterion: no rated, judged items for {', '.join(unknown)}")
     options = model_options(args)
-    judge = JudgeSetup(model=build_model(args.model, options),
+    judge = JudgeSetup(model=build_model(model_spec(args), options),
                        settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens))
     optimiser = build_model(args.optimiser_model, options)
     started = time.perf_counter()

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from consilium.calibration.isotonic import Calibration, load_calibration
-from consilium.cli.options import add_model_arguments, model_options, positive_int
+from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
@@ -57,11 +57,12 @@ def judgement_path(trace_file: Path, rubric: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    spec = model_spec(args)  # a judge model must be named: fail before reading anything
     rubric = load_rubric(args.rubric)
     calibration = load_calibration(args.calibration, rubric.name) if args.calibration else None
     files = trace_files(args.paths)
     traces = [(path, read_trace(path)) for path in files]
-    model = build_model(args.model, model_options(args))
+    model = build_model(spec, model_options(args))
     setup = JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                 timeout_s=args.timeout or 120.0),
                        max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer)

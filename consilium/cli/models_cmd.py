@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from consilium.cli.options import add_model_arguments, model_options
+from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.factory import build_model, for_run
 
@@ -42,7 +42,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 async def _check(args: argparse.Namespace) -> CallRecorder:
     # A check must reach the model: never answer it from the cache.
-    base = build_model(args.model, model_options(args, cache=False))
+    base = build_model(model_spec(args), model_options(args, cache=False))
     recorder = CallRecorder()
     model = for_run(base, recorder)
     settings = GenerationSettings(max_tokens=args.max_tokens, temperature=0.0, seed=0, timeout_s=args.timeout or 120.0)
@@ -64,7 +64,7 @@ async def _check(args: argparse.Namespace) -> CallRecorder:
 
 def run_check(args: argparse.Namespace) -> int:
     recorder = asyncio.run(_check(args))
-    print(f"model: {recorder.calls[0].model}  (spec {args.model})")
+    print(f"model: {recorder.calls[0].model}  (spec {model_spec(args)})")
     for call in recorder.calls:
         u = call.usage
         seconds = call.latency_ms / 1000

@@ -3,54 +3,102 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from consilium.errors import UserError
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
 
-__all__ = ["add_model_arguments", "model_options", "positive_int", "run_config"]
+__all__ = ["ModelConfigFile", "add_model_arguments", "model_options", "model_spec", "positive_int", "run_config"]
 
 C = TypeVar("C", bound=BaseModel)
 
 
+class ModelConfigFile(BaseModel):
+    """A model's settings as a YAML file (configs/models/*.yaml); flags given on the command line win."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    spec: str
+    base_url: str | list[str] | None = None
+    schema_dialect: Literal["json_schema", "json_object", "none"] | None = None
+    max_concurrency: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    api_key_env: str | None = Field(default=None, description="the environment variable holding the API key")
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",
                         flag: str = "--model") -> None:
-    """The model options; ``default=None`` makes the model flag required (judges name theirs)."""
+    """The model options; ``default=None`` makes a model required (by flag or --model-config)."""
     group = parser.add_argument_group("model")
-    if default is None:
-        group.add_argument(flag, required=True, dest="model", metavar="SPEC", help=f"{SPEC_HELP} (required)")
-    else:
-        group.add_argument(flag, default=default, dest="model", metavar="SPEC",
-                           help=f"{SPEC_HELP} (default: {default})")
+    shown = "required unless --model-config names one" if default is None else f"default: {default}"
+    group.add_argument(flag, default=None, dest="model", metavar="SPEC", help=f"{SPEC_HELP} ({shown})")
+    parser.set_defaults(model_default=default, model_flag=flag)
+    group.add_argument("--model-config", type=Path, default=None, metavar="FILE",
+                       help="model settings as YAML (configs/models/*.yaml); flags override it")
     group.add_argument("--base-url", default=None,
                        help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL); several comma-separated "
                             "URLs are replicas of one model and calls are spread over them")
-    group.add_argument("--schema-dialect", choices=DIALECTS, default="json_schema",
+    group.add_argument("--schema-dialect", choices=DIALECTS, default=None,
                        help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "
                             "json_object (llama-cpp-python server) or none (default: json_schema)")
-    group.add_argument("--max-concurrency", type=positive_int, default=4, help="concurrent model calls (default 4)")
+    group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
     group.add_argument("--timeout", type=float, default=None, help="seconds per model call (default 120)")
     group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
     group.add_argument("--cache-path", type=Path, default=None,
                        help="response cache file (default: $CONSILIUM_CACHE or ~/.cache/consilium/responses.sqlite)")
 
 
+def _model_file(args: argparse.Namespace) -> ModelConfigFile | None:
+    path: Path | None = getattr(args, "model_config", None)
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: model config not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: cannot read the model config ({str(exc).splitlines()[0]})") from None
+    try:
+        return ModelConfigFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UserError(f"{path}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}") from None
+
+
+def model_spec(args: argparse.Namespace) -> str:
+    """The model spec: the flag, else the model config's, else the command's default."""
+    config = _model_file(args)
+    spec = args.model or (config.spec if config else None) or args.model_default
+    if spec is None:
+        raise UserError(f"{args.model_flag}: a model is required (a spec, or --model-config FILE)")
+    return str(spec)
+
+
 def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:
+    config = _model_file(args) or ModelConfigFile(spec="")
+    base_url = config.base_url if not isinstance(config.base_url, list) else ",".join(config.base_url)
     values: dict[str, object] = {
-        "base_url": args.base_url,
-        "schema_dialect": args.schema_dialect,
-        "max_concurrency": args.max_concurrency,
-        "timeout_s": args.timeout,
+        "base_url": args.base_url or base_url,
+        "schema_dialect": args.schema_dialect or config.schema_dialect or "json_schema",
+        "max_concurrency": args.max_concurrency or config.max_concurrency or 4,
+        "timeout_s": args.timeout or config.timeout_s,
         "cache_path": args.cache_path,
     }
+    if config.api_key_env:
+        key = os.environ.get(config.api_key_env)
+        if not key:
+            raise UserError(f"{args.model_config}: api_key_env: ${config.api_key_env} is not set")
+        values["api_key"] = key
     if args.no_cache:
         values["cache"] = False
-    values.update(overrides)
+    values.update({k: v for k, v in overrides.items() if v is not None})
     return ModelOptions.from_env(**values)
 
 

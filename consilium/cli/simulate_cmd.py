@@ -9,7 +9,7 @@ from pathlib import Path
 
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
-from consilium.cli.options import add_model_arguments, model_options, positive_int, run_config
+from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.models.factory import build_model
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     config = _config(args)
     formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
     options = model_options(args)
-    panel = build_model(args.model, options)
+    panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
     run_id = new_run_id(case.id)
     traces = asyncio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
