@@ -142,3 +142,52 @@ def test_viewer_renders_hostile_text_inert(tmp_path: Path) -> None:
     assert "<script" not in page.lower() and "<img" not in page.lower()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "onerror=alert(2)&gt;" in page
     assert "Content-Security-Policy" in page and "Review round 1" in page and "Tokens by stage" in page
+
+
+BOARD = {"model": "scripted-board", "rules": [
+    {"stage": "role_assignment", "json": {"primary": {"label": "Medical oncologist", "justification": "x"},
+                                          "supporting": [{"label": "Radiologist", "justification": "y"}]}},
+    {"stage": "board_turn", "role": "moderator", "round": 1, "json": {
+        "action": "ask", "speaker": "Radiologist", "message": "Radiology, the staging?"}},
+    {"stage": "board_turn", "role": "moderator", "round": 3, "json": {
+        "action": "ask", "speaker": "Medical oncologist", "message": "Oncology, the plan?"}},
+    {"stage": "board_turn", "role": "moderator", "json": {"action": "close", "speaker": "Radiologist",
+                                                         "message": "Thank you."}},
+    {"stage": "board_turn", "role": "board", "response": "<discussion>\n<turn 1> Moderator: Staging?\n"
+                                                         "<turn 2> Radiologist: Early.\n</discussion>\n"
+                                                         "<conclusion>Surgery is advised. Review after.</conclusion>"},
+    {"stage": "board_turn", "response": "I agree with the plan."},
+    {"stage": "conclusion", "json": {"conclusion": "The board advises surgery. Adjuvant therapy follows pathology."}},
+]}
+BOARD_JUDGE = {"rules": [
+    {"stage": "judge", "contains": "Criterion: Therapy", "json": {"rationale": "r", "score": 4}},
+    {"stage": "judge", "contains": '"score": -1 |', "json": {"rationale": "r", "score": -1}},
+    {"stage": "judge", "json": {"rationale": "r", "score": 3}}]}
+
+
+def test_a_board_cohort_and_its_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "runs"
+    cases = Path(__file__).resolve().parents[1] / "examples" / "cases"
+    assert main(["cohort", "--protocol", "board", "--cases", str(cases), "--model",
+                 write(tmp_path, "b.json", BOARD), "--judge", "otb-conclusion-alignment", "--judge",
+                 "otb-four-decision", "--judge-model", write(tmp_path, "j.json", BOARD_JUDGE), "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    arms = read_csv(run_dir / "arms.csv")
+    assert len(arms) == 10 and all(a["status"] == "completed" and a["format_exact"] == "1" for a in arms)
+    assert main(["report", str(run_dir)]) == 0
+    rows = {r["mode"]: r for r in read_csv(run_dir / "report" / "board_summary.csv")}
+    assert rows["agents"]["turns_mean"] == "5.0" and rows["single"]["turns_mean"] == "2.0"
+    assert rows["agents"]["conclusion_alignment_mean"] == "3.0" and rows["agents"]["format_exact_rate"] == "1.0"
+    # therapy 4/5 only in scope: weighted mean 0.8
+    assert rows["single"]["four_decision_mean"] == "0.8"
+    assert (run_dir / "report" / "board_format.png").stat().st_size > 2000
+
+
+def test_a_consilium_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = Path(__file__).resolve().parents[1] / "examples" / "cases"
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(cases), "--model", write(tmp_path, "p.json", PANEL), "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    assert main(["report", str(run_dir)]) == 0
+    report = (run_dir / "report" / "report.md").read_text()
+    assert "## Outcomes (ai-consilium.txt, Table 3)" in report and "fig4_stop_reasons" in report

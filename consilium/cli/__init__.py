@@ -21,6 +21,7 @@ from consilium.cli import (
     judge_cmd,
     models_cmd,
     replay_cmd,
+    report_cmd,
     schema_cmd,
     simulate_cmd,
     view_cmd,
@@ -30,8 +31,8 @@ from consilium.log import configure_logging
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd, cases_cmd,
-               models_cmd, schema_cmd, view_cmd)
+SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, report_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd,
+               cases_cmd, models_cmd, schema_cmd, view_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,6 +16,7 @@ from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.cohort.run import CohortArm, append_jsonl, load_cohort, run_cohort, write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
@@ -30,7 +31,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("cohort", help="run a consilium on every case × model × format, optionally judged")
     parser.add_argument("--cases", required=True, type=Path, help="folder of case files or AgentClinic .jsonl")
     parser.add_argument("--config", type=Path, default=None, help="YAML run settings (configs/consilium.yaml)")
-    parser.add_argument("--formats", default="free-form,structured", help="comma-separated (default: both)")
+    parser.add_argument("--protocol", choices=["consilium", "board"], default="consilium",
+                        help="consilium (formats) or tumor board (modes) (default: consilium)")
+    parser.add_argument("--formats", default="free-form,structured", help="consilium formats, comma-separated "
+                                                                          "(default: both)")
+    parser.add_argument("--modes", default="agents,single", help="board modes, comma-separated (default: both)")
     add_model_arguments(parser)
     parser.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                         help="more panel models; each gets its own arms (repeatable)")
@@ -44,6 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
+def _modes(text: str) -> tuple[str, ...]:
+    names = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in names if m not in ("agents", "single")]
+    if unknown or not names:
+        raise UserError(f"--modes: unknown mode(s) {', '.join(unknown) or '(none)'} (agents, single)")
+    return names
+
+
 def _formats(text: str) -> tuple[Format, ...]:
     names = tuple(f.strip() for f in text.split(",") if f.strip())
     unknown = [f for f in names if f not in FORMATS]
@@ -54,8 +67,13 @@ def _formats(text: str) -> tuple[Format, ...]:
 
 def run(args: argparse.Namespace) -> int:
     cases = load_cohort(args.cases)[: args.limit]
-    formats = _formats(args.formats)
-    config = run_config(ConsiliumConfig, args.config, {"timeout_s": args.timeout})
+    config: ConsiliumConfig | BoardConfig
+    if args.protocol == "board":
+        formats: tuple[str, ...] = _modes(args.modes)
+        config = run_config(BoardConfig, args.config, {"timeout_s": args.timeout})
+    else:
+        formats = _formats(args.formats)
+        config = run_config(ConsiliumConfig, args.config, {"timeout_s": args.timeout})
     if args.judge and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name) for name in args.judge]
@@ -68,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = args.resume or args.out / new_run_id("cohort")
     run_id = run_dir.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    arms = [CohortArm(case, spec, formats) for case in cases for spec in models]
+    arms = [CohortArm(case, spec, formats, args.protocol) for case in cases for spec in models]
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -97,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
     arms_csv = write_csv(run_dir / "arms.csv", rows)
     judged = _judge(rows, rubrics, args, run_dir) if rubrics else []
     traces = [Path(r["trace"]) for r in rows if r.get("trace")]
-    write_manifest(run_dir, run_id=run_id, command=sys.argv, config={**config.model_dump(), "formats": formats,
-                                                                      "models": specs, "cases": str(args.cases)},
+    write_manifest(run_dir, run_id=run_id, command=sys.argv,
+                   config={**config.model_dump(), "protocol": args.protocol, "variants": list(formats),
+                           "models": specs, "cases": str(args.cases)},
                    traces=traces, seed=config.seed)
     elapsed = time.perf_counter() - started
     done = sum(r["status"] == "completed" for r in rows)
@@ -124,8 +143,9 @@ def _judge(rows: list[dict[str, Any]], rubrics: list[Any], args: argparse.Namesp
                     out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
                     write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
                     for item in judgement.items:
+                        variant = f"board-{judgement.variant}" if trace.kind == "board" else judgement.variant
                         table.append({"case_id": judgement.case_id, "model": trace.model,
-                                      "format": judgement.variant, "rubric": rubric.name,
+                                      "format": variant, "rubric": rubric.name,
                                       "component": item.component, "criterion": item.criterion, "score": item.score,
                                       "not_evaluable": item.not_evaluable, "judgement": str(out)})
         finally:

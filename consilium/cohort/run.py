@@ -14,19 +14,20 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from consilium.agents.records import Format
+from consilium.board.run import run_board
 from consilium.cases import Case, load_case
 from consilium.cases.agentclinic import read_agentclinic
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.simulate import RunModels, run_format
 from consilium.traces.io import read_trace, write_trace
-from consilium.traces.schema import Trace
+from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
-__all__ = ["CohortArm", "append_jsonl", "arm_path", "arm_row", "load_cohort", "run_cohort", "write_csv"]
+__all__ = ["CohortArm", "append_jsonl", "arm_path", "arm_row", "board_row", "load_cohort", "run_cohort", "write_csv"]
 
 
 def load_cohort(source: Path) -> list[Case]:
@@ -51,9 +52,12 @@ def load_cohort(source: Path) -> list[Case]:
 
 @dataclass(frozen=True)
 class CohortArm:
+    """One case with one model, in every variant: consilium formats, or board modes."""
+
     case: Case
     model_spec: str
-    formats: tuple[Format, ...]
+    formats: tuple[str, ...]
+    protocol: Literal["consilium", "board"] = "consilium"
 
 
 def _slug(spec: str) -> str:
@@ -72,9 +76,30 @@ def arm_row(trace: Trace, model_spec: str, path: Path) -> dict[str, Any]:
         "r1_dissent": rounds[0].dissent_fraction if rounds else "", "roles": len(trace.roles),
         "input_tokens": trace.usage.total.input_tokens, "output_tokens": trace.usage.total.output_tokens,
         "calls": trace.usage.total.calls, "wall_s": trace.wall_s,
-        "failed_stage": (trace.calls[-1].stage if trace.calls else "") if trace.status == "failed" else "",
+        "failed_stage": trace.failed_stage or "",
         "error": trace.error or "", "trace": str(path),
     }
+
+
+def board_row(trace: BoardTrace, model_spec: str, path: Path) -> dict[str, Any]:
+    validation = trace.validation
+    return {
+        "case_id": trace.case_id, "model_spec": model_spec, "model": trace.model, "format": f"board-{trace.mode}",
+        "status": trace.status, "stop_reason": trace.stop_reason or "", "turns": len(trace.turns),
+        "roles": len({t.role for t in trace.turns}),
+        "format_exact": validation.exact if validation else "", "format_dense": validation.dense if validation else "",
+        "input_tokens": trace.usage.total.input_tokens, "output_tokens": trace.usage.total.output_tokens,
+        "calls": trace.usage.total.calls, "wall_s": trace.wall_s,
+        "failed_stage": trace.failed_stage or "",
+        "error": trace.error or "", "trace": str(path),
+    }
+
+
+def _row(trace: Trace | BoardTrace | TurnTrace, model_spec: str, path: Path) -> dict[str, Any]:
+    if isinstance(trace, BoardTrace):
+        return board_row(trace, model_spec, path)
+    assert isinstance(trace, Trace)
+    return arm_row(trace, model_spec, path)
 
 
 def _done(path: Path) -> bool:
@@ -84,7 +109,26 @@ def _done(path: Path) -> bool:
         trace = read_trace(path)
     except UserError:
         return False
-    return isinstance(trace, Trace) and trace.status == "completed"
+    return trace.status == "completed"
+
+
+async def _run_board_arm(arm: CohortArm, models: RunModels, config: BoardConfig, run_dir: Path, run_id: str,
+                         on_done: Callable[[dict[str, Any]], None]) -> None:
+    for mode in arm.formats:
+        path = arm_path(run_dir, arm.case.id, arm.model_spec, f"board-{mode}")
+        if _done(path):
+            on_done({**_row(read_trace(path), arm.model_spec, path), "resumed": True})
+            continue
+        try:
+            # Cohort cases come without their file's folder, so slide images are not resolved:
+            # captions only.
+            trace = await run_board(arm.case, mode, models, config, run_id=run_id)  # type: ignore[arg-type]
+        except Exception as exc:  # an arm's failure is recorded; the cohort goes on
+            on_done({"case_id": arm.case.id, "model_spec": arm.model_spec, "format": f"board-{mode}",
+                     "status": "failed", "error": f"{type(exc).__name__}: {exc}", "trace": ""})
+            continue
+        write_trace(path, trace)
+        on_done({**board_row(trace, arm.model_spec, path), "resumed": False})
 
 
 async def _run_arm(arm: CohortArm, models: RunModels, config: ConsiliumConfig, run_dir: Path, run_id: str,
@@ -106,7 +150,8 @@ async def _run_arm(arm: CohortArm, models: RunModels, config: ConsiliumConfig, r
     for fmt in todo:
         path = arm_path(run_dir, arm.case.id, arm.model_spec, fmt)
         try:
-            trace = await run_format(arm.case, fmt, models, config, run_id=run_id, shared_roles=roles,
+            trace = await run_format(arm.case, fmt, models, config, run_id=run_id,  # type: ignore[arg-type]
+                                     shared_roles=roles,
                                      shared_calls=shared_calls)
         except Exception as exc:  # an arm's failure is recorded; the cohort goes on
             on_done({"case_id": arm.case.id, "model_spec": arm.model_spec, "format": fmt, "status": "failed",
@@ -118,14 +163,19 @@ async def _run_arm(arm: CohortArm, models: RunModels, config: ConsiliumConfig, r
         on_done({**arm_row(trace, arm.model_spec, path), "resumed": False})
 
 
-async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], config: ConsiliumConfig, *,
+async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], config: ConsiliumConfig | BoardConfig, *,
                      run_dir: Path, run_id: str, parallel_arms: int,
                      on_done: Callable[[dict[str, Any]], None]) -> None:
     gate = asyncio.Semaphore(parallel_arms)
 
     async def one(arm: CohortArm) -> None:
         async with gate:
-            await _run_arm(arm, models[arm.model_spec], config, run_dir, run_id, on_done)
+            if arm.protocol == "board":
+                assert isinstance(config, BoardConfig)
+                await _run_board_arm(arm, models[arm.model_spec], config, run_dir, run_id, on_done)
+            else:
+                assert isinstance(config, ConsiliumConfig)
+                await _run_arm(arm, models[arm.model_spec], config, run_dir, run_id, on_done)
 
     await asyncio.gather(*(one(arm) for arm in arms))
 

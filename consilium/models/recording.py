@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from consilium.models.protocol import ChatModel
 from consilium.models.structured import OutputInvalid
 from consilium.models.tokens import count_message_tokens
-from consilium.models.types import GenerationSettings, Message, ModelRequest, ModelResponse
+from consilium.models.types import CallTag, GenerationSettings, Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage, UsageLedger
 
 __all__ = ["CallRecord", "CallRecorder", "RecordingModel", "request_hash"]
@@ -61,6 +61,8 @@ class CallRecorder:
     def __init__(self, ledger: UsageLedger | None = None) -> None:
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.calls: list[CallRecord] = []
+        #: The tag of the latest call attempted (recorded or not): where a failed run stopped.
+        self.last_attempt: CallTag | None = None
 
     def adopt(self, call: CallRecord) -> None:
         """Take in a call made elsewhere (a shared role assignment), renumbered for this run."""
@@ -102,6 +104,7 @@ class RecordingModel:
         self.supports_images = inner.supports_images
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        self.recorder.last_attempt = request.tag
         projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens
         self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
         started_at = time.time()

@@ -17,6 +17,7 @@ def base_fields(case: Case, *, run_id: str, model: str, config: dict[str, Any], 
     return {
         "run_id": run_id, "case_id": case.id, "case_hash": case.content_hash(), "case": case.model_dump(mode="json"),
         "model": model, "config": config, "status": "failed" if error else "completed", "error": error,
+        "failed_stage": recorder.last_attempt.stage if error and recorder.last_attempt else None,
         "usage": UsageSummary.from_ledger(recorder.ledger), "calls": sorted(recorder.calls, key=lambda c: c.index),
         "started_at": started_at, "wall_s": round(wall_s, 3), "versions": package_versions(),
     }

@@ -49,6 +49,7 @@ class TraceBase(BaseModel):
     config: dict[str, Any] = Field(description="the run's settings plus prompt file hashes")
     status: Literal["completed", "failed"]
     error: str | None = None
+    failed_stage: str | None = Field(default=None, description="the stage of the call a failed run stopped at")
     usage: UsageSummary
     calls: list[CallRecord]
     started_at: str
