@@ -191,3 +191,24 @@ def test_a_consilium_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["report", str(run_dir)]) == 0
     report = (run_dir / "report" / "report.md").read_text()
     assert "## Outcomes (ai-consilium.txt, Table 3)" in report and "fig4_stop_reasons" in report
+
+
+def test_experiment_files_set_up_a_cohort(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    configs = Path(__file__).resolve().parents[1] / "configs" / "experiments"
+    cases = Path(__file__).resolve().parents[1] / "examples" / "cases"
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(cases), "--experiment", str(configs / "opentumorboard.yaml"),
+                 "--model", write(tmp_path, "b.json", BOARD), "--judge-model", write(tmp_path, "j.json", BOARD_JUDGE),
+                 "--limit", "2", "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    assert {a["format"] for a in read_csv(run_dir / "arms.csv")} == {"board-agents", "board-single"}
+    assert {j["rubric"] for j in read_csv(run_dir / "judgements.csv")} == {"otb-conclusion-alignment",
+                                                                          "otb-four-decision"}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["config"]["max_turns"] == 12 and manifest["config"]["protocol"] == "board"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("protocol: consilium\nrun: {max_rounds: 0}\n")
+    assert main(["cohort", "--cases", str(cases), "--experiment", str(bad), "--model", "scripted:x.json"]) == 2
+    assert "bad.yaml: run.max_rounds: Input should be greater than or equal to 1" in capsys.readouterr().err
+    assert main(["cohort", "--cases", str(cases), "--experiment", str(configs / "ai-consilium.yaml"),
+                 "--model", "scripted:x.json"]) == 2  # judged experiment without a judge model

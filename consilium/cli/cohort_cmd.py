@@ -7,8 +7,10 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from consilium.agents.records import FORMATS, Format
@@ -31,11 +33,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("cohort", help="run a consilium on every case × model × format, optionally judged")
     parser.add_argument("--cases", required=True, type=Path, help="folder of case files or AgentClinic .jsonl")
     parser.add_argument("--config", type=Path, default=None, help="YAML run settings (configs/consilium.yaml)")
-    parser.add_argument("--protocol", choices=["consilium", "board"], default="consilium",
+    parser.add_argument("--experiment", type=Path, default=None, metavar="FILE",
+                        help="an experiment setup (configs/experiments/*.yaml): protocol, variants, run settings, "
+                             "judges; flags override it")
+    parser.add_argument("--protocol", choices=["consilium", "board"], default=None,
                         help="consilium (formats) or tumor board (modes) (default: consilium)")
-    parser.add_argument("--formats", default="free-form,structured", help="consilium formats, comma-separated "
-                                                                          "(default: both)")
-    parser.add_argument("--modes", default="agents,single", help="board modes, comma-separated (default: both)")
+    parser.add_argument("--formats", default=None, help="consilium formats, comma-separated (default: both)")
+    parser.add_argument("--modes", default=None, help="board modes, comma-separated (default: both)")
     add_model_arguments(parser)
     parser.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                         help="more panel models; each gets its own arms (repeatable)")
@@ -47,6 +51,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="finish an interrupted cohort")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
     parser.set_defaults(func=run)
+
+
+class Experiment(BaseModel):
+    """An experiment setup file (configs/experiments/*.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    protocol: Literal["consilium", "board"] = "consilium"
+    formats: list[str] = ["free-form", "structured"]
+    modes: list[str] = ["agents", "single"]
+    run: dict[str, Any] = Field(default_factory=dict, description="ConsiliumConfig or BoardConfig settings")
+    judges: list[str] = []
+
+
+def load_experiment(path: Path) -> Experiment:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: experiment file not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: cannot read the experiment ({str(exc).splitlines()[0]})") from None
+    try:
+        experiment = Experiment.model_validate(data)
+        (BoardConfig if experiment.protocol == "board" else ConsiliumConfig).model_validate(experiment.run)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        prefix = "" if where.split(".")[0] in Experiment.model_fields else "run."
+        raise UserError(f"{path}: {prefix}{where}: {err['msg']}") from None
+    return experiment
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -66,17 +101,23 @@ def _formats(text: str) -> tuple[Format, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    experiment = load_experiment(args.experiment) if args.experiment else Experiment()
+    protocol = args.protocol or experiment.protocol
     cases = load_cohort(args.cases)[: args.limit]
     config: ConsiliumConfig | BoardConfig
-    if args.protocol == "board":
-        formats: tuple[str, ...] = _modes(args.modes)
-        config = run_config(BoardConfig, args.config, {"timeout_s": args.timeout})
+    flags = {"timeout_s": args.timeout}
+    if protocol == "board":
+        formats: tuple[str, ...] = _modes(args.modes or ",".join(experiment.modes))
+        config = run_config(BoardConfig, args.config, {**experiment.run, **flags}) if not args.config else \
+            run_config(BoardConfig, args.config, flags)
     else:
-        formats = _formats(args.formats)
-        config = run_config(ConsiliumConfig, args.config, {"timeout_s": args.timeout})
-    if args.judge and not args.judge_model:
+        formats = _formats(args.formats or ",".join(experiment.formats))
+        config = run_config(ConsiliumConfig, args.config, {**experiment.run, **flags}) if not args.config else \
+            run_config(ConsiliumConfig, args.config, flags)
+    judges = args.judge or experiment.judges
+    if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
-    rubrics = [load_rubric(name) for name in args.judge]
+    rubrics = [load_rubric(name) for name in judges]
     specs = [model_spec(args), *args.extra_model]
     options = model_options(args, max_concurrency=args.concurrency)
     models = {spec: RunModels(panel=build_model(spec, options), moderator=build_model(spec, options))
@@ -86,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = args.resume or args.out / new_run_id("cohort")
     run_id = run_dir.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    arms = [CohortArm(case, spec, formats, args.protocol) for case in cases for spec in models]
+    arms = [CohortArm(case, spec, formats, protocol) for case in cases for spec in models]
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -116,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     judged = _judge(rows, rubrics, args, run_dir) if rubrics else []
     traces = [Path(r["trace"]) for r in rows if r.get("trace")]
     write_manifest(run_dir, run_id=run_id, command=sys.argv,
-                   config={**config.model_dump(), "protocol": args.protocol, "variants": list(formats),
+                   config={**config.model_dump(), "protocol": protocol, "variants": list(formats),
                            "models": specs, "cases": str(args.cases)},
                    traces=traces, seed=config.seed)
     elapsed = time.perf_counter() - started
