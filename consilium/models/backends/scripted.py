@@ -8,6 +8,7 @@ filters match and which is not used up answers. ``{role}``, ``{round}`` and
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,7 @@ class Script(BaseModel):
 
     model: str = "scripted"
     images: bool = Field(default=False, description="accept image parts (as a vision model would)")
+    latency_ms: float = Field(default=0.0, ge=0, description="wait this long per call, as a served model would")
     rules: list[ScriptRule] = []
     default: Any = None
 
@@ -132,10 +134,13 @@ class ScriptedModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         text = _render(self._pick(request), request.tag)
+        if self.script.latency_ms:
+            await asyncio.sleep(self.script.latency_ms / 1000)
         self.calls += 1
         usage = Usage(input_tokens=count_message_tokens(list(request.messages)), output_tokens=count_tokens(text),
                       calls=1, estimated=True)
-        return ModelResponse(text=text, usage=usage, latency_ms=0.0, model=self.model_id, finish_reason="stop")
+        return ModelResponse(text=text, usage=usage, latency_ms=self.script.latency_ms, model=self.model_id,
+                             finish_reason="stop")
 
     async def aclose(self) -> None:
         return None
