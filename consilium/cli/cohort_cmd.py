@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from consilium.agents.records import FORMATS, Format
 from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
 from consilium.cohort.run import CohortArm, append_jsonl, load_cohort, run_cohort, write_csv
+from consilium.datafiles import first_error, load_data_file
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board import BoardConfig
@@ -67,20 +67,11 @@ class Experiment(BaseModel):
 
 
 def load_experiment(path: Path) -> Experiment:
+    experiment = load_data_file(path, Experiment, "experiment")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: experiment file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read the experiment ({str(exc).splitlines()[0]})") from None
-    try:
-        experiment = Experiment.model_validate(data)
         (BoardConfig if experiment.protocol == "board" else ConsiliumConfig).model_validate(experiment.run)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        prefix = "" if where.split(".")[0] in Experiment.model_fields else "run."
-        raise UserError(f"{path}: {prefix}{where}: {err['msg']}") from None
+        raise UserError(f"{path}: {first_error(exc, prefix='run.')}") from None
     return experiment
 
 

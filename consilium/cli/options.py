@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
@@ -57,19 +57,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
 
 def _model_file(args: argparse.Namespace) -> ModelConfigFile | None:
     path: Path | None = getattr(args, "model_config", None)
-    if path is None:
-        return None
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: model config not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read the model config ({str(exc).splitlines()[0]})") from None
-    try:
-        return ModelConfigFile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UserError(f"{path}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}") from None
+    return load_data_file(path, ModelConfigFile, "model config") if path is not None else None
 
 
 def model_spec(args: argparse.Namespace) -> str:
@@ -119,19 +107,13 @@ def run_config(model: type[C], path: Path | None, flags: dict[str, Any]) -> C:
     """
     values: dict[str, Any] = {}
     if path is not None:
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise UserError(f"{path}: config file not found") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise UserError(f"{path}: cannot read the config ({str(exc).splitlines()[0]})") from None
+        loaded = read_data_file(path, "config") or {}
         if not isinstance(loaded, dict):
             raise UserError(f"{path}: a config file must be a mapping of settings")
         try:
             model.model_validate(loaded)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise UserError(f"{path}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}") from None
+            raise UserError(f"{path}: {first_error(exc)}") from None
         values.update(loaded)
     given = {key: value for key, value in flags.items() if value is not None}
     if "max_tokens" in given and isinstance(given["max_tokens"], int):
@@ -143,6 +125,5 @@ def run_config(model: type[C], path: Path | None, flags: dict[str, Any]) -> C:
         return model.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"{('--' + where.split('.')[0].replace('_', '-')) if where else 'options'}: {err['msg']}") \
-            from None
+        flag = f"--{str(err['loc'][0]).replace('_', '-')}" if err["loc"] else "options"
+        raise UserError(f"{flag}: {err['msg']}") from None

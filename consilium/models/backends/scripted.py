@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from consilium.errors import ModelError, UserError
+from consilium.datafiles import load_data_file
+from consilium.errors import ModelError
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import CallTag, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
@@ -74,20 +74,7 @@ class Script(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-            data = yaml.safe_load(text) if file.suffix in (".yaml", ".yml") else json.loads(text)
-        except FileNotFoundError:
-            raise UserError(f"{file}: scripted model file not found") from None
-        except (OSError, yaml.YAMLError, json.JSONDecodeError) as exc:
-            raise UserError(f"{file}: cannot read the script ({str(exc).splitlines()[0]})") from None
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(root)"
-            raise UserError(f"{file}: {where}: {err['msg']}") from None
+        return load_data_file(Path(path), cls, "scripted model file")
 
 
 def _render(value: Any, tag: CallTag) -> str:
