@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.judges.rubric import COMPONENTS, Rubric
 
@@ -66,9 +67,7 @@ def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
         try:
             rating = Rating.model_validate(row)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(row)"
-            raise UserError(f"{file}: line {number}: {where}: {err['msg']}") from None
+            raise UserError(f"{file}: line {number}: {first_error(exc)}") from None
         if rating.component not in COMPONENTS:
             raise UserError(f"{file}: line {number}: component: unknown component {rating.component!r}")
         if rubric.scoring != "signed_criteria" and rating.criterion not in known:

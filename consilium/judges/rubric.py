@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from consilium.datafiles import first_error
 from consilium.errors import UserError
 
 __all__ = [
@@ -115,9 +116,7 @@ def parse_rubric(text: str, origin: str) -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise UserError(f"{origin}: {where}: {err['msg']}") from None
+        raise UserError(f"{origin}: {first_error(exc)}") from None
 
 
 def rubric_names() -> list[str]:

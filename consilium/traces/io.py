@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
 from consilium.traces.schema import SCHEMA_VERSION, AnyTrace, BoardTrace, Trace, TurnTrace
@@ -49,9 +50,7 @@ def read_trace(path: str | Path) -> Trace | BoardTrace | TurnTrace:
     try:
         return _READER.validate_python(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise UserError(f"{file}: {where}: {err['msg']}") from None
+        raise UserError(f"{file}: {first_error(exc)}") from None
 
 
 def read_consilium_trace(path: str | Path) -> Trace:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from consilium.datafiles import first_error
 from consilium.errors import ReplayDivergenceError, UserError
 from consilium.models.recording import CallRecord, request_hash
 from consilium.models.types import ModelRequest, ModelResponse
@@ -37,8 +38,7 @@ def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
     try:
         calls = [CallRecord.model_validate(c) for c in data["calls"]]
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UserError(f"{file}: calls.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        raise UserError(f"{file}: {first_error(exc, prefix='calls.')}") from None
     model = data.get("model")
     return (model if isinstance(model, str) else (calls[0].model if calls else "replay")), calls
 
