@@ -212,3 +212,28 @@ def test_experiment_files_set_up_a_cohort(tmp_path: Path, capsys: pytest.Capture
     assert "bad.yaml: run.max_rounds: Input should be greater than or equal to 1" in capsys.readouterr().err
     assert main(["cohort", "--cases", str(cases), "--experiment", str(configs / "ai-consilium.yaml"),
                  "--model", "scripted:x.json"]) == 2  # judged experiment without a judge model
+
+
+def test_viewer_page_is_inert_in_headless_chromium(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("headless Chromium is not installed (Debian package chromium)")
+    hostile = '<script>document.title="pwned"</script>"><img src=x onerror="document.title=1">'
+    panel = dict(PANEL, rules=[{"stage": "synthesis", "contains": "in prose", "response": hostile}, *PANEL["rules"]])
+    out = tmp_path / "runs"
+    case = Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+    assert main(["simulate", "--case", str(case), "--model", write(tmp_path, "p.json", panel), "--out", str(out),
+                 "--format", "free-form"]) == 0
+    [run_dir] = list(out.iterdir())
+    assert main(["view", str(run_dir)]) == 0
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+         "--dump-dom", (run_dir / "view.html").as_uri()], capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    assert "<pre>" in dom, done.stderr[-2000:]
+    assert "<img" not in dom and "pwned" not in dom.split("<title>")[1].split("</title>")[0]
+    assert "&lt;script&gt;document.title" in dom
