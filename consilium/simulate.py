@@ -7,6 +7,7 @@ format's trace so every trace is complete and replays on its own.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,9 +61,13 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
     error: str | None = None
     try:
         # Stream the state after each step so a failed run still records how far it got.
-        async for values in graph.astream(state, config={"recursion_limit": RECURSION_LIMIT},
-                                          stream_mode="values"):
-            state = values
+        async with asyncio.timeout(config.wall_limit_s):
+            async for values in graph.astream(state, config={"recursion_limit": RECURSION_LIMIT},
+                                              stream_mode="values"):
+                state = values
+    except TimeoutError:
+        error = f"WallClockLimit: the run exceeded its wall-clock limit of {config.wall_limit_s:g} s"
+        log.error("consilium_failed", case=case.id, format=fmt, error=error)
     except (ModelError, BudgetExceededError) as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("consilium_failed", case=case.id, format=fmt, error=error)

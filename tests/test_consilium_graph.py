@@ -246,3 +246,34 @@ def test_a_bad_config_file_names_the_file_and_field(tmp_path: Path, capsys: pyte
     assert main(["simulate", "--case", str(CASE), "--config", str(bad), "--out", str(tmp_path / "runs")]) == 2
     assert "bad.yaml: max_round: Extra inputs are not permitted" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_past_its_wall_clock_limit_is_recorded_as_failed(tmp_path: Path) -> None:
+    script = json.loads(Path(write_script(tmp_path, votes=[]).removeprefix("scripted:")).read_text())
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({**script, "latency_ms": 150}))
+    out = tmp_path / "runs"
+    assert main(["simulate", "--case", str(CASE), "--model", f"scripted:{slow}", "--out", str(out),
+                 "--format", "free-form", "--wall-limit", "0.4"]) == 1
+    [trace] = [read_trace(p) for p in out.glob("*/*.trace.json")]
+    assert trace.status == "failed" and trace.error == ("WallClockLimit: the run exceeded its wall-clock limit "
+                                                        "of 0.4 s")
+    assert trace.failed_stage in ("opinion", "synthesis") and trace.wall_s < 2
+
+
+@pytest.mark.localhost
+def test_an_api_key_never_reaches_traces_logs_or_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sentinel = "sk-SENTINEL-7f3a9c"
+    monkeypatch.setenv("OPENAI_API_KEY", sentinel)
+    log = tmp_path / "log.jsonl"
+    out = tmp_path / "runs"
+    assert main(["--verbose", "--log-file", str(log), "simulate", "--case", str(CASE), "--model",
+                 write_script(tmp_path, votes=[]), "--out", str(out), "--format", "free-form"]) == 0
+    # An OpenAI backend built with the key, then a refused connection: the error must not echo it.
+    assert main(["--verbose", "--log-file", str(log), "models", "check", "--model", "openai:gpt-x", "--base-url",
+                 "http://127.0.0.1:9/v1", "--timeout", "1", "--max-tokens", "4"]) == 1
+    [run_dir] = list(out.iterdir())
+    assert main(["view", str(run_dir)]) == 0
+    for path in [log, *run_dir.rglob("*")]:
+        if path.is_file():
+            assert sentinel not in path.read_text(errors="replace"), path

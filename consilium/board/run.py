@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,31 +73,35 @@ async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConf
     stop: Any = None
     error: str | None = None
     try:
-        if mode == "single":
-            stop = "single_call"
-            transcript, valid = await board.write_single_board(BoardCall(panel, text, sent, config.settings(
-                "board_single")))
-            if not valid:
-                notes.append(f"the transcript still broke the format after {config.max_repairs} repair(s)")
-            parsed = parse_transcript(transcript)
-            if parsed is not None:
-                turns, conclusion = parsed.turns, parsed.conclusion
-        else:
-            state: dict[str, Any] = {}
-            graph = build_board_graph(BoardContext(
-                moderator_call=BoardCall(chair, text, sent, config.settings("board_turn")),
-                specialist_call=BoardCall(panel, text, sent, config.settings("board_turn")),
-                conclusion_call=BoardCall(chair, text, sent, config.settings("conclusion")),
-                assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
-                config=config))
-            try:
-                async for values in graph.astream({}, config={"recursion_limit": RECURSION_LIMIT},
-                                                  stream_mode="values"):
-                    state = values
-            finally:
-                roles, turns = list(state.get("roles") or []), list(state.get("turns", []))
-                stop, conclusion = state.get("stop_reason"), state.get("conclusion")
-            transcript = Transcript(turns=turns, conclusion=conclusion or "").render()
+        async with asyncio.timeout(config.wall_limit_s):
+            if mode == "single":
+                stop = "single_call"
+                transcript, valid = await board.write_single_board(BoardCall(panel, text, sent, config.settings(
+                    "board_single")))
+                if not valid:
+                    notes.append(f"the transcript still broke the format after {config.max_repairs} repair(s)")
+                parsed = parse_transcript(transcript)
+                if parsed is not None:
+                    turns, conclusion = parsed.turns, parsed.conclusion
+            else:
+                state: dict[str, Any] = {}
+                graph = build_board_graph(BoardContext(
+                    moderator_call=BoardCall(chair, text, sent, config.settings("board_turn")),
+                    specialist_call=BoardCall(panel, text, sent, config.settings("board_turn")),
+                    conclusion_call=BoardCall(chair, text, sent, config.settings("conclusion")),
+                    assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
+                    config=config))
+                try:
+                    async for values in graph.astream({}, config={"recursion_limit": RECURSION_LIMIT},
+                                                      stream_mode="values"):
+                        state = values
+                finally:
+                    roles, turns = list(state.get("roles") or []), list(state.get("turns", []))
+                    stop, conclusion = state.get("stop_reason"), state.get("conclusion")
+                transcript = Transcript(turns=turns, conclusion=conclusion or "").render()
+    except TimeoutError:
+        error = f"WallClockLimit: the run exceeded its wall-clock limit of {config.wall_limit_s:g} s"
+        log.error("board_failed", case=case.id, mode=mode, error=error)
     except (ModelError, BudgetExceededError) as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("board_failed", case=case.id, mode=mode, error=error)

@@ -27,7 +27,7 @@ from consilium.cli import (
     view_cmd,
 )
 from consilium.errors import ConsiliumError, UserError
-from consilium.log import configure_logging
+from consilium.log import configure_logging, get_logger
 
 __all__ = ["build_parser", "main"]
 
@@ -87,3 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a bug or an unforeseen failure: one line here, the traceback in the log
+        get_logger("consilium.cli").exception("internal_error", command=args.command)
+        print(f"consilium: internal error: {type(exc).__name__}: {exc} (traceback in the log file)", file=sys.stderr)
+        return 1

@@ -31,6 +31,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="output tokens per call for every stage (default: per stage, "
                              + ", ".join(f"{k} {v}" for k, v in BOARD_MAX_TOKENS.items()) + ")")
+    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop the run after this many seconds and record it as failed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
 
 
@@ -56,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _config(args: argparse.Namespace) -> BoardConfig:
     flags = {"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "timeout_s": args.timeout}
+             "timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
     for name in ("max_turns", "min_roles", "max_roles"):
         flags[name] = getattr(args, name, None)
     return run_config(BoardConfig, args.config, flags)

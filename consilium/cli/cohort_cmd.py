@@ -47,6 +47,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="model calls in flight across all arms (default 4)")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
     parser.add_argument("--judge-model", default=None, metavar="SPEC", help="the judge's model (needed with --judge)")
+    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+                        help="per-arm wall-clock limit; an arm past it is recorded as failed")
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="finish an interrupted cohort")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = args.protocol or experiment.protocol
     cases = load_cohort(args.cases)[: args.limit]
     config: ConsiliumConfig | BoardConfig
-    flags = {"timeout_s": args.timeout}
+    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
     if protocol == "board":
         formats: tuple[str, ...] = _modes(args.modes or ",".join(experiment.modes))
         config = run_config(BoardConfig, args.config, {**experiment.run, **flags}) if not args.config else \

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="output tokens per call for every stage (default: per stage, "
                              + ", ".join(f"{k} {v}" for k, v in DEFAULT_MAX_TOKENS.items()) + ")")
+    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop a format's run after this many seconds and record it as failed")
     parser.add_argument("--budget-tokens", type=positive_int, default=None,
                         help="stop a format's run before a call that could take it past this many tokens")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
@@ -48,7 +50,7 @@ def _config(args: argparse.Namespace) -> ConsiliumConfig:
     return run_config(ConsiliumConfig, args.config, {
         "max_rounds": args.max_rounds, "min_roles": args.min_roles, "max_roles": args.max_roles,
         "seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-        "budget_tokens": args.budget_tokens, "timeout_s": args.timeout})
+        "budget_tokens": args.budget_tokens, "timeout_s": args.timeout, "wall_limit_s": args.wall_limit})
 
 
 def run(args: argparse.Namespace) -> int:

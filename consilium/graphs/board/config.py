@@ -29,6 +29,8 @@ class BoardConfig(BaseModel):
     max_tokens: dict[str, int] = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS))
     max_repairs: int = Field(default=2, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    wall_limit_s: float | None = Field(default=None, gt=0, description="stop a run after this many seconds and "
+                                                                        "record it as failed")
 
     @model_validator(mode="after")
     def _limits(self) -> BoardConfig:

@@ -31,6 +31,8 @@ class ConsiliumConfig(BaseModel):
     max_tokens: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
     max_repairs: int = Field(default=2, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    wall_limit_s: float | None = Field(default=None, gt=0, description="stop a format's run after this many "
+                                                                        "seconds and record it as failed")
     budget_tokens: int | None = Field(default=None, ge=1, description="stop before a call once this many "
                                                                        "tokens (input + output) are spent")
 
