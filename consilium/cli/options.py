@@ -13,6 +13,7 @@ from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
+from consilium.models.wrappers import RetryPolicy
 
 __all__ = ["ModelConfigFile", "add_model_arguments", "model_options", "model_spec", "positive_int", "run_config"]
 
@@ -50,6 +51,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
                             "json_object (llama-cpp-python server) or none (default: json_schema)")
     group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
     group.add_argument("--timeout", type=float, default=None, help="seconds per model call (default 120)")
+    group.add_argument("--max-attempts", type=positive_int, default=None,
+                       help="attempts per call on timeouts, 429, 5xx and dropped connections (default 5)")
+    group.add_argument("--retry-base-delay", type=float, default=None, metavar="SECONDS",
+                       help="first backoff delay; doubles per attempt, with full jitter (default 0.5)")
     group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
     group.add_argument("--cache-path", type=Path, default=None,
                        help="response cache file (default: $CONSILIUM_CACHE or ~/.cache/consilium/responses.sqlite)")
@@ -86,6 +91,11 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
         values["api_key"] = key
     if args.no_cache:
         values["cache"] = False
+    if args.max_attempts or args.retry_base_delay is not None:
+        default = RetryPolicy()
+        values["retry"] = RetryPolicy(max_attempts=args.max_attempts or default.max_attempts,
+                                      base_delay_s=default.base_delay_s if args.retry_base_delay is None
+                                      else args.retry_base_delay)
     values.update({k: v for k, v in overrides.items() if v is not None})
     return ModelOptions.from_env(**values)
 

@@ -102,6 +102,9 @@ class OpenAICompatModel:
             raise TransientModelError(f"{self.endpoint}: request timed out") from exc
         except openai.APIConnectionError as exc:
             raise TransientModelError(f"{self.endpoint}: connection failed ({exc})") from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            # A body that is not the JSON a chat completion should be (a broken proxy, a crashed replica).
+            raise TransientModelError(f"{self.endpoint}: malformed response ({type(exc).__name__})") from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             if status == 429 or status == 408 or status >= 500:

@@ -1,0 +1,96 @@
+"""Reliability: a cohort against a fault-injecting server ends with every arm accounted for."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from conftest import shared_data
+from faultserver import FAULTS, fault_server
+
+from consilium.cli import main
+from consilium.models.backends.scripted import Script, ScriptRule
+
+SCRIPT = Script(model="fault-panel", rules=[
+    ScriptRule(contains="Choose the panel of specialists", json={
+        "primary": {"label": "Internist", "justification": "x"},
+        "supporting": [{"label": "Neurologist", "justification": "y"}, {"label": "Radiologist", "justification": "z"}]}),
+    ScriptRule(contains='"final_conclusion"', json={
+        "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
+        "management_strategy": "m", "final_conclusion": "A"}),
+    ScriptRule(contains="write your own independent opinion", response="My opinion: A is most likely."),
+    ScriptRule(contains='"final_opinion", "summary"', json={
+        "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
+        "management_plan": "m", "safety_warnings": "w"}),
+    ScriptRule(contains="in prose", response="Report: A is most likely; confirm with test T."),
+    ScriptRule(contains='"vote": "accept" or "dissent"', json={"vote": "accept", "reason": "ok",
+                                                              "requested_change": None}),
+])
+
+
+@pytest.mark.localhost
+def test_a_cohort_under_a_20_percent_fault_rate_loses_no_arm(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    cases = shared_data("agentclinic_medqa.jsonl")
+    out = tmp_path / "runs"
+    with fault_server(SCRIPT, rate=0.2, seed=1, hang_s=1.0) as server:
+        assert main(["cohort", "--cases", str(cases), "--limit", "50", "--model", "openai:fault-panel",
+                     "--base-url", server.base_url, "--schema-dialect", "none", "--timeout", "0.5",
+                     "--max-attempts", "8", "--retry-base-delay", "0.01", "--concurrency", "16",
+                     "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
+    assert len(arms) == 100 and len({(a["case_id"], a["format"]) for a in arms}) == 100
+    for arm in arms:
+        assert arm["status"] in ("completed", "failed")
+        if arm["status"] == "failed":
+            assert arm["failed_stage"] and arm["error"], arm
+    assert set(server.injected) == set(FAULTS), server.injected
+    completed = sum(a["status"] == "completed" for a in arms)
+    print(f"faults injected {dict(server.injected)}; requests {server.requests}; arms completed {completed}/100")
+    assert completed >= 90
+
+
+@pytest.mark.localhost
+def test_a_cohort_killed_midway_resumes_without_repeating_finished_calls(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from consilium.traces.io import read_trace
+
+    cases = shared_data("agentclinic_medqa.jsonl")
+    out = tmp_path / "runs"
+    with fault_server(SCRIPT, rate=0.0) as server:
+        common = ["--cases", str(cases), "--limit", "30", "--model", "openai:fault-panel", "--base-url",
+                  server.base_url, "--schema-dialect", "none", "--concurrency", "4"]
+        child = subprocess.Popen([sys.executable, "-m", "consilium", "cohort", *common, "--out", str(out)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+        deadline = time.time() + 120
+        progress = None
+        while time.time() < deadline and child.poll() is None:
+            found = list(out.glob("*/arms.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= 20:
+                progress = found[0]
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        assert progress is not None, "the cohort did not get far enough before the deadline"
+        run_dir = progress.parent
+        finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*.trace.json")}
+        assert not list(run_dir.rglob(".*.tmp")), "a half-written file was left behind"
+        before = server.requests
+        assert main(["cohort", *common, "--resume", str(run_dir)]) == 0
+        after = server.requests
+    arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
+    assert len(arms) == 60 and all(a["status"] == "completed" for a in arms)
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())  # finished arms untouched
+    # After the resume the server sees only calls that no finished arm had made: calls an interrupted
+    # arm had completed come back from the response cache (marked cached in its trace).
+    resumed = [read_trace(p) for p in run_dir.glob("arms/*/*.trace.json") if p not in finished]
+    uncached = sum(1 for t in resumed for c in t.calls if not c.cached)
+    assert resumed and after - before <= uncached, (after - before, uncached)
