@@ -15,7 +15,8 @@ from consilium.models.backends.scripted import Script, ScriptRule
 SCRIPT = Script(model="fault-panel", rules=[
     ScriptRule(contains="Choose the panel of specialists", json={
         "primary": {"label": "Internist", "justification": "x"},
-        "supporting": [{"label": "Neurologist", "justification": "y"}, {"label": "Radiologist", "justification": "z"}]}),
+        "supporting": [{"label": "Neurologist", "justification": "y"},
+                       {"label": "Radiologist", "justification": "z"}]}),
     ScriptRule(contains='"final_conclusion"', json={
         "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
         "management_strategy": "m", "final_conclusion": "A"}),
