@@ -47,6 +47,10 @@ class CaseProblem:
         return f"{self.file}: {self.reason}"
 
 
+#: A case is clinical text, not a data dump; a bigger file is a mistake (and would be slow to parse).
+MAX_CASE_BYTES = 5_000_000
+
+
 def load_case(path: str | os.PathLike[str]) -> Case:
     """Load and validate one case file, raising a one-line :class:`UserError` on the first problem."""
     case, problems = _load(Path(path))
@@ -117,6 +121,10 @@ def _load(path: Path) -> tuple[Case | None, list[CaseProblem]]:
         reason = f"unsupported file type {suffix or '(no extension)'!r}; use .json, .yaml or .yml"
         return None, [CaseProblem(file, "", reason)]
     try:
+        size = path.stat().st_size
+        if size > MAX_CASE_BYTES:
+            return None, [CaseProblem(file, "", f"file is {size / 1e6:.0f} MB; a case file may hold at most "
+                                                f"{MAX_CASE_BYTES / 1e6:.0f} MB")]
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None, [CaseProblem(file, "", "no such file")]
