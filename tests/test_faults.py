@@ -27,6 +27,7 @@ SCRIPT = Script(model="fault-panel", rules=[
     ScriptRule(contains="in prose", response="Report: A is most likely; confirm with test T."),
     ScriptRule(contains='"vote": "accept" or "dissent"', json={"vote": "accept", "reason": "ok",
                                                               "requested_change": None}),
+    ScriptRule(contains="Score the candidate", json={"rationale": "adequate", "score": 2}),
 ])
 
 
@@ -39,7 +40,7 @@ def test_a_cohort_under_a_20_percent_fault_rate_loses_no_arm(tmp_path: Path,
         assert main(["cohort", "--cases", str(cases), "--limit", "50", "--model", "openai:fault-panel",
                      "--base-url", server.base_url, "--schema-dialect", "none", "--timeout", "0.5",
                      "--max-attempts", "8", "--retry-base-delay", "0.01", "--concurrency", "16",
-                     "--out", str(out)]) == 0
+                     "--judge", "ai-consilium", "--judge-model", "openai:fault-judge", "--out", str(out)]) == 0
     [run_dir] = list(out.iterdir())
     arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
     assert len(arms) == 100 and len({(a["case_id"], a["format"]) for a in arms}) == 100
@@ -48,7 +49,14 @@ def test_a_cohort_under_a_20_percent_fault_rate_loses_no_arm(tmp_path: Path,
         if arm["status"] == "failed":
             assert arm["failed_stage"] and arm["error"], arm
     assert set(server.injected) == set(FAULTS), server.injected
-    completed = sum(a["status"] == "completed" for a in arms)
+    # The judge ran under the same faults: every criterion of every completed arm is scored or
+    # recorded as not evaluable with a reason, never missing.
+    judged = list(csv.DictReader((run_dir / "judgements.csv").read_text().splitlines()))
+    per_arm = {"free-form": 11, "structured": 11 + 7 + 5}
+    completed_arms = [a for a in arms if a["status"] == "completed"]
+    assert len(judged) == sum(per_arm[a["format"]] for a in completed_arms)
+    assert all(j["score"] or j["not_evaluable"] == "True" for j in judged)
+    completed = len(completed_arms)
     print(f"faults injected {dict(server.injected)}; requests {server.requests}; arms completed {completed}/100")
     assert completed >= 90
 
