@@ -103,3 +103,31 @@ def test_a_cohort_killed_midway_resumes_without_repeating_finished_calls(tmp_pat
     resumed = [read_trace(p) for p in run_dir.glob("arms/*/*.trace.json") if p not in finished]
     uncached = sum(1 for t in resumed for c in t.calls if not c.cached)
     assert resumed and after - before <= uncached, (after - before, uncached)
+    print(f"killed after {len(finished)} finished traces ({before} requests); the resume made {after - before} "
+          f"requests for {len(resumed)} remaining arms whose traces record {uncached} uncached calls")
+
+
+def test_a_failing_disk_write_leaves_the_old_file_whole(tmp_path: Path) -> None:
+    """The file-size limit makes the write fail half-way (EFBIG), as a full disk would."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "run.trace.json"
+    target.write_text('{"old": "complete"}\n')
+    script = f"""
+import resource, signal
+from pathlib import Path
+from consilium.fileio import write_text_atomic
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    write_text_atomic(Path({str(target)!r}), "x" * 100_000)
+except OSError as exc:
+    print("failed:", exc.errno)
+else:
+    print("written")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("failed:"), done.stdout + done.stderr
+    assert target.read_text() == '{"old": "complete"}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["run.trace.json"]  # no temporary file left behind
