@@ -69,7 +69,8 @@ class CallRecorder:
         self.calls.append(call.model_copy(update={"index": len(self.calls)}))
         self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round)
 
-    def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> None:
+    def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> Any:
+        """Record the call; returns the validated value when a schema was requested and met."""
         tag = request.tag
         schema = request.output_schema
         parsed, error = None, None
@@ -88,6 +89,7 @@ class CallRecorder:
             parsed=parsed, error=error,
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round)
+        return parsed
 
 
 class RecordingModel:
@@ -105,12 +107,14 @@ class RecordingModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         self.recorder.last_attempt = request.tag
-        projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens
-        self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
+        if self.recorder.ledger.budget_tokens is not None:  # counting tokens costs time; only with a budget
+            projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens
+            self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
         started_at = time.time()
         response = await self.inner.generate(request)
-        self.recorder.record(request, response, started_at)
-        return response
+        parsed = self.recorder.record(request, response, started_at)
+        # Hand the validated value on, so the repair wrapper does not validate twice.
+        return response.model_copy(update={"parsed": parsed}) if parsed is not None else response
 
     async def aclose(self) -> None:
         await self.inner.aclose()

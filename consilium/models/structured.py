@@ -11,9 +11,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["OutputInvalid", "OutputSchema", "extract_json"]
@@ -41,6 +44,13 @@ def extract_json(text: str) -> Any:
             error = error or exc
     detail = f"{error.msg} at line {error.lineno} column {error.colno}" if error else "empty output"
     raise OutputInvalid(f"the output is not valid JSON ({detail})")
+
+
+@lru_cache(maxsize=512)
+def _compiled(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,7 @@ class OutputSchema:
             return self.check(text)
         value = extract_json(text)
         try:
-            jsonschema.validate(value, self.json_schema or {})
+            self._validator().validate(value)
         except jsonschema.ValidationError as exc:
             where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
             raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
@@ -95,6 +105,11 @@ class OutputSchema:
                 )
                 raise OutputInvalid(f"the JSON does not match the {self.name} schema: {problems}") from None
         return value
+
+    def _validator(self) -> jsonschema.protocols.Validator:
+        """The compiled validator, built once per schema (compiling it on every call cost more than
+        everything else consilium does per call; see benchmarks/results.md)."""
+        return _compiled(json.dumps(self.json_schema or {}, sort_keys=True))
 
     def canonical(self) -> str:
         """Stable text of the schema, for cache keys and trace hashes."""

@@ -37,6 +37,8 @@ class StructuredOutputModel:
         last_text = ""
         for _ in range(self.max_repairs + 1):
             response = await self.inner.generate(attempt_request)
+            if response.parsed is not None:  # already validated (by the recording layer)
+                return response
             try:
                 parsed = schema.validate(response.text)
             except OutputInvalid as exc:

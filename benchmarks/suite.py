@@ -1,0 +1,245 @@
+"""The benchmark suite: ratios measured side by side in one run, written to benchmarks/results.md.
+
+    make bench        (or: .venv/bin/python benchmarks/suite.py [--quick])
+
+1. orchestration overhead per model call (consilium graph vs a bare asyncio loop, instant model);
+2. concurrency speedup and efficiency against the critical-path bound (scripted model with a fixed
+   latency, in-process);
+3. prefix reuse: the share of prompt tokens repeating a prefix already sent for the same case,
+   for both formats and the board, beside a role-first layout;
+4. replay and re-judge throughput (arms/s) against the original scripted run;
+5. peak memory of a 1,000-arm cohort vs a 100-arm one.
+The embedded model's figures come from `consilium models check` and `make demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from consilium.board.run import run_board
+from consilium.cases import Case, load_case
+from consilium.graphs.board import BoardConfig
+from consilium.graphs.consilium import ConsiliumConfig
+from consilium.judges.rubric import load_rubric
+from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.models import CallTag, Message, ModelRequest
+from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
+from consilium.models.tokens import _encoding
+from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel
+from consilium.simulate import RunModels, run_case
+from consilium.traces.replay import replay_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+RULES = [
+    ScriptRule(stage="role_assignment", json={"primary": {"label": "Internist", "justification": "x"},
+                                              "supporting": [{"label": "Neurologist", "justification": "y"},
+                                                             {"label": "Radiologist", "justification": "z"}]}),
+    ScriptRule(stage="opinion", contains='"final_conclusion"', json={
+        "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
+        "management_strategy": "m", "final_conclusion": "A"}),
+    ScriptRule(stage="opinion", response="Opinion of {role}: A is most likely; B is possible."),
+    ScriptRule(stage="synthesis", contains='"final_opinion"', json={
+        "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
+        "management_plan": "m", "safety_warnings": "w"}),
+    ScriptRule(stage="synthesis", response="Report: A is most likely."),
+    ScriptRule(stage="vote", round=1, role="radiologist", json={"vote": "dissent", "reason": "imaging",
+                                                                "requested_change": "add CT"}),
+    ScriptRule(stage="vote", json={"vote": "accept", "reason": "ok", "requested_change": None}),
+    ScriptRule(stage="revision", contains='"final_opinion": "..."', json={
+        "changed": True, "change_summary": "CT", "report": {
+            "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "CT",
+            "management_plan": "m", "safety_warnings": "w"}}),
+    ScriptRule(stage="revision", json={"changed": True, "change_summary": "CT", "report": "Report: A; CT."}),
+    ScriptRule(stage="board_turn", role="moderator", json={"action": "ask", "speaker": "Radiologist",
+                                                           "message": "Radiology, your view?"}),
+    ScriptRule(stage="board_turn", response="I agree; I would add CT."),
+    ScriptRule(stage="conclusion", json={"conclusion": "The board advises CT. Treatment follows the result."}),
+    ScriptRule(stage="judge", json={"rationale": "ok", "score": 2}),
+]
+
+
+def cases(n: int) -> list[Case]:
+    base = load_case(EXAMPLE)
+    return [base.model_copy(update={"id": f"bench-{i:04d}",
+                                    "presentation": f"{base.presentation} (patient {i})"}) for i in range(n)]
+
+
+async def run_cohort(items: list[Case], latency_ms: float, concurrency: int) -> tuple[float, list[Any]]:
+    model = ConcurrencyLimitedModel(ScriptedModel(Script(rules=RULES, latency_ms=latency_ms)), concurrency)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(case: Case) -> list[Any]:
+        async with gate:
+            return await run_case(case, ["free-form", "structured"], RunModels(model, model), ConsiliumConfig(),
+                                  run_id="bench")
+
+    started = time.perf_counter()
+    traces = [t for group in await asyncio.gather(*(one(c) for c in items)) for t in group]
+    return time.perf_counter() - started, traces
+
+
+def overhead(n: int) -> dict[str, Any]:
+    elapsed, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    calls = sum(len(t.calls) for t in traces) - n  # the shared assignment is copied, not called, once per case
+    model = ScriptedModel(Script(rules=RULES))
+    request = ModelRequest(messages=(Message(role="user", content=load_case(EXAMPLE).render()),),
+                           tag=CallTag(stage="vote", role="x", round=1))
+
+    async def bare() -> float:
+        started = time.perf_counter()
+        await asyncio.gather(*(model.generate(request) for _ in range(calls)))
+        return time.perf_counter() - started
+
+    baseline = asyncio.run(bare())
+    per_call = (elapsed - baseline) / calls * 1000
+    return {"calls": calls, "graph_s": elapsed, "bare_s": baseline, "overhead_ms": per_call,
+            "share_of_100ms": per_call / 100}
+
+
+def concurrency(n: int, latency_ms: float) -> list[dict[str, Any]]:
+    rows = []
+    base = None
+    for level in (1, 8, 32, 64):
+        elapsed, traces = asyncio.run(run_cohort(cases(n), latency_ms, level))
+        calls = sum(len(t.calls) for t in traces) - n
+        # The critical path of one case: assignment, then per format opinions → synthesis → vote
+        # → revision → vote (each a sequential step), formats one after the other.
+        steps_per_case = 1 + 2 * 5
+        ideal = max(steps_per_case * latency_ms / 1000, calls * latency_ms / 1000 / level)
+        base = base or elapsed
+        rows.append({"concurrency": level, "wall_s": elapsed, "speedup": base / elapsed,
+                     "efficiency": ideal / elapsed})
+    return rows
+
+
+def _shared_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def reuse(prompts_by_case: dict[str, list[str]]) -> float:
+    encoding = _encoding()
+    total = reused = 0
+    for prompts in prompts_by_case.values():
+        seen: list[list[int]] = []
+        for prompt in prompts:
+            tokens = encoding.encode(prompt, disallowed_special=())
+            reused += max((_shared_prefix(tokens, s) for s in seen), default=0)
+            total += len(tokens)
+            seen.append(tokens)
+    return reused / total if total else 0.0
+
+
+def prefix_reuse(n: int) -> list[dict[str, Any]]:
+    _, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    model = ScriptedModel(Script(rules=RULES))
+    boards = [asyncio.run(run_board(c, "agents", RunModels(model, model), BoardConfig(max_turns=6), run_id="b"))
+              for c in cases(n)]
+    rows = []
+    for label, group in (("consilium free-form", [t for t in traces if t.format == "free-form"]),
+                         ("consilium structured", [t for t in traces if t.format == "structured"]),
+                         ("board (agents)", boards)):
+        case_first: dict[str, list[str]] = {}
+        role_first: dict[str, list[str]] = {}
+        for trace in group:
+            for call in trace.calls:
+                system, user = call.messages[0].content, call.messages[1].content
+                case_part, _, task = user.partition("\n\nTASK\n")
+                case_first.setdefault(trace.case_id, []).append(system + user)
+                role_first.setdefault(trace.case_id, []).append(system + "TASK\n" + task + "\n\n" + case_part)
+        rows.append({"runs": label, "case_first": reuse(case_first), "role_first": reuse(role_first)})
+    return rows
+
+
+def replay_and_rejudge(n: int) -> dict[str, Any]:
+    elapsed, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    started = time.perf_counter()
+    for trace in traces:
+        asyncio.run(replay_trace(trace))
+    replay = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as tmp:
+        cached = CachedModel(ScriptedModel(Script(rules=RULES)), Path(tmp) / "cache.sqlite")
+        rubric = load_rubric("otb-conclusion-alignment")
+
+        async def judge_all() -> float:
+            started = time.perf_counter()
+            await asyncio.gather(*(judge_trace(t, "t", rubric, JudgeSetup(model=cached)) for t in traces))
+            return time.perf_counter() - started
+
+        first = asyncio.run(judge_all())
+        again = asyncio.run(judge_all())
+    arms = len(traces)
+    return {"arms": arms, "run_arms_s": arms / elapsed, "replay_arms_s": arms / replay,
+            "judge_arms_s": arms / first, "rejudge_cached_arms_s": arms / again}
+
+
+def peak_rss_kb(arms: int, folder: Path) -> int:
+    case_dir = folder / f"cases-{arms}"
+    case_dir.mkdir()
+    source = EXAMPLE.read_text()
+    for i in range(arms // 2):
+        (case_dir / f"c{i}.yaml").write_text(source.replace("id: diagnostic-myocarditis", f"id: mem-{i:04d}"))
+    script = folder / "panel.json"
+    script.write_text(json.dumps({"rules": [r.model_dump(by_alias=True, exclude_none=True) for r in RULES]}))
+    command = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "consilium", "--log-file", str(folder / "l"),
+               "cohort", "--cases", str(case_dir), "--model", f"scripted:{script}", "--concurrency", "16",
+               "--out", str(folder / f"runs-{arms}")]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "CONSILIUM_CACHE": "off"})
+    return int(done.stderr.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.md")
+    args = parser.parse_args()
+    scale = 4 if args.quick else 1
+    started = time.perf_counter()
+    lines = ["# Benchmark results", "", f"`benchmarks/suite.py{' --quick' if args.quick else ''}` on "
+             f"{os.cpu_count()} CPUs; every figure below was measured side by side in one run.", ""]
+    o = overhead(40 // scale)
+    lines += ["## 1. Orchestration overhead (instant scripted model)", "",
+              f"{o['calls']} model calls: consilium graph {o['graph_s']:.2f} s, bare asyncio loop "
+              f"{o['bare_s']:.2f} s → **{o['overhead_ms']:.2f} ms added per call**, "
+              f"{o['share_of_100ms']:.1%} of a 100 ms model call (target ≤ 5%).", ""]
+    latency = 20.0
+    rows = concurrency(64 // scale, latency)
+    lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {latency:.0f} ms per call, in-process)", "",
+              "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound |", "|---|---|---|---|"]
+    lines += [f"| {r['concurrency']} | {r['wall_s']:.2f} | {r['speedup']:.1f}× | {r['efficiency']:.2f} |"
+              for r in rows]
+    rows = prefix_reuse(10 // (2 if args.quick else 1))
+    lines += ["", "## 3. Prefix reuse (share of prompt tokens repeating a prefix already sent for the case)", "",
+              "| runs | case first (consilium's layout) | role and task first |", "|---|---|---|"]
+    lines += [f"| {r['runs']} | {r['case_first']:.1%} | {r['role_first']:.1%} |" for r in rows]
+    r = replay_and_rejudge(100 // scale)
+    lines += ["", f"## 4. Replay and re-judge ({r['arms']} arms)", "",
+              f"run {r['run_arms_s']:.1f} arms/s · replay {r['replay_arms_s']:.1f} arms/s · judge "
+              f"{r['judge_arms_s']:.1f} arms/s · re-judge from cache {r['rejudge_cached_arms_s']:.1f} arms/s"]
+    with tempfile.TemporaryDirectory() as tmp:
+        small = peak_rss_kb(100 // scale, Path(tmp))
+        large = peak_rss_kb(1000 // scale, Path(tmp))
+    lines += ["", "## 5. Memory (peak RSS of a scripted cohort)", "",
+              f"{100 // scale} arms: {small / 1024:.0f} MiB · {1000 // scale} arms: {large / 1024:.0f} MiB → "
+              f"**ratio {large / small:.2f}** (target < 1.5)", "",
+              f"_Total benchmark time {time.perf_counter() - started:.0f} s._", ""]
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
