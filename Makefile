@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CASE ?= examples/cases/diagnostic-myocarditis.yaml
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: venv install demo dev test lint
+.PHONY: venv install demo dev test lint bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,3 +27,6 @@ test: dev
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+bench: dev
+	$(BIN)/python benchmarks/suite.py
