@@ -216,7 +216,7 @@ def main() -> None:
               f"{o['calls']} model calls: consilium graph {o['graph_s']:.2f} s, bare asyncio loop "
               f"{o['bare_s']:.2f} s → **{o['overhead_ms']:.2f} ms added per call**, "
               f"{o['share_of_100ms']:.1%} of a 100 ms model call (target ≤ 5%).", ""]
-    latency = 20.0
+    latency = 100.0
     rows = concurrency(64 // scale, latency)
     lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {latency:.0f} ms per call, in-process)", "",
               "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound |", "|---|---|---|---|"]
