@@ -202,10 +202,32 @@ def peak_rss_kb(arms: int, folder: Path) -> int:
     return int(done.stderr.strip().splitlines()[-1])
 
 
+def embedded() -> dict[str, Any]:
+    """tokens/s from `models check`; wall time, calls and tokens of one consilium case in both formats."""
+    env = {**os.environ, "CONSILIUM_CACHE": "off"}
+    check = subprocess.run([sys.executable, "-m", "consilium", "models", "check"], capture_output=True, text=True,
+                           env=env, timeout=600)
+    rate = next((line.split(",")[-1].strip() for line in check.stdout.splitlines() if line.startswith("total:")),
+                "n/a")
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "consilium", "--log-file", f"{tmp}/log", "simulate", "--case",
+                        str(EXAMPLE), "--out", tmp], capture_output=True, text=True, env=env, timeout=1200)
+        wall = time.perf_counter() - started
+        from consilium.traces.io import read_trace
+
+        traces = [read_trace(p) for p in sorted(Path(tmp).glob("*/*.trace.json"))]
+    calls = sum(len(t.calls) for t in traces) - (1 if len(traces) == 2 else 0)
+    tokens = sum(t.usage.total.input_tokens + t.usage.total.output_tokens for t in traces)
+    return {"rate": rate, "wall_s": wall, "calls": calls, "tokens": tokens,
+            "status": ", ".join(f"{t.format} {t.status}" for t in traces)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.md")
+    parser.add_argument("--skip-embedded", action="store_true", help="leave out the embedded-model section")
     args = parser.parse_args()
     scale = 4 if args.quick else 1
     started = time.perf_counter()
@@ -235,8 +257,14 @@ def main() -> None:
         large = peak_rss_kb(1000 // scale, Path(tmp))
     lines += ["", "## 5. Memory (peak RSS of a scripted cohort)", "",
               f"{100 // scale} arms: {small / 1024:.0f} MiB · {1000 // scale} arms: {large / 1024:.0f} MiB → "
-              f"**ratio {large / small:.2f}** (target < 1.5)", "",
-              f"_Total benchmark time {time.perf_counter() - started:.0f} s._", ""]
+              f"**ratio {large / small:.2f}** (target < 1.5)", ""]
+    if not args.skip_embedded:
+        e = embedded()
+        lines += ["## 6. Embedded model (SmolLM2-135M, in-process)", "",
+                  f"`models check`: {e['rate']}. One consilium case "
+                  f"(`simulate --case examples/cases/diagnostic-myocarditis.yaml`, both formats): "
+                  f"{e['wall_s']:.0f} s wall, {e['calls']} model calls, {e['tokens']:,} tokens ({e['status']}).", ""]
+    lines += [f"_Total benchmark time {time.perf_counter() - started:.0f} s._", ""]
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))
 
