@@ -9,7 +9,14 @@ from pathlib import Path
 
 from consilium.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.cases import load_case
-from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
+from consilium.cli.options import (
+    add_model_arguments,
+    add_run_arguments,
+    model_options,
+    model_spec,
+    positive_int,
+    run_config,
+)
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.board.config import BOARD_MAX_TOKENS
 from consilium.models import ChatModel
@@ -24,16 +31,7 @@ __all__ = ["register", "run_board_command", "run_turn_command"]
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
     add_model_arguments(parser)
-    parser.add_argument("--config", type=Path, default=None,
-                        help="YAML file of run settings (see configs/board.yaml); flags override it")
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
-    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
-    parser.add_argument("--max-tokens", type=positive_int, default=None,
-                        help="output tokens per call for every stage (default: per stage, "
-                             + ", ".join(f"{k} {v}" for k, v in BOARD_MAX_TOKENS.items()) + ")")
-    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
-                        help="stop the run after this many seconds and record it as failed")
-    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+    add_run_arguments(parser, config_file="configs/board.yaml", max_tokens=BOARD_MAX_TOKENS)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

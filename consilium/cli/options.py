@@ -15,7 +15,8 @@ from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
 from consilium.models.wrappers import RetryPolicy
 
-__all__ = ["ModelConfigFile", "add_model_arguments", "model_options", "model_spec", "positive_int", "run_config"]
+__all__ = ["ModelConfigFile", "add_model_arguments", "add_run_arguments", "model_options", "model_spec",
+           "positive_int", "run_config"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -98,6 +99,20 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
                                       else args.retry_base_delay)
     values.update({k: v for k, v in overrides.items() if v is not None})
     return ModelOptions.from_env(**values)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, config_file: str, max_tokens: dict[str, int]) -> None:
+    """The run-settings flags every run command shares; each overrides the --config file."""
+    parser.add_argument("--config", type=Path, default=None,
+                        help=f"YAML file of run settings (see {config_file}); flags override it")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
+    parser.add_argument("--max-tokens", type=positive_int, default=None,
+                        help="output tokens per call for every stage (default: per stage, "
+                             + ", ".join(f"{k} {v}" for k, v in max_tokens.items()) + ")")
+    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop a run after this many seconds and record it as failed")
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
 
 
 def positive_int(text: str) -> int:

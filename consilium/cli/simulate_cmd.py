@@ -9,7 +9,14 @@ from pathlib import Path
 
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
-from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
+from consilium.cli.options import (
+    add_model_arguments,
+    add_run_arguments,
+    model_options,
+    model_spec,
+    positive_int,
+    run_config,
+)
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.models.factory import build_model
@@ -28,21 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_arguments(parser)
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",
                         help="model for the moderator (default: the --model)")
-    parser.add_argument("--config", type=Path, default=None,
-                        help="YAML file of run settings (see configs/consilium.yaml); flags override it")
+    add_run_arguments(parser, config_file="configs/consilium.yaml", max_tokens=DEFAULT_MAX_TOKENS)
     parser.add_argument("--max-rounds", type=positive_int, default=None, help="review rounds (default 5)")
     parser.add_argument("--min-roles", type=positive_int, default=None, help="smallest panel (default 3)")
     parser.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
-    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
-    parser.add_argument("--max-tokens", type=positive_int, default=None,
-                        help="output tokens per call for every stage (default: per stage, "
-                             + ", ".join(f"{k} {v}" for k, v in DEFAULT_MAX_TOKENS.items()) + ")")
-    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
-                        help="stop a format's run after this many seconds and record it as failed")
     parser.add_argument("--budget-tokens", type=positive_int, default=None,
                         help="stop a format's run before a call that could take it past this many tokens")
-    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
     parser.set_defaults(func=run)
 
 
