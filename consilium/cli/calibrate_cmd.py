@@ -10,7 +10,7 @@ from consilium.calibration.isotonic import fit_isotonic
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
 from consilium.calibration.report import write_agreement
-from consilium.cli.options import positive_int
+from consilium.cli.options import positive_int, show_help
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -28,7 +28,7 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("calibrate", help="compare judges with physician ratings and calibrate them")
-    parser.set_defaults(func=lambda args: _help(parser))
+    parser.set_defaults(func=show_help(parser))
     commands = parser.add_subparsers(dest="calibrate_command", metavar="SUBCOMMAND")
     agree = commands.add_parser("agreement", help="agreement statistics with bootstrap intervals")
     _shared(agree)
@@ -42,10 +42,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     register_evolve(commands, _shared, positive_int)
 
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import CASE_SUFFIXES, CaseProblem, import_agentclinic, load_case, validate_case_file
+from consilium.cli.options import show_help
 
 __all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_validate"]
 
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
         help="validate case files; import case collections",
         description="Validate case files and import external case collections as case files.",
     )
-    cases.set_defaults(func=_help_of(cases))
+    cases.set_defaults(func=show_help(cases))
     sub = cases.add_subparsers(dest="cases_command", metavar="SUBCOMMAND")
 
     validate = sub.add_parser(
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     validate.set_defaults(func=run_validate)
 
     importer = sub.add_parser("import", help="convert an external case collection into case files")
-    importer.set_defaults(func=_help_of(importer))
+    importer.set_defaults(func=show_help(importer))
     sources = importer.add_subparsers(dest="import_source", metavar="SOURCE")
     agentclinic = sources.add_parser(
         "agentclinic",
@@ -113,10 +114,3 @@ def _duplicate_id(file: Path, seen_ids: dict[str, str]) -> list[CaseProblem]:
     seen_ids[case_id] = str(file)
     return []
 
-
-def _help_of(parser: argparse.ArgumentParser) -> Any:
-    def show_help(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    return show_help

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from consilium.cli.options import add_model_arguments, model_options, model_spec
+from consilium.cli.options import add_model_arguments, model_options, model_spec, show_help
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.factory import build_model, for_run
 
@@ -27,17 +27,13 @@ _CASE = "A 58-year-old man has crushing chest pain for 40 minutes, sweating, and
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     models = sub.add_parser("models", help="inspect and check model backends")
-    models.set_defaults(func=lambda args: _help(models))
+    models.set_defaults(func=show_help(models))
     models_sub = models.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
     check = models_sub.add_parser("check", help="make one plain and one schema-constrained call and report")
     add_model_arguments(check)
     check.add_argument("--max-tokens", type=int, default=64, help="output tokens per call (default 64)")
     check.set_defaults(func=run_check)
 
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 async def _check(args: argparse.Namespace) -> CallRecorder:

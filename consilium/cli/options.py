@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -16,7 +17,7 @@ from consilium.models.factory import SPEC_HELP, ModelOptions
 from consilium.models.wrappers import RetryPolicy
 
 __all__ = ["ModelConfigFile", "add_model_arguments", "add_run_arguments", "model_options", "model_spec",
-           "positive_int", "run_config"]
+           "positive_int", "run_config", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -113,6 +114,15 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, config_file: str, max_
     parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
                         help="stop a run after this many seconds and record it as failed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+
+
+def show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The action of a command group run without a subcommand: its help, and exit code 2."""
+    def action(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return action
 
 
 def positive_int(text: str) -> int:
