@@ -87,6 +87,12 @@ def _moderator_schema(labels: list[str], may_close: bool, must_close: bool) -> O
                        "message": {"type": "string", "minLength": 1, "maxLength": 700}}})
 
 
+def _table(roles: list[AssignedRole]) -> str:
+    """The specialists at the table, in the order assigned: the same text in every call of a meeting, ahead
+    of the transcript, so each call shares its prefix with the one before (vLLM prefix caching)."""
+    return ", ".join(r.label for r in roles)
+
+
 async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list[Turn], *, may_close: bool,
                          must_close: bool = False) -> tuple[Literal["ask", "close"], AssignedRole, str]:
     """The moderator presents, gives the floor to a named specialist with a question, or closes.
@@ -105,7 +111,7 @@ async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list
     labels = [r.label for r in roles]
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_moderator", preamble="board_preamble", images=call.images,
-                               roles=", ".join(labels), transcript=render_turns(turns), instruction=instruction),
+                               roles=_table(roles), transcript=render_turns(turns), instruction=instruction),
         settings=call.settings, schema=_moderator_schema(labels, may_close, must_close),
         tag=CallTag(stage="board_turn", role="moderator", round=len(turns) + 1),
     )
@@ -114,10 +120,12 @@ async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list
     return parsed["action"], speaker, one_line(parsed["message"])
 
 
-async def specialist_speaks(call: BoardCall, role: AssignedRole, turns: list[Turn], question: str) -> str:
+async def specialist_speaks(call: BoardCall, roles: list[AssignedRole], role: AssignedRole, turns: list[Turn],
+                            question: str) -> str:
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_specialist", preamble="board_preamble", images=call.images,
-                               role_label=role.label, transcript=render_turns(turns), question=question),
+                               roles=_table(roles), role_label=role.label, transcript=render_turns(turns),
+                               question=question),
         settings=call.settings, tag=CallTag(stage="board_turn", role=role.id, round=len(turns) + 1),
     )
     text = one_line((await call.model.generate(request)).text)
@@ -125,10 +133,10 @@ async def specialist_speaks(call: BoardCall, role: AssignedRole, turns: list[Tur
     return (text[len(prefix):].strip() if text.startswith(prefix) else text) or "(no answer)"
 
 
-async def write_conclusion(call: BoardCall, turns: list[Turn]) -> str:
+async def write_conclusion(call: BoardCall, roles: list[AssignedRole], turns: list[Turn]) -> str:
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_conclusion", preamble="board_preamble", images=call.images,
-                               transcript=render_turns(turns)),
+                               roles=_table(roles), transcript=render_turns(turns)),
         settings=call.settings, schema=OutputSchema.from_model(Conclusion),
         tag=CallTag(stage="conclusion", role="moderator"),
     )

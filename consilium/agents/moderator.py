@@ -27,16 +27,18 @@ def _slug(label: str) -> str:
 
 
 async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_roles: int,
-                       settings: GenerationSettings) -> list[AssignedRole]:
+                       settings: GenerationSettings, preamble: str = "preamble") -> list[AssignedRole]:
     """One primary and several supporting roles, each label mapped to a catalogue category.
 
     The exact label is kept beside its category (ai-consilium.txt, Fig. 2c).
     A label the model repeats is dropped; if that leaves fewer than
     ``min_roles``, the moderator is asked for one more role at a time, from
-    the catalogue specialties not yet on the panel.
+    the catalogue specialties not yet on the panel. ``preamble`` is the system
+    prompt of the meeting's other calls, so that the assignment starts the
+    prefix they all share.
     """
     request = ModelRequest(
-        messages=case_messages(case_text, "assign_roles", min_supporting=max(0, min_roles - 1),
+        messages=case_messages(case_text, "assign_roles", preamble=preamble, min_supporting=max(0, min_roles - 1),
                                max_supporting=max_roles - 1),
         settings=settings,
         schema=assignment_schema(min_roles, max_roles),
@@ -51,7 +53,7 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
             continue
         roles.append(role)
     while len(roles) < min_roles:
-        added = await _add_role(model, case_text, roles, min_roles - len(roles), settings)
+        added = await _add_role(model, case_text, roles, min_roles - len(roles), settings, preamble)
         if added is None:
             log.warning("panel_smaller_than_minimum", roles=len(roles), min_roles=min_roles)
             break
@@ -67,7 +69,7 @@ def _make_role(label: str, justification: str, primary: bool) -> AssignedRole:
 
 
 async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole], needed: int,
-                    settings: GenerationSettings) -> AssignedRole | None:
+                    settings: GenerationSettings, preamble: str) -> AssignedRole | None:
     """Ask for one more role when the model repeated itself, offering only specialties not yet on the
     panel (as a schema enum), so the panel reaches its minimum size with distinct roles."""
     taken = {r.category for r in roles} | {normalise_label(r.label) for r in roles}
@@ -81,7 +83,8 @@ async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole],
                        "justification": {"type": "string", "maxLength": 240}}})
     panel = "\n".join(f"- {r.label} ({'primary' if r.primary else 'supporting'})" for r in roles)
     request = ModelRequest(
-        messages=case_messages(case_text, "add_role", panel=panel, needed=needed, offered="; ".join(offered)),
+        messages=case_messages(case_text, "add_role", preamble=preamble, panel=panel, needed=needed,
+                               offered="; ".join(offered)),
         settings=settings, schema=schema, tag=CallTag(stage="role_assignment", role="moderator"),
     )
     parsed = (await model.generate(request)).parsed
