@@ -69,7 +69,7 @@ async def test_invalid_structured_output_is_repaired_and_every_attempt_recorded(
     # The second attempt saw the first answer and the validation error.
     second = recorder.calls[1].messages
     assert second[-2].content == "I accept" and "not valid JSON" in second[-1].content
-    assert "'reason' is a required property" in recorder.calls[2].messages[-1].content
+    assert "reason: Field required" in recorder.calls[2].messages[-1].content
     assert recorder.ledger.total.calls == 3
     assert [c.parsed for c in recorder.calls] == [None, None, {"vote": "accept", "reason": "ok"}]
     assert recorder.calls[0].error and "not valid JSON" in recorder.calls[0].error and recorder.calls[2].error is None

@@ -20,8 +20,11 @@ def test_json_is_found_in_fences_and_prose() -> None:
 
 def test_pydantic_and_json_schema_validation_messages() -> None:
     assert OutputSchema.from_model(Pick).validate('{"choice": 3}') == {"choice": 3}
-    with pytest.raises(OutputInvalid, match="choice: 'many' is not of type 'integer'"):
+    # A model's own schema is checked by pydantic in strict mode: no coercion of "3" or "true".
+    with pytest.raises(OutputInvalid, match="Pick schema: choice: Input should be a valid integer"):
         OutputSchema.from_model(Pick).validate('{"choice": "many"}')
+    with pytest.raises(OutputInvalid, match="choice: Input should be a valid integer"):
+        OutputSchema.from_model(Pick).validate('{"choice": "3"}')
     raw = OutputSchema.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}},
                                          "required": ["n"]})
     with pytest.raises(OutputInvalid, match="'n' is a required property"):

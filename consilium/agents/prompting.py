@@ -33,6 +33,12 @@ def case_messages(case_text: str, task: str, *, preamble: str = "preamble", imag
 
 def prompt_hashes() -> dict[str, str]:
     """sha256 (first 12 hex) of every prompt file, for the trace's config."""
+    return dict(_prompt_hashes())
+
+
+@cache
+def _prompt_hashes() -> dict[str, str]:
+    # Read once per process: the files ship inside the package and do not change under a run.
     import hashlib
 
     folder = resources.files("consilium.agents").joinpath("prompts")

@@ -9,6 +9,7 @@ differential diagnosis, diagnostic plan, management plan and safety warnings.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,6 +54,7 @@ class RoleAssignmentAnswer(_Strict):
     supporting: list[RoleProposal]
 
 
+@cache
 def assignment_schema(min_roles: int, max_roles: int) -> OutputSchema:
     """The assignment schema with the configured panel size as minItems/maxItems on ``supporting``,
     so grammar-constrained backends cannot return a panel of the wrong size."""

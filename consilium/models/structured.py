@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 import jsonschema
@@ -68,6 +68,9 @@ class OutputSchema:
     #: False: the schema is only described in the prompt and validated afterwards; backends
     #: do not constrain decoding (the judges' first attempts, NPCBench's protocol).
     enforce: bool = True
+    #: The JSON schema is the model's own, unchanged: pydantic's strict validation of the model checks
+    #: exactly what it says, and the JSON-schema pass is skipped (it cost more than the rest of a call).
+    model_only: bool = field(default=False, compare=False, repr=False)
 
     def unenforced(self) -> OutputSchema:
         return replace(self, enforce=False)
@@ -78,7 +81,8 @@ class OutputSchema:
 
     @classmethod
     def from_model(cls, model: type[BaseModel]) -> OutputSchema:
-        return cls(name=model.__name__, json_schema=model.model_json_schema(), model=model)
+        """The schema of a pydantic model, built once per model (pydantic's schema generation is slow)."""
+        return _model_schema(model)
 
     @classmethod
     def from_json_schema(cls, schema: dict[str, Any], name: str = "output") -> OutputSchema:
@@ -90,14 +94,16 @@ class OutputSchema:
         if self.check is not None:
             return self.check(text)
         value = extract_json(text)
-        try:
-            self._validator().validate(value)
-        except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") from None
+        if not self.model_only:
+            try:
+                self._validator().validate(value)
+            except jsonschema.ValidationError as exc:
+                where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
+                raise OutputInvalid(f"the JSON does not match the {self.name} schema: {where}: {exc.message}") \
+                    from None
         if self.model is not None:
             try:
-                return self.model.model_validate(value).model_dump(mode="json")
+                return self.model.model_validate(value, strict=self.model_only).model_dump(mode="json")
             except ValidationError as exc:
                 problems = "; ".join(
                     f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
@@ -109,8 +115,18 @@ class OutputSchema:
     def _validator(self) -> jsonschema.protocols.Validator:
         """The compiled validator, built once per schema (compiling it on every call cost more than
         everything else consilium does per call; see benchmarks/results.md)."""
-        return _compiled(json.dumps(self.json_schema or {}, sort_keys=True))
+        return _compiled(self._canonical if self.json_schema else "{}")
 
     def canonical(self) -> str:
         """Stable text of the schema, for cache keys and trace hashes."""
+        return self._canonical
+
+    @cached_property
+    def _canonical(self) -> str:
+        # Computed once per instance: the schema is treated as immutable once built.
         return json.dumps(self.json_schema or {"check": self.name}, sort_keys=True, separators=(",", ":"))
+
+
+@cache
+def _model_schema(model: type[BaseModel]) -> OutputSchema:
+    return OutputSchema(name=model.__name__, json_schema=model.model_json_schema(), model=model, model_only=True)

@@ -6,6 +6,7 @@ import json
 import secrets
 import subprocess
 from datetime import UTC, datetime
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,12 @@ def read_consilium_trace(path: str | Path) -> Trace:
 
 
 def package_versions() -> dict[str, str]:
+    """Versions of the packages a run depends on (looked up once per process: the lookup is slow)."""
+    return dict(_package_versions())
+
+
+@cache
+def _package_versions() -> dict[str, str]:
     versions = {}
     for name in ("consilium", "langgraph", "langchain-core", "openai", "pydantic", "llama-cpp-python"):
         try:
