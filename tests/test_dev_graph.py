@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+
+from test_consilium_graph import write_script
 
 from consilium.graphs.consilium.dev import make_graph
 
@@ -19,3 +22,13 @@ def test_langgraph_json_points_at_a_graph_factory(tmp_path: Path) -> None:
     graph = make_graph({"configurable": {"model": f"scripted:{script}", "format": "free-form"}})
     nodes = set(graph.get_graph().nodes)
     assert {"assign_roles", "opinion", "synthesise", "vote", "tally", "revise"} <= nodes
+
+
+def test_the_dev_graph_runs_with_its_bound_context(tmp_path: Path) -> None:
+    """The dev server passes no run context; the one make_graph bound is used, and the run reaches a stop rule."""
+    model = write_script(tmp_path, votes=[])
+    graph = make_graph({"configurable": {"model": model, "format": "structured"}})
+    state = asyncio.run(graph.ainvoke({}))
+    assert state["stop_reason"] == "consensus"
+    assert [r.label for r in state["roles"]] == ["Cardiologist", "Cardiac radiologist", "Infectious disease specialist"]
+    assert len(state["opinions"]) == 3 and state["reports"][-1].version == 1

@@ -15,10 +15,12 @@ from consilium.board.transcript import Transcript, Turn, parse_transcript
 from consilium.board.validate import validate_transcript
 from consilium.cases import Case
 from consilium.errors import BudgetExceededError, ModelError, UserError
-from consilium.graphs.board import BoardConfig, BoardContext, build_board_graph
+from consilium.graphs.board import BoardConfig, BoardContext, board_graph
 from consilium.graphs.board.graph import RECURSION_LIMIT
+from consilium.graphs.running import stream_states
 from consilium.log import get_logger
 from consilium.models import CallRecorder, ChatModel, for_run
+from consilium.models.wrappers import work_item
 from consilium.roles.catalogue import load_catalogue
 from consilium.simulate import RunModels, config_record
 from consilium.traces.build import base_fields
@@ -60,6 +62,12 @@ def _config(config: BoardConfig, images: tuple[str, ...], **extra: Any) -> dict[
 
 async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
                     images: tuple[str, ...] = ()) -> BoardTrace:
+    with work_item():  # the meeting's calls are admitted by its progress (models/wrappers/limit.py)
+        return await _run_board(case, mode, models, config, run_id=run_id, images=images)
+
+
+async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
+                     images: tuple[str, ...]) -> BoardTrace:
     recorder = CallRecorder()
     panel = for_run(models.panel, recorder, max_repairs=config.max_repairs)
     chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs)
@@ -85,15 +93,14 @@ async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConf
                     turns, conclusion = parsed.turns, parsed.conclusion
             else:
                 state: dict[str, Any] = {}
-                graph = build_board_graph(BoardContext(
+                context = BoardContext(
                     moderator_call=BoardCall(chair, text, sent, config.settings("board_turn")),
                     specialist_call=BoardCall(panel, text, sent, config.settings("board_turn")),
                     conclusion_call=BoardCall(chair, text, sent, config.settings("conclusion")),
                     assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
-                    config=config))
+                    config=config)
                 try:
-                    async for values in graph.astream({}, config={"recursion_limit": RECURSION_LIMIT},
-                                                      stream_mode="values"):
+                    async for values in stream_states(board_graph(), {}, context, recursion_limit=RECURSION_LIMIT):
                         state = values
                 finally:
                     roles, turns = list(state.get("roles") or []), list(state.get("turns", []))

@@ -8,10 +8,12 @@ assign_roles ─► moderator ─┬─ ask ──► specialist ─► moderato
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from consilium.agents import board, moderator
 from consilium.agents.board import MODERATOR, BoardCall
@@ -19,7 +21,7 @@ from consilium.board.transcript import Turn
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.state import BoardState, Floor
 
-__all__ = ["RECURSION_LIMIT", "BoardContext", "build_board_graph"]
+__all__ = ["RECURSION_LIMIT", "BoardContext", "board_graph"]
 
 RECURSION_LIMIT = 400
 
@@ -33,52 +35,62 @@ class BoardContext:
     config: BoardConfig
 
 
-def build_board_graph(ctx: BoardContext) -> CompiledStateGraph[Any, Any, Any, Any]:
-    cfg = ctx.config
+async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+    if state.get("roles"):
+        return {}
+    call, cfg = runtime.context.assignment_call, runtime.context.config
+    roles = await moderator.assign_roles(call.model, call.case_text, min_roles=cfg.min_roles,
+                                         max_roles=cfg.max_roles, settings=call.settings,
+                                         preamble="board_preamble")
+    return {"roles": roles}
 
-    async def assign_roles(state: BoardState) -> dict[str, Any]:
-        if state.get("roles"):
-            return {}
-        call = ctx.assignment_call
-        roles = await moderator.assign_roles(call.model, call.case_text, min_roles=cfg.min_roles,
-                                             max_roles=cfg.max_roles, settings=call.settings)
-        return {"roles": roles}
 
-    async def moderate(state: BoardState) -> dict[str, Any]:
-        turns = state.get("turns", [])
-        if len(turns) + 2 > cfg.max_turns and turns:
-            return {"stop_reason": "turn_limit", "floor": None}
-        spoken = {t.role for t in turns if t.role != MODERATOR}
-        action, speaker, message = await board.moderator_turn(ctx.moderator_call, state["roles"], turns,
-                                                              may_close=len(spoken) >= 2)
-        number = len(turns) + 1
-        if action == "close":
-            return {"turns": [Turn(number=number, role=MODERATOR, text=message)], "stop_reason": "moderator_closed",
-                    "floor": None}
-        return {"turns": [Turn(number=number, role=MODERATOR, text=message, addressed_to=speaker.label)],
-                "floor": Floor(role=speaker, question=message)}
+async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+    turns = state.get("turns", [])
+    if len(turns) + 2 > runtime.context.config.max_turns and turns:
+        return {"stop_reason": "turn_limit", "floor": None}
+    spoken = {t.role for t in turns if t.role != MODERATOR}
+    action, speaker, message = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
+                                                          may_close=len(spoken) >= 2)
+    number = len(turns) + 1
+    if action == "close":
+        return {"turns": [Turn(number=number, role=MODERATOR, text=message)], "stop_reason": "moderator_closed",
+                "floor": None}
+    return {"turns": [Turn(number=number, role=MODERATOR, text=message, addressed_to=speaker.label)],
+            "floor": Floor(role=speaker, question=message)}
 
-    async def speak(state: BoardState) -> dict[str, Any]:
-        floor = state["floor"]
-        assert floor is not None
-        turns = state.get("turns", [])
-        text = await board.specialist_speaks(ctx.specialist_call, floor["role"], turns, floor["question"])
-        update: dict[str, Any] = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text)],
-                                  "floor": None}
-        if len(turns) + 1 >= cfg.max_turns:
-            update["stop_reason"] = "turn_limit"
-        return update
 
-    async def conclude(state: BoardState) -> dict[str, Any]:
-        return {"conclusion": await board.write_conclusion(ctx.conclusion_call, state.get("turns", []))}
+async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+    floor = state["floor"]
+    assert floor is not None
+    turns = state.get("turns", [])
+    text = await board.specialist_speaks(runtime.context.specialist_call, state["roles"], floor["role"], turns,
+                                         floor["question"])
+    update: dict[str, Any] = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text)],
+                              "floor": None}
+    if len(turns) + 1 >= runtime.context.config.max_turns:
+        update["stop_reason"] = "turn_limit"
+    return update
 
-    def after_moderator(state: BoardState) -> str:
-        return "conclude" if state.get("stop_reason") else "speak"
 
-    def after_speaker(state: BoardState) -> str:
-        return "conclude" if state.get("stop_reason") else "moderate"
+async def conclude(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+    conclusion = await board.write_conclusion(runtime.context.conclusion_call, state["roles"],
+                                              state.get("turns", []))
+    return {"conclusion": conclusion}
 
-    graph = StateGraph(BoardState)
+
+async def after_moderator(state: BoardState) -> str:
+    return "conclude" if state.get("stop_reason") else "speak"
+
+
+async def after_speaker(state: BoardState) -> str:
+    return "conclude" if state.get("stop_reason") else "moderate"
+
+
+@cache
+def board_graph() -> CompiledStateGraph[Any, BoardContext, Any, Any]:
+    """The compiled meeting graph, built once per process; each run passes its :class:`BoardContext`."""
+    graph = StateGraph(BoardState, context_schema=BoardContext)
     graph.add_node("assign_roles", assign_roles)
     graph.add_node("moderate", moderate)
     graph.add_node("speak", speak)

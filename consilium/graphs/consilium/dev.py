@@ -16,7 +16,8 @@ from langchain_core.runnables import RunnableConfig
 
 from consilium.cases import load_case
 from consilium.graphs.consilium.config import ConsiliumConfig
-from consilium.graphs.consilium.graph import ConsiliumContext, build_graph
+from consilium.graphs.consilium.graph import ConsiliumContext, consilium_graph
+from consilium.graphs.running import bind_context
 from consilium.models import CallRecorder, for_run
 from consilium.models.factory import ModelOptions, build_model
 
@@ -32,4 +33,4 @@ def make_graph(config: RunnableConfig) -> Any:
     model = for_run(base, CallRecorder())
     ctx = ConsiliumContext(panel_model=model, moderator_model=model, case_text=case.render(),
                            format=settings.get("format", "structured"), config=ConsiliumConfig())
-    return build_graph(ctx)
+    return bind_context(consilium_graph(), ctx)

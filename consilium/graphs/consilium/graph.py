@@ -8,10 +8,12 @@ revise: no clinically meaningful revision → no_change; else round r + 1 → vo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from consilium.agents import moderator, specialist
@@ -20,7 +22,7 @@ from consilium.graphs.consilium.config import ConsiliumConfig
 from consilium.graphs.consilium.state import ConsiliumState, OpinionTask, VoteTask
 from consilium.models import ChatModel
 
-__all__ = ["RECURSION_LIMIT", "ConsiliumContext", "build_graph"]
+__all__ = ["RECURSION_LIMIT", "ConsiliumContext", "consilium_graph"]
 
 # Each review round takes three supersteps (vote, tally, revise).
 RECURSION_LIMIT = 200
@@ -37,71 +39,85 @@ class ConsiliumContext:
     config: ConsiliumConfig
 
 
-def build_graph(ctx: ConsiliumContext) -> CompiledStateGraph[Any, Any, Any, Any]:
-    cfg = ctx.config
+async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    if state.get("roles"):  # shared assignment from the other format
+        return {}
+    ctx, cfg = runtime.context, runtime.context.config
+    roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
+                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"))
+    return {"roles": roles}
 
-    async def assign_roles(state: ConsiliumState) -> dict[str, Any]:
-        if state.get("roles"):  # shared assignment from the other format
-            return {}
-        roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
-                                             max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"))
-        return {"roles": roles}
 
-    async def opinion(task: OpinionTask) -> dict[str, Any]:
-        written = await specialist.write_opinion(ctx.panel_model, ctx.case_text, task["role"], ctx.format,
-                                                 cfg.settings("opinion"))
-        return {"opinions": [written]}
+async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    written = await specialist.write_opinion(ctx.panel_model, ctx.case_text, task["role"], ctx.format,
+                                             ctx.config.settings("opinion"))
+    return {"opinions": [written]}
 
-    async def synthesise(state: ConsiliumState) -> dict[str, Any]:
-        report = await moderator.synthesise(ctx.moderator_model, ctx.case_text, state["roles"],
-                                            state.get("opinions", []), ctx.format, cfg.settings("synthesis"))
-        return {"reports": [report], "round": 1}
 
-    async def vote(task: VoteTask) -> dict[str, Any]:
-        cast = await specialist.cast_vote(ctx.panel_model, ctx.case_text, task["role"], task["report"],
-                                          task["round"], cfg.settings("vote"))
-        return {"votes": [cast]}
+async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    report = await moderator.synthesise(ctx.moderator_model, ctx.case_text, state["roles"],
+                                        state.get("opinions", []), ctx.format, ctx.config.settings("synthesis"))
+    return {"reports": [report], "round": 1}
 
-    def tally(state: ConsiliumState) -> dict[str, Any]:
-        r = state["round"]
-        order = {role.id: i for i, role in enumerate(state["roles"])}
-        votes = sorted((v for v in state.get("votes", []) if v.round == r), key=lambda v: order.get(v.role, 0))
-        dissent = sum(v.vote == "dissent" for v in votes)
-        record = Round(round=r, report_version=state["reports"][-1].version, votes=votes,
-                       dissent_fraction=round(dissent / len(votes), 6) if votes else 0.0)
-        update: dict[str, Any] = {"rounds": [record]}
-        if dissent == 0:
-            update["stop_reason"] = "consensus"
-        elif r >= cfg.max_rounds:
-            update["stop_reason"] = "round_limit"
-        return update
 
-    async def revise(state: ConsiliumState) -> dict[str, Any]:
-        r = state["round"]
-        report = await moderator.revise(ctx.moderator_model, ctx.case_text, state["roles"], state["reports"][-1],
-                                        state["rounds"][-1].votes, r, ctx.format, cfg.settings("revision"))
-        if report is None:
-            return {"stop_reason": "no_change"}
-        return {"reports": [report], "round": r + 1}
+async def vote(task: VoteTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    cast = await specialist.cast_vote(ctx.panel_model, ctx.case_text, task["role"], task["report"],
+                                      task["round"], ctx.config.settings("vote"))
+    return {"votes": [cast]}
 
-    def fan_out_opinions(state: ConsiliumState) -> list[Send]:
-        return [Send("opinion", OpinionTask(role=role)) for role in state["roles"]]
 
-    def fan_out_votes(state: ConsiliumState) -> list[Send] | str:
-        if state.get("stop_reason"):
-            return END
-        report = state["reports"][-1]
-        return [Send("vote", VoteTask(role=role, report=report, round=state["round"])) for role in state["roles"]]
+async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    r = state["round"]
+    order = {role.id: i for i, role in enumerate(state["roles"])}
+    votes = sorted((v for v in state.get("votes", []) if v.round == r), key=lambda v: order.get(v.role, 0))
+    dissent = sum(v.vote == "dissent" for v in votes)
+    record = Round(round=r, report_version=state["reports"][-1].version, votes=votes,
+                   dissent_fraction=round(dissent / len(votes), 6) if votes else 0.0)
+    update: dict[str, Any] = {"rounds": [record]}
+    if dissent == 0:
+        update["stop_reason"] = "consensus"
+    elif r >= runtime.context.config.max_rounds:
+        update["stop_reason"] = "round_limit"
+    return update
 
-    def after_tally(state: ConsiliumState) -> str:
-        return END if state.get("stop_reason") else "revise"
 
-    graph = StateGraph(ConsiliumState)
+async def revise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx, r = runtime.context, state["round"]
+    report = await moderator.revise(ctx.moderator_model, ctx.case_text, state["roles"], state["reports"][-1],
+                                    state["rounds"][-1].votes, r, ctx.format, ctx.config.settings("revision"))
+    if report is None:
+        return {"stop_reason": "no_change"}
+    return {"reports": [report], "round": r + 1}
+
+
+async def fan_out_opinions(state: ConsiliumState) -> list[Send]:
+    return [Send("opinion", OpinionTask(role=role)) for role in state["roles"]]
+
+
+async def fan_out_votes(state: ConsiliumState) -> list[Send] | str:
+    if state.get("stop_reason"):
+        return END
+    report = state["reports"][-1]
+    return [Send("vote", VoteTask(role=role, report=report, round=state["round"])) for role in state["roles"]]
+
+
+async def after_tally(state: ConsiliumState) -> str:
+    return END if state.get("stop_reason") else "revise"
+
+
+@cache
+def consilium_graph() -> CompiledStateGraph[Any, ConsiliumContext, Any, Any]:
+    """The compiled graph, built once per process; each run passes its :class:`ConsiliumContext`
+    as LangGraph's run context (compiling per run cost several milliseconds per run)."""
+    graph = StateGraph(ConsiliumState, context_schema=ConsiliumContext)
     graph.add_node("assign_roles", assign_roles)
     # Send-target nodes take their task payload, not the graph state; langgraph's stubs cannot express that.
-    graph.add_node("opinion", opinion)  # type: ignore[arg-type]
+    graph.add_node("opinion", opinion)  # type: ignore[call-overload]
     graph.add_node("synthesise", synthesise)
-    graph.add_node("vote", vote)  # type: ignore[arg-type]
+    graph.add_node("vote", vote)  # type: ignore[call-overload]
     graph.add_node("tally", tally)
     graph.add_node("revise", revise)
     graph.add_edge(START, "assign_roles")
@@ -111,4 +127,4 @@ def build_graph(ctx: ConsiliumContext) -> CompiledStateGraph[Any, Any, Any, Any]
     graph.add_edge("vote", "tally")
     graph.add_conditional_edges("tally", after_tally, ["revise", END])
     graph.add_conditional_edges("revise", fan_out_votes, ["vote", END])
-    return graph.compile(name=f"consilium[{ctx.format}]")
+    return graph.compile(name="consilium")
