@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
+from consilium import aio
 from consilium.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.cases import load_case
 from consilium.cli.options import (
@@ -83,7 +83,7 @@ def run_board_command(args: argparse.Namespace) -> int:
             await _closing(panel, moderator)
 
     run_id = new_run_id(case.id)
-    trace = asyncio.run(go())
+    trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
                    seed=config.seed)
@@ -105,7 +105,7 @@ def run_turn_command(args: argparse.Namespace) -> int:
             await model.aclose()
 
     run_id = new_run_id(case.id)
-    trace = asyncio.run(go())
+    trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
                    seed=config.seed)

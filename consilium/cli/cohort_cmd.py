@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from consilium import aio
 from consilium.agents.records import FORMATS, Format
 from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
 from consilium.cohort.run import CohortArm, append_jsonl, load_cohort, run_cohort, write_csv
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 await stack.panel.aclose()
 
     with progress:
-        asyncio.run(go())
+        aio.run(go())
     rows.sort(key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
     arms_csv = write_csv(run_dir / "arms.csv", rows)
     judged = _judge(rows, rubrics, args, run_dir) if rubrics else []
@@ -185,5 +185,5 @@ def _judge(rows: list[dict[str, Any]], rubrics: list[Any], args: argparse.Namesp
         finally:
             await model.aclose()
 
-    asyncio.run(go())
+    aio.run(go())
     return [write_csv(run_dir / "judgements.csv", table)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import io
 import time
@@ -13,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from consilium import aio
 from consilium.calibration.evolve import CriterionResult, Item, evolve_criterion, targets
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
@@ -86,7 +86,7 @@ def run_evolve(args: argparse.Namespace) -> int:
             await judge.model.aclose()
             await optimiser.aclose()
 
-    results = asyncio.run(go())
+    results = aio.run(go())
     elapsed = time.perf_counter() - started
     out = args.out or args.judgements / "calibration"
     paths = _write(out, rubric, results, args, elapsed)

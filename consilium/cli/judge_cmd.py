@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int
 from consilium.errors import UserError
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await model.aclose()
 
-    judgements = asyncio.run(go())
+    judgements = aio.run(go())
     if args.calibration is not None:
         judgements = [_calibrate(j, calibration, args.calibration) for j in judgements]
     print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")

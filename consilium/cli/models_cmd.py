@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from consilium import aio
 from consilium.cli.options import add_model_arguments, model_options, model_spec, show_help
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.factory import build_model, for_run
@@ -59,7 +59,7 @@ async def _check(args: argparse.Namespace) -> CallRecorder:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    recorder = asyncio.run(_check(args))
+    recorder = aio.run(_check(args))
     print(f"model: {recorder.calls[0].model}  (spec {model_spec(args)})")
     for call in recorder.calls:
         u = call.usage

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
+from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
 from consilium.models.wrappers import RetryPolicy
@@ -31,6 +32,7 @@ class ModelConfigFile(BaseModel):
     spec: str
     base_url: str | list[str] | None = None
     schema_dialect: Literal["json_schema", "json_object", "none"] | None = None
+    http_client: Literal["aiohttp", "sdk"] | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
     api_key_env: str | None = Field(default=None, description="the environment variable holding the API key")
@@ -51,6 +53,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
     group.add_argument("--schema-dialect", choices=DIALECTS, default=None,
                        help="how the server takes a JSON schema: json_schema (OpenAI, vLLM), "
                             "json_object (llama-cpp-python server) or none (default: json_schema)")
+    group.add_argument("--http-client", choices=HTTP_CLIENTS, default=None,
+                       help="how openai: requests travel: aiohttp (lean, the default) or sdk (the openai SDK)")
     group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
     group.add_argument("--timeout", type=float, default=None, help="seconds per model call (default 120)")
     group.add_argument("--max-attempts", type=positive_int, default=None,
@@ -82,6 +86,7 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
     values: dict[str, object] = {
         "base_url": args.base_url or base_url,
         "schema_dialect": args.schema_dialect or config.schema_dialect or "json_schema",
+        "http_client": args.http_client or config.http_client or "aiohttp",
         "max_concurrency": args.max_concurrency or config.max_concurrency or 4,
         "timeout_s": args.timeout or config.timeout_s,
         "cache_path": args.cache_path,

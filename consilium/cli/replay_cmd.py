@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from pathlib import Path
 
+from consilium import aio
 from consilium.errors import ReplayDivergenceError
 from consilium.traces.io import read_trace
 from consilium.traces.replay import first_difference, replay_trace
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         trace = read_trace(path)
         started = time.perf_counter()
         try:
-            replayed, model = asyncio.run(replay_trace(trace))
+            replayed, model = aio.run(replay_trace(trace))
         except ReplayDivergenceError as exc:
             print(f"{path}: different: {exc}")
             status = 1

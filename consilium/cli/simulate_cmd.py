@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
+from consilium import aio
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
 from consilium.cli.options import (
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
     run_id = new_run_id(case.id)
-    traces = asyncio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
+    traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
     paths = [write_trace(trace_path(args.out, run_id, case.id, t.format), t) for t in traces]
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=traces[0].config, traces=paths,
                    seed=config.seed)

@@ -34,6 +34,7 @@ class ModelOptions:
     base_url: str | None = None
     api_key: str | None = None
     schema_dialect: str = "json_schema"
+    http_client: str = "aiohttp"
     timeout_s: float = 120.0
     max_concurrency: int = 4
     cache: bool = True
@@ -82,7 +83,7 @@ def open_backend(spec: str, options: ModelOptions | None = None) -> ChatModel:
         urls: list[str | None] = [u.strip() for u in (options.base_url or "").split(",") if u.strip()] or [None]
         replicas: list[ChatModel] = [
             OpenAICompatModel(arg, base_url=url, api_key=options.api_key, dialect=options.schema_dialect,
-                              timeout_s=options.timeout_s) for url in urls]
+                              timeout_s=options.timeout_s, http_client=options.http_client) for url in urls]
         return replicas[0] if len(replicas) == 1 else PooledModel(replicas)
     if kind == "vllm" and arg:
         from consilium.models.backends.vllm_engine import VLLMModel
