@@ -2,13 +2,16 @@
 
 The role assignment is made once per case and model and reused by the second
 format (ai-consilium.txt, Fig. 2a and 5a); its calls are copied into that
-format's trace so every trace is complete and replays on its own.
+format's trace so every trace is complete and replays on its own. Once the
+panel is assigned the formats are independent, so the second starts then and
+both run side by side: against a server, a case takes the time of one format.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,10 +22,12 @@ from consilium.agents.prompting import prompt_hashes
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
 from consilium.errors import BudgetExceededError, ModelError
-from consilium.graphs.consilium import ConsiliumConfig, ConsiliumContext, build_graph
+from consilium.graphs.consilium import ConsiliumConfig, ConsiliumContext, consilium_graph
 from consilium.graphs.consilium.graph import RECURSION_LIMIT
+from consilium.graphs.running import stream_states
 from consilium.log import get_logger
 from consilium.models import CallRecord, CallRecorder, ChatModel, UsageLedger, for_run
+from consilium.models.wrappers import work_item
 from consilium.traces.build import base_fields
 from consilium.traces.schema import Trace
 
@@ -43,9 +48,14 @@ def config_record(config: BaseModel) -> dict[str, Any]:
     return {**config.model_dump(), "prompts": prompt_hashes()}
 
 
+#: Told the assigned panel and the calls that assigned it, as soon as a run has them.
+RolesListener = Callable[[list[AssignedRole], list[CallRecord]], None]
+
+
 async def run_format(case: Case, fmt: Format, models: RunModels, config: ConsiliumConfig, *, run_id: str,
                      shared_roles: list[AssignedRole] | None = None,
-                     shared_calls: list[CallRecord] | None = None) -> Trace:
+                     shared_calls: list[CallRecord] | None = None,
+                     on_roles: RolesListener | None = None) -> Trace:
     """Run the graph for one format. A model failure is recorded in the trace (status ``failed``)."""
     recorder = CallRecorder(UsageLedger(config.budget_tokens))
     for call in shared_calls or []:
@@ -55,15 +65,14 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
         moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
         case_text=case.render(), format=fmt, config=config,
     )
-    graph = build_graph(ctx)
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     state: dict[str, Any] = {"roles": shared_roles} if shared_roles else {}
     error: str | None = None
     try:
-        # Stream the state after each step so a failed run still records how far it got.
         async with asyncio.timeout(config.wall_limit_s):
-            async for values in graph.astream(state, config={"recursion_limit": RECURSION_LIMIT},
-                                              stream_mode="values"):
+            async for values in stream_states(consilium_graph(), state, ctx, recursion_limit=RECURSION_LIMIT):
+                if on_roles is not None and values.get("roles") and not state.get("roles"):
+                    on_roles(values["roles"], [c for c in recorder.calls if c.stage == "role_assignment"])
                 state = values
     except TimeoutError:
         error = f"WallClockLimit: the run exceeded its wall-clock limit of {config.wall_limit_s:g} s"
@@ -84,15 +93,43 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
 
 
 async def run_case(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
-                   run_id: str) -> list[Trace]:
-    traces: list[Trace] = []
-    roles: list[AssignedRole] | None = None
-    assignment_calls: list[CallRecord] = []
-    for fmt in formats:
-        trace = await run_format(case, fmt, models, config, run_id=run_id, shared_roles=roles,
-                                 shared_calls=assignment_calls)
-        traces.append(trace)
-        if roles is None and trace.roles:
-            roles = trace.roles
-            assignment_calls = [c for c in trace.calls if c.stage == "role_assignment"]
-    return traces
+                   run_id: str, shared_roles: list[AssignedRole] | None = None,
+                   shared_calls: list[CallRecord] | None = None,
+                   on_trace: Callable[[Trace], None] | None = None) -> list[Trace]:
+    """Every format of one case, side by side once the panel is assigned: by the first format's run, or
+    before (``shared_roles``, from a finished trace). ``on_trace`` gets each trace as soon as it is done."""
+    if not formats:
+        return []
+
+    async def one(fmt: Format, roles: list[AssignedRole] | None, calls: list[CallRecord] | None,
+                  on_roles: RolesListener | None = None) -> Trace:
+        trace = await run_format(case, fmt, models, config, run_id=run_id, shared_roles=roles, shared_calls=calls,
+                                 on_roles=on_roles)
+        if on_trace is not None:
+            on_trace(trace)
+        return trace
+
+    with work_item():  # one case's calls, all formats: admitted by the case's progress
+        tasks: list[asyncio.Task[Trace]] = []
+        try:
+            if shared_roles:
+                tasks = [asyncio.create_task(one(fmt, shared_roles, shared_calls)) for fmt in formats]
+            else:
+                assigned: asyncio.Future[tuple[list[AssignedRole], list[CallRecord]]] = (
+                    asyncio.get_running_loop().create_future())
+
+                def share(roles: list[AssignedRole], calls: list[CallRecord]) -> None:
+                    if not assigned.done():
+                        assigned.set_result((roles, calls))
+
+                tasks = [asyncio.create_task(one(formats[0], None, None, share))]
+                waiting: list[asyncio.Future[Any]] = [tasks[0], assigned]
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                # No panel (the first format failed before assigning one): each other format assigns its own.
+                roles, calls = assigned.result() if assigned.done() else (None, None)
+                tasks += [asyncio.create_task(one(fmt, roles, calls)) for fmt in formats[1:]]
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise

@@ -23,7 +23,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
-from consilium.simulate import RunModels, run_format
+from consilium.simulate import RunModels, run_case
 from consilium.traces.io import read_trace, write_trace
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
@@ -134,12 +134,7 @@ async def _run_board_arm(arm: CohortArm, models: RunModels, config: BoardConfig,
 async def _run_arm(arm: CohortArm, models: RunModels, config: ConsiliumConfig, run_dir: Path, run_id: str,
                    on_done: Callable[[dict[str, Any]], None]) -> None:
     todo = [f for f in arm.formats if not _done(arm_path(run_dir, arm.case.id, arm.model_spec, f))]
-    if not todo:
-        for fmt in arm.formats:
-            path = arm_path(run_dir, arm.case.id, arm.model_spec, fmt)
-            on_done({**arm_row(read_trace(path), arm.model_spec, path), "resumed": True})  # type: ignore[arg-type]
-        return
-    roles, shared_calls = None, []
+    roles, shared_calls = None, None
     for fmt in arm.formats:  # re-use a finished format's role assignment
         path = arm_path(run_dir, arm.case.id, arm.model_spec, fmt)
         if fmt not in todo:
@@ -147,20 +142,24 @@ async def _run_arm(arm: CohortArm, models: RunModels, config: ConsiliumConfig, r
             assert isinstance(done, Trace)
             roles, shared_calls = done.roles, [c for c in done.calls if c.stage == "role_assignment"]
             on_done({**arm_row(done, arm.model_spec, path), "resumed": True})
-    for fmt in todo:
-        path = arm_path(run_dir, arm.case.id, arm.model_spec, fmt)
-        try:
-            trace = await run_format(arm.case, fmt, models, config, run_id=run_id,  # type: ignore[arg-type]
-                                     shared_roles=roles,
-                                     shared_calls=shared_calls)
-        except Exception as exc:  # an arm's failure is recorded; the cohort goes on
-            on_done({"case_id": arm.case.id, "model_spec": arm.model_spec, "format": fmt, "status": "failed",
-                     "error": f"{type(exc).__name__}: {exc}", "trace": ""})
-            continue
+    if not todo:
+        return
+    written: set[str] = set()
+
+    def write(trace: Trace) -> None:
+        path = arm_path(run_dir, arm.case.id, arm.model_spec, trace.format)
         write_trace(path, trace)
-        if roles is None and trace.roles:
-            roles, shared_calls = trace.roles, [c for c in trace.calls if c.stage == "role_assignment"]
+        written.add(trace.format)
         on_done({**arm_row(trace, arm.model_spec, path), "resumed": False})
+
+    try:
+        await run_case(arm.case, todo, models, config, run_id=run_id,  # type: ignore[arg-type]
+                       shared_roles=roles, shared_calls=shared_calls, on_trace=write)
+    except Exception as exc:  # an arm's failure is recorded; the cohort goes on
+        for fmt in todo:
+            if fmt not in written:
+                on_done({"case_id": arm.case.id, "model_spec": arm.model_spec, "format": fmt, "status": "failed",
+                         "error": f"{type(exc).__name__}: {exc}", "trace": ""})
 
 
 async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], config: ConsiliumConfig | BoardConfig, *,

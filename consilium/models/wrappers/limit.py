@@ -1,13 +1,41 @@
-"""A bound on concurrent calls to one backend."""
+"""A bound on concurrent calls to one backend, admitting the least advanced work item first.
+
+A cohort is many cases, each a chain of dependent steps (assign roles →
+opinions → synthesis → votes → revision → votes …). Admitted first come,
+first served, the cases drift apart: some race ahead, and the run ends with
+a tail of late cases whose remaining steps cannot fill the server. Admitted
+least-advanced-case first, the cases move in step and the server stays full
+to the end — the ordering that meets the critical-path bound when every case
+has the same shape (benchmarks/results.md, section 2). A case is marked with
+:func:`work_item`; calls outside one are admitted in arrival order.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from consilium.models.protocol import ChatModel
 from consilium.models.types import ModelRequest, ModelResponse
 
-__all__ = ["ConcurrencyLimitedModel"]
+__all__ = ["ConcurrencyLimitedModel", "work_item"]
+
+#: Calls made so far by the current work item (one case, both formats), shared by its tasks.
+_progress: ContextVar[list[int] | None] = ContextVar("consilium_work_progress", default=None)
+
+
+@contextmanager
+def work_item() -> Iterator[None]:
+    """Mark the calls made inside as one work item, whose progress orders its calls' admission."""
+    token = _progress.set([0])
+    try:
+        yield
+    finally:
+        _progress.reset(token)
 
 
 class ConcurrencyLimitedModel:
@@ -19,21 +47,46 @@ class ConcurrencyLimitedModel:
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
         self.max_concurrency = max_concurrency
-        self._semaphore: asyncio.Semaphore | None = None
+        self._free = max_concurrency
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
         self.in_flight = 0
         self.peak_in_flight = 0
 
+    async def _acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        admitted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._order), admitted))
+        try:
+            await admitted
+        except asyncio.CancelledError:
+            if admitted.done() and not admitted.cancelled():
+                self._release()  # admitted just as it was cancelled: pass the slot on
+            raise
+
+    def _release(self) -> None:
+        while self._waiting:
+            _, _, admitted = heapq.heappop(self._waiting)
+            if not admitted.done():  # skip waiters cancelled while queued
+                admitted.set_result(None)
+                return
+        self._free += 1
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        # Created lazily so the semaphore binds to the running loop.
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        async with self._semaphore:
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            try:
-                return await self.inner.generate(request)
-            finally:
-                self.in_flight -= 1
+        progress = _progress.get()
+        priority = progress[0] if progress is not None else 0
+        if progress is not None:
+            progress[0] += 1
+        await self._acquire(priority)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self.inner.generate(request)
+        finally:
+            self.in_flight -= 1
+            self._release()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
