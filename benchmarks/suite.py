@@ -3,8 +3,8 @@
     make bench        (or: .venv/bin/python benchmarks/suite.py [--quick])
 
 1. orchestration overhead per model call (consilium graph vs a bare asyncio loop, instant model);
-2. concurrency speedup and efficiency against the critical-path bound (scripted model with a fixed
-   latency, in-process);
+2. concurrency speedup and efficiency against the critical-path bound: the openai backend against
+   benchmarks/fakeserver.py, an OpenAI-compatible server in its own process answering in 100 ms;
 3. prefix reuse: the share of prompt tokens repeating a prefix already sent for the same case,
    for both formats and the board, beside a role-first layout;
 4. replay and re-judge throughput (arms/s) against the original scripted run;
@@ -22,9 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from consilium import aio
 from consilium.board.run import run_board
 from consilium.cases import Case, load_case
 from consilium.graphs.board import BoardConfig
@@ -33,6 +36,7 @@ from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
+from consilium.models.factory import ModelOptions, build_model
 from consilium.models.tokens import _encoding
 from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel
 from consilium.simulate import RunModels, run_case
@@ -68,14 +72,53 @@ RULES = [
 ]
 
 
+# The same answers for the fake HTTP server, chosen by substrings of the prompt (it sees no call tags).
+HTTP_RULES: list[dict[str, Any]] = [
+    {"contains": ["Choose the panel of specialists"], "json": RULES[0].json_},
+    {"contains": ["Give your opinion now"], "json": RULES[1].json_},
+    {"contains": ["Write your opinion now"], "response": "Opinion: A is most likely; B is possible."},
+    {"contains": ['these string fields: "final_opinion"'], "json": RULES[3].json_},
+    {"contains": ["one shared consilium report in prose"], "response": "Report: A is most likely."},
+    {"contains": ["(version 1)", "You are the Radiologist on this panel. Cast your vote"], "json": RULES[5].json_},
+    {"contains": ["Cast your vote now"], "json": RULES[6].json_},
+    {"contains": ['"final_opinion": "..."'], "json": RULES[7].json_},
+    {"contains": ["the full revised report in prose"], "json": RULES[8].json_},
+]
+
+
+@contextmanager
+def fake_server(latency_ms: float) -> Iterator[str]:
+    """benchmarks/fakeserver.py in its own process; yields its base URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rules = Path(tmp) / "rules.json"
+        rules.write_text(json.dumps(HTTP_RULES))
+        process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "fakeserver.py"), "--rules", str(rules),
+                                    "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line.startswith("PORT "):
+                raise RuntimeError(f"the fake server did not start: {line!r}")
+            yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
 def cases(n: int) -> list[Case]:
     base = load_case(EXAMPLE)
     return [base.model_copy(update={"id": f"bench-{i:04d}",
                                     "presentation": f"{base.presentation} (patient {i})"}) for i in range(n)]
 
 
-async def run_cohort(items: list[Case], latency_ms: float, concurrency: int) -> tuple[float, list[Any]]:
-    model = ConcurrencyLimitedModel(ScriptedModel(Script(rules=RULES, latency_ms=latency_ms)), concurrency)
+async def run_cohort(items: list[Case], latency_ms: float, concurrency: int,
+                     base_url: str | None = None) -> tuple[float, list[Any]]:
+    """Both formats of every case, ``concurrency`` cases and calls in flight, against the scripted model
+    (in-process) or, with ``base_url``, the fake HTTP server through the whole openai backend stack."""
+    if base_url:
+        model = build_model("openai:fake", ModelOptions(base_url=base_url, max_concurrency=concurrency, cache=False))
+    else:
+        model = ConcurrencyLimitedModel(ScriptedModel(Script(rules=RULES, latency_ms=latency_ms)), concurrency)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(case: Case) -> list[Any]:
@@ -84,12 +127,18 @@ async def run_cohort(items: list[Case], latency_ms: float, concurrency: int) -> 
                                   run_id="bench")
 
     started = time.perf_counter()
-    traces = [t for group in await asyncio.gather(*(one(c) for c in items)) for t in group]
+    try:
+        traces = [t for group in await asyncio.gather(*(one(c) for c in items)) for t in group]
+    finally:
+        await model.aclose()
+    failed = [t.error for t in traces if t.status != "completed"]
+    if failed:
+        raise RuntimeError(f"{len(failed)} benchmark runs failed, e.g. {failed[0]}")
     return time.perf_counter() - started, traces
 
 
 def overhead(n: int) -> dict[str, Any]:
-    elapsed, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    elapsed, traces = aio.run(run_cohort(cases(n), 0.0, 8))
     calls = sum(len(t.calls) for t in traces) - n  # the shared assignment is copied, not called, once per case
     model = ScriptedModel(Script(rules=RULES))
     request = ModelRequest(messages=(Message(role="user", content=load_case(EXAMPLE).render()),),
@@ -100,25 +149,29 @@ def overhead(n: int) -> dict[str, Any]:
         await asyncio.gather(*(model.generate(request) for _ in range(calls)))
         return time.perf_counter() - started
 
-    baseline = asyncio.run(bare())
+    baseline = aio.run(bare())
     per_call = (elapsed - baseline) / calls * 1000
     return {"calls": calls, "graph_s": elapsed, "bare_s": baseline, "overhead_ms": per_call,
             "share_of_100ms": per_call / 100}
 
 
 def concurrency(n: int, latency_ms: float) -> list[dict[str, Any]]:
+    """The cohort against the fake server (its own process) through the whole openai backend stack."""
     rows = []
     base = None
-    for level in (1, 8, 32, 64):
-        elapsed, traces = asyncio.run(run_cohort(cases(n), latency_ms, level))
-        calls = sum(len(t.calls) for t in traces) - n
-        # The critical path of one case: assignment, then per format opinions → synthesis → vote
-        # → revision → vote (each a sequential step), formats one after the other.
-        steps_per_case = 1 + 2 * 5
-        ideal = max(steps_per_case * latency_ms / 1000, calls * latency_ms / 1000 / level)
-        base = base or elapsed
-        rows.append({"concurrency": level, "wall_s": elapsed, "speedup": base / elapsed,
-                     "efficiency": ideal / elapsed})
+    with fake_server(latency_ms) as url:
+        for level in (1, 8, 32, 64):
+            elapsed, traces = aio.run(run_cohort(cases(n), latency_ms, level, url))
+            calls = sum(len(t.calls) for t in traces) - n
+            # The critical path of one case: the assignment, then (both formats side by side) opinions →
+            # synthesis → vote → revision → vote, each step waiting for the one before.
+            steps_per_case = 1 + 5
+            ideal = max(steps_per_case * latency_ms / 1000, calls * latency_ms / 1000 / level)
+            base = base or elapsed
+            latencies = [c.latency_ms for t in traces for c in t.calls]
+            rows.append({"concurrency": level, "wall_s": elapsed, "speedup": base / elapsed,
+                         "efficiency": ideal / elapsed, "calls": calls,
+                         "mean_latency_ms": sum(latencies) / len(latencies)})
     return rows
 
 
@@ -145,9 +198,9 @@ def reuse(prompts_by_case: dict[str, list[str]]) -> float:
 
 
 def prefix_reuse(n: int) -> list[dict[str, Any]]:
-    _, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    _, traces = aio.run(run_cohort(cases(n), 0.0, 8))
     model = ScriptedModel(Script(rules=RULES))
-    boards = [asyncio.run(run_board(c, "agents", RunModels(model, model), BoardConfig(max_turns=6), run_id="b"))
+    boards = [aio.run(run_board(c, "agents", RunModels(model, model), BoardConfig(), run_id="b"))
               for c in cases(n)]
     rows = []
     for label, group in (("consilium free-form", [t for t in traces if t.format == "free-form"]),
@@ -166,10 +219,10 @@ def prefix_reuse(n: int) -> list[dict[str, Any]]:
 
 
 def replay_and_rejudge(n: int) -> dict[str, Any]:
-    elapsed, traces = asyncio.run(run_cohort(cases(n), 0.0, 8))
+    elapsed, traces = aio.run(run_cohort(cases(n), 0.0, 8))
     started = time.perf_counter()
     for trace in traces:
-        asyncio.run(replay_trace(trace))
+        aio.run(replay_trace(trace))
     replay = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
         cached = CachedModel(ScriptedModel(Script(rules=RULES)), Path(tmp) / "cache.sqlite")
@@ -180,8 +233,8 @@ def replay_and_rejudge(n: int) -> dict[str, Any]:
             await asyncio.gather(*(judge_trace(t, "t", rubric, JudgeSetup(model=cached)) for t in traces))
             return time.perf_counter() - started
 
-        first = asyncio.run(judge_all())
-        again = asyncio.run(judge_all())
+        first = aio.run(judge_all())
+        again = aio.run(judge_all())
     arms = len(traces)
     return {"arms": arms, "run_arms_s": arms / elapsed, "replay_arms_s": arms / replay,
             "judge_arms_s": arms / first, "rejudge_cached_arms_s": arms / again}
@@ -240,10 +293,12 @@ def main() -> None:
               f"{o['share_of_100ms']:.1%} of a 100 ms model call (target ≤ 5%).", ""]
     latency = 100.0
     rows = concurrency(64 // scale, latency)
-    lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {latency:.0f} ms per call, in-process)", "",
-              "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound |", "|---|---|---|---|"]
-    lines += [f"| {r['concurrency']} | {r['wall_s']:.2f} | {r['speedup']:.1f}× | {r['efficiency']:.2f} |"
-              for r in rows]
+    lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {rows[0]['calls']} calls, against "
+              f"benchmarks/fakeserver.py answering in {latency:.0f} ms)", "",
+              "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound | mean call latency seen |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['concurrency']} | {r['wall_s']:.2f} | {r['speedup']:.1f}× | {r['efficiency']:.2f} | "
+              f"{r['mean_latency_ms']:.0f} ms |" for r in rows]
     rows = prefix_reuse(10 // (2 if args.quick else 1))
     lines += ["", "## 3. Prefix reuse (share of prompt tokens repeating a prefix already sent for the case)", "",
               "| runs | case first (consilium's layout) | role and task first |", "|---|---|---|"]
