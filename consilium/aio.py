@@ -1,5 +1,6 @@
 """One way to run the event loop: uvloop's where it is installed (not on Windows), else asyncio's,
-with the garbage collector tuned for a long run.
+with the garbage collector tuned for a long run. ``CONSILIUM_EVENT_LOOP=asyncio`` picks asyncio's
+loop (the tests do: their network guard watches Python's sockets, which uvloop does not use).
 
 Both matter when one process keeps dozens of calls in flight against a
 server (benchmarks/results.md, section 2). uvloop does the same work with
@@ -15,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from consilium.errors import UserError
 
 __all__ = ["GC_THRESHOLDS", "loop_factory", "run", "tuned_gc"]
 
@@ -28,6 +32,11 @@ GC_THRESHOLDS = (50_000, 20, 10)
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    choice = os.environ.get("CONSILIUM_EVENT_LOOP", "uvloop").strip().lower()
+    if choice == "asyncio":
+        return None
+    if choice != "uvloop":
+        raise UserError(f"CONSILIUM_EVENT_LOOP: expected uvloop or asyncio, got {choice!r}")
     try:
         import uvloop
     except ImportError:

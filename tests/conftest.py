@@ -26,6 +26,8 @@ class NetworkBlocked(RuntimeError):
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CONSILIUM_CACHE", str(tmp_path / "cache.sqlite"))
     monkeypatch.setenv("CONSILIUM_LOG_FILE", str(tmp_path / "consilium.log.jsonl"))
+    # asyncio's loop: uvloop connects sockets in C, out of the network guard's sight.
+    monkeypatch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
 
