@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,18 @@ def test_specialists_take_the_floor_more_than_once() -> None:
     last = specialist_calls[-1].messages[-1].content
     so_far = last.split("The meeting so far:")[1].split("The Moderator has just asked you")[0]
     assert "<turn 11> Moderator:" in so_far and "<turn 12>" not in so_far
+
+
+def test_each_meeting_call_extends_the_prefix_of_the_one_before() -> None:
+    """Board preamble, case, meeting rules and transcript come before whoever speaks: each call repeats the
+    previous call's prompt up to the end of the transcript it saw (prefix caching on a vLLM server)."""
+    trace = run(rotating_board(closes=False), max_turns=8)
+    assert all(c.messages[0] == trace.calls[0].messages[0] for c in trace.calls)  # the role assignment's too
+    prompts = [c.messages[1].content for c in trace.calls if c.stage in ("board_turn", "conclusion")]
+    for before, after in itertools.pairwise(prompts):
+        seen = before.split("The meeting so far:\n")[1].split("\n\nYou are the ")[0]
+        seen = "" if seen == "(nothing has been said yet)" else seen  # the opening call's placeholder
+        assert after.startswith(before[:before.index("The meeting so far:\n")] + "The meeting so far:\n" + seen)
 
 
 def write_script(tmp_path: Path, rules: list[dict[str, Any]], **extra: Any) -> str:

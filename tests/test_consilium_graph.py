@@ -156,6 +156,15 @@ def test_usage_by_stage_sums_to_total_and_case_prefix_is_shared(tmp_path: Path) 
         case_block = trace.calls[0].messages[1].content.split("\n\nTASK\n")[0]
         assert all(c.messages[0] == trace.calls[0].messages[0] for c in trace.calls)
         assert all(c.messages[1].content.startswith(case_block + "\n\nTASK\n") for c in trace.calls)
+        # Within a stage the role comes last: the calls of a stage and round differ only from the
+        # paragraph that names the role on.
+        for stage in ("opinion", "vote"):
+            for rnd in {c.round for c in trace.calls if c.stage == stage}:
+                texts = [c.messages[1].content for c in trace.calls if c.stage == stage and c.round == rnd]
+                assert len(texts) == 3
+                shared = texts[0][:next(i for i, chars in enumerate(zip(*texts, strict=False))
+                                        if len(set(chars)) > 1)]
+                assert shared.endswith("\n\nYou are the ") and all(len(t) - len(shared) < 200 for t in texts)
 
 
 def test_replay_reports_the_first_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,8 +45,13 @@ def server_url() -> Iterator[str]:
         yield url
 
 
-def _options(url: str) -> ModelOptions:
-    return ModelOptions(base_url=url, cache=False, schema_dialect="json_object", retry=FAST_RETRY)
+def _options(url: str, http_client: str = "aiohttp") -> ModelOptions:
+    return ModelOptions(base_url=url, cache=False, schema_dialect="json_object", retry=FAST_RETRY,
+                        http_client=http_client)
+
+
+#: Both transports of the openai backend (models/backends/http_transports.py) get the same tests.
+TRANSPORTS = pytest.mark.parametrize("http_client", ["aiohttp", "sdk"])
 
 
 def _closed_port_url() -> str:
@@ -54,9 +59,10 @@ def _closed_port_url() -> str:
 
 
 @pytest.mark.localhost
-async def test_plain_call_returns_text_and_reported_usage(server_url: str) -> None:
+@TRANSPORTS
+async def test_plain_call_returns_text_and_reported_usage(server_url: str, http_client: str) -> None:
     recorder = CallRecorder()
-    model = for_run(build_model("openai:any-name", _options(server_url)), recorder)
+    model = for_run(build_model("openai:any-name", _options(server_url, http_client)), recorder)
     try:
         response = await model.generate(ModelRequest(
             messages=(Message(role="user", content="Name one organ of the human body."),),
@@ -74,9 +80,10 @@ async def test_plain_call_returns_text_and_reported_usage(server_url: str) -> No
 
 
 @pytest.mark.localhost
-async def test_structured_call_returns_validated_parsed_value(server_url: str) -> None:
+@TRANSPORTS
+async def test_structured_call_returns_validated_parsed_value(server_url: str, http_client: str) -> None:
     recorder = CallRecorder()
-    model = for_run(build_model("openai:local", _options(server_url)), recorder)
+    model = for_run(build_model("openai:local", _options(server_url, http_client)), recorder)
     schema = OutputSchema.from_model(Triage)
     try:
         response = await model.generate(ModelRequest(
@@ -94,9 +101,10 @@ async def test_structured_call_returns_validated_parsed_value(server_url: str) -
 
 
 @pytest.mark.localhost
-def test_models_check_cli(server_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+@TRANSPORTS
+def test_models_check_cli(server_url: str, http_client: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["models", "check", "--model", "openai:local", "--base-url", server_url,
-                 "--schema-dialect", "json_object", "--max-tokens", "16"])
+                 "--schema-dialect", "json_object", "--max-tokens", "16", "--http-client", http_client])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "tokens/s" in out
@@ -105,9 +113,10 @@ def test_models_check_cli(server_url: str, capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.localhost
-async def test_unreachable_server_ends_in_a_clear_model_error() -> None:
+@TRANSPORTS
+async def test_unreachable_server_ends_in_a_clear_model_error(http_client: str) -> None:
     url = _closed_port_url()
-    model = for_run(build_model("openai:local", _options(url)), CallRecorder())
+    model = for_run(build_model("openai:local", _options(url, http_client)), CallRecorder())
     try:
         with pytest.raises(ModelError, match=r"connection failed.*gave up after 2 attempts") as info:
             await model.generate(ModelRequest(messages=(Message(role="user", content="hi"),), settings=SETTINGS))
