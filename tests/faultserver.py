@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from localserver import serving
+
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
 
@@ -128,14 +130,6 @@ class _QuietServer(ThreadingHTTPServer):
 @contextmanager
 def fault_server(script: Script, *, rate: float, seed: int = 0, hang_s: float = 1.5) -> Iterator[FaultServer]:
     state = FaultServer(script, rate=rate, seed=seed, hang_s=hang_s)
-    httpd = _QuietServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(_QuietServer(("127.0.0.1", 0), _handler(state))) as url:
+        state.base_url = url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

@@ -173,17 +173,23 @@ def _handler(state: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def scripted_server(behaviours: Sequence[Behaviour]) -> Iterator[ScriptedServer]:
-    """Serve ``behaviours`` on 127.0.0.1 (a free port) in a thread; yield the server state."""
-    state = ScriptedServer(behaviours)
-    httpd = ThreadingHTTPServer((HOST, 0), _handler(state))
+def serving(httpd: ThreadingHTTPServer) -> Iterator[str]:
+    """Run ``httpd`` (bound to 127.0.0.1) in a daemon thread; yield its OpenAI-style base URL; stop it."""
     httpd.daemon_threads = True
-    state.base_url = f"http://{HOST}:{httpd.server_address[1]}/v1"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield state
+        yield f"http://{HOST}:{httpd.server_address[1]}/v1"
     finally:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def scripted_server(behaviours: Sequence[Behaviour]) -> Iterator[ScriptedServer]:
+    """Serve ``behaviours`` on 127.0.0.1 (a free port) in a thread; yield the server state."""
+    state = ScriptedServer(behaviours)
+    with serving(ThreadingHTTPServer((HOST, 0), _handler(state))) as url:
+        state.base_url = url
+        yield state
