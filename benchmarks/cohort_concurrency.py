@@ -10,7 +10,6 @@ the framework's own overhead; with a simulated server latency it shows what conc
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -19,26 +18,17 @@ from io import StringIO
 from pathlib import Path
 
 from consilium.cli import main as cli
+from consilium.models.backends.scripted import Script
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT.parent / "shared" / "data" / "agentclinic_medqa.jsonl"
-PANEL = {"rules": [
-    {"stage": "role_assignment", "json": {"primary": {"label": "Internist", "justification": "x"}, "supporting": [
-        {"label": "Neurologist", "justification": "y"}, {"label": "Radiologist", "justification": "z"}]}},
-    {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-        "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-        "management_strategy": "m", "final_conclusion": "A"}},
-    {"stage": "opinion", "response": "Opinion of {role}."},
-    {"stage": "synthesis", "contains": '"final_opinion"', "json": {
-        "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
-        "management_plan": "m", "safety_warnings": "w"}},
-    {"stage": "synthesis", "response": "Report: A."},
-    {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"
 
 
 def arms_per_second(folder: Path, cases: int, concurrency: int, latency_ms: float) -> float:
     panel = folder / f"panel-{latency_ms}.json"
-    panel.write_text(json.dumps({**PANEL, "latency_ms": latency_ms}))
+    script = Script.load(PANEL).model_copy(update={"latency_ms": latency_ms})
+    panel.write_text(script.model_dump_json(by_alias=True, exclude_none=True))
     captured = StringIO()
     with redirect_stdout(captured):
         code = cli(["--log-file", str(folder / "log.jsonl"), "cohort", "--cases", str(CASES), "--limit", str(cases),

@@ -35,7 +35,7 @@ from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallTag, Message, ModelRequest
-from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
+from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.models.tokens import _encoding
 from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel
@@ -44,32 +44,9 @@ from consilium.traces.replay import replay_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
-RULES = [
-    ScriptRule(stage="role_assignment", json={"primary": {"label": "Internist", "justification": "x"},
-                                              "supporting": [{"label": "Neurologist", "justification": "y"},
-                                                             {"label": "Radiologist", "justification": "z"}]}),
-    ScriptRule(stage="opinion", contains='"final_conclusion"', json={
-        "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-        "management_strategy": "m", "final_conclusion": "A"}),
-    ScriptRule(stage="opinion", response="Opinion of {role}: A is most likely; B is possible."),
-    ScriptRule(stage="synthesis", contains='"final_opinion"', json={
-        "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
-        "management_plan": "m", "safety_warnings": "w"}),
-    ScriptRule(stage="synthesis", response="Report: A is most likely."),
-    ScriptRule(stage="vote", round=1, role="radiologist", json={"vote": "dissent", "reason": "imaging",
-                                                                "requested_change": "add CT"}),
-    ScriptRule(stage="vote", json={"vote": "accept", "reason": "ok", "requested_change": None}),
-    ScriptRule(stage="revision", contains='"final_opinion": "..."', json={
-        "changed": True, "change_summary": "CT", "report": {
-            "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "CT",
-            "management_plan": "m", "safety_warnings": "w"}}),
-    ScriptRule(stage="revision", json={"changed": True, "change_summary": "CT", "report": "Report: A; CT."}),
-    ScriptRule(stage="board_turn", role="moderator", json={"action": "ask", "speaker": "Radiologist",
-                                                           "message": "Radiology, your view?"}),
-    ScriptRule(stage="board_turn", response="I agree; I would add CT."),
-    ScriptRule(stage="conclusion", json={"conclusion": "The board advises CT. Treatment follows the result."}),
-    ScriptRule(stage="judge", json={"rationale": "ok", "score": 2}),
-]
+PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"
+#: The scripted answers of every benchmark (consilium, board and judge), from the shipped example.
+RULES = Script.load(PANEL).rules
 
 
 # The same answers for the fake HTTP server, chosen by substrings of the prompt (it sees no call tags).
@@ -246,10 +223,8 @@ def peak_rss_kb(arms: int, folder: Path) -> int:
     source = EXAMPLE.read_text()
     for i in range(arms // 2):
         (case_dir / f"c{i}.yaml").write_text(source.replace("id: diagnostic-myocarditis", f"id: mem-{i:04d}"))
-    script = folder / "panel.json"
-    script.write_text(json.dumps({"rules": [r.model_dump(by_alias=True, exclude_none=True) for r in RULES]}))
     command = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "consilium", "--log-file", str(folder / "l"),
-               "cohort", "--cases", str(case_dir), "--model", f"scripted:{script}", "--concurrency", "16",
+               "cohort", "--cases", str(case_dir), "--model", f"scripted:{PANEL}", "--concurrency", "16",
                "--out", str(folder / f"runs-{arms}")]
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "CONSILIUM_CACHE": "off"})
     return int(done.stderr.strip().splitlines()[-1])

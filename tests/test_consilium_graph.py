@@ -286,3 +286,13 @@ def test_an_api_key_never_reaches_traces_logs_or_pages(tmp_path: Path, monkeypat
     for path in [log, *run_dir.rglob("*")]:
         if path.is_file():
             assert sentinel not in path.read_text(errors="replace"), path
+
+
+def test_the_shipped_scripted_panel_runs_a_consilium_without_a_model(tmp_path: Path) -> None:
+    """examples/models/scripted-panel.yaml, as the README offers it: one dissent, one revision, consensus."""
+    panel = Path(__file__).resolve().parents[1] / "examples" / "models" / "scripted-panel.yaml"
+    for trace in simulate(tmp_path, f"scripted:{panel}"):
+        assert trace.status == "completed" and trace.stop_reason == "consensus"
+        assert [r.label for r in trace.roles] == ["Internist", "Neurologist", "Radiologist"]
+        assert [r.dissent_fraction for r in trace.rounds] == [pytest.approx(1 / 3, abs=1e-6), 0.0]
+        assert len(trace.reports) == 2
