@@ -57,6 +57,10 @@ CORPUS: dict[str, Builder] = {
                                          "--judgements", str(t), "--rubric", "ai-consilium"], ".csv or .jsonl"),
     "bad run config": lambda t: (["simulate", "--case", str(CASE), "--config", str(case_file(
         t, "max_round: 3\n", "c.yaml"))], "max_round"),
+    "bad http client": lambda t: (["simulate", "--case", str(CASE), "--model", "openai:x", "--http-client",
+                                   "curl"], "--http-client"),
+    "bad http client in model config": lambda t: (["models", "check", "--model-config", str(case_file(
+        t, "spec: openai:x\nhttp_client: curl\n", "m.yaml"))], "http_client"),
     "bad model config": lambda t: (["models", "check", "--model-config", str(case_file(t, "spec: 5\n", "m.yaml"))],
                                    "spec"),
     "bad experiment": lambda t: (["cohort", "--cases", str(CASE), "--experiment", str(case_file(

@@ -19,7 +19,7 @@ import time
 from typing import Any, Literal
 
 from consilium.errors import ModelError, TransientModelError, UserError
-from consilium.models.backends.http_transports import HTTP_CLIENTS, open_transport
+from consilium.models.backends.http_transports import open_transport
 from consilium.models.images import image_data_url
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message, ModelRequest, ModelResponse
@@ -70,8 +70,6 @@ class OpenAICompatModel:
                  dialect: str = "json_schema", timeout_s: float = 120.0, http_client: str = "aiohttp") -> None:
         if dialect not in DIALECTS:
             raise UserError(f"unknown schema dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")
-        if http_client not in HTTP_CLIENTS:
-            raise UserError(f"unknown HTTP client {http_client!r} (expected one of {', '.join(HTTP_CLIENTS)})")
         if not model:
             raise UserError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
         if not api_key:
