@@ -69,7 +69,9 @@ class LlamaCppModel:
         self.model_id = model_id or self.path.stem
         self.endpoint = f"llama.cpp:{self.path.name}:repeat_penalty={repeat_penalty}"
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        # Every core: calls run one at a time (the lock below), and llama-cpp-python's own default, half
+        # the cores, generated 80 tokens/s here against 122 with both (benchmarks/results.md, section 6).
+        self.n_threads = n_threads or os.cpu_count() or 1
         # llama.cpp's classic default; without it small models loop until max_tokens inside JSON strings.
         self.repeat_penalty = repeat_penalty
         self._llm: Any = None
