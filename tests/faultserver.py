@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from localserver import serving
+from localserver import JsonHandler, serving
 
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
@@ -70,20 +70,8 @@ def _completion(text: str, model: str, finish: str = "stop") -> bytes:
 
 
 def _handler(state: FaultServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -91,13 +79,13 @@ def _handler(state: FaultServer) -> type[BaseHTTPRequestHandler]:
             model = str(body.get("model", "fault"))
             error = json.dumps({"error": {"message": "injected", "type": "injected"}}).encode()
             if fault == "http_500":
-                self._send(500, error)
+                self.send_body(500, error)
             elif fault == "http_429":
-                self._send(429, error, {"Retry-After": "0"})
+                self.send_body(429, error, {"Retry-After": "0"})
             elif fault == "malformed_json":
-                self._send(200, b"{this is not json")
+                self.send_body(200, b"{this is not json")
             elif fault == "schema_violation":
-                self._send(200, _completion('{"unexpected": true}', model))
+                self.send_body(200, _completion('{"unexpected": true}', model))
             elif fault == "drop_mid_response":
                 data = _completion(state.answer(body), model)
                 self.send_response(200)
@@ -113,11 +101,11 @@ def _handler(state: FaultServer) -> type[BaseHTTPRequestHandler]:
                     time.sleep(state.hang_s)
                 text = state.answer(body)
                 if fault == "truncated":
-                    self._send(200, _completion(text[: max(1, len(text) // 2)], model, "length"))
+                    self.send_body(200, _completion(text[: max(1, len(text) // 2)], model, "length"))
                 else:
                     with state.lock:
                         state.answered += 1
-                    self._send(200, _completion(text, model))
+                    self.send_body(200, _completion(text, model))
 
     return Handler
 

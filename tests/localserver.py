@@ -136,20 +136,27 @@ class ScriptedServer:
         return ("status", 500, {"X-Script": "exhausted"})
 
 
-def _handler(state: ScriptedServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers with a JSON body (the test servers' shared part)."""
 
-        def _send_json(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def send_body(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_json(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
+        self.send_body(status, json.dumps(payload).encode("utf-8"), headers)
+
+
+def _handler(state: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(JsonHandler):
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
