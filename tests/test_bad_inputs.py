@@ -93,6 +93,25 @@ def _escaping_slide(tmp: Path) -> Path:
     return path
 
 
+def _more_corpora() -> dict[str, Builder]:
+    """Entries from the ``tests/corpus_*.py`` modules (one per area: cases, configs, cohorts, …)."""
+    import importlib.util
+
+    more: dict[str, Builder] = {}
+    for path in sorted(Path(__file__).parent.glob("corpus_*.py")):
+        spec = importlib.util.spec_from_file_location(f"_corpus_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        clash = set(module.CORPUS) & (set(CORPUS) | set(more))
+        assert not clash, f"{path.name}: corpus names already used: {sorted(clash)}"
+        more.update(module.CORPUS)
+    return more
+
+
+CORPUS.update(_more_corpora())
+
+
 def test_the_corpus_is_large_enough() -> None:
     assert len(CORPUS) >= 25
 
