@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
@@ -17,8 +19,9 @@ from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
 from consilium.models.wrappers import RetryPolicy
 
-__all__ = ["ModelConfigFile", "add_model_arguments", "add_run_arguments", "model_options", "model_spec",
-           "positive_int", "run_config", "show_help"]
+__all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_run_arguments", "finite_float",
+           "flag_name", "fraction", "model_options", "model_spec", "non_negative_float", "non_negative_int",
+           "positive_float", "positive_int", "run_config", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -26,16 +29,35 @@ C = TypeVar("C", bound=BaseModel)
 class ModelConfigFile(BaseModel):
     """A model's settings as a YAML file (configs/models/*.yaml); flags given on the command line win."""
 
-    model_config = ConfigDict(extra="forbid")
+    # As strict as the run configs: `true` is not a count, `.nan` is not a timeout, "" is not a spec.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     description: str = ""
-    spec: str
+    spec: str = Field(min_length=1)
     base_url: str | list[str] | None = None
     schema_dialect: Literal["json_schema", "json_object", "none"] | None = None
     http_client: Literal["aiohttp", "sdk"] | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
     api_key_env: str | None = Field(default=None, description="the environment variable holding the API key")
+
+    @field_validator("base_url")
+    @classmethod
+    def _urls(cls, value: str | list[str] | None) -> str | list[str] | None:
+        urls = value.split(",") if isinstance(value, str) else value
+        if urls is not None and (not urls or any(not url.strip() or "," in url for url in urls)):
+            raise PydanticCustomError("base_url", "expected a URL, a comma-separated list of URLs or a list "
+                                                  "of URLs, with no empty entry")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        # The message never repeats the value: a key pasted here by mistake must not reach the console.
+        if value is not None and not (value.isidentifier() and value.isascii()):
+            raise PydanticCustomError("api_key_env", "must be the name of an environment variable (letters, "
+                                                     "digits and _), never the key itself")
+        return value
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",
@@ -56,10 +78,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
     group.add_argument("--http-client", choices=HTTP_CLIENTS, default=None,
                        help="how openai: requests travel: aiohttp (lean, the default) or sdk (the openai SDK)")
     group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
-    group.add_argument("--timeout", type=float, default=None, help="seconds per model call (default 120)")
+    group.add_argument("--timeout", type=positive_float, default=None, help="seconds per model call (default 120)")
     group.add_argument("--max-attempts", type=positive_int, default=None,
                        help="attempts per call on timeouts, 429, 5xx and dropped connections (default 5)")
-    group.add_argument("--retry-base-delay", type=float, default=None, metavar="SECONDS",
+    group.add_argument("--retry-base-delay", type=non_negative_float, default=None, metavar="SECONDS",
                        help="first backoff delay; doubles per attempt, with full jitter (default 0.5)")
     group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
     group.add_argument("--cache-path", type=Path, default=None,
@@ -81,7 +103,7 @@ def model_spec(args: argparse.Namespace) -> str:
 
 
 def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:
-    config = _model_file(args) or ModelConfigFile(spec="")
+    config = _model_file(args) or ModelConfigFile.model_construct(spec="")  # no file: every setting unset
     base_url = config.base_url if not isinstance(config.base_url, list) else ",".join(config.base_url)
     values: dict[str, object] = {
         "base_url": args.base_url or base_url,
@@ -112,11 +134,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, config_file: str, max_
     parser.add_argument("--config", type=Path, default=None,
                         help=f"YAML file of run settings (see {config_file}); flags override it")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
-    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0)")
+    parser.add_argument("--temperature", type=finite_float, default=None,
+                        help="sampling temperature, 0 to 2 (default 0)")
     parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="output tokens per call for every stage (default: per stage, "
                              + ", ".join(f"{k} {v}" for k, v in max_tokens.items()) + ")")
-    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="stop a run after this many seconds and record it as failed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
 
@@ -131,19 +154,59 @@ def show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace],
 
 
 def positive_int(text: str) -> int:
+    return _checked(text, int, lambda v: v >= 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    return _checked(text, int, lambda v: v >= 0, "an integer of 0 or more")
+
+
+def finite_float(text: str) -> float:
+    """A number; argparse's ``type=float`` would also take "nan" and "inf"."""
+    return _checked(text, float, math.isfinite, "a number")
+
+
+def positive_float(text: str) -> float:
+    return _checked(text, float, lambda v: math.isfinite(v) and v > 0, "a positive number")
+
+
+def non_negative_float(text: str) -> float:
+    return _checked(text, float, lambda v: math.isfinite(v) and v >= 0, "a number of 0 or more")
+
+
+def fraction(text: str) -> float:
+    """A share strictly between 0 and 1 (``--train-fraction``)."""
+    return _checked(text, float, lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)")
+
+
+N = TypeVar("N", int, float)
+
+
+def _checked(text: str, kind: Callable[[str], N], ok: Callable[[N], bool], what: str) -> N:
+    """A flag's value as ``kind`` if ``ok``; argparse names the flag in the error."""
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+FLAG_NAMES: dict[str, str] = {"timeout_s": "--timeout", "wall_limit_s": "--wall-limit"}
+"""Run-config fields whose flag is not the field's name with dashes (``max_rounds`` is ``--max-rounds``)."""
+
+
+def flag_name(field: str) -> str:
+    """The flag that sets run-config ``field``, as the user types it."""
+    return FLAG_NAMES.get(field, "--" + field.replace("_", "-"))
 
 
 def run_config(model: type[C], path: Path | None, flags: dict[str, Any]) -> C:
     """Run settings: the defaults, then a YAML file (``--config``), then flags given on the command line.
 
-    A problem names the file and field, or the flag.
+    ``flags`` is keyed by field. The file is checked on its own first, so a problem names the file and
+    field; a problem the flags bring in names the flag (see :func:`flag_name`).
     """
     values: dict[str, Any] = {}
     if path is not None:
@@ -156,14 +219,31 @@ def run_config(model: type[C], path: Path | None, flags: dict[str, Any]) -> C:
             raise UserError(f"{path}: {first_error(exc)}") from None
         values.update(loaded)
     given = {key: value for key, value in flags.items() if value is not None}
-    if "max_tokens" in given and isinstance(given["max_tokens"], int):
+    if "max_tokens" in given and isinstance(given["max_tokens"], int) and not isinstance(given["max_tokens"], bool):
         stages = {**model.model_fields["max_tokens"].get_default(call_default_factory=True),
                   **values.get("max_tokens", {})}
         given["max_tokens"] = {stage: given["max_tokens"] for stage in stages}
-    values.update(given)
     try:
-        return model.model_validate(values)
+        return model.model_validate({**values, **given})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = f"--{str(err['loc'][0]).replace('_', '-')}" if err["loc"] else "options"
-        raise UserError(f"{flag}: {err['msg']}") from None
+        raise UserError(_flag_error(model, values, given, exc.errors()[0])) from None
+
+
+def _flag_error(model: type[BaseModel], values: dict[str, Any], given: dict[str, Any], err: ErrorDetails) -> str:
+    """``--flag: reason`` for a flag's bad value, or ``--flag: field.path: reason`` when the flag's value
+    clashes with another field (``--min-roles 7`` against the default max_roles)."""
+    where = ".".join(str(p) for p in err["loc"])
+    field = str(err["loc"][0]) if err["loc"] else ""
+    if field in given:
+        rest = ".".join(str(p) for p in err["loc"][1:])
+        return f"{flag_name(field)}: {rest + ': ' if rest else ''}{err['msg']}"
+
+    def still_fails(without: str) -> bool:
+        try:
+            model.model_validate({**values, **{k: v for k, v in given.items() if k != without}})
+        except ValidationError as exc:
+            return any(e["loc"] == err["loc"] and e["type"] == err["type"] for e in exc.errors())
+        return False
+
+    culprits = [key for key in given if not still_fails(key)] or list(given)
+    return f"{', '.join(flag_name(k) for k in culprits)}: {where + ': ' if where else ''}{err['msg']}"

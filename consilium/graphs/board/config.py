@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from consilium.graphs.consilium.config import RUN_CONFIG, StageTokens, known_stages, roles_in_order
 from consilium.models import GenerationSettings
 
 __all__ = ["BOARD_MAX_TOKENS", "BoardConfig"]
@@ -18,25 +19,31 @@ BOARD_MAX_TOKENS: dict[str, int] = {
 
 
 class BoardConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = RUN_CONFIG
 
     max_turns: int = Field(default=12, ge=2, description="turns (moderator and specialists) before the limit "
                                                          "closes the meeting")
     min_roles: int = Field(default=2, ge=1)
-    max_roles: int = Field(default=6, ge=1)
+    max_roles: int = Field(default=6, ge=1, validate_default=True)  # checked against min_roles
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int = 0
-    max_tokens: dict[str, int] = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS))
+    max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
+                                    description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
+                                                + "); a stage left out keeps its default")
     max_repairs: int = Field(default=2, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
     wall_limit_s: float | None = Field(default=None, gt=0, description="stop a run after this many seconds and "
                                                                         "record it as failed")
 
-    @model_validator(mode="after")
-    def _limits(self) -> BoardConfig:
-        if self.min_roles > self.max_roles:
-            raise ValueError(f"min_roles ({self.min_roles}) exceeds max_roles ({self.max_roles})")
-        return self
+    @field_validator("max_tokens")
+    @classmethod
+    def _stages(cls, value: dict[str, int]) -> dict[str, int]:
+        return known_stages(value, BOARD_MAX_TOKENS)
+
+    @field_validator("max_roles")
+    @classmethod
+    def _roles(cls, value: int, info: ValidationInfo) -> int:
+        return roles_in_order(value, info)
 
     def settings(self, key: str) -> GenerationSettings:
         return GenerationSettings(temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
