@@ -11,6 +11,7 @@ from consilium.cases.agentclinic import import_agentclinic, read_agentclinic, re
 from consilium.cases.loader import (
     CASE_SUFFIXES,
     CaseProblem,
+    case_files,
     case_to_yaml,
     load_case,
     problems_from_validation,
@@ -41,6 +42,7 @@ __all__ = [
     "Reference",
     "RubricCriterion",
     "Slide",
+    "case_files",
     "case_to_yaml",
     "import_agentclinic",
     "load_case",

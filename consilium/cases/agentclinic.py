@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from consilium.cases.loader import problems_from_validation, save_case
 from consilium.cases.model import Case
+from consilium.datafiles import DataError, DataSyntaxError, parse_json
 from consilium.errors import UserError
 
 __all__ = ["SOURCE_LICENSE", "SOURCE_REPOSITORY", "import_agentclinic", "read_agentclinic", "record_to_case"]
@@ -76,13 +77,16 @@ def read_agentclinic(path: str | os.PathLike[str]) -> list[Case]:
         raise UserError(f"{source}: cannot read AgentClinic JSONL: {exc}") from None
     dataset = _dataset_name(source)
     cases = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # The same strict JSON as a case file (no duplicate keys, NaN, NUL, lone surrogates, deep nesting).
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{source}: line {number}: not valid JSON (column {exc.colno}: {exc.msg})") from None
+            record = parse_json(line)
+        except DataSyntaxError as exc:
+            raise UserError(f"{source}: line {number}: not valid JSON (column {exc.column}: {exc.message})") from None
+        except DataError as exc:
+            raise UserError(f"{source}: line {number}: {exc}") from None
         try:
             cases.append(record_to_case(record, line=number, source_file=source.name, dataset=dataset))
         except ValueError as exc:

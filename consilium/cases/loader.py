@@ -7,8 +7,8 @@ fix it without a traceback: :func:`load_case` raises the first one as a
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +17,14 @@ import yaml
 from pydantic import ValidationError
 
 from consilium.cases.model import Case
+from consilium.datafiles import DataError, parse_data
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
 
 __all__ = [
     "CASE_SUFFIXES",
     "CaseProblem",
+    "case_files",
     "case_to_yaml",
     "load_case",
     "problems_from_validation",
@@ -49,6 +51,35 @@ class CaseProblem:
 
 #: A case is clinical text, not a data dump; a bigger file is a mistake (and would be slow to parse).
 MAX_CASE_BYTES = 5_000_000
+
+
+def _is_case_file_name(name: str) -> bool:
+    """Whether a directory entry named ``name`` is a case file: a case suffix in any letter case, not hidden.
+
+    Hidden names (``.draft.yaml``, an editor's ``.#case.yaml`` lock) are skipped, like hidden folders.
+    """
+    return not name.startswith(".") and os.path.splitext(name)[1].lower() in CASE_SUFFIXES
+
+
+def case_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The case files in ``folder`` and its subfolders, sorted; the one rule every command uses.
+
+    Hidden files and folders are skipped and symlinked folders are not followed; a broken link with a
+    case name is kept, so loading it reports the problem instead of the file silently going missing,
+    and an unreadable subfolder is a :class:`UserError` rather than a gap in the cohort.
+    """
+    found = []
+    for current, dirs, names in os.walk(Path(folder), onerror=_unreadable_folder):
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        for name in names:
+            path = Path(current) / name
+            if _is_case_file_name(name) and (path.is_file() or not path.exists()):
+                found.append(path)
+    return sorted(found)
+
+
+def _unreadable_folder(exc: OSError) -> None:
+    raise UserError(f"{exc.filename}: cannot read the folder ({exc.strerror or exc})")
 
 
 def load_case(path: str | os.PathLike[str]) -> Case:
@@ -121,7 +152,10 @@ def _load(path: Path) -> tuple[Case | None, list[CaseProblem]]:
         reason = f"unsupported file type {suffix or '(no extension)'!r}; use .json, .yaml or .yml"
         return None, [CaseProblem(file, "", reason)]
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            return None, [CaseProblem(file, "", "not a regular file")]
+        size = info.st_size
         if size > MAX_CASE_BYTES:
             return None, [CaseProblem(file, "", f"file is {size / 1e6:.0f} MB; a case file may hold at most "
                                                 f"{MAX_CASE_BYTES / 1e6:.0f} MB")]
@@ -133,9 +167,9 @@ def _load(path: Path) -> tuple[Case | None, list[CaseProblem]]:
     except OSError as exc:
         return None, [CaseProblem(file, "", f"cannot read file: {exc.strerror or exc}")]
     try:
-        data = _parse(text, json_format=suffix == ".json")
-    except ValueError as exc:
-        return None, [CaseProblem(file, "", str(exc))]
+        data = parse_data(text, json_format=suffix == ".json")
+    except DataError as exc:
+        return None, [CaseProblem(file, exc.field, exc.reason)]
     if data is None:
         return None, [CaseProblem(file, "", "file is empty")]
     if not isinstance(data, dict):
@@ -144,24 +178,6 @@ def _load(path: Path) -> tuple[Case | None, list[CaseProblem]]:
         return Case.model_validate(data), []
     except ValidationError as exc:
         return None, problems_from_validation(file, exc)
-
-
-def _parse(text: str, *, json_format: bool) -> Any:
-    """Parse JSON or YAML, turning syntax errors into a ``ValueError`` that names line and column."""
-    if json_format:
-        if not text.strip():
-            return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise ValueError(f"YAML syntax error{where}: {problem}") from exc
 
 
 def _kind(value: Any) -> str:

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from consilium.cases import CASE_SUFFIXES, CaseProblem, import_agentclinic, load_case, validate_case_file
+from consilium.cases import CaseProblem, case_files, import_agentclinic, load_case, validate_case_file
 from consilium.cli.options import show_help
 
 __all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_validate"]
@@ -31,7 +31,8 @@ def register(subparsers: Any) -> None:
     validate = sub.add_parser(
         "validate",
         help="check case files and print every problem as 'file: field.path: reason'",
-        description="Check case files (.json, .yaml, .yml); directories are searched recursively.",
+        description="Check case files (.json, .yaml, .yml, any letter case); directories are searched "
+        "recursively, skipping hidden files and folders, exactly as cohort --cases reads them.",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH", help="case file or directory of case files")
     validate.set_defaults(func=run_validate)
@@ -86,18 +87,12 @@ def run_import_agentclinic(args: argparse.Namespace) -> int:
 
 
 def collect_case_files(path: Path) -> tuple[list[Path], CaseProblem | None]:
-    """The case files a PATH stands for (a directory is searched recursively, hidden entries skipped).
+    """The case files a PATH stands for: a directory's are :func:`~consilium.cases.case_files`'s.
 
     A path that does not exist, or a directory without case files, is returned as a problem.
     """
     if path.is_dir():
-        files = sorted(
-            file
-            for file in path.rglob("*")
-            if file.is_file()
-            and file.suffix.lower() in CASE_SUFFIXES
-            and not any(part.startswith(".") for part in file.relative_to(path).parts)
-        )
+        files = case_files(path)
         if not files:
             return [], CaseProblem(str(path), "", "no case files (*.json, *.yaml, *.yml) in this directory")
         return files, None
