@@ -64,10 +64,10 @@ def run_panel(tmp_path: Path, case: str = "consultation-afib-anticoagulation.yam
 
 
 def judge_cli(tmp_path: Path, run_dir: Path, rubric: str, script: dict[str, Any] = JUDGE,
-              *extra: str) -> dict[str, Judgement]:
+              *extra: str, rc: int = 0) -> dict[str, Judgement]:
     judge = tmp_path / f"judge-{rubric}.json"
     judge.write_text(json.dumps(script))
-    assert main(["judge", str(run_dir), "--rubric", rubric, "--judge-model", f"scripted:{judge}", *extra]) == 0
+    assert main(["judge", str(run_dir), "--rubric", rubric, "--judge-model", f"scripted:{judge}", *extra]) == rc
     return {p.name.split(".")[1]: Judgement.model_validate_json(p.read_text())
             for p in run_dir.glob(f"*.judge.{rubric}.json")}
 
@@ -140,7 +140,7 @@ def test_four_decisions_and_diagnosis_match(tmp_path: Path) -> None:
 
 def test_garbage_is_retried_then_constrained_then_not_evaluable(tmp_path: Path) -> None:
     run_dir = run_panel(tmp_path, "diagnostic-myocarditis.yaml")
-    judgements = judge_cli(tmp_path, run_dir, "otb-conclusion-alignment", {"default": "I think it is a 4/5."})
+    judgements = judge_cli(tmp_path, run_dir, "otb-conclusion-alignment", {"default": "I think it is a 4/5."}, rc=1)
     record = judgements["free-form"]
     [item] = record.items
     assert item.not_evaluable and item.score is None
@@ -182,7 +182,7 @@ def test_specialist_turn_against_a_reference_answer(tmp_path: Path) -> None:
     assert main(["turn", "--case", str(CASES / "tumor-board-nsclc.yaml"), "--model", f"scripted:{panel}",
                  "--role", "Medical oncologist", "--question", "Adjuvant?", "--out", str(out)]) == 0
     [run_dir] = list(out.iterdir())
-    without = judge_cli(tmp_path, run_dir, "otb-clinical-equivalence")["turn"]
+    without = judge_cli(tmp_path, run_dir, "otb-clinical-equivalence", rc=1)["turn"]  # nothing judged: exit 1
     assert without.items[0].not_evaluable and without.items[0].reason == "the case has no reference answer"
     with_ref = judge_cli(tmp_path, run_dir, "otb-clinical-equivalence", JUDGE, "--reference-answer",
                          "Three years of adjuvant osimertinib.")["turn"]

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from consilium.cli.options import positive_int
 from consilium.cohort.run import write_csv
+from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.coverage import coverage_table, coverage_warnings
 from consilium.reports.compare import (
+    CohortData,
+    judgement_coverage,
     load_cohort_data,
     paired_differences,
+    protocol_of,
+    read_arms,
     scores_table,
     table3,
     table4,
@@ -20,7 +27,7 @@ from consilium.reports.compare import (
 )
 from consilium.reports.figures import write_figures
 
-__all__ = ["markdown_table", "register", "run"]
+__all__ = ["coverage_section", "markdown_table", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,16 +39,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
+def _cell(value: Any) -> str:
+    return "–" if value is None else " ".join(str(value).split()).replace("|", "\\|")
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(no data)\n"
     keys = list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join("–" if r.get(k) is None else str(r.get(k)) for k in keys) + " |" for r in rows]
+    lines += ["| " + " | ".join(_cell(r.get(k)) for k in keys) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
+def coverage_section(data: CohortData) -> tuple[list[str], list[dict[str, Any]]]:
+    """The "Judging coverage" Markdown section and its rows; a warning on stderr per rubric of which
+    nothing was judged (it would otherwise just be missing from the score tables)."""
+    coverage = judgement_coverage(data)
+    rows = coverage_table(coverage)
+    source = {"records": "the judgement records beside the traces", "judgements.csv": "judgements.csv (no "
+              "judgement record was found)", "none": ""}[data.judgements_from]
+    md = ["## Judging coverage", ""]
+    if not rows:
+        md += ["Not judged: no judgement record beside the traces of completed arms.", ""]
+    else:
+        md += [f"Per rubric and component, from {source}: items judged, items not evaluable and the commonest "
+               "reasons.", "", markdown_table(rows)]
+    if data.unmatched_records:
+        md += [f"{len(data.unmatched_records)} judgement record(s) left out: their trace is not a completed arm "
+               f"in arms.csv (first: {data.unmatched_records[0]}).", ""]
+    for line in coverage_warnings(coverage):
+        print(line, file=sys.stderr)
+    return md, rows
+
+
 def run(args: argparse.Namespace) -> int:
+    if protocol_of(read_arms(args.run_dir, check=False)) == "board":
+        raise UserError(f"{args.run_dir}: a board cohort: compare contrasts the consilium formats; "
+                        f"use `consilium report {args.run_dir}`")
     data = load_cohort_data(args.run_dir)
     out = args.out or args.run_dir / "compare"
     tables = {
@@ -57,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
     }
     md = [f"# Free-form vs structured: {args.run_dir.name}", "",
           f"{len(data.arms)} arms; {sum(a.get('status') == 'completed' for a in data.arms)} completed.", ""]
-    paths = []
+    coverage_md, coverage = coverage_section(data)
+    md += coverage_md
+    paths = [write_csv(out / "judging_coverage.csv", coverage)] if coverage else []
     for name, (title, rows) in tables.items():
         md += [f"## {title}", "", markdown_table(rows)]
         if rows:

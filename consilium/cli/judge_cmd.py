@@ -12,6 +12,7 @@ from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
+from consilium.judges.coverage import judging_coverage, print_coverage
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, load_rubric, rubric_names
 from consilium.judges.runner import JudgeSetup, judge_trace
@@ -40,17 +41,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
+    """The traces named, and every ``*.trace.json`` under a folder named (a cohort keeps them in
+    ``arms/<model>/``), each once."""
+    files: dict[Path, Path] = {}
     for path in paths:
         if path.is_dir():
-            files += sorted(path.glob("*.trace.json"))
+            found = sorted(p for p in path.rglob("*.trace.json") if p.is_file())
         elif path.is_file():
-            files.append(path)
+            found = [path]
         else:
             raise UserError(f"{path}: no such trace file or run folder")
+        for file in found:
+            files.setdefault(file.resolve(), file)
     if not files:
-        raise UserError(f"{', '.join(map(str, paths))}: no *.trace.json files to judge")
-    return files
+        raise UserError(f"{', '.join(map(str, paths))}: no *.trace.json files to judge (searched every subfolder)")
+    return list(files.values())
 
 
 def judgement_path(trace_file: Path, rubric: str) -> Path:
@@ -60,6 +65,10 @@ def judgement_path(trace_file: Path, rubric: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     spec = model_spec(args)  # a judge model must be named: fail before reading anything
     rubric = load_rubric(args.rubric)
+    unknown = [c for c in args.component or [] if c not in rubric.components]
+    if unknown:
+        raise UserError(f"--component: rubric {rubric.name} does not score {', '.join(unknown)} "
+                        f"(it scores {', '.join(rubric.components)})")
     calibration = load_calibration(args.calibration, rubric.name) if args.calibration else None
     files = trace_files(args.paths)
     traces = [(path, read_trace(path)) for path in files]
@@ -82,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
     for (path, _), judgement in zip(traces, judgements, strict=True):
         out = write_text_atomic(judgement_path(path, rubric.name), judgement.model_dump_json(indent=2) + "\n")
         print(f"== {path.name} -> {out.name} ({judgement.wall_s:.1f} s, {judgement.usage.total.calls} calls)")
-        if not judgement.aggregates:
-            print("  nothing to judge: the trace has none of the rubric's components")
         for component, summary in judgement.aggregates.items():
             shown = {k: v for k, v in summary.items() if k not in ("scores", "items")}
             print(f"  {component:<15} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
@@ -106,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
                     stats.append(f"{key}={value['mean']:.3f} (n={value['n']})")
             print(f"  {row['variant']:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
                   + ", ".join(stats))
-    return 0
+    # A rubric that could not be applied at all is a failure, not an empty result.
+    return 1 if print_coverage(judging_coverage(judgements, [rubric.name])) else 0
 
 
 def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path) -> Judgement:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.cli.compare_cmd import markdown_table
+from consilium.cli.compare_cmd import coverage_section, markdown_table
 from consilium.cohort.run import write_csv
 from consilium.fileio import write_text_atomic
 from consilium.reports.compare import load_cohort_data, scores_table, table3, table7
@@ -28,6 +28,10 @@ def run(args: argparse.Namespace) -> int:
     failed = [a for a in data.arms if a.get("status") != "completed"]
     md = [f"# Cohort report: {args.run_dir.name}", "",
           f"{len(data.arms)} arms, {len(data.arms) - len(failed)} completed, {len(failed)} failed.", ""]
+    coverage_md, coverage = coverage_section(data)
+    md += coverage_md
+    if coverage:
+        write_csv(out / "judging_coverage.csv", coverage)
     if is_board(data):
         rows = board_table(data)
         md += ["## Board results by model and mode", "", markdown_table(rows)]

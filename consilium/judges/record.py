@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from consilium.datafiles import first_error
+from consilium.errors import UserError
 from consilium.models import CallRecord, GenerationSettings
 from consilium.traces.schema import UsageSummary
 
-__all__ = ["Judgement", "JudgementItem"]
+__all__ = ["Judgement", "JudgementItem", "read_judgement"]
 
 
 class JudgementItem(BaseModel):
@@ -52,3 +55,24 @@ class Judgement(BaseModel):
     calls: list[CallRecord]
     started_at: str
     wall_s: float
+
+
+JUDGEMENT_VERSION = "1.0"
+
+
+def read_judgement(path: Path) -> Judgement:
+    """A judgement record from its file, older versions upgraded on read (consilium/traces/versions.py);
+    an unreadable or invalid one is a one-line :class:`UserError`."""
+    import json
+
+    from consilium.traces.versions import JUDGEMENT_STEPS, upgrade
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable judgement record ({exc})") from None
+    data = upgrade(data, current=JUDGEMENT_VERSION, steps=JUDGEMENT_STEPS, where=str(path))
+    try:
+        return Judgement.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"{path}: {first_error(exc)}") from None

@@ -10,6 +10,7 @@ is never guessed.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -147,12 +148,23 @@ async def _ask(relaxed: ChatModel, strict: ChatModel, task: _Task) -> JudgementI
         try:
             parsed = (await model.generate(request)).parsed
         except ModelOutputError as exc:
-            error = str(exc)
+            error = _ATTEMPTS.sub("", _unplaced(str(exc)), count=1)
             continue
         return _read(task, parsed)
     return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
                          reason=f"invalid judge output, also under schema-constrained decoding: {error}",
                          detail=task.detail)
+
+
+_PLACE = re.compile(r"^stage \S+ \(role [^,]*, round [^)]*\): ")
+_ATTEMPTS = re.compile(r"^invalid \S+ output after \d+ attempts: ")  # the reason says it already
+
+
+def _unplaced(message: str) -> str:
+    """An error message without the call's place (``stage judge (role conclusion:c1, round None): ``):
+    the item already names its component and criterion, and reasons that read alike across items
+    can be counted together (:mod:`consilium.judges.coverage`)."""
+    return _PLACE.sub("", message, count=1)
 
 
 def _read(task: _Task, parsed: dict[str, Any]) -> JudgementItem:
@@ -197,7 +209,13 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
             items = list(await asyncio.gather(*(_ask(relaxed, strict, t) for t in tasks)))
         except (ModelError, BudgetExceededError) as exc:
             items = [JudgementItem(component=t.component, criterion=t.criterion, score=None, not_evaluable=True,
-                                   reason=f"judge call failed: {exc}", detail=t.detail) for t in tasks]
+                                   reason=f"judge call failed: {_unplaced(str(exc))}",
+                                   detail=t.detail) for t in tasks]
+    if not items:
+        # The trace has none of the components asked for (a board rubric on a consilium trace, a failed
+        # run): recorded as not evaluable, so the rubric shows in the coverage instead of vanishing.
+        items = [JudgementItem(component=c, criterion="*", score=None, not_evaluable=True,
+                               reason=f"the {trace.kind} trace has no {c}") for c in wanted]
     return Judgement(
         trace=trace_name, trace_kind=trace.kind, trace_run_id=trace.run_id, case_id=trace.case_id,
         variant=getattr(trace, "format", None) or getattr(trace, "mode", None), rubric=rubric.name,

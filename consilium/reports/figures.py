@@ -76,8 +76,8 @@ def write_figures(data: CohortData, out: Path) -> list[Path]:
     figure.tight_layout()
     paths.append(_save(figure, out / "fig5_tokens_by_stage.png"))
 
-    if data.judgements:  # Fig. 6: score distributions by criterion
-        criteria = sorted({(r["rubric"], r["criterion"]) for r in data.judgements if r["score"]})
+    criteria = sorted({(r["rubric"], r["criterion"]) for r in data.judgements if r["score"]})
+    if criteria:  # Fig. 6: score distributions by criterion (none when nothing was scored)
         figure, axis = plt.subplots(figsize=(max(5, 0.6 * len(criteria)), 3.5))
         for i, fmt in enumerate(formats):
             series = [[float(r["score"]) for r in data.judgements if r["score"] and r["format"] == fmt

@@ -1,0 +1,118 @@
+"""How much of each rubric was judged: per (rubric, component), the items judged and not evaluable,
+with the commonest reasons, so a rubric that could not be applied never just drops out of the tables.
+
+``cohort --judge``, ``judge``, ``compare`` and ``report`` all print this; a rubric whose every item
+is not evaluable is also a warning on stderr (and makes ``judge`` exit 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from consilium.judges.record import Judgement
+
+__all__ = [
+    "coverage_of",
+    "coverage_table",
+    "coverage_warnings",
+    "judging_coverage",
+    "print_coverage",
+    "wholly_not_evaluable",
+]
+
+#: An outcome as the coverage counts it: (rubric, component, not_evaluable, reason).
+Outcome = tuple[str, str, bool, str | None]
+
+TOP_REASONS = 3
+_REASON_CHARS = 240
+NO_REASON = "(no reason recorded)"
+
+
+def _short(reason: str | None) -> str:
+    text = " ".join((reason or NO_REASON).split())
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+
+
+def coverage_of(outcomes: Iterable[Outcome], rubrics: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Per (rubric, component), sorted: ``items``, ``judged``, ``not_evaluable`` and ``reasons`` (the
+    commonest not-evaluable reasons, commonest first, as ``[reason, count]``). A rubric named in
+    ``rubrics`` with no item at all gets a row with component ``-`` and 0 items."""
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    totals: Counter[tuple[str, str]] = Counter()
+    for rubric, component, not_evaluable, reason in outcomes:
+        key = (rubric, component)
+        totals[key] += 1
+        reasons = counts.setdefault(key, Counter())
+        if not_evaluable:
+            reasons[_short(reason)] += 1
+    seen = {rubric for rubric, _ in totals}
+    rows: list[dict[str, Any]] = []
+    for rubric, component in sorted(totals):
+        reasons = counts[(rubric, component)]
+        missing = sum(reasons.values())
+        rows.append({"rubric": rubric, "component": component, "items": totals[(rubric, component)],
+                     "judged": totals[(rubric, component)] - missing, "not_evaluable": missing,
+                     "reasons": [[text, n] for text, n in reasons.most_common(TOP_REASONS)]})
+    for rubric in sorted(set(rubrics) - seen):
+        rows.append({"rubric": rubric, "component": "-", "items": 0, "judged": 0, "not_evaluable": 0,
+                     "reasons": []})
+    return rows
+
+
+def judging_coverage(judgements: Iterable[Judgement], rubrics: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """:func:`coverage_of` over the items of judgement records."""
+    return coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason) for j in judgements for i in j.items),
+                       rubrics)
+
+
+def wholly_not_evaluable(rows: list[dict[str, Any]]) -> list[str]:
+    """Rubrics of which nothing was judged: every item not evaluable, or no item at all."""
+    judged: Counter[str] = Counter()
+    for row in rows:
+        judged[row["rubric"]] += row["judged"]
+    return sorted(rubric for rubric in judged if judged[rubric] == 0)
+
+
+def coverage_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per rubric of which nothing was judged, naming its commonest reason."""
+    lines = []
+    for rubric in wholly_not_evaluable(rows):
+        mine = [r for r in rows if r["rubric"] == rubric]
+        items = sum(r["items"] for r in mine)
+        if not items:
+            lines.append(f"warning: rubric {rubric}: no items to judge (no completed trace was judged)")
+            continue
+        reasons: Counter[str] = Counter()
+        for row in mine:
+            reasons.update({text: n for text, n in row["reasons"]})
+        lines.append(f"warning: rubric {rubric}: all {items} items not evaluable "
+                     f"(commonest reason: {reasons.most_common(1)[0][0]})")
+    return lines
+
+
+def coverage_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows flattened for a Markdown or CSV table: the reasons as ``reason ×n; …``."""
+    return [{"rubric": r["rubric"], "component": r["component"], "items": r["items"], "judged": r["judged"],
+             "not_evaluable": r["not_evaluable"],
+             "commonest_reasons": "; ".join(f"{text} ×{n}" for text, n in r["reasons"])}
+            for r in rows]
+
+
+def print_coverage(rows: list[dict[str, Any]], out: TextIO | None = None, err: TextIO | None = None) -> bool:
+    """The coverage on ``out`` (stdout), a warning per wholly not-evaluable rubric on ``err`` (stderr).
+    True when some rubric was wholly not evaluable."""
+    out, err = out or sys.stdout, err or sys.stderr
+    if not rows:
+        return False
+    print("judging coverage (per rubric and component: items judged, not evaluable, commonest reasons)", file=out)
+    for row in rows:
+        reasons = "; ".join(f"{text} ×{n}" for text, n in row["reasons"])
+        print(f"  {row['rubric']:<24} {row['component']:<15} {row['items']} items: {row['judged']} judged, "
+              f"{row['not_evaluable']} not evaluable" + (f" ({reasons})" if reasons else ""), file=out)
+    warnings = coverage_warnings(rows)
+    for line in warnings:
+        print(line, file=err)
+    return bool(warnings)
