@@ -1,7 +1,8 @@
 """Atomic file writes: write to a temporary file beside the target, then rename.
 
 A crash or a bad input never leaves a half-written file, and an existing file
-is replaced only once its successor is complete.
+is replaced only once its successor is complete. Every file consilium writes passes through here,
+so this is also where API keys and URL credentials are masked (consilium/redact.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from consilium.errors import UserError
+from consilium.redact import redact
 
 __all__ = ["write_json_atomic", "write_text_atomic"]
 
@@ -22,14 +26,24 @@ def _umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` whole or not at all. A disk that is full, read-only or not a folder is
+    the user's to fix: :class:`UserError` naming the file (the CLI exits 2; a cohort stops, since every
+    arm would fail alike)."""
     target = Path(path)
+    try:
+        return _write(target, text)
+    except OSError as exc:
+        raise UserError(f"{target}: cannot write ({exc.strerror or exc}); nothing was changed there") from None
+
+
+def _write(target: Path, text: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp creates 0600; give the file the permissions a plain open() would.
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(redact(text))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)

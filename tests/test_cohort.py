@@ -78,7 +78,7 @@ def test_a_cohort_of_20_agentclinic_cases_produces_every_table_and_figure(
     assert float(paired[("conclusion", "c1")]["mean_difference"]) == pytest.approx(-1.0)
 
 
-def test_a_failed_arm_is_recorded_and_the_cohort_goes_on(tmp_path: Path) -> None:
+def test_a_failed_arm_is_recorded_and_the_cohort_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = dict(PANEL, rules=[r for r in PANEL["rules"] if r["stage"] != "synthesis"] + [
         {"stage": "synthesis", "contains": "in prose", "response": "Report: A."},
         {"stage": "synthesis", "response": "no json here"}])
@@ -88,8 +88,11 @@ def test_a_failed_arm_is_recorded_and_the_cohort_goes_on(tmp_path: Path) -> None
     for n in range(3):
         (cases / f"c{n}.yaml").write_text(source.replace("id: diagnostic-myocarditis", f"id: case-{n}"))
     out = tmp_path / "runs"
+    # Some arms failed: exit 1, and the last line on stderr says how many and where their errors are.
     assert main(["cohort", "--cases", str(cases), "--model", write(tmp_path, "b.json", broken), "--out", str(out),
-                 "--formats", "free-form,structured"]) == 0
+                 "--formats", "free-form,structured"]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "3 of 6 arms failed" in last and "arms.csv" in last
     [run_dir] = list(out.iterdir())
     arms = read_csv(run_dir / "arms.csv")
     assert [a["status"] for a in arms if a["format"] == "structured"] == ["failed"] * 3

@@ -117,13 +117,14 @@ def test_a_failing_disk_write_leaves_the_old_file_whole(tmp_path: Path) -> None:
     script = f"""
 import resource, signal
 from pathlib import Path
+from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 try:
     write_text_atomic(Path({str(target)!r}), "x" * 100_000)
-except OSError as exc:
-    print("failed:", exc.errno)
+except UserError as exc:
+    print("failed:", exc)
 else:
     print("written")
 """

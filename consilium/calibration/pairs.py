@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
-from consilium.judges.record import Judgement
+from consilium.judges.record import Judgement, read_judgement
 
 __all__ = ["Pair", "load_judgements", "pair_ratings"]
 
@@ -31,13 +29,7 @@ def load_judgements(run_dir: str | Path, rubric: str) -> list[tuple[Path, Judgem
     files = sorted(folder.rglob(f"*.judge.{rubric}.json"))
     if not files:
         raise UserError(f"{folder}: no judgements for rubric {rubric} (run `consilium judge` first)")
-    out = []
-    for file in files:
-        try:
-            out.append((file, Judgement.model_validate_json(file.read_text(encoding="utf-8"))))
-        except (OSError, ValidationError) as exc:
-            raise UserError(f"{file}: not a readable judgement ({str(exc).splitlines()[0]})") from None
-    return out
+    return [(file, read_judgement(file)) for file in files]
 
 
 def pair_ratings(ratings: list[Rating], judgements: list[Judgement]) -> tuple[list[Pair], int]:

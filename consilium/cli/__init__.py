@@ -27,7 +27,8 @@ from consilium.cli import (
     view_cmd,
 )
 from consilium.errors import ConsiliumError, UserError
-from consilium.log import configure_logging, get_logger
+from consilium.log import configure_logging, ensure_log_file, get_logger
+from consilium.redact import RedactingStream
 
 __all__ = ["build_parser", "main"]
 
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-file",
         default=None,
-        help="JSON-lines log file (default: $CONSILIUM_LOG_FILE, else runs/consilium.log.jsonl)",
+        help="JSON-lines log file (default: $CONSILIUM_LOG_FILE, else consilium.log.jsonl in the run's folder)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in SUBCOMMANDS:
@@ -61,6 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Everything it prints passes through :class:`RedactingStream` (no key, no
+    URL credentials on the terminal, whatever the path)."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -73,10 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"consilium: error: {exc}", file=sys.stderr)
+        print(f"consilium: error: {_one_line(exc, None)}", file=sys.stderr)
         return 2
     except ConsiliumError as exc:
-        print(f"consilium: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"consilium: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("consilium: interrupted", file=sys.stderr)
@@ -88,6 +100,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:  # a bug or an unforeseen failure: one line here, the traceback in the log
-        get_logger("consilium.cli").exception("internal_error", command=args.command)
-        print(f"consilium: internal error: {type(exc).__name__}: {exc} (traceback in the log file)", file=sys.stderr)
+        get_logger("consilium.cli").error("internal_error", command=args.command, exc_info=True, file_only=True)
+        where = ensure_log_file()
+        logged = f"traceback in {where}" if where is not None else "no log file could be opened"
+        print(f"consilium: internal error: {type(exc).__name__}: {_one_line(exc)} ({logged})", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: BaseException, limit: int | None = 300) -> str:
+    """The first line of an exception's message, cut to ``limit`` characters (pydantic's messages
+    run to many lines and quote their input)."""
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return first if limit is None or len(first) <= limit else first[: limit - 1] + "…"

@@ -19,6 +19,7 @@ from consilium.cli.options import (
 )
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.board.config import BOARD_MAX_TOKENS
+from consilium.log import attach_run_log
 from consilium.models import ChatModel
 from consilium.models.factory import build_model
 from consilium.simulate import RunModels
@@ -83,6 +84,7 @@ def run_board_command(args: argparse.Namespace) -> int:
             await _closing(panel, moderator)
 
     run_id = new_run_id(case.id)
+    attach_run_log(args.out / run_id)
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
@@ -105,6 +107,7 @@ def run_turn_command(args: argparse.Namespace) -> int:
             await model.aclose()
 
     run_id = new_run_id(case.id)
+    attach_run_log(args.out / run_id)
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],

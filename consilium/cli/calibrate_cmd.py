@@ -10,7 +10,7 @@ from consilium.calibration.isotonic import fit_isotonic
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
 from consilium.calibration.report import write_agreement
-from consilium.cli.options import positive_int, show_help
+from consilium.cli.options import fraction, positive_int, show_help
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -32,11 +32,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     commands = parser.add_subparsers(dest="calibrate_command", metavar="SUBCOMMAND")
     agree = commands.add_parser("agreement", help="agreement statistics with bootstrap intervals")
     _shared(agree)
-    agree.add_argument("--bootstrap", type=int, default=1000, help="case-clustered bootstrap draws (default 1000)")
+    agree.add_argument("--bootstrap", type=positive_int, default=1000,
+                       help="case-clustered bootstrap draws (default 1000)")
     agree.set_defaults(func=run_agreement)
     iso = commands.add_parser("isotonic", help="fit per-criterion isotonic calibration on a training split")
     _shared(iso)
-    iso.add_argument("--train-fraction", type=float, default=0.5, help="share of cases to fit on (default 0.5)")
+    iso.add_argument("--train-fraction", type=fraction, default=0.5, help="share of cases to fit on (default 0.5)")
     iso.set_defaults(func=run_isotonic)
     from consilium.cli.evolve_cmd import register_evolve
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,25 +15,61 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from consilium import aio
 from consilium.agents.records import FORMATS, Format
-from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int, run_config
-from consilium.cohort.run import CohortArm, append_jsonl, load_cohort, run_cohort, write_csv
-from consilium.datafiles import first_error, load_data_file
+from consilium.cases import Case
+from consilium.cli.options import (
+    ModelConfigFile,
+    add_model_arguments,
+    model_options,
+    model_spec,
+    positive_float,
+    positive_int,
+    run_config,
+)
+from consilium.cohort.manifest import (
+    CohortManifest,
+    CohortSettings,
+    ModelSettings,
+    RunLock,
+    clean_temp_files,
+    new_manifest,
+    read_manifest,
+    write_cohort_manifest,
+)
+from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
+from consilium.cohort.run import (
+    CohortArm,
+    CohortRun,
+    append_jsonl,
+    check_arm_paths,
+    load_cohort,
+    relative,
+    run_cohort,
+    write_csv,
+)
+from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
-from consilium.judges.rubric import load_rubric
+from consilium.judges.coverage import judging_coverage, print_coverage
+from consilium.judges.record import Judgement
+from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
-from consilium.models.factory import build_model
+from consilium.log import attach_run_log, get_logger, log_file
+from consilium.models.factory import ModelOptions, build_model
+from consilium.redact import redact_url
 from consilium.simulate import RunModels
-from consilium.traces.io import new_run_id, read_trace, write_manifest
+from consilium.traces.io import new_run_id, read_trace
 
 __all__ = ["register", "run"]
+
+log = get_logger(__name__)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("cohort", help="run a consilium on every case × model × format, optionally judged")
-    parser.add_argument("--cases", required=True, type=Path, help="folder of case files or AgentClinic .jsonl")
+    parser.add_argument("--cases", type=Path, default=None,
+                        help="folder of case files or AgentClinic .jsonl (required unless --resume)")
     parser.add_argument("--config", type=Path, default=None, help="YAML run settings (configs/consilium.yaml)")
     parser.add_argument("--experiment", type=Path, default=None, metavar="FILE",
                         help="an experiment setup (configs/experiments/*.yaml): protocol, variants, run settings, "
@@ -43,15 +81,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_arguments(parser)
     parser.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                         help="more panel models; each gets its own arms (repeatable)")
-    parser.add_argument("--concurrency", type=positive_int, default=4,
+    parser.add_argument("--concurrency", type=positive_int, default=None,
                         help="model calls in flight across all arms (default 4)")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
     parser.add_argument("--judge-model", default=None, metavar="SPEC", help="the judge's model (needed with --judge)")
-    parser.add_argument("--wall-limit", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
-    parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="finish an interrupted cohort")
-    parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+    parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                        help="finish an interrupted cohort with its own settings (from its manifest.json)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/)")
     parser.set_defaults(func=run)
 
 
@@ -93,87 +132,223 @@ def _formats(text: str) -> tuple[Format, ...]:
     return names  # type: ignore[return-value]
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass
+class Plan:
+    """A cohort ready to run: new, or resumed from its manifest."""
+
+    run_dir: Path
+    settings: CohortSettings
+    cases: list[Case]
+    config: ConsiliumConfig | BoardConfig
+    rubrics: list[Rubric]
+    options: ModelOptions
+    manifest: CohortManifest | None = None  # the resumed cohort's
+
+
+def _config_for(protocol: str, args: argparse.Namespace, experiment: Experiment) -> ConsiliumConfig | BoardConfig:
+    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
+    model: type[ConsiliumConfig] | type[BoardConfig] = BoardConfig if protocol == "board" else ConsiliumConfig
+    # A --config file replaces the experiment's run settings; flags override either.
+    return run_config(model, args.config, flags if args.config else {**experiment.run, **flags})
+
+
+def _variants(protocol: str, args: argparse.Namespace, experiment: Experiment | None) -> tuple[str, ...]:
+    if protocol == "board":
+        if args.formats:
+            raise UserError("--formats: a board cohort has modes (--modes agents,single), not formats")
+        return _modes(args.modes or ",".join(experiment.modes if experiment else ["agents", "single"]))
+    if args.modes:
+        raise UserError("--modes: a consilium cohort has formats (--formats free-form,structured), not modes")
+    return _formats(args.formats or ",".join(experiment.formats if experiment else list(FORMATS)))
+
+
+def _api_key_env(args: argparse.Namespace) -> str | None:
+    path = getattr(args, "model_config", None)
+    return load_data_file(path, ModelConfigFile, "model config").api_key_env if path is not None else None
+
+
+def _new_plan(args: argparse.Namespace) -> Plan:
+    if args.cases is None:
+        raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
     experiment = load_experiment(args.experiment) if args.experiment else Experiment()
     protocol = args.protocol or experiment.protocol
     cases = load_cohort(args.cases)[: args.limit]
-    config: ConsiliumConfig | BoardConfig
-    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
-    if protocol == "board":
-        formats: tuple[str, ...] = _modes(args.modes or ",".join(experiment.modes))
-        config = run_config(BoardConfig, args.config, {**experiment.run, **flags}) if not args.config else \
-            run_config(BoardConfig, args.config, flags)
-    else:
-        formats = _formats(args.formats or ",".join(experiment.formats))
-        config = run_config(ConsiliumConfig, args.config, {**experiment.run, **flags}) if not args.config else \
-            run_config(ConsiliumConfig, args.config, flags)
+    variants = _variants(protocol, args, experiment)
+    config = _config_for(protocol, args, experiment)
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name) for name in judges]
-    specs = [model_spec(args), *args.extra_model]
-    options = model_options(args, max_concurrency=args.concurrency)
-    models = {spec: RunModels(panel=build_model(spec, options), moderator=build_model(spec, options))
-              for spec in dict.fromkeys(specs)}
-    for spec in models:  # one stack per spec: panel and moderator share its concurrency limit
-        models[spec] = RunModels(panel=models[spec].panel, moderator=models[spec].panel)
-    run_dir = args.resume or args.out / new_run_id("cohort")
+    specs = list(dict.fromkeys([model_spec(args), *args.extra_model]))
+    concurrency = args.concurrency or 4
+    options = model_options(args, max_concurrency=concurrency)
+    settings = CohortSettings(
+        protocol=protocol, variants=list(variants), models=specs, cases=str(args.cases.resolve()), limit=args.limit,
+        case_hashes={c.id: c.content_hash() for c in cases}, config=config.model_dump(mode="json"),
+        judges=[r.name if r.source == "builtin" else str(Path(n).resolve()) for r, n in zip(rubrics, judges,
+                                                                                              strict=True)],
+        judge_model=args.judge_model, concurrency=concurrency,
+        model=ModelSettings(
+            base_url=redact_url(options.base_url) if options.base_url else None,
+            schema_dialect=options.schema_dialect, http_client=options.http_client,
+            max_concurrency=options.max_concurrency, max_attempts=options.retry.max_attempts,
+            retry_base_delay=options.retry.base_delay_s, no_cache=bool(args.no_cache),
+            cache_path=str(args.cache_path) if args.cache_path else None, api_key_env=_api_key_env(args)))
+    return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
+                config=config, rubrics=rubrics, options=options)
+
+
+def _resume_plan(args: argparse.Namespace) -> Plan:
+    run_dir: Path = args.resume
+    manifest = read_manifest(run_dir)
+    s = manifest.settings
+    experiment = load_experiment(args.experiment) if args.experiment else None
+    variants = _variants(s.protocol, args, experiment if experiment else None) \
+        if (args.formats or args.modes or experiment) else None
+    specs = None
+    if args.model or args.model_config or args.extra_model:
+        first = model_spec(args) if (args.model or args.model_config) else s.models[0]
+        specs = list(dict.fromkeys([first, *args.extra_model])) if args.extra_model else [first, *s.models[1:]]
+    config_values = None
+    if args.config is not None:
+        loaded = read_data_file(args.config, "config") or {}
+        model: type[ConsiliumConfig] | type[BoardConfig] = BoardConfig if s.protocol == "board" else ConsiliumConfig
+        run_config(model, args.config, {})  # a malformed file is reported as for a new cohort
+        config_values = loaded if isinstance(loaded, dict) else {}
+    refuse_conflicts(args, manifest, run_dir, variants=variants, specs=specs, experiment=experiment,
+                     config_values=config_values)
+    cases = load_cohort(Path(s.cases))[: s.limit]
+    hashes = {c.id: c.content_hash() for c in cases}
+    for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
+        if hashes.get(case_id) != s.case_hashes.get(case_id):
+            what = "is new" if case_id not in s.case_hashes else "is gone" if case_id not in hashes else "changed"
+            raise UserError(f"--resume: {s.cases}: case {case_id!r} {what} since the cohort started; a resumed "
+                            "cohort runs the cases it started with")
+    config = (BoardConfig if s.protocol == "board" else ConsiliumConfig).model_validate(s.config)
+    rubrics = [load_rubric(name) for name in s.judges]
+    kept = argparse.Namespace(
+        model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
+        schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
+        max_concurrency=s.model.max_concurrency, timeout=s.config.get("timeout_s"),
+        max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay, no_cache=s.model.no_cache,
+        cache_path=Path(s.model.cache_path) if s.model.cache_path else None)
+    overrides: dict[str, object] = {"max_concurrency": s.concurrency}
+    if s.model.api_key_env:
+        key = os.environ.get(s.model.api_key_env)
+        if not key:
+            raise UserError(f"--resume: the cohort's key comes from ${s.model.api_key_env}, which is not set")
+        overrides["api_key"] = key
+    options = model_options(kept, **overrides)
+    return Plan(run_dir=run_dir, settings=s, cases=cases, config=config, rubrics=rubrics, options=options,
+                manifest=manifest)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = _resume_plan(args) if args.resume is not None else _new_plan(args)
+    s = plan.settings
+    arms = [CohortArm(case, spec, tuple(s.variants), s.protocol) for case in plan.cases for spec in s.models]
+    check_arm_paths(arms)
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(plan.run_dir):
+        return _execute(plan, arms)
+
+
+def _execute(plan: Plan, arms: list[CohortArm]) -> int:
+    run_dir, s = plan.run_dir, plan.settings
     run_id = run_dir.name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    arms = [CohortArm(case, spec, formats, protocol) for case in cases for spec in models]
-    rows: list[dict[str, Any]] = []
+    attach_run_log(run_dir)
+    if plan.manifest is not None:
+        removed = clean_temp_files(run_dir)
+        log.info("cohort_resumed", run_id=run_id, temp_files_removed=removed)
+        manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
+    else:
+        manifest = new_manifest(run_id, list(sys.argv), s, plan.config.seed)
+    write_cohort_manifest(run_dir, manifest)  # before any call: a killed cohort has its settings
+    models = {spec: build_model(spec, plan.options) for spec in s.models}
+    stacks = {spec: RunModels(panel=model, moderator=model) for spec, model in models.items()}  # one limit per spec
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    total = len(arms) * len(s.variants)
     started = time.perf_counter()
+    on_terminal = sys.stderr.isatty()
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("failed {task.fields[failed]} · {task.fields[tokens]:,} tokens"),
-                        TimeRemainingColumn(), disable=not sys.stderr.isatty(), transient=True)
-    task = progress.add_task("arms", total=len(arms) * len(formats), failed=0, tokens=0)
+                        TimeRemainingColumn(), disable=not on_terminal, transient=True)
+    task = progress.add_task("arms", total=total, failed=0, tokens=0)
 
     def on_done(row: dict[str, Any]) -> None:
-        rows.append(row)
-        append_jsonl(run_dir / "arms.jsonl", row)
-        failed = sum(r["status"] != "completed" for r in rows)
-        tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
+        rows[(row["case_id"], row["model_spec"], row["format"])] = row
+        if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
+            append_jsonl(run_dir / "arms.jsonl", row)
+        failed = sum(r["status"] != "completed" for r in rows.values())
+        tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows.values())
         progress.update(task, advance=1, failed=failed, tokens=tokens)
+        log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
+                 status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
+        if not on_terminal:  # a batch job's log shows progress, one line per arm
+            note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
+            print(f"[{len(rows)}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
+                  f"{row['status']}{note}", file=sys.stderr, flush=True)
+
+    cohort = CohortRun(run_dir=run_dir, run_id=run_id, config=plan.config, on_done=on_done)
 
     async def go() -> None:
         try:
-            await run_cohort(arms, models, config, run_dir=run_dir, run_id=run_id,
-                             parallel_arms=max(1, args.concurrency), on_done=on_done)
+            await run_cohort(arms, stacks, cohort, parallel_arms=max(1, s.concurrency))
         finally:
-            for stack in models.values():
-                await stack.panel.aclose()
+            for model in models.values():
+                await model.aclose()
 
-    with progress:
-        aio.run(go())
-    rows.sort(key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
-    arms_csv = write_csv(run_dir / "arms.csv", rows)
-    judged = _judge(rows, rubrics, args, run_dir) if rubrics else []
-    traces = [Path(r["trace"]) for r in rows if r.get("trace")]
-    write_manifest(run_dir, run_id=run_id, command=sys.argv,
-                   config={**config.model_dump(), "protocol": protocol, "variants": list(formats),
-                           "models": specs, "cases": str(args.cases)},
-                   traces=traces, seed=config.seed)
+    def table() -> list[dict[str, Any]]:
+        return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
+
+    try:
+        with progress:
+            aio.run(go())
+        arms_csv = write_csv(run_dir / "arms.csv", table())
+        judged = _judge(table(), plan, run_dir) if plan.rubrics else []
+    except UserError as exc:  # a refused key, an unknown model: every arm would fail alike
+        write_csv(run_dir / "arms.csv", table())
+        write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "aborted", "error": str(exc),
+                                                                    "counts": _counts(table())}))
+        raise UserError(f"cohort stopped: {exc}") from None
+    done_rows = table()
+    traces = [r["trace"] for r in done_rows if r.get("trace")]
+    write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
+                                                                "counts": _counts(done_rows)}))
     elapsed = time.perf_counter() - started
-    done = sum(r["status"] == "completed" for r in rows)
-    resumed = sum(bool(r.get("resumed")) for r in rows)
-    print(f"cohort {run_id}: {len(rows)} arms ({done} completed, {len(rows) - done} failed, {resumed} resumed) "
-          f"in {elapsed:.1f} s; {len(rows) / elapsed:.2f} arms/s")
+    counts = _counts(done_rows)
+    print(f"cohort {run_id}: {len(done_rows)} arms ({counts['completed']} completed, {counts['failed']} failed, "
+          f"{counts['resumed']} resumed) in {elapsed:.1f} s; {len(done_rows) / elapsed:.2f} arms/s")
     print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
+    if counts["failed"]:
+        logged = log_file()
+        print(f"consilium: {counts['failed']} of {len(done_rows)} arms failed; their errors are in {arms_csv} "
+              f"(columns failed_stage, error)" + (f" and {logged}" if logged else ""), file=sys.stderr)
+        return 1
     return 0
 
 
-def _judge(rows: list[dict[str, Any]], rubrics: list[Any], args: argparse.Namespace, run_dir: Path) -> list[Path]:
-    model = build_model(args.judge_model, model_options(args, max_concurrency=args.concurrency))
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    completed = sum(r["status"] == "completed" for r in rows)
+    return {"arms": len(rows), "completed": completed, "failed": len(rows) - completed,
+            "resumed": sum(bool(r.get("resumed")) for r in rows)}
+
+
+def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path) -> list[Path]:
+    assert plan.settings.judge_model is not None
+    model = build_model(plan.settings.judge_model, plan.options)
     setup = JudgeSetup(model=model)
-    paths = [Path(r["trace"]) for r in rows if r.get("trace") and r["status"] == "completed"]
+    paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     table: list[dict[str, Any]] = []
+    judgements: list[Judgement] = []
 
     async def go() -> None:
         try:
-            for rubric in rubrics:
+            for rubric in plan.rubrics:
                 for path in paths:
                     trace = read_trace(path)
                     judgement = await judge_trace(trace, path.name, rubric, setup)
+                    judgements.append(judgement)
                     out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
                     write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
                     for item in judgement.items:
@@ -181,9 +356,14 @@ def _judge(rows: list[dict[str, Any]], rubrics: list[Any], args: argparse.Namesp
                         table.append({"case_id": judgement.case_id, "model": trace.model,
                                       "format": variant, "rubric": rubric.name,
                                       "component": item.component, "criterion": item.criterion, "score": item.score,
-                                      "not_evaluable": item.not_evaluable, "judgement": str(out)})
+                                      "not_evaluable": item.not_evaluable, "reason": item.reason or "",
+                                      "judgement": relative(out, run_dir)})
         finally:
             await model.aclose()
 
     aio.run(go())
-    return [write_csv(run_dir / "judgements.csv", table)]
+    path = write_csv(run_dir / "judgements.csv", table)
+    # Per rubric and component: judged, not evaluable, the commonest reasons; a rubric of which nothing
+    # could be judged is a warning on stderr, never a rubric silently missing from the tables.
+    print_coverage(judging_coverage(judgements, [r.name for r in plan.rubrics]))
+    return [path]

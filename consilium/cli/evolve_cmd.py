@@ -16,7 +16,7 @@ from consilium import aio
 from consilium.calibration.evolve import CriterionResult, Item, evolve_criterion, targets
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
-from consilium.cli.options import add_model_arguments, model_options, model_spec
+from consilium.cli.options import add_model_arguments, fraction, model_options, model_spec
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -38,7 +38,7 @@ def register_evolve(commands: Any, shared: Callable[[argparse.ArgumentParser], N
     evolve.add_argument("--population", type=positive_int, default=4, help="instructions per generation (4)")
     evolve.add_argument("--generations", type=positive_int, default=3, help="generations (3)")
     evolve.add_argument("--repeats", type=positive_int, default=3, help="repeats with new seeds and splits (3)")
-    evolve.add_argument("--train-fraction", type=float, default=0.5, help="share of cases for training (0.5)")
+    evolve.add_argument("--train-fraction", type=fraction, default=0.5, help="share of cases for training (0.5)")
     evolve.add_argument("--max-tokens", type=positive_int, default=384, help="output tokens per judge call (384)")
     evolve.set_defaults(func=run_evolve)
 

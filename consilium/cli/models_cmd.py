@@ -40,7 +40,9 @@ async def _check(args: argparse.Namespace) -> CallRecorder:
     # A check must reach the model: never answer it from the cache.
     base = build_model(model_spec(args), model_options(args, cache=False))
     recorder = CallRecorder()
-    model = for_run(base, recorder)
+    # A check reports an answer cut off at --max-tokens rather than asking again with more room;
+    # an empty answer is still asked again and then fails the check.
+    model = for_run(base, recorder, accept_truncated=True)
     settings = GenerationSettings(max_tokens=args.max_tokens, temperature=0.0, seed=0, timeout_s=args.timeout or 120.0)
     try:
         await model.generate(ModelRequest(
@@ -66,8 +68,9 @@ def run_check(args: argparse.Namespace) -> int:
         seconds = call.latency_ms / 1000
         rate = f"{u.output_tokens / seconds:.1f} tokens/s" if seconds > 0 else "n/a tokens/s"
         counted = "estimated" if u.estimated else "reported"
+        cut = f", cut off at max_tokens {call.settings.max_tokens}" if call.finish_reason == "length" else ""
         print(f"[{call.role}] latency {call.latency_ms:.0f} ms, input {u.input_tokens}, output {u.output_tokens} "
-              f"tokens ({counted}), {rate}")
+              f"tokens ({counted}), {rate}{cut}")
         print(f"  -> {call.response.strip()[:200]}")
     total = recorder.ledger.total
     elapsed = sum(c.latency_ms for c in recorder.calls) / 1000

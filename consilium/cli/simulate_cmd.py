@@ -19,6 +19,7 @@ from consilium.cli.options import (
 )
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
+from consilium.log import attach_run_log
 from consilium.models.factory import build_model
 from consilium.simulate import RunModels, run_case
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
     run_id = new_run_id(case.id)
+    attach_run_log(args.out / run_id)
     traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
     paths = [write_trace(trace_path(args.out, run_id, case.id, t.format), t) for t in traces]
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=traces[0].config, traces=paths,

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.judges.record import Judgement
+from consilium.judges.record import read_judgement
 from consilium.reports.viewer import render_page
 from consilium.traces.io import read_trace
 
@@ -40,10 +38,7 @@ def run(args: argparse.Namespace) -> int:
         judgements = []
         stem = trace_path.name.removesuffix(".trace.json")
         for judged in sorted(trace_path.parent.glob(f"{stem}.judge.*.json")):
-            try:
-                judgements.append(Judgement.model_validate_json(judged.read_text(encoding="utf-8")))
-            except (OSError, ValidationError) as exc:
-                raise UserError(f"{judged}: not a readable judgement ({str(exc).splitlines()[0]})") from None
+            judgements.append(read_judgement(judged))
         entries.append((str(trace_path), read_trace(trace_path), judgements))
     written = write_text_atomic(out, render_page(f"consilium: {path.name}", entries))
     print(written)

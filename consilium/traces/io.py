@@ -17,6 +17,7 @@ from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
 from consilium.traces.schema import SCHEMA_VERSION, AnyTrace, BoardTrace, Trace, TurnTrace
+from consilium.traces.versions import TRACE_STEPS, upgrade
 
 __all__ = ["new_run_id", "package_versions", "read_trace", "trace_path", "write_manifest", "write_trace"]
 
@@ -45,9 +46,7 @@ def read_trace(path: str | Path) -> Trace | BoardTrace | TurnTrace:
         raise UserError(f"{file}: trace not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{file}: not a readable JSON trace ({exc})") from None
-    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
-        raise UserError(f"{file}: schema_version: {data.get('schema_version')!r} is not supported "
-                        f"(this consilium reads {SCHEMA_VERSION})")
+    data = upgrade(data, current=SCHEMA_VERSION, steps=TRACE_STEPS, where=str(file))
     try:
         return _READER.validate_python(data)
     except ValidationError as exc:

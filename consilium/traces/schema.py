@@ -1,8 +1,9 @@
 """The run record of a consilium: a versioned, documented file format (docs/traces.md).
 
 A trace is plain JSON (``json.load`` reads it; ``pandas.json_normalize`` flattens
-its ``calls`` or ``rounds``). ``schema_version`` changes whenever a field's
-meaning changes; readers refuse versions they do not know.
+its ``calls`` or ``rounds``). ``schema_version`` changes whenever a record's shape
+or a field's meaning changes; the reader upgrades every older version it knows
+(consilium/traces/versions.py) and refuses the ones it does not.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from consilium.models import CallRecord, Usage, UsageLedger
 
 __all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "TurnTrace", "UsageSummary"]
 
-SCHEMA_VERSION = "1.0"
+#: 1.1: ``model_spec`` (the spec the trace was made with, set by cohorts and commands).
+SCHEMA_VERSION = "1.1"
 
 
 class UsageSummary(BaseModel):
@@ -40,12 +42,14 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.0"] = "1.0"
+    schema_version: Literal["1.1"] = "1.1"
     run_id: str
     case_id: str
     case_hash: str
     case: dict[str, Any] = Field(description="the case as run, so the trace replays on its own")
     model: str = Field(description="the (panel) model's id")
+    model_spec: str | None = Field(default=None, description="the model spec it was run with, e.g. openai:gpt-4o "
+                                                             "(null in traces older than 1.1)")
     config: dict[str, Any] = Field(description="the run's settings plus prompt file hashes")
     status: Literal["completed", "failed"]
     error: str | None = None

@@ -1,0 +1,167 @@
+"""A cohort's manifest, its lock and what a resume may reuse.
+
+The manifest is written when a cohort starts (``status: running``) and completed at the end
+(``completed``, or ``aborted`` with the reason), so a killed cohort always has one. It holds every
+setting the cohort ran with — never a secret: API keys come from the environment, and a base URL's
+credentials are masked — so ``cohort --resume RUN_DIR`` alone finishes the same cohort
+(docs/cohorts.md, "Resuming").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from consilium.datafiles import first_error
+from consilium.errors import UserError
+from consilium.fileio import write_text_atomic
+from consilium.traces.io import _git_revision, package_versions
+
+__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ModelSettings", "RunLock", "clean_temp_files",
+           "read_manifest", "write_cohort_manifest"]
+
+MANIFEST = "manifest.json"
+COHORT_MANIFEST_VERSION = "1.1"
+
+
+class ModelSettings(BaseModel):
+    """How the models were reached: everything but the key (from the environment on resume)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(default=None, description="credentials masked as ***")
+    schema_dialect: str | None = None
+    http_client: str | None = None
+    max_concurrency: int | None = None
+    timeout: float | None = None
+    max_attempts: int | None = None
+    retry_base_delay: float | None = None
+    no_cache: bool = False
+    cache_path: str | None = None
+    api_key_env: str | None = Field(default=None, description="the variable holding the key (never the key)")
+
+
+class CohortSettings(BaseModel):
+    """What the cohort runs: cases, models, variants, run settings, judges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: Literal["consilium", "board"]
+    variants: list[str]
+    models: list[str]
+    cases: str = Field(description="the --cases path, absolute")
+    limit: int | None = None
+    case_hashes: dict[str, str] = Field(description="case id → content hash, in cohort order")
+    config: dict[str, Any] = Field(description="the run settings (ConsiliumConfig or BoardConfig)")
+    judges: list[str] = []
+    judge_model: str | None = None
+    concurrency: int
+    model: ModelSettings
+
+
+class CohortManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["1.1"] = "1.1"
+    kind: Literal["cohort"] = "cohort"
+    run_id: str
+    status: Literal["running", "completed", "aborted"]
+    created_at: str
+    updated_at: str
+    command: list[str]
+    settings: CohortSettings
+    # Kept from the 1.0 manifest's shape, for readers of that one.
+    config: dict[str, Any]
+    seed: int
+    git_revision: str | None
+    versions: dict[str, str]
+    traces: list[str] = Field(default_factory=list, description="trace files, relative to the run folder")
+    counts: dict[str, int] = Field(default_factory=dict, description="arms: completed, failed, resumed")
+    error: str | None = Field(default=None, description="why the cohort was aborted")
+
+
+def write_cohort_manifest(run_dir: Path, manifest: CohortManifest) -> Path:
+    manifest = manifest.model_copy(update={"updated_at": datetime.now(UTC).isoformat()})
+    return write_text_atomic(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+
+
+def new_manifest(run_id: str, command: list[str], settings: CohortSettings, seed: int) -> CohortManifest:
+    now = datetime.now(UTC).isoformat()
+    config = {**settings.config, "protocol": settings.protocol, "variants": settings.variants,
+              "models": settings.models, "cases": settings.cases}
+    return CohortManifest(run_id=run_id, status="running", created_at=now, updated_at=now, command=command,
+                          settings=settings, config=config, seed=seed, git_revision=_git_revision(),
+                          versions=package_versions())
+
+
+def read_manifest(run_dir: Path) -> CohortManifest:
+    """The manifest of a cohort folder, for ``--resume``; one line naming what is wrong otherwise."""
+    import json
+
+    path = run_dir / MANIFEST
+    if not run_dir.is_dir():
+        raise UserError(f"--resume: {run_dir}: no such run folder")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"--resume: {path}: no manifest (not a cohort folder, or made by a consilium older "
+                        "than 0.2 that wrote it only at the end)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable manifest ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "cohort":
+        raise UserError(f"{path}: kind: not a cohort manifest (only cohorts resume)")
+    if data.get("schema_version") != COHORT_MANIFEST_VERSION:
+        raise UserError(f"{path}: schema_version: {data.get('schema_version')!r} is not supported "
+                        f"(this consilium resumes {COHORT_MANIFEST_VERSION})")
+    try:
+        return CohortManifest.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"{path}: {first_error(exc)}") from None
+
+
+class RunLock:
+    """An exclusive lock on a run folder for as long as a cohort writes into it: a second cohort or
+    resume of the same folder is refused at once instead of doing the same work twice."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / ".lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot open the run folder's lock ({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
+            os.close(fd)
+            raise UserError(f"{self.path.parent}: in use by another cohort (pid {holder}); wait for it to end") \
+                from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def clean_temp_files(run_dir: Path) -> int:
+    """Remove the temporary files an interrupted write left (``.<name>.<random>.tmp``, see
+    consilium/fileio.py); call only while holding the folder's lock. Returns how many."""
+    removed = 0
+    for path in run_dir.rglob(".*.tmp"):
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

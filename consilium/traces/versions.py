@@ -1,0 +1,55 @@
+"""Reading every record version consilium ever wrote: each older shape is upgraded on read.
+
+A record's ``schema_version`` changes whenever its shape or a field's meaning changes
+(docs/traces.md, "Versions"). Each step below takes a record of one version to the next; reading
+applies them in order, so a file from any earlier release reads as today's model. A version not
+listed (a newer consilium's) is refused with the versions this one reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from consilium.errors import UserError
+
+__all__ = ["JUDGEMENT_STEPS", "TRACE_STEPS", "upgrade"]
+
+Step = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _trace_1_0(data: dict[str, Any]) -> dict[str, Any]:
+    """1.0 → 1.1: ``model_spec`` was not recorded (null: unknown). 1.0 ignored a ``max_tokens`` entry for a
+    stage its protocol does not have (a misspelt ``opinon``); 1.1 refuses one, so the upgrade drops it,
+    which keeps the settings the run really had."""
+    from consilium.graphs.board.config import BOARD_MAX_TOKENS
+    from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
+
+    config = data.get("config")
+    if isinstance(config, dict) and isinstance(config.get("max_tokens"), dict):
+        known = BOARD_MAX_TOKENS if data.get("kind") in ("board", "turn") else DEFAULT_MAX_TOKENS
+        config = {**config, "max_tokens": {k: v for k, v in config["max_tokens"].items() if k in known}}
+        data = {**data, "config": config}
+    return {**data, "model_spec": data.get("model_spec"), "schema_version": "1.1"}
+
+
+#: version → (the next version, the step that makes it)
+TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0)}
+JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
+
+
+def upgrade(data: Any, *, current: str, steps: dict[str, tuple[str, Step]], where: str) -> Any:
+    """``data`` brought from its ``schema_version`` up to ``current``; a non-mapping is passed on for
+    the model's own validation to report."""
+    if not isinstance(data, dict):
+        return data
+    version = data.get("schema_version")
+    seen = 0
+    while version != current:
+        if not isinstance(version, str) or version not in steps or seen > len(steps):
+            known = ", ".join([*steps, current])
+            raise UserError(f"{where}: schema_version: {version!r} is not supported (this consilium reads {known})")
+        version, step = steps[version]
+        data = step(data)
+        seen += 1
+    return data

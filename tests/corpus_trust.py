@@ -1,0 +1,31 @@
+"""Bad inputs of the cohort, resume and calibration commands (issue 13, items 5, 15, 17)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+
+Builder = Callable[[Path], tuple[list[str], str]]
+
+
+def _not_a_run(tmp: Path) -> Path:
+    folder = tmp / "plain"
+    folder.mkdir()
+    return folder
+
+
+CORPUS: dict[str, Builder] = {
+    "resume without a manifest": lambda t: (["cohort", "--resume", str(_not_a_run(t))], "no manifest"),
+    "resume of a missing folder": lambda t: (["cohort", "--resume", str(t / "gone")], "no such run folder"),
+    "cohort without cases": lambda t: (["cohort", "--model", "scripted:x.json"], "--cases: required"),
+    "nan train fraction": lambda t: (["calibrate", "isotonic", "--ratings", str(t / "r.csv"), "--judgements",
+                                      str(t), "--rubric", "ai-consilium", "--train-fraction", "nan"],
+                                     "--train-fraction"),
+    "zero bootstrap draws": lambda t: (["calibrate", "agreement", "--ratings", str(t / "r.csv"), "--judgements",
+                                        str(t), "--rubric", "ai-consilium", "--bootstrap", "0"], "--bootstrap"),
+    "modes on a consilium cohort": lambda t: (["cohort", "--cases", str(CASE), "--modes", "agents", "--model",
+                                               "scripted:x.json"], "--modes"),
+}
