@@ -29,3 +29,19 @@ CORPUS: dict[str, Builder] = {
     "modes on a consilium cohort": lambda t: (["cohort", "--cases", str(CASE), "--modes", "agents", "--model",
                                                "scripted:x.json"], "--modes"),
 }
+
+
+def _experiment(tmp: Path, text: str) -> Path:
+    path = tmp / "exp.yaml"
+    path.write_text(text)
+    return path
+
+
+CORPUS.update({
+    "experiment with an unknown format": lambda t: (["cohort", "--cases", str(CASE), "--experiment", str(
+        _experiment(t, "formats: [prose]\n")), "--model", "scripted:x.json"], "exp.yaml: formats.0"),
+    "experiment with no modes": lambda t: (["cohort", "--cases", str(CASE), "--experiment", str(
+        _experiment(t, "protocol: board\nmodes: []\n")), "--model", "scripted:x.json"], "exp.yaml: modes"),
+    "negative judge repairs": lambda t: (["judge", str(t), "--rubric", "ai-consilium", "--judge-model",
+                                          "embedded", "--max-repairs", "-1"], "--max-repairs"),
+})

@@ -97,12 +97,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 class Experiment(BaseModel):
     """An experiment setup file (configs/experiments/*.yaml)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict, as the run configs are: a bad format or mode names the file's field, not a flag.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     description: str = ""
     protocol: Literal["consilium", "board"] = "consilium"
-    formats: list[str] = ["free-form", "structured"]
-    modes: list[str] = ["agents", "single"]
+    formats: list[Format] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    modes: list[Literal["agents", "single"]] = Field(default_factory=lambda: ["agents", "single"], min_length=1)
     run: dict[str, Any] = Field(default_factory=dict, description="ConsiliumConfig or BoardConfig settings")
     judges: list[str] = []
 

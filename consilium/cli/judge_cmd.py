@@ -8,7 +8,7 @@ from pathlib import Path
 
 from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
-from consilium.cli.options import add_model_arguments, model_options, model_spec, positive_int
+from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="component(s) to score (default: every one the rubric applies to)")
     add_model_arguments(parser, default=None, flag="--judge-model")
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="output tokens per judge call (512)")
-    parser.add_argument("--max-repairs", type=int, default=2, help="retries showing the validation error (2)")
+    parser.add_argument("--max-repairs", type=non_negative_int, default=2,
+                        help="retries showing the validation error (2)")
     parser.add_argument("--k", type=positive_int, default=5, help="ranked candidates for pass@k (default 5)")
     parser.add_argument("--reference-answer", default=None,
                         help="the reference answer a Specialist Turn is judged against (otb-clinical-equivalence)")
