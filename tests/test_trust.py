@@ -372,3 +372,14 @@ def test_a_cohort_shows_judging_coverage_and_warns_when_nothing_was_judged(
     captured = capsys.readouterr()
     assert "otb-conclusion-alignment conclusion" in captured.out and "0 judged, 6 not evaluable" in captured.out
     assert "warning: rubric otb-conclusion-alignment: all 6 items not evaluable" in captured.err
+
+
+def test_an_experiment_and_a_config_file_are_layered_not_dropped(tmp_path: Path) -> None:
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("formats: [free-form]\nrun: {max_rounds: 2, temperature: 0.5}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("max_rounds: 3\n")
+    run_dir = _cohort(tmp_path, "--experiment", str(experiment), "--config", str(config))
+    settings = json.loads((run_dir / "manifest.json").read_text())["settings"]
+    assert settings["config"]["max_rounds"] == 3 and settings["config"]["temperature"] == 0.5
+    assert settings["variants"] == ["free-form"]

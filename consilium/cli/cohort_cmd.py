@@ -149,8 +149,10 @@ class Plan:
 def _config_for(protocol: str, args: argparse.Namespace, experiment: Experiment) -> ConsiliumConfig | BoardConfig:
     flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
     model: type[ConsiliumConfig] | type[BoardConfig] = BoardConfig if protocol == "board" else ConsiliumConfig
-    # A --config file replaces the experiment's run settings; flags override either.
-    return run_config(model, args.config, flags if args.config else {**experiment.run, **flags})
+    # Layers: the defaults, the experiment's run settings, a --config file, then flags.
+    in_file = read_data_file(args.config, "config") if args.config else None
+    under = {k: v for k, v in experiment.run.items() if not (isinstance(in_file, dict) and k in in_file)}
+    return run_config(model, args.config, {**under, **flags})
 
 
 def _variants(protocol: str, args: argparse.Namespace, experiment: Experiment | None) -> tuple[str, ...]:
