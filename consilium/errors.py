@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "ConsiliumError",
+    "IncompleteAnswerError",
     "ModelError",
     "ModelOutputError",
     "ReplayDivergenceError",
@@ -53,6 +54,15 @@ class ModelOutputError(ModelError):
         super().__init__(message)
         self.stage = stage
         self.last_text = last_text
+
+
+class IncompleteAnswerError(ModelOutputError):
+    """The model's answer stayed empty or cut off (``finish_reason: length``) after its bounded
+    retries (consilium/models/wrappers/answers.py); ``kind`` is ``empty``, ``truncated`` or ``filtered``."""
+
+    def __init__(self, message: str, *, kind: str, stage: str | None = None, last_text: str = ""):
+        super().__init__(message, stage=stage, last_text=last_text)
+        self.kind = kind
 
 
 class BudgetExceededError(ConsiliumError):

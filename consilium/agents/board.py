@@ -12,7 +12,7 @@ from consilium.agents.prompting import case_messages
 from consilium.agents.records import AssignedRole
 from consilium.board.transcript import Turn, one_line, split_sentences
 from consilium.board.validate import validate_transcript
-from consilium.errors import ModelOutputError
+from consilium.errors import IncompleteAnswerError, ModelOutputError
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
 
@@ -161,6 +161,8 @@ async def write_single_board(call: BoardCall) -> tuple[str, bool]:
     )
     try:
         return (await call.model.generate(request)).parsed, True
+    except IncompleteAnswerError:
+        raise  # an empty or cut-off meeting is a failed stage, not a transcript that breaks the format
     except ModelOutputError as exc:
         return exc.last_text.strip(), False
 

@@ -4,25 +4,27 @@ A spec string picks the backend (``embedded``, ``gguf:PATH``, ``openai:MODEL``,
 ``vllm:MODEL``, ``scripted:FILE``, ``replay:TRACE``). :func:`build_model` wraps
 it once per process in the shared layers (cache → retry → concurrency limit →
 backend); :func:`for_run` adds the per-run layers (structured-output repair →
-recording), so each run gets its own record of calls.
+answer check → recording), so each run gets its own record of calls.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from consilium.errors import UserError
 from consilium.models.protocol import ChatModel
 from consilium.models.recording import CallRecorder, RecordingModel
 from consilium.models.wrappers import (
+    AnswerCheckModel,
     CachedModel,
     ConcurrencyLimitedModel,
     RetryingModel,
     RetryPolicy,
     StructuredOutputModel,
 )
+from consilium.redact import MASK, redact_url, register_secret
 
 __all__ = ["SPEC_HELP", "ModelOptions", "build_model", "default_cache_path", "for_run", "open_backend"]
 
@@ -41,6 +43,17 @@ class ModelOptions:
     cache_path: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     n_ctx: int = 8192
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)  # masked wherever it could be printed or stored (consilium/redact.py)
+
+    def __repr__(self) -> str:
+        """Every field but the key itself; a base URL's credentials masked."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        shown["api_key"] = MASK if self.api_key else None
+        if self.base_url:
+            shown["base_url"] = redact_url(self.base_url)
+        return f"ModelOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @classmethod
     def from_env(cls, **overrides: object) -> ModelOptions:
@@ -68,9 +81,15 @@ def open_backend(spec: str, options: ModelOptions | None = None) -> ChatModel:
     options = options or ModelOptions()
     kind, _, arg = spec.partition(":")
     if kind == "embedded" and not arg:
-        from consilium.models.backends.llama import EMBEDDED_MODEL_ID, LlamaCppModel, embedded_model_path
+        from consilium.models.backends.llama import (
+            EMBEDDED_MODEL_ID,
+            EMBEDDED_STAGE_MAX_TOKENS,
+            LlamaCppModel,
+            embedded_model_path,
+        )
 
-        return LlamaCppModel(embedded_model_path(), model_id=EMBEDDED_MODEL_ID, n_ctx=options.n_ctx)
+        return LlamaCppModel(embedded_model_path(), model_id=EMBEDDED_MODEL_ID, n_ctx=options.n_ctx,
+                             stage_max_tokens=EMBEDDED_STAGE_MAX_TOKENS)
     if kind == "gguf" and arg:
         from consilium.models.backends.llama import LlamaCppModel
 
@@ -111,6 +130,11 @@ def build_model(spec: str, options: ModelOptions | None = None) -> ChatModel:
     return model
 
 
-def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2) -> ChatModel:
-    """Per-run layers: every attempt is recorded, then structured output is validated and repaired."""
-    return StructuredOutputModel(RecordingModel(model, recorder), max_repairs=max_repairs)
+def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2, answer_retries: int = 2,
+            accept_truncated: bool = False) -> ChatModel:
+    """Per-run layers: every attempt is recorded; an empty or cut-off answer is asked again (at most
+    ``answer_retries`` times, a cut-off one with twice the room) and then fails the stage; structured
+    output is validated and repaired."""
+    checked = AnswerCheckModel(RecordingModel(model, recorder), retries=answer_retries,
+                               accept_truncated=accept_truncated)
+    return StructuredOutputModel(checked, max_repairs=max_repairs)

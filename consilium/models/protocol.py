@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 from consilium.models.types import ModelRequest, ModelResponse
 
-__all__ = ["ChatModel"]
+__all__ = ["NO_STAGE_LIMITS", "ChatModel"]
+
+#: The ``stage_max_tokens`` of a model that keeps every request's ``max_tokens``.
+NO_STAGE_LIMITS: Mapping[str, int] = MappingProxyType({})
 
 
 @runtime_checkable
@@ -14,13 +19,17 @@ class ChatModel(Protocol):
     """One async call in, one response out.
 
     ``model_id`` names the model as it should appear in traces; ``endpoint``
-    distinguishes the same model served from different places (cache key);
-    ``supports_images`` says whether image parts of a message reach the model.
+    identifies where and how it is served, everything besides the request that
+    changes its answers (the cache key holds it); ``supports_images`` says
+    whether image parts of a message reach the model; ``stage_max_tokens`` is
+    the model's own output budget per stage (a first attempt gets the smaller of
+    it and the request's ``max_tokens``; see wrappers/answers.py), empty for most.
     """
 
     model_id: str
     endpoint: str
     supports_images: bool
+    stage_max_tokens: Mapping[str, int]
 
     async def generate(self, request: ModelRequest) -> ModelResponse: ...
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from consilium.models.answers import answer_problem
 from consilium.models.protocol import ChatModel
 from consilium.models.structured import OutputInvalid
 from consilium.models.tokens import count_message_tokens
@@ -51,7 +52,10 @@ class CallRecord(BaseModel):
     latency_ms: float
     cached: bool = False
     finish_reason: str | None = None
-    error: str | None = Field(default=None, description="why the output failed validation (then repaired)")
+    error: str | None = Field(default=None, description="why this attempt's answer was not used: empty, cut off "
+                                                        "(then asked again) or invalid (then repaired)")
+    stage_limit: int | None = Field(default=None, description="the model's own output budget for this stage "
+                                                              "(ChatModel.stage_max_tokens), if it has one")
     started_at: float
 
 
@@ -69,12 +73,17 @@ class CallRecorder:
         self.calls.append(call.model_copy(update={"index": len(self.calls)}))
         self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round)
 
-    def record(self, request: ModelRequest, response: ModelResponse, started_at: float) -> Any:
-        """Record the call; returns the validated value when a schema was requested and met."""
+    def record(self, request: ModelRequest, response: ModelResponse, started_at: float,
+               stage_limit: int | None = None) -> Any:
+        """Record the call; returns the validated value when a schema was requested and met by a
+        complete answer (an empty or cut-off one is never used, whatever it holds)."""
         tag = request.tag
         schema = request.output_schema
         parsed, error = None, None
-        if schema is not None:
+        problem = answer_problem(response)
+        if problem is not None:
+            error = problem[1]
+        elif schema is not None:
             # Validated here too, so each attempt's record says what was wrong with it.
             try:
                 parsed = schema.validate(response.text)
@@ -86,7 +95,7 @@ class CallRecorder:
             schema_name=schema.name if schema else None, request_hash=request_hash(request),
             response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
             cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
-            parsed=parsed, error=error,
+            parsed=parsed, error=error, stage_limit=stage_limit,
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round)
         return parsed
@@ -104,6 +113,7 @@ class RecordingModel:
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
+        self.stage_max_tokens = inner.stage_max_tokens
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         self.recorder.last_attempt = request.tag
@@ -112,7 +122,8 @@ class RecordingModel:
             self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
         started_at = time.time()
         response = await self.inner.generate(request)
-        parsed = self.recorder.record(request, response, started_at)
+        parsed = self.recorder.record(request, response, started_at,
+                                      stage_limit=self.stage_max_tokens.get(request.tag.stage))
         # Hand the validated value on, so the repair wrapper does not validate twice.
         return response.model_copy(update={"parsed": parsed}) if parsed is not None else response
 

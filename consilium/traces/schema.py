@@ -19,7 +19,8 @@ from consilium.models import CallRecord, Usage, UsageLedger
 
 __all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "TurnTrace", "UsageSummary"]
 
-#: 1.1: ``model_spec`` (the spec the trace was made with, set by cohorts and commands).
+#: 1.1: ``model_spec`` (the spec the trace was made with); calls may carry ``stage_limit`` and
+#: ``finish_reason: "repetition"``; an empty or cut-off answer is a failed attempt, never a result.
 SCHEMA_VERSION = "1.1"
 
 

@@ -24,7 +24,7 @@ import json
 import urllib.request
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from consilium.errors import UserError
 
@@ -34,6 +34,9 @@ HttpClient = Literal["aiohttp", "sdk"]
 HTTP_CLIENTS: tuple[str, ...] = ("aiohttp", "sdk")
 
 HttpReply = tuple[int, Mapping[str, str], bytes]
+
+#: The key sent to a local server when none is set (local servers accept any key).
+LOCAL_KEY = "not-needed"
 
 
 class Transport(Protocol):
@@ -63,11 +66,26 @@ class AiohttpTransport:
     """One aiohttp session per event loop (a session cannot outlive the loop it was made in)."""
 
     def __init__(self, base_url: str, api_key: str) -> None:
+        import base64
+
+        parts = urlsplit(base_url)
+        authorization = f"Bearer {api_key}"
+        if parts.username is not None:
+            # user:password@ in the URL is HTTP Basic auth (a gateway in front of a local server). It takes
+            # the Authorization header, so it cannot travel with a real API key.
+            if api_key != LOCAL_KEY:
+                raise UserError("--base-url: a URL with user:password@ takes the Authorization header, which "
+                                "the API key needs; unset OPENAI_API_KEY for a server behind Basic auth")
+            login = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            authorization = "Basic " + base64.b64encode(login).decode("ascii")
+            host = parts.hostname or ""
+            netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+            base_url = urlunsplit(parts._replace(netloc=netloc))
         self.base_url = base_url.rstrip("/")
         # The proxy from the environment, looked up once: aiohttp's trust_env looks it up (and
         # ~/.netrc) in a worker thread on every request.
         self._proxy = _env_proxy(self.base_url)
-        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+        self._headers = {"Authorization": authorization, "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": _user_agent()}
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None

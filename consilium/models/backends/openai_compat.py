@@ -19,11 +19,14 @@ import time
 from typing import Any, Literal
 
 from consilium.errors import ModelError, TransientModelError, UserError
-from consilium.models.backends.http_transports import open_transport
+from consilium.models.backends.http_transports import LOCAL_KEY, open_transport
+from consilium.models.backends.openai_wire import Completion, MalformedCompletion, parse_completion
 from consilium.models.images import image_data_url
+from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
+from consilium.redact import redact_url
 
 __all__ = ["OpenAICompatModel", "SchemaDialect", "parse_retry_after"]
 
@@ -56,15 +59,18 @@ def _error_message(raw: bytes) -> str:
         body = json.loads(raw)
         error = body.get("error", body) if isinstance(body, dict) else body
         message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:500]
-    except ValueError:
-        return raw.decode("utf-8", "replace")[:500] or "(empty body)"
+        text = str(message)
+    except (ValueError, RecursionError):
+        text = raw.decode("utf-8", "replace") or "(empty body)"
+    # Lone surrogates (from JSON escapes) would break every file this message is written to.
+    return text.encode("utf-8", "replace").decode("utf-8")[:500]
 
 
 class OpenAICompatModel:
     #: Messages with images are sent as OpenAI content parts (text + image_url data URLs);
     #: a server without vision support answers with an error naming the model.
     supports_images = True
+    stage_max_tokens = NO_STAGE_LIMITS
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  dialect: str = "json_schema", timeout_s: float = 120.0, http_client: str = "aiohttp") -> None:
@@ -75,10 +81,13 @@ class OpenAICompatModel:
         if not api_key:
             if base_url is None:
                 raise UserError("openai:MODEL needs OPENAI_API_KEY (or --base-url for a local server)")
-            api_key = "not-needed"  # local servers accept any key
+            api_key = LOCAL_KEY  # local servers accept any key
         self.model_id = model
         self.dialect = dialect
-        self.endpoint = base_url or "https://api.openai.com/v1"
+        # Shown in messages, logs and cache keys: never a URL's user:password@ (docs/reliability.md).
+        self.url = redact_url(base_url or "https://api.openai.com/v1")
+        # The dialect shapes every schema request, so it is part of the cache identity.
+        self.endpoint = f"{self.url} (schema dialect {dialect})"
         self.http_client = http_client
         self._transport = open_transport(http_client, base_url, api_key, timeout_s)
 
@@ -108,48 +117,42 @@ class OpenAICompatModel:
         try:
             status, headers, raw = await self._transport.post("/chat/completions", body, settings.timeout_s)
         except TimeoutError as exc:
-            raise TransientModelError(f"{self.endpoint}: request timed out") from exc
+            raise TransientModelError(f"{self.url}: request timed out") from exc
         except ConnectionError as exc:
-            raise TransientModelError(f"{self.endpoint}: connection failed ({exc})") from exc
+            raise TransientModelError(f"{self.url}: connection failed ({exc})") from exc
         if status != 200:
             self._raise_for_status(status, headers, raw)
         latency_ms = (time.perf_counter() - started) * 1000
         try:
-            completion = json.loads(raw)
-            choice = completion["choices"][0]
-            text = choice["message"].get("content") or ""
-            if not isinstance(text, str):
-                raise TypeError("message content is not text")
-            usage = self._usage(completion.get("usage"), request, text)
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            # Not the JSON a chat completion should be (a broken proxy, a crashed replica).
-            raise TransientModelError(f"{self.endpoint}: malformed response ({type(exc).__name__})") from exc
+            completion = parse_completion(raw)
+        except MalformedCompletion as exc:
+            # Not the chat completion it should be (a broken proxy, a crashed replica, a buggy server).
+            raise TransientModelError(f"{self.url}: malformed response ({exc})") from None
         return ModelResponse(
-            text=text,
-            usage=usage,
+            text=completion.text,
+            usage=_usage(completion, request),
             latency_ms=latency_ms,
-            model=completion.get("model") or self.model_id,
-            finish_reason=choice.get("finish_reason"),
+            model=completion.model or self.model_id,
+            finish_reason=completion.finish_reason,
         )
 
     def _raise_for_status(self, status: int, headers: Any, raw: bytes) -> None:
         if status == 429 or status == 408 or status >= 500:
-            raise TransientModelError(f"{self.endpoint}: HTTP {status}",
+            raise TransientModelError(f"{self.url}: HTTP {status}",
                                       retry_after=parse_retry_after(headers.get("retry-after")), status=status)
         if status in (401, 403):
-            raise UserError(f"{self.endpoint}: HTTP {status}, the API key was refused (OPENAI_API_KEY)")
+            raise UserError(f"{self.url}: HTTP {status}, the API key was refused (OPENAI_API_KEY)")
         if status == 404:
-            raise UserError(f"{self.endpoint}: HTTP 404, unknown model {self.model_id!r} or wrong base URL")
-        raise ModelError(f"{self.endpoint}: HTTP {status}: {_error_message(raw)}")
-
-    @staticmethod
-    def _usage(reported: dict[str, Any] | None, request: ModelRequest, text: str) -> Usage:
-        if not reported:
-            return Usage(input_tokens=count_message_tokens(list(request.messages)),
-                         output_tokens=count_tokens(text), calls=1, estimated=True)
-        cached = (reported.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        return Usage(input_tokens=int(reported.get("prompt_tokens") or 0),
-                     output_tokens=int(reported.get("completion_tokens") or 0), cached_tokens=int(cached), calls=1)
+            raise UserError(f"{self.url}: HTTP 404, unknown model {self.model_id!r} or wrong base URL")
+        raise ModelError(f"{self.url}: HTTP {status}: {_error_message(raw)}")
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+
+
+def _usage(completion: Completion, request: ModelRequest) -> Usage:
+    """The server's counts; a count it leaves out is counted with tiktoken and marked estimated, never 0."""
+    prompt, output = completion.prompt_tokens, completion.completion_tokens
+    return Usage(input_tokens=count_message_tokens(list(request.messages)) if prompt is None else prompt,
+                 output_tokens=count_tokens(completion.text) if output is None else output,
+                 cached_tokens=completion.cached_tokens, calls=1, estimated=prompt is None or output is None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -51,6 +51,10 @@ class ReplayModel:
         self.model_id = model_id
         # As the recorded model had it, so the replayed run builds the same messages.
         self.supports_images = supports_images
+        calls = list(calls)
+        # The recorded model's own stage budgets, so the replayed run sends the same max_tokens.
+        self.stage_max_tokens: Mapping[str, int] = {c.stage: c.stage_limit for c in calls
+                                                    if c.stage_limit is not None}
         self._queues: dict[_Key, deque[CallRecord]] = defaultdict(deque)
         for call in sorted(calls, key=lambda c: c.index):
             self._queues[(call.stage, call.role, call.round)].append(call)

@@ -12,12 +12,13 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from consilium.datafiles import load_data_file
 from consilium.errors import ModelError
+from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import CallTag, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
@@ -39,12 +40,18 @@ class ScriptRule(BaseModel):
     response: str | None = None
     json_: Any = Field(default=None, alias="json")
     responses: list[Any] | None = Field(default=None, description="served in turn; the last one repeats")
+    finish_reason: str = Field(default="stop", min_length=1,
+                               description='reported with the answer; "length" plays an answer cut off at max_tokens')
+    fail: Literal["model", "internal"] | None = Field(
+        default=None, description="fail the call instead of answering: 'model' raises a ModelError (a backend "
+                                  "failure), 'internal' a RuntimeError (a stand-in for a bug, to test the CLI's "
+                                  "internal-error path)")
 
     @model_validator(mode="after")
     def _one_answer(self) -> ScriptRule:
-        given = [x is not None for x in (self.response, self.json_, self.responses)]
+        given = [x is not None for x in (self.response, self.json_, self.responses, self.fail)]
         if sum(given) != 1:
-            raise ValueError("a rule needs exactly one of response, json, responses")
+            raise ValueError("a rule needs exactly one of response, json, responses, fail")
         if self.responses is not None and not self.responses:
             raise ValueError("responses must not be empty")
         return self
@@ -87,6 +94,7 @@ class ScriptedModel:
     """Answers from a :class:`Script` or a Python responder; usage counted with tiktoken."""
 
     endpoint = "scripted"
+    stage_max_tokens = NO_STAGE_LIMITS
 
     def __init__(self, script: Script | None = None, *, responder: Responder | None = None,
                  model_id: str | None = None) -> None:
@@ -101,33 +109,39 @@ class ScriptedModel:
     def from_file(cls, path: str | Path) -> ScriptedModel:
         return cls(Script.load(path))
 
-    def _pick(self, request: ModelRequest) -> Any:
+    def _pick(self, request: ModelRequest) -> tuple[Any, str]:
+        """The answer and its finish reason."""
         if self.responder is not None:
             value = self.responder(request)
             if value is not None:
-                return value
+                return value, "stop"
         users = [m.content for m in request.messages if m.role == "user"]
         last_user = users[-1] if users else ""
         for index, rule in enumerate(self.script.rules):
             used = self._used.get(index, 0)
             if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user):
                 self._used[index] = used + 1
-                return rule.answer(used)
+                if rule.fail == "model":
+                    raise ModelError(f"scripted model {self.model_id!r}: rule {index} fails this call")
+                if rule.fail == "internal":
+                    raise RuntimeError(f"scripted model {self.model_id!r}: rule {index} stands in for a bug")
+                return rule.answer(used), rule.finish_reason
         if self.script.default is not None:
-            return self.script.default
+            return self.script.default, "stop"
         tag = request.tag
         raise ModelError(f"scripted model {self.model_id!r}: no rule answers stage={tag.stage} "
                          f"role={tag.role} round={tag.round}")
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        text = _render(self._pick(request), request.tag)
+        value, finish_reason = self._pick(request)
+        text = _render(value, request.tag)
         if self.script.latency_ms:
             await asyncio.sleep(self.script.latency_ms / 1000)
         self.calls += 1
         usage = Usage(input_tokens=count_message_tokens(list(request.messages)), output_tokens=count_tokens(text),
                       calls=1, estimated=True)
         return ModelResponse(text=text, usage=usage, latency_ms=self.script.latency_ms, model=self.model_id,
-                             finish_reason="stop")
+                             finish_reason=finish_reason)
 
     async def aclose(self) -> None:
         return None

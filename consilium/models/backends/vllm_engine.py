@@ -7,11 +7,13 @@ enforced by vLLM's structured-output (guided decoding) support.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from typing import Any
 
 from consilium.errors import UserError
+from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 
@@ -28,6 +30,7 @@ def _structured_params(vllm: Any, schema: dict[str, Any]) -> dict[str, Any]:
 
 class VLLMModel:
     supports_images = False  # images would need the model's multimodal processor; not wired here
+    stage_max_tokens = NO_STAGE_LIMITS
 
     def __init__(self, model: str, **engine_args: Any) -> None:
         try:
@@ -36,7 +39,9 @@ class VLLMModel:
             raise UserError("vllm:MODEL needs the vllm extra: pip install 'consilium[vllm]'") from exc
         self._vllm = vllm
         self.model_id = model
-        self.endpoint = "vllm:in-process"
+        # Engine arguments (dtype, quantisation, …) change the answers: part of the cache identity.
+        self.endpoint = "vllm:in-process" + (f":{json.dumps(engine_args, sort_keys=True, default=str)}"
+                                             if engine_args else "")
         self._engine_args = engine_args
         self._llm: Any = None
         self._lock = threading.Lock()

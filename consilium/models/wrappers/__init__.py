@@ -1,9 +1,10 @@
 """Cross-cutting behaviour around the model protocol (STYLE.md 12): agents never retry, cache or limit."""
 
+from consilium.models.wrappers.answers import AnswerCheckModel
 from consilium.models.wrappers.cache import CachedModel
 from consilium.models.wrappers.limit import ConcurrencyLimitedModel, work_item
 from consilium.models.wrappers.repair import StructuredOutputModel
 from consilium.models.wrappers.retry import RetryingModel, RetryPolicy
 
-__all__ = ["CachedModel", "ConcurrencyLimitedModel", "RetryPolicy", "RetryingModel", "StructuredOutputModel",
-           "work_item"]
+__all__ = ["AnswerCheckModel", "CachedModel", "ConcurrencyLimitedModel", "RetryPolicy", "RetryingModel",
+           "StructuredOutputModel", "work_item"]

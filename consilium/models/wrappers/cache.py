@@ -1,10 +1,13 @@
 """A content-addressed response cache in SQLite.
 
-The key is a SHA-256 of the model id, the endpoint (base URL), the messages,
-the settings and the schema, so a change to any of them misses. Only
-responses that satisfy their schema are stored, so an invalid answer is never
-served forever. Hits come back with ``cached=True`` and the usage the original
-call reported.
+The key holds everything that reaches the model: the model id, the endpoint
+(where and how it is served: base URL and schema dialect, a GGUF file's path,
+size and modification time, sampling penalties), the request (messages,
+settings, schema and its name) and the bytes of every image sent. Only
+complete answers (wrappers/answers.py) that satisfy their schema are stored,
+and a stored answer is checked again before it is served, so an empty, cut-off
+or invalid answer never outlives the call that got it. Hits come back with
+``cached=True`` and the usage the original call reported.
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ import threading
 import time
 from pathlib import Path
 
+from consilium.models.answers import answer_problem
+from consilium.models.images import image_digest
 from consilium.models.protocol import ChatModel
 from consilium.models.recording import request_hash
 from consilium.models.structured import OutputInvalid
 from consilium.models.types import ModelRequest, ModelResponse
 
-__all__ = ["CachedModel", "cache_key"]
+__all__ = ["CACHE_KEY_VERSION", "CachedModel", "cache_key"]
+
+#: Part of every key: a change to what the key covers makes old entries unreachable, never wrong.
+CACHE_KEY_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -34,8 +42,24 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 def cache_key(model_id: str, endpoint: str, request: ModelRequest) -> str:
-    blob = json.dumps([model_id, endpoint, request_hash(request)], separators=(",", ":"))
+    schema = request.output_schema
+    images = [image_digest(path) for message in request.messages for path in message.images]
+    blob = json.dumps([CACHE_KEY_VERSION, model_id, endpoint, request_hash(request),
+                       schema.name if schema else None, images], separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _usable(request: ModelRequest, response: ModelResponse) -> bool:
+    """A complete answer that meets the request's schema, if it has one."""
+    if answer_problem(response) is not None:
+        return False
+    schema = request.output_schema
+    if schema is not None:
+        try:
+            schema.validate(response.text)
+        except OutputInvalid:
+            return False
+    return True
 
 
 class CachedModel:
@@ -44,6 +68,7 @@ class CachedModel:
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
+        self.stage_max_tokens = inner.stage_max_tokens
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -71,18 +96,13 @@ class CachedModel:
     async def generate(self, request: ModelRequest) -> ModelResponse:
         key = cache_key(self.model_id, self.endpoint, request)
         hit = self._get(key)
-        if hit is not None:
+        if hit is not None and _usable(request, hit):
             self.hits += 1
             return hit.model_copy(update={"cached": True, "latency_ms": 0.0})
         self.misses += 1
         response = await self.inner.generate(request)
-        schema = request.output_schema
-        try:
-            if schema is not None:
-                schema.validate(response.text)
-        except OutputInvalid:
-            return response
-        self._put(key, response)
+        if _usable(request, response):
+            self._put(key, response)
         return response
 
     async def aclose(self) -> None:

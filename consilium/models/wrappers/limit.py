@@ -46,6 +46,7 @@ class ConcurrencyLimitedModel:
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
+        self.stage_max_tokens = inner.stage_max_tokens
         self.max_concurrency = max_concurrency
         self._free = max_concurrency
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []

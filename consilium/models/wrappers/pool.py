@@ -23,6 +23,7 @@ class PooledModel:
         self.model_id = replicas[0].model_id
         self.endpoint = "pool(" + ",".join(r.endpoint for r in replicas) + ")"
         self.supports_images = all(r.supports_images for r in replicas)
+        self.stage_max_tokens = replicas[0].stage_max_tokens
         self.in_flight = [0] * len(replicas)
         self.served = [0] * len(replicas)
 

@@ -26,6 +26,7 @@ class StructuredOutputModel:
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
+        self.stage_max_tokens = inner.stage_max_tokens
         self.max_repairs = max_repairs
 
     async def generate(self, request: ModelRequest) -> ModelResponse:

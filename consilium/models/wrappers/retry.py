@@ -44,6 +44,7 @@ class RetryingModel:
         self.model_id = inner.model_id
         self.endpoint = inner.endpoint
         self.supports_images = inner.supports_images
+        self.stage_max_tokens = inner.stage_max_tokens
         self._sleep = sleep
         self._rng = random.Random(seed)
         self.retries = 0
