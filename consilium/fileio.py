@@ -16,13 +16,22 @@ from typing import Any
 from consilium.errors import UserError
 from consilium.redact import redact
 
-__all__ = ["write_json_atomic", "write_text_atomic"]
+__all__ = ["make_folder", "write_json_atomic", "write_text_atomic"]
 
 
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def make_folder(path: Path) -> Path:
+    """Create an output folder (and its parents), or say in one line why it cannot be (exit 2)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot create the output folder ({exc.strerror or exc})") from None
+    return path
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:

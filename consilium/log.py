@@ -62,6 +62,19 @@ def _drop_exception(logger: Any, name: str, event: MutableMapping[str, Any]) -> 
     return event
 
 
+class _ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (the CLI swaps in a redacting stream
+    for each command, and tests capture it), never to a stream that has since been closed."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:  # StreamHandler's __init__ assigns it
+        pass
+
+
 def _console_filter(record: logging.LogRecord) -> bool:
     """Events logged with ``file_only=True`` (an internal error's traceback) stay off the console."""
     return not (isinstance(record.msg, dict) and record.msg.get("file_only"))
@@ -84,12 +97,28 @@ def _file_formatter(shared: list[Any]) -> logging.Formatter:
     )
 
 
+class _AppendHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A log file opened by us (without following links); closing the handler closes the file."""
+
+    def close(self) -> None:
+        try:
+            self.flush()
+            self.stream.close()
+        finally:
+            super().close()
+
+
 def _open_file(path: Path) -> logging.Handler | None:
+    """A handler appending to ``path``; None when it cannot be opened, or is a symbolic link (never
+    followed: it could point anywhere)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     except OSError:
+        print(f"consilium: warning: {path}: cannot log there (a symbolic link, or not writable); "
+              "logging to the console only", file=sys.stderr)
         return None
+    handler = _AppendHandler(os.fdopen(fd, "a", encoding="utf-8"))
     assert _state.file_formatter is not None
     handler.setFormatter(_state.file_formatter)
     return handler
@@ -116,7 +145,7 @@ def configure_logging(*, verbose: bool = False, log_file: str | None = None) -> 
         handler.close()
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
 
-    console = logging.StreamHandler(sys.stderr)
+    console = _ConsoleHandler()
     console.setLevel(logging.DEBUG if verbose else logging.WARNING)
     console.setFormatter(
         structlog.stdlib.ProcessorFormatter(

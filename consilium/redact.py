@@ -26,7 +26,9 @@ MIN_SECRET_LENGTH = 8
 #: The environment variables that hold keys consilium may send.
 KEY_VARIABLES = ("OPENAI_API_KEY",)
 
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s\"'<>]+)@")
+# Everything up to the authority's *last* "@" is userinfo (as urlsplit reads it), so a password that
+# holds an "@" is masked whole.
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s\"'<>]*)@")
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None

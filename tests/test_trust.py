@@ -124,7 +124,8 @@ def test_server_errors_and_an_unwritable_output_leak_no_url_credentials(
     code = main(["simulate", "--case", str(CASE), "--model", f"scripted:{PANEL}", "--out", str(blocker / "x"),
                  "--base-url", url])
     unwritable = capsys.readouterr()
-    assert code == 2 and "cannot write" in unwritable.err and len(unwritable.err.strip().splitlines()) == 1
+    assert code == 2 and "cannot create the output folder" in unwritable.err
+    assert len(unwritable.err.strip().splitlines()) == 1
     written = everything_written(tmp_path) + captured.out + captured.err + unwritable.out + unwritable.err
     assert SENTINEL not in written and PASSWORD not in written
 
@@ -383,3 +384,68 @@ def test_an_experiment_and_a_config_file_are_layered_not_dropped(tmp_path: Path)
     settings = json.loads((run_dir / "manifest.json").read_text())["settings"]
     assert settings["config"]["max_rounds"] == 3 and settings["config"]["temperature"] == 0.5
     assert settings["variants"] == ["free-form"]
+
+
+@pytest.mark.localhost
+def test_bad_server_values_fail_the_run_and_leak_no_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from faultserver import BAD_TYPES, fault_server
+
+    from consilium.models.backends.scripted import Script
+
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    out = tmp_path / "out"
+    with fault_server(Script(model="served", default="An answer."), rate=1.0, faults=BAD_TYPES) as server:
+        code = main(["-v", "simulate", "--case", str(CASE), "--model", "openai:m", "--base-url", server.base_url,
+                     "--format", "free-form", "--max-attempts", "2", "--retry-base-delay", "0", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and "malformed response" in captured.out  # a model error, not an internal one
+    assert "internal error" not in captured.err
+    written = everything_written(tmp_path) + captured.out + captured.err
+    assert SENTINEL not in written
+
+
+def test_review_findings_on_resume_and_output(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judged cohort resumes; the original command with --out and --resume added is accepted; a relative
+    scripted spec is stored absolute, so a resume from elsewhere runs the same file; a bad model spec or an
+    unwritable --out leaves nothing behind; the run log is never appended through a symlink."""
+    monkeypatch.delenv("CONSILIUM_LOG_FILE")
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(PANEL, tmp_path / "panel.yaml")
+    folder = cases(tmp_path, 2)
+    argv = ["cohort", "--cases", str(folder), "--model", "scripted:panel.yaml", "--judge", "ai-consilium",
+            "--judge-model", "scripted:panel.yaml", "--out", "runs"]
+    assert main(argv) == 0
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    settings = json.loads((run_dir / "manifest.json").read_text())["settings"]
+    assert settings["judges"] == ["ai-consilium"] and settings["models"] == [f"scripted:{tmp_path / 'panel.yaml'}"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "panel.yaml").write_text("model: other\nrules:\n  - response: other\n")
+    monkeypatch.chdir(elsewhere)
+    (run_dir / read_csv(run_dir / "arms.csv")[0]["trace"]).unlink()
+    log = run_dir / "consilium.log.jsonl"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("x\n")
+    log.unlink()
+    log.symlink_to(victim)
+    assert main(["cohort", "--resume", str(run_dir)]) == 0  # judged, from another folder
+    assert victim.read_text() == "x\n"
+    assert {read_trace(run_dir / r["trace"]).model for r in read_csv(run_dir / "arms.csv")} == {"scripted-panel"}
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--resume", str(run_dir)]) == 0  # the original command, --resume added
+    capsys.readouterr()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["cohort", "--cases", str(folder), "--model", f"scripted:{PANEL}", "--out", str(blocker / "x")]) == 2
+    assert "cannot create the output folder" in capsys.readouterr().err
+    empty = tmp_path / "fresh"
+    assert main(["cohort", "--cases", str(folder), "--model", "scripted:nope.yaml", "--out", str(empty)]) == 2
+    assert not empty.exists()
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole(tmp_path: Path) -> None:
+    from consilium.redact import redact
+
+    assert redact("http://bob:p@ss-SENTINEL@127.0.0.1:9/v1, https://h/a@b") == "http://***@127.0.0.1:9/v1, https://h/a@b"

@@ -17,6 +17,7 @@ from consilium.cli.options import (
     positive_int,
     run_config,
 )
+from consilium.fileio import make_folder
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.board.config import BOARD_MAX_TOKENS
 from consilium.log import attach_run_log
@@ -84,7 +85,7 @@ def run_board_command(args: argparse.Namespace) -> int:
             await _closing(panel, moderator)
 
     run_id = new_run_id(case.id)
-    attach_run_log(args.out / run_id)
+    attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
@@ -107,7 +108,7 @@ def run_turn_command(args: argparse.Namespace) -> int:
             await model.aclose()
 
     run_id = new_run_id(case.id)
-    attach_run_log(args.out / run_id)
+    attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],

@@ -37,6 +37,7 @@ from consilium.cohort.manifest import (
 )
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.cohort.run import (
+    ARM_COLUMNS,
     CohortArm,
     CohortRun,
     append_jsonl,
@@ -48,7 +49,7 @@ from consilium.cohort.run import (
 )
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
-from consilium.fileio import write_text_atomic
+from consilium.fileio import make_folder, write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.coverage import judging_coverage, print_coverage
@@ -56,6 +57,7 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.log import attach_run_log, get_logger, log_file
+from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.redact import redact_url
 from consilium.simulate import RunModels
@@ -94,6 +96,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
+Mode = Literal["agents", "single"]
+MODES: tuple[Mode, ...] = ("agents", "single")
+
+
 class Experiment(BaseModel):
     """An experiment setup file (configs/experiments/*.yaml)."""
 
@@ -103,7 +109,7 @@ class Experiment(BaseModel):
     description: str = ""
     protocol: Literal["consilium", "board"] = "consilium"
     formats: list[Format] = Field(default_factory=lambda: list(FORMATS), min_length=1)
-    modes: list[Literal["agents", "single"]] = Field(default_factory=lambda: ["agents", "single"], min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     run: dict[str, Any] = Field(default_factory=dict, description="ConsiliumConfig or BoardConfig settings")
     judges: list[str] = []
 
@@ -165,6 +171,29 @@ def _variants(protocol: str, args: argparse.Namespace, experiment: Experiment | 
     return _formats(args.formats or ",".join(experiment.formats if experiment else list(FORMATS)))
 
 
+def absolute_spec(spec: str) -> str:
+    """A spec that names a file (``scripted:``, ``gguf:``, ``replay:``) with its path made absolute, so a
+    resume from another folder runs the same model, never a like-named file there."""
+    kind, _, arg = spec.partition(":")
+    if kind in FILE_SPECS and arg and not Path(arg).is_absolute():
+        return f"{kind}:{Path(arg).resolve()}"
+    return spec
+
+
+FILE_SPECS = ("scripted", "gguf", "replay")
+
+
+def _rubric_ref(name: str) -> str:
+    """How a judge is recorded: a shipped rubric by name, a rubric file by absolute path."""
+    path = Path(name)
+    return str(path.resolve()) if path.suffix in (".yaml", ".yml") and path.exists() else name
+
+
+def _model_file_concurrency(args: argparse.Namespace) -> int | None:
+    path = getattr(args, "model_config", None)
+    return load_data_file(path, ModelConfigFile, "model config").max_concurrency if path is not None else None
+
+
 def _api_key_env(args: argparse.Namespace) -> str | None:
     path = getattr(args, "model_config", None)
     return load_data_file(path, ModelConfigFile, "model config").api_key_env if path is not None else None
@@ -181,22 +210,23 @@ def _new_plan(args: argparse.Namespace) -> Plan:
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
-    rubrics = [load_rubric(name) for name in judges]
-    specs = list(dict.fromkeys([model_spec(args), *args.extra_model]))
-    concurrency = args.concurrency or 4
+    rubrics = [load_rubric(name, flag="--judge") for name in judges]
+    specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
+    # --concurrency is the cohort's word for a model's --max-concurrency (calls in flight across all arms).
+    concurrency = args.concurrency or args.max_concurrency or _model_file_concurrency(args) or 4
     options = model_options(args, max_concurrency=concurrency)
     settings = CohortSettings(
         protocol=protocol, variants=list(variants), models=specs, cases=str(args.cases.resolve()), limit=args.limit,
         case_hashes={c.id: c.content_hash() for c in cases}, config=config.model_dump(mode="json"),
-        judges=[r.name if r.source == "builtin" else str(Path(n).resolve()) for r, n in zip(rubrics, judges,
-                                                                                              strict=True)],
+        judges=[_rubric_ref(name) for name in judges],
         judge_model=args.judge_model, concurrency=concurrency,
         model=ModelSettings(
             base_url=redact_url(options.base_url) if options.base_url else None,
             schema_dialect=options.schema_dialect, http_client=options.http_client,
-            max_concurrency=options.max_concurrency, max_attempts=options.retry.max_attempts,
-            retry_base_delay=options.retry.base_delay_s, no_cache=bool(args.no_cache),
-            cache_path=str(args.cache_path) if args.cache_path else None, api_key_env=_api_key_env(args)))
+            max_concurrency=options.max_concurrency, timeout=options.timeout_s,
+            max_attempts=options.retry.max_attempts, retry_base_delay=options.retry.base_delay_s,
+            no_cache=bool(args.no_cache), cache_path=str(args.cache_path.resolve()) if args.cache_path else None,
+            api_key_env=_api_key_env(args)))
     return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
                 config=config, rubrics=rubrics, options=options)
 
@@ -210,16 +240,21 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
         if (args.formats or args.modes or experiment) else None
     specs = None
     if args.model or args.model_config or args.extra_model:
-        first = model_spec(args) if (args.model or args.model_config) else s.models[0]
-        specs = list(dict.fromkeys([first, *args.extra_model])) if args.extra_model else [first, *s.models[1:]]
+        first = absolute_spec(model_spec(args)) if (args.model or args.model_config) else s.models[0]
+        extra = [absolute_spec(spec) for spec in args.extra_model]
+        specs = list(dict.fromkeys([first, *extra])) if extra else [first, *s.models[1:]]
     config_values = None
     if args.config is not None:
         loaded = read_data_file(args.config, "config") or {}
         model: type[ConsiliumConfig] | type[BoardConfig] = BoardConfig if s.protocol == "board" else ConsiliumConfig
         run_config(model, args.config, {})  # a malformed file is reported as for a new cohort
         config_values = loaded if isinstance(loaded, dict) else {}
+    given_options = model_options(args, max_concurrency=s.concurrency) if args.model_config else None
     refuse_conflicts(args, manifest, run_dir, variants=variants, specs=specs, experiment=experiment,
-                     config_values=config_values)
+                     config_values=config_values, model_options=given_options)
+    if not Path(s.cases).exists():
+        raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
+                        "started with")
     cases = load_cohort(Path(s.cases))[: s.limit]
     hashes = {c.id: c.content_hash() for c in cases}
     for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
@@ -228,11 +263,11 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
             raise UserError(f"--resume: {s.cases}: case {case_id!r} {what} since the cohort started; a resumed "
                             "cohort runs the cases it started with")
     config = (BoardConfig if s.protocol == "board" else ConsiliumConfig).model_validate(s.config)
-    rubrics = [load_rubric(name) for name in s.judges]
+    rubrics = [load_rubric(name, flag="--judge") for name in s.judges]
     kept = argparse.Namespace(
         model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
         schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
-        max_concurrency=s.model.max_concurrency, timeout=s.config.get("timeout_s"),
+        max_concurrency=s.model.max_concurrency, timeout=s.model.timeout or s.config.get("timeout_s"),
         max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay, no_cache=s.model.no_cache,
         cache_path=Path(s.model.cache_path) if s.model.cache_path else None)
     overrides: dict[str, object] = {"max_concurrency": s.concurrency}
@@ -251,23 +286,34 @@ def run(args: argparse.Namespace) -> int:
     s = plan.settings
     arms = [CohortArm(case, spec, tuple(s.variants), s.protocol) for case in plan.cases for spec in s.models]
     check_arm_paths(arms)
-    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
+    models = {spec: build_model(spec, plan.options) for spec in s.models}
+    judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
+    make_folder(plan.run_dir)
     with RunLock(plan.run_dir):
-        return _execute(plan, arms)
+        attach_run_log(plan.run_dir)
+        if plan.manifest is not None:
+            removed = clean_temp_files(plan.run_dir)
+            log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
+            manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
+        else:
+            manifest = new_manifest(plan.run_dir.name, list(sys.argv), s, plan.config.seed)
+        write_cohort_manifest(plan.run_dir, manifest)  # before any call: a killed cohort has its settings
+        try:
+            return _execute(plan, arms, models, judge, manifest)
+        except Exception as exc:
+            # A user error (a refused key, a full disk) or a bug: the manifest says the cohort stopped, and why.
+            reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
+            write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted", "error": reason}))
+            if isinstance(exc, UserError):
+                raise UserError(f"cohort stopped: {exc}") from None
+            raise
 
 
-def _execute(plan: Plan, arms: list[CohortArm]) -> int:
+def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], judge: ChatModel | None,
+             manifest: CohortManifest) -> int:
     run_dir, s = plan.run_dir, plan.settings
     run_id = run_dir.name
-    attach_run_log(run_dir)
-    if plan.manifest is not None:
-        removed = clean_temp_files(run_dir)
-        log.info("cohort_resumed", run_id=run_id, temp_files_removed=removed)
-        manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
-    else:
-        manifest = new_manifest(run_id, list(sys.argv), s, plan.config.seed)
-    write_cohort_manifest(run_dir, manifest)  # before any call: a killed cohort has its settings
-    models = {spec: build_model(spec, plan.options) for spec in s.models}
     stacks = {spec: RunModels(panel=model, moderator=model) for spec, model in models.items()}  # one limit per spec
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     total = len(arms) * len(s.variants)
@@ -307,13 +353,10 @@ def _execute(plan: Plan, arms: list[CohortArm]) -> int:
     try:
         with progress:
             aio.run(go())
-        arms_csv = write_csv(run_dir / "arms.csv", table())
-        judged = _judge(table(), plan, run_dir) if plan.rubrics else []
-    except UserError as exc:  # a refused key, an unknown model: every arm would fail alike
-        write_csv(run_dir / "arms.csv", table())
-        write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "aborted", "error": str(exc),
-                                                                    "counts": _counts(table())}))
-        raise UserError(f"cohort stopped: {exc}") from None
+    finally:
+        write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)  # the arms finished, even if stopped
+    arms_csv = run_dir / "arms.csv"
+    judged = _judge(table(), plan, run_dir, judge) if judge is not None else []
     done_rows = table()
     traces = [r["trace"] for r in done_rows if r.get("trace")]
     write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
@@ -337,9 +380,7 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
             "resumed": sum(bool(r.get("resumed")) for r in rows)}
 
 
-def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path) -> list[Path]:
-    assert plan.settings.judge_model is not None
-    model = build_model(plan.settings.judge_model, plan.options)
+def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel) -> list[Path]:
     setup = JudgeSetup(model=model)
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     table: list[dict[str, Any]] = []

@@ -17,6 +17,7 @@ from consilium.cli.options import (
     positive_int,
     run_config,
 )
+from consilium.fileio import make_folder
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.log import attach_run_log
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
     run_id = new_run_id(case.id)
-    attach_run_log(args.out / run_id)
+    attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
     paths = [write_trace(trace_path(args.out, run_id, case.id, t.format), t) for t in traces]
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=traces[0].config, traces=paths,

@@ -38,12 +38,13 @@ def _same_config(values: dict[str, Any], kept: dict[str, Any]) -> str | None:
 
 def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir: Path, *,
                      variants: tuple[str, ...] | None, specs: list[str] | None,
-                     experiment: Any | None, config_values: dict[str, Any] | None) -> None:
+                     experiment: Any | None, config_values: dict[str, Any] | None,
+                     model_options: Any | None = None) -> None:
     """Raise a :class:`UserError` naming the first flag given on the command line that disagrees with
     the manifest. The caller parses the flags (so a malformed one is reported as for a new cohort)."""
     s = manifest.settings
-    if args.out is not None:
-        raise UserError(f"--out: a resumed cohort writes into its own folder, {run_dir}")
+    if args.out is not None and Path(args.out).resolve() != run_dir.resolve().parent:
+        raise _conflict("--out", str(args.out), str(run_dir.resolve().parent), run_dir)
     if args.cases is not None and str(Path(args.cases).resolve()) != s.cases:
         raise _conflict("--cases", str(args.cases), s.cases, run_dir)
     if args.protocol is not None and args.protocol != s.protocol:
@@ -54,6 +55,8 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
         key = _same_config(experiment.run, s.config)
         if key is not None:
             raise _conflict("--experiment", f"run.{key}: {experiment.run[key]!r}", s.config.get(key), run_dir)
+        if not args.judge and experiment.judges and experiment.judges != s.judges:
+            raise _conflict("--experiment", f"judges {experiment.judges}", s.judges, run_dir)
     if variants is not None and list(variants) != s.variants:
         flag = "--modes" if s.protocol == "board" else "--formats"
         raise _conflict(flag, ",".join(variants), ",".join(s.variants), run_dir)
@@ -73,7 +76,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
               "--timeout": (args.timeout, s.config.get("timeout_s")),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
               "--http-client": (args.http_client, s.model.http_client),
-              "--max-concurrency": (args.max_concurrency, s.model.max_concurrency),
+              "--max-concurrency": (args.max_concurrency, s.concurrency),
               "--max-attempts": (args.max_attempts, s.model.max_attempts),
               "--retry-base-delay": (args.retry_base_delay, s.model.retry_base_delay),
               "--cache-path": (str(args.cache_path) if args.cache_path else None, s.model.cache_path),
@@ -83,6 +86,14 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
             raise _conflict(flag, given, kept, run_dir)
     if args.base_url is not None and redact_url(args.base_url) != (s.model.base_url or ""):
         raise _conflict("--base-url", redact_url(args.base_url), s.model.base_url, run_dir)
+    if model_options is not None:  # what a --model-config file (with the flags beside it) says
+        given = {"base_url": redact_url(model_options.base_url) if model_options.base_url else None,
+                 "schema_dialect": model_options.schema_dialect, "http_client": model_options.http_client,
+                 "timeout": model_options.timeout_s}
+        for key, value in given.items():
+            kept = getattr(s.model, key)
+            if kept is not None and value != kept:
+                raise _conflict(f"--model-config {args.model_config}", f"{key}: {value!r}", kept, run_dir)
 
 
 def base_url_for_resume(args: argparse.Namespace, manifest: CohortManifest, env_url: str | None) -> str | None:

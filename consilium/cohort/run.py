@@ -26,15 +26,30 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
+from consilium.log import get_logger
 from consilium.redact import redact
 from consilium.simulate import RunModels, run_case
 from consilium.traces.io import read_trace, write_trace
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
 AnyTrace = Trace | BoardTrace | TurnTrace
+log = get_logger(__name__)
 
-__all__ = ["CohortArm", "CohortRun", "append_jsonl", "arm_path", "arm_row", "board_row", "check_arm_paths",
-           "load_cohort", "model_folder", "relative", "run_cohort", "write_csv"]
+__all__ = [
+    "ARM_COLUMNS",
+    "CohortArm",
+    "CohortRun",
+    "append_jsonl",
+    "arm_path",
+    "arm_row",
+    "board_row",
+    "check_arm_paths",
+    "load_cohort",
+    "model_folder",
+    "relative",
+    "run_cohort",
+    "write_csv",
+]
 
 
 def load_cohort(source: Path) -> list[Case]:
@@ -140,6 +155,13 @@ def _row(trace: AnyTrace, model_spec: str, path: Path, run_dir: Path) -> dict[st
     return arm_row(trace, model_spec, path, run_dir)
 
 
+def _log_unexpected(arm: CohortArm, exc: BaseException) -> None:
+    """A run records a model's failure in its trace; what reaches here is unforeseen (a bug): its traceback
+    goes to the log (without locals), so it is not mistaken for a model failure."""
+    log.error("arm_crashed", case=arm.case.id, model=arm.model_spec, error=f"{type(exc).__name__}: {exc}",
+              exc_info=exc, file_only=True)
+
+
 def _failed_row(arm: CohortArm, fmt: str, exc: BaseException) -> dict[str, Any]:
     return {"case_id": arm.case.id, "model_spec": arm.model_spec, "format": fmt, "status": "failed",
             "error": redact(f"{type(exc).__name__}: {exc}"), "trace": ""}
@@ -198,6 +220,7 @@ async def _run_board_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> N
         except UserError:
             raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
         except Exception as exc:  # an arm's failure is recorded; the cohort goes on
+            _log_unexpected(arm, exc)
             run.on_done(_failed_row(arm, f"board-{mode}", exc))
             continue
         run.write(trace, arm, path)
@@ -230,6 +253,7 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
     except UserError:
         raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
     except Exception as exc:  # an arm's failure is recorded; the cohort goes on
+        _log_unexpected(arm, exc)
         for fmt in todo:
             if fmt not in written:
                 run.on_done(_failed_row(arm, fmt, exc))
@@ -278,15 +302,21 @@ def append_jsonl(path: Path, row: dict[str, Any]) -> None:
         handle.write(redact(json.dumps(row)) + "\n")
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+#: The columns every arms.csv has, even with no arm finished (a cohort stopped at once).
+ARM_COLUMNS = ("case_id", "model_spec", "model", "format", "status", "stop_reason", "input_tokens", "output_tokens",
+               "calls", "wall_s", "failed_stage", "error", "trace", "resumed")
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], *, fields: tuple[str, ...] = ()) -> Path:
+    """Rows as CSV, atomically; the columns in order of appearance (``fields`` first when given)."""
     import csv
     import io
 
-    fields: list[str] = []
+    columns: list[str] = list(fields) if not rows else []
     for row in rows:
-        fields += [k for k in row if k not in fields]
+        columns += [k for k in row if k not in columns]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return write_text_atomic(path, buffer.getvalue())

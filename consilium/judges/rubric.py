@@ -125,13 +125,13 @@ def rubric_names() -> list[str]:
 
 
 @cache
-def load_rubric(name_or_path: str) -> Rubric:
-    """A shipped rubric by name, or a rubric file by path."""
+def load_rubric(name_or_path: str, *, flag: str = "--rubric") -> Rubric:
+    """A shipped rubric by name, or a rubric file by path; ``flag`` names the option in an error."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.exists():
         return parse_rubric(path.read_text(encoding="utf-8"), str(path))
     if name_or_path not in rubric_names():
-        raise UserError(f"--rubric: unknown rubric {name_or_path!r} (known: {', '.join(rubric_names())})")
+        raise UserError(f"{flag}: unknown rubric {name_or_path!r} (known: {', '.join(rubric_names())})")
     text = resources.files("consilium.judges").joinpath("rubrics", f"{name_or_path}.yaml").read_text("utf-8")
     rubric = parse_rubric(text, f"consilium/judges/rubrics/{name_or_path}.yaml")
     if rubric.name != name_or_path:
