@@ -20,7 +20,7 @@ SCRIPT = Script(model="fault-panel", rules=[
     ScriptRule(contains='"final_conclusion"', json={
         "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
         "management_strategy": "m", "final_conclusion": "A"}),
-    ScriptRule(contains="write your own independent opinion", response="My opinion: A is most likely."),
+    ScriptRule(contains="each specialist writes an independent opinion", response="My opinion: A is most likely."),
     ScriptRule(contains='"final_opinion", "summary"', json={
         "final_opinion": "A", "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
         "management_plan": "m", "safety_warnings": "w"}),
