@@ -138,7 +138,7 @@ def test_judge_finds_a_cohorts_traces_and_its_records_reach_compare_and_report(
     assert not (run_dir / "judgements.csv").exists()
     assert main(["compare", str(run_dir), "--bootstrap", "50"]) == 0
     scores = {(r["format"], r["component"], r["criterion"]): r for r in read_csv(run_dir / "compare" /
-                                                                                 "table6_8_scores.csv")}
+                                                                                 "table8_criteria.csv")}
     assert scores[("structured", "conclusion", "c1")]["n"] == "2" and scores[("free-form", "conclusion", "c1")][
         "mean"] == "2.0"
     assert read_csv(run_dir / "compare" / "table7_tokens.csv")[0]["mean_judge_score"] == "2.0"
@@ -152,8 +152,8 @@ def test_records_win_over_a_stale_judgements_csv(tmp_path: Path, capsys: pytest.
     assert main(["judge", str(run_dir), "--rubric", "ai-consilium", "--judge-model",
                  script(tmp_path, "b.json", SCORES_3)]) == 0  # re-judged after the cohort
     assert main(["compare", str(run_dir), "--bootstrap", "50"]) == 0
-    rows = read_csv(run_dir / "compare" / "table6_8_scores.csv")
-    c1 = [r for r in rows if r["component"] == "conclusion" and r["criterion"] == "c1"]
+    rows = read_csv(run_dir / "compare" / "table8_criteria.csv")
+    c1 = [r for r in rows if r["component"] == "conclusion" and r["criterion"] == "c1" and r["model"] != "pooled"]
     assert [(r["format"], r["n"], r["mean"]) for r in c1] == [("free-form", "1", "3.0"), ("structured", "1", "3.0")]
     [coverage] = [r for r in read_csv(run_dir / "compare" / "judging_coverage.csv") if r["component"] == "conclusion"]
     assert coverage["items"] == "22"  # 11 per trace, not doubled by the CSV
@@ -184,7 +184,7 @@ def test_a_moved_cohort_folder_compares_with_relative_absolute_or_old_paths(
                   lambda p: str(Path("runs") / run_dir.name / p)):  # relative to where an old cohort ran
         _set_traces(moved, where)
         assert main(["compare", run_dir.name, "--bootstrap", "50"]) == 0
-        tables.append((moved / "compare" / "table6_8_scores.csv").read_text())
+        tables.append((moved / "compare" / "table8_criteria.csv").read_text())
     assert tables[0] == tables[1] == tables[2] and "2.0" in tables[0]
 
 

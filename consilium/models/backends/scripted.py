@@ -2,7 +2,8 @@
 
 A real backend for tests, demos and the CLI (STYLE.md 2). The file format is
 documented in docs/models.md. Rules are tried in order; the first whose
-filters match and which is not used up answers. ``{role}``, ``{round}`` and
+filters (stage, role, round, contains, contains_all) match and which is not
+used up answers. ``{role}``, ``{round}`` and
 ``{stage}`` in a response are replaced by the call's tag.
 """
 
@@ -36,6 +37,8 @@ class ScriptRule(BaseModel):
     role: str | None = None
     round: int | None = None
     contains: str | None = Field(default=None, description="substring the last user message must contain")
+    contains_all: list[str] | None = Field(default=None, description="substrings the last user message must all "
+                                                                      "contain (e.g. a case's marker and a criterion)")
     times: int | None = Field(default=None, ge=1, description="answer at most this many calls")
     response: str | None = None
     json_: Any = Field(default=None, alias="json")
@@ -62,6 +65,7 @@ class ScriptRule(BaseModel):
             and (self.role is None or self.role == tag.role)
             and (self.round is None or self.round == tag.round)
             and (self.contains is None or self.contains in last_user)
+            and all(part in last_user for part in self.contains_all or ())
         )
 
     def answer(self, index: int) -> Any:

@@ -1,0 +1,3 @@
+"""The AI Consilium analyses of a cohort (ai-consilium.txt): the folder's data (:mod:`.data`), the
+controller-recorded outcomes (:mod:`.outcomes`), the judge-score tables (:mod:`.scores`) and their
+statistics (:mod:`.stats`). :mod:`consilium.reports.compare` re-exports the public names."""

@@ -1,0 +1,236 @@
+"""A consilium cohort folder as the tables read it: ``arms.csv``, the traces it lists, and the judgement
+records beside them (or ``judgements.csv`` when no record is left), read one trace at a time."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from consilium.errors import UserError
+from consilium.judges.coverage import coverage_of
+from consilium.judges.record import read_judgement
+from consilium.judges.rubric import Criterion, load_rubric, rubric_names
+from consilium.traces.io import read_trace
+from consilium.traces.schema import Trace
+
+__all__ = [
+    "CONSILIUM_RUBRIC",
+    "STOPS",
+    "CohortData",
+    "RoleRow",
+    "judgement_coverage",
+    "load_cohort_data",
+    "protocol_of",
+    "read_arms",
+    "rubric_criteria",
+    "trace_location",
+]
+
+STOPS = ("consensus", "no_change", "round_limit")
+#: The rubric of Tables 6–12 (ai-consilium.txt, Tables 1, 10, 29).
+CONSILIUM_RUBRIC = "ai-consilium"
+
+
+class RoleRow(NamedTuple):
+    """One model-assigned role of one panel: a (model, case) pair, shared by its formats."""
+
+    model: str
+    case_id: str
+    label: str
+    category: str
+    category_name: str
+    primary: bool
+
+
+@dataclass
+class CohortData:
+    # arms.csv rows; ``model`` is filled in for a failed arm without one (from its model_spec)
+    arms: list[dict[str, str]]
+    # (model, format, case, round, role, vote) for every vote of every completed arm
+    votes: list[tuple[str, str, str, int, str, str]] = field(default_factory=list)
+    tokens: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (model, format) -> stage tokens
+    # one row per judge item: case_id, model, format, rubric, component, criterion, score ("" when
+    # not evaluable), not_evaluable, reason, whole_case ("True" for a whole-case criterion), judgement
+    # (the record's file)
+    judgements: list[dict[str, str]] = field(default_factory=list)
+    judgements_from: str = "none"  # "records", "judgements.csv" or "none"
+    unmatched_records: list[Path] = field(default_factory=list)  # records of traces not completed arms
+    # the panel of every (model, case) with a completed arm, once (its formats share it)
+    roles: list[RoleRow] = field(default_factory=list)
+
+
+_ARM_COLUMNS = ("case_id", "format", "status")
+# Columns a completed arm needs, and which of them are numbers (None: any text).
+_COMPLETED: dict[str, dict[str, type | None]] = {
+    "consilium": {"model": None, "trace": None, "stop_reason": None, "rounds": int, "r1_dissent": float},
+    "board": {"trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
+              "format_exact": float, "format_dense": float},
+}
+_OPTIONAL = {"r1_dissent", "format_exact", "format_dense"}  # may be empty or absent
+_JUDGEMENT_COLUMNS = ("case_id", "model", "format", "rubric", "component", "criterion", "score", "not_evaluable")
+
+
+def protocol_of(arms: list[dict[str, str]]) -> str:
+    return "board" if any((a.get("format") or "").startswith("board-") for a in arms) else "consilium"
+
+
+@cache
+def rubric_criteria(rubric: str) -> dict[str, Criterion]:
+    """A shipped rubric's criteria by id, in the rubric's order (empty for a rubric not shipped)."""
+    return {c.id: c for c in load_rubric(rubric).criteria} if rubric in rubric_names() else {}
+
+
+def _read_csv(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not readable ({exc})") from None
+    try:
+        reader = csv.DictReader(text.splitlines())
+        rows = list(reader)
+    except csv.Error as exc:
+        raise UserError(f"{path}: not valid CSV ({exc})") from None
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
+    for line, row in enumerate(rows, 2):
+        if None in row:  # more cells than the header names
+            raise UserError(f"{path}: line {line}: more cells than columns")
+    return rows
+
+
+def read_arms(run_dir: Path, *, check: bool = True) -> list[dict[str, str]]:
+    """The rows of ``RUN_DIR/arms.csv``; with ``check``, a completed arm must have every column the
+    tables read, with numbers where numbers belong."""
+    arms_csv = run_dir / "arms.csv"
+    if not arms_csv.is_file():
+        raise UserError(f"{run_dir}: no arms.csv (run `consilium cohort` first)")
+    arms = _read_csv(arms_csv, _ARM_COLUMNS)
+    if not arms:
+        raise UserError(f"{arms_csv}: no arms")
+    needed = _COMPLETED[protocol_of(arms)] if check else {}
+    for line, arm in enumerate(arms, 2):
+        if arm.get("status") != "completed":
+            continue
+        for column, kind in needed.items():
+            value = arm.get(column)
+            if value is None and column in _OPTIONAL:
+                continue
+            if value is None:
+                raise UserError(f"{arms_csv}: missing column {column} (completed arms need it)")
+            if value == "" and column not in _OPTIONAL and kind is not None:
+                raise UserError(f"{arms_csv}: line {line}: {column}: empty in a completed arm")
+            if value and kind is not None:
+                try:
+                    kind(value)
+                except ValueError:
+                    raise UserError(f"{arms_csv}: line {line}: {column}: {value!r} is not a number") from None
+    return arms
+
+
+def _name_models(arms: list[dict[str, str]]) -> None:
+    """Give every arm its model's id: an arm that failed before its trace was made has only the spec,
+    so it takes the id that the spec's other arms recorded (else the spec itself)."""
+    ids = {a["model_spec"]: a["model"] for a in arms if a.get("model") and a.get("model_spec")}
+    for arm in arms:
+        if not arm.get("model"):
+            arm["model"] = ids.get(arm.get("model_spec", ""), arm.get("model_spec", ""))
+
+
+def trace_location(run_dir: Path, recorded: str) -> Path:
+    """Where a trace named in arms.csv is: relative to the run folder (as cohorts write it), absolute,
+    or relative to where an older cohort ran (then found under the run folder's ``arms/`` if the
+    folder has moved)."""
+    path = Path(recorded)
+    candidates = [] if path.is_absolute() else [run_dir / path]
+    if "arms" in path.parts:
+        parts = path.parts
+        candidates.append(run_dir.joinpath(*parts[len(parts) - 1 - parts[::-1].index("arms"):]))
+    candidates.append(path)
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
+                       data: CohortData) -> list[dict[str, str]]:
+    """Rows from the ``*.judge.<rubric>.json`` records beside the traces of completed arms."""
+    rows: list[dict[str, str]] = []
+    for file in sorted(run_dir.rglob("*.judge.*.json")):
+        if file.name.endswith(".trace.json") or not file.is_file():
+            continue
+        judgement = read_judgement(file)
+        arm = by_trace.get((file.parent / judgement.trace).resolve())
+        if arm is None:
+            data.unmatched_records.append(file)
+            continue
+        for item in judgement.items:
+            rows.append({"case_id": arm["case_id"], "model": arm["model"], "format": arm["format"],
+                         "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
+                         "score": "" if item.score is None else str(item.score),
+                         "not_evaluable": str(item.not_evaluable), "reason": item.reason or "",
+                         "whole_case": str(bool(item.detail.get("whole_case"))),
+                         "judgement": str(file.relative_to(run_dir))})
+    return rows
+
+
+def _judgements_csv(path: Path) -> list[dict[str, str]]:
+    rows = _read_csv(path, _JUDGEMENT_COLUMNS)
+    for line, row in enumerate(rows, 2):
+        if row["score"]:
+            try:
+                float(row["score"])
+            except ValueError:
+                raise UserError(f"{path}: line {line}: score: {row['score']!r} is not a number") from None
+        if not row.get("whole_case"):  # older files: the shipped rubric says which criteria are whole-case
+            criterion = rubric_criteria(row["rubric"]).get(row["criterion"])
+            row["whole_case"] = str(bool(criterion and criterion.whole_case))
+    return rows
+
+
+def _read_trace_data(data: CohortData, arm: dict[str, str], trace: Trace, panels: set[tuple[str, str]]) -> None:
+    model, fmt, case = arm["model"], arm["format"], arm["case_id"]
+    for rnd in trace.rounds:
+        for vote in rnd.votes:
+            data.votes.append((model, fmt, case, rnd.round, vote.role, vote.vote))
+    counter = data.tokens.setdefault((model, fmt), Counter())
+    for stage, usage in trace.usage.by_stage.items():
+        counter[f"{stage}:input"] += usage.input_tokens
+        counter[f"{stage}:output"] += usage.output_tokens
+    counter["cases"] += 1
+    if (model, case) not in panels and trace.roles:
+        panels.add((model, case))
+        data.roles += [RoleRow(model, case, r.label, r.category, r.category_name, r.primary) for r in trace.roles]
+
+
+def load_cohort_data(run_dir: Path) -> CohortData:
+    arms = read_arms(run_dir)
+    _name_models(arms)
+    data = CohortData(arms=arms)
+    by_trace: dict[Path, dict[str, str]] = {}
+    panels: set[tuple[str, str]] = set()
+    for arm in arms:
+        if not arm.get("trace") or arm.get("status") != "completed":
+            continue
+        location = trace_location(run_dir, arm["trace"])
+        by_trace[location.resolve()] = arm
+        trace = read_trace(location)
+        if isinstance(trace, Trace):
+            _read_trace_data(data, arm, trace, panels)
+    # The records are the source of truth: judgements made after the cohort count, and a stale
+    # judgements.csv adds nothing. The CSV is read only when no record is left.
+    records = _judgement_records(run_dir, by_trace, data)
+    judged = run_dir / "judgements.csv"
+    if records or data.unmatched_records:
+        data.judgements, data.judgements_from = records, "records"
+    elif judged.is_file():
+        data.judgements, data.judgements_from = _judgements_csv(judged), "judgements.csv"
+    return data
+
+
+def judgement_coverage(data: CohortData) -> list[dict[str, Any]]:
+    """:func:`consilium.judges.coverage.coverage_of` over the cohort's judge items."""
+    return coverage_of((r["rubric"], r["component"], r["not_evaluable"].strip().lower() == "true",
+                        r.get("reason") or None) for r in data.judgements)
