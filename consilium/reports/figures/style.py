@@ -1,0 +1,159 @@
+"""What every figure shares: the look of a paper's figure, the orders and labels of models, formats and
+criteria, and an atomic PNG + PDF writer. Matplotlib is used without pyplot (no GUI backend, no global
+figure state): a :class:`~matplotlib.figure.Figure` renders through Agg when saved."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import textwrap
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from consilium.agents.records import FORMATS
+from consilium.errors import UserError
+from consilium.judges.rubric import Criterion, load_rubric, rubric_names
+from consilium.reports.compare import CohortData
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "FORMAT_COLOURS",
+    "FORMAT_MARKERS",
+    "INPUT_COLOUR",
+    "OUTPUT_COLOUR",
+    "POOLED",
+    "RUBRIC",
+    "SUFFIXES",
+    "completed_arms",
+    "criterion_label",
+    "format_label",
+    "formats_of",
+    "integer_axis",
+    "models_of",
+    "new_figure",
+    "paper_style",
+    "per_output_criteria",
+    "remove_figure",
+    "rubric_scale",
+    "save_figure",
+]
+
+#: The rubric of Figs. 6–8 (ai-consilium.txt).
+RUBRIC = "ai-consilium"
+#: The ``model`` of a row pooling every model, last in every per-model figure.
+POOLED = "pooled"
+#: Each figure is written in these formats, same stem.
+SUFFIXES = (".png", ".pdf")
+#: ai-consilium.txt Fig. 3c: free-form blue circles, structured orange squares; Fig. 5: input blue, output orange.
+FORMAT_COLOURS = {"free-form": "#1f77b4", "structured": "#ff7f0e"}
+FORMAT_MARKERS = {"free-form": "o", "structured": "s"}
+INPUT_COLOUR, OUTPUT_COLOUR = "#1f77b4", "#ff7f0e"
+
+_STYLE: dict[Any, Any] = {  # matplotlib types its keys as a Literal of every setting
+    "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold", "axes.labelsize": 8.5,
+    "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 7.5, "legend.frameon": False,
+    "axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 200,
+    "pdf.fonttype": 42, "font.family": "DejaVu Sans",
+}
+
+
+def paper_style() -> AbstractContextManager[None]:
+    """Matplotlib settings for every figure (read when an artist is made, so hold it while drawing)."""
+    import matplotlib
+
+    return matplotlib.rc_context(_STYLE)
+
+
+def new_figure(width: float, height: float, *, rows: int = 1, columns: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    """A figure and its axes (one axis, or an array of them), drawn with the constrained layout."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    kwargs.setdefault("squeeze", True)
+    return figure, figure.subplots(rows, columns, **kwargs)
+
+
+def integer_axis(axis: Any, which: str = "x") -> None:
+    """Ticks at whole numbers only (counts, rounds)."""
+    from matplotlib.ticker import MaxNLocator
+
+    (axis.xaxis if which == "x" else axis.yaxis).set_major_locator(MaxNLocator(integer=True))
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def save_figure(figure: Figure, out: Path, stem: str) -> Path:
+    """Write ``stem.png`` and ``stem.pdf`` in ``out``, each to a temporary file beside it and then
+    renamed, so a reader never sees half a figure; the PNG's path is returned."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for suffix in SUFFIXES:
+            target = out / f"{stem}{suffix}"
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}", dir=out)
+            os.close(fd)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
+            try:
+                # No creation date in the PDF, so the same cohort gives the same bytes.
+                figure.savefig(tmp, format=suffix[1:], metadata={"CreationDate": None} if suffix == ".pdf" else {})
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+    except OSError as exc:
+        raise UserError(f"{out / stem}: cannot write the figure ({exc.strerror or exc})") from None
+    return out / f"{stem}.png"
+
+
+def remove_figure(out: Path, stem: str) -> None:
+    """Remove a figure left by an earlier run that this run has no data for (it would be stale)."""
+    for suffix in SUFFIXES:
+        (out / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+def completed_arms(data: CohortData) -> list[dict[str, str]]:
+    return [a for a in data.arms if a.get("status") == "completed"]
+
+
+def models_of(data: CohortData) -> list[str]:
+    """The cohort's models, sorted (a failed arm's model included)."""
+    return sorted({a["model"] for a in data.arms if a.get("model")})
+
+
+def formats_of(keys: Iterable[str]) -> list[str]:
+    """Formats in the paper's order (free-form, structured), any other after them."""
+    seen = set(keys)
+    return [f for f in FORMATS if f in seen] + sorted(seen - set(FORMATS))
+
+
+def format_label(fmt: str) -> str:
+    return fmt[:1].upper() + fmt[1:]
+
+
+def rubric_scale(rubric: str = RUBRIC) -> tuple[int, int]:
+    """The lowest and highest score of a shipped rubric's scale (0–3 for ai-consilium)."""
+    scale = [s for s in load_rubric(rubric).scale if s >= 0]
+    return min(scale), max(scale)
+
+
+def per_output_criteria(rubric: str = RUBRIC, component: str = "conclusion") -> list[Criterion]:
+    """The rubric's criteria scored per output for a component, in the rubric's order: C1–C8 of
+    ai-consilium.txt; the whole-case criteria (panel adequacy, complexity, overall quality) are not."""
+    if rubric not in rubric_names():
+        return []
+    return [c for c in load_rubric(rubric).criteria if component in c.components and not c.whole_case]
+
+
+def criterion_label(criterion: Criterion, width: int = 0) -> str:
+    """``"1: Factual Correctness and Source Grounding"`` (criterion c1), wrapped to ``width`` if given."""
+    number = re.fullmatch(r"c(\d+)", criterion.id)
+    label = f"{number.group(1)}: {criterion.name}" if number else criterion.name
+    return "\n".join(textwrap.wrap(label, width)) if width else label
