@@ -1,57 +1,104 @@
-"""``consilium report RUN_DIR``: the summary tables and plots of a consilium or board cohort."""
+"""``consilium report RUN_DIR``: the summary tables and plots of a cohort, or of every cohort in a folder.
+
+A consilium cohort gets its outcomes, tokens and judge scores (ai-consilium.txt); a board cohort the
+OpenTumorBoard board results; a judged cohort, of either protocol, one summary per rubric judged
+(OpenTumorBoard, NPCBench, Neural-MedBench); a folder of several cohorts, or an ``arms.csv`` with arms
+of both protocols, all of these, each table with a ``cohort`` column.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from consilium.cli.compare_cmd import coverage_section, markdown_table
+from consilium.cli.compare_cmd import coverage_section
+from consilium.cli.options import positive_int
 from consilium.cohort.run import write_csv
 from consilium.fileio import write_text_atomic
-from consilium.reports.compare import load_cohort_data, scores_table, table3, table7
+from consilium.reports.compare import scores_table, table3, table7
 from consilium.reports.figures import write_figures
-from consilium.reports.summary import board_figure, board_table, is_board
+from consilium.reports.papers.otb import ALIGNMENT
+from consilium.reports.papers.responses import judged_responses
+from consilium.reports.sources import CohortPart, cohort_parts
+from consilium.reports.summary import Table, board_figure, board_tables, judged_tables, markdown
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("report", help="summary tables and plots of a cohort (consilium or board)")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    parser = sub.add_parser("report", help="summary tables and plots of a cohort (consilium or board), or of a "
+                                           "folder of cohorts")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder, or a folder of them")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RUN_DIR/report)")
+    parser.add_argument("--bootstrap", type=positive_int, default=10000,
+                        help="bootstrap resamples for the NPCBench score interval (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    data = load_cohort_data(args.run_dir)
-    out = args.out or args.run_dir / "report"
-    failed = [a for a in data.arms if a.get("status") != "completed"]
-    md = [f"# Cohort report: {args.run_dir.name}", "",
-          f"{len(data.arms)} arms, {len(data.arms) - len(failed)} completed, {len(failed)} failed.", ""]
+def _failed(part: CohortPart) -> list[dict[str, Any]]:
+    return [{"model": a.get("model") or a.get("model_spec", ""), "model_spec": a.get("model_spec"),
+             "format": a.get("format"), "case_id": a.get("case_id"), "failed_stage": a.get("failed_stage"),
+             "error": a.get("error")} for a in part.data.arms if a.get("status") != "completed"]
+
+
+def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[Table], Callable[[Path], list[Path]]]:
+    """The Markdown and tables of one (cohort, protocol) part, and how to draw its figures into a folder
+    (called only once every part has been read, so a bad input writes nothing)."""
+    data, arms = part.data, part.data.arms
+    failed = _failed(part)
+    md = [f"{len(arms)} arms, {len(arms) - len(failed)} completed, {len(failed)} failed.", ""]
     coverage_md, coverage = coverage_section(data)
     md += coverage_md
-    if coverage:
-        write_csv(out / "judging_coverage.csv", coverage)
-    if is_board(data):
-        rows = board_table(data)
-        md += ["## Board results by model and mode", "", markdown_table(rows)]
-        write_csv(out / "board_summary.csv", rows)
-        figures = [board_figure(rows, out)]
+    tables = []
+    responses = judged_responses(part.folder, data)
+    if part.protocol == "board":
+        board = board_tables(part.folder, data, responses)
+        tables += board
+        covered = {ALIGNMENT}  # its means are columns of board_summary
+
+        def figures(out: Path) -> list[Path]:
+            return [board_figure(board[0].rows, out)] if board[0].rows else []
     else:
-        outcomes, tokens, scores = table3(data), table7(data), scores_table(data)
-        md += ["## Outcomes (ai-consilium.txt, Table 3)", "", markdown_table(outcomes),
-               "## Tokens per case (Table 7)", "", markdown_table(tokens),
-               "## Judge scores (Tables 6, 8)", "", markdown_table(scores)]
-        for name, rows in (("outcomes", outcomes), ("tokens", tokens), ("scores", scores)):
-            if rows:
-                write_csv(out / f"{name}.csv", rows)
-        figures = write_figures(data, out)
+        tables += [Table("outcomes", "Outcomes (ai-consilium.txt, Table 3)", table3(data)),
+                   Table("tokens", "Tokens per case (Table 7)", table7(data)),
+                   Table("scores", "Judge scores (Tables 6, 8)", scores_table(data))]
+        covered = {"ai-consilium"}
+
+        def figures(out: Path) -> list[Path]:
+            return write_figures(data, out)
+    tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed)
     if failed:
-        md += ["## Failed arms", "", markdown_table([{k: a.get(k) for k in ("case_id", "model_spec", "format",
-                                                                            "failed_stage", "error")}
-                                                     for a in failed])]
-    md += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figures]
+        tables.append(Table("failed_arms", "Failed arms", failed))
+    for table in tables:
+        md += [f"## {table.title}", "", markdown(table.rows)]
+    if coverage:
+        tables.insert(0, Table("judging_coverage", "Judging coverage", coverage))
+    return md, tables, figures
+
+
+def run(args: argparse.Namespace) -> int:
+    parts = cohort_parts(args.run_dir)  # every cohort is read and checked before anything is written
+    several = len(parts) > 1
+    built = [(part, *_part(part, args)) for part in parts]
+    out = args.out or args.run_dir / "report"
+    md = [f"# Cohort report: {args.run_dir.name}", ""]
+    merged: dict[str, list[dict[str, Any]]] = {}
+    figures: list[Path] = []
+    for part, part_md, tables, draw in built:
+        if several:
+            md += [f"# {part.name} ({part.protocol} arms)", ""]
+        md += part_md
+        for table in tables:
+            rows = [{"cohort": part.name, "protocol": part.protocol, **r} for r in table.rows] if several \
+                else table.rows
+            merged.setdefault(table.name, []).extend(rows)
+        figures += draw(out / f"{part.name}-{part.protocol}" if several else out)
+    paths = [write_csv(out / f"{name}.csv", rows) for name, rows in merged.items() if rows]
+    md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "report.md", "\n".join(md) + "\n")
     print("\n".join(md[: md.index("## Figures")]))
-    print(f"report: {report}")
+    print(f"report: {report}\ntables: {', '.join(p.name for p in paths)}")
     return 0

@@ -48,18 +48,33 @@ def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, 
         minors_total = sum(1 for i in items if i.detail.get("kind") == "minor_error")
         result["score"] = signed_score(requirements, majors, minors) if not not_evaluable else None
         # Eq. A8: an error rate is the share of responses with at least one error of that
-        # severity, so each response contributes whether it has one.
+        # severity, so each response contributes whether it has one; both Eq. A7 and A8 run over
+        # V, the responses with a valid judgement for every criterion, so one not evaluable has neither.
+        evaluable = not not_evaluable
         result.update(majors_present=majors, majors_total=majors_total, minors_present=minors,
-                      minors_total=minors_total, has_major_error=majors > 0, has_minor_error=minors > 0)
+                      minors_total=minors_total, has_major_error=majors > 0 if evaluable else None,
+                      has_minor_error=minors > 0 if evaluable else None)
     elif rubric.scoring == "diagnosis_match":
-        matches = [i.score == 1.0 for i in sorted(items, key=lambda i: i.detail.get("rank", 1))]
+        ranked = sorted(items, key=lambda i: i.detail.get("rank", 1))
+        matches = [i.score == 1.0 for i in ranked]
         result["matches"] = matches
         if items and items[0].criterion.startswith("rank_"):
-            result["pass@1"] = pass_at_k(matches, 1) if matches else None
-            result[f"pass@{k}"] = pass_at_k(matches, k) if matches else None
+            result["pass@1"] = _pass_at(ranked, matches, 1)
+            result[f"pass@{k}"] = _pass_at(ranked, matches, k)
         else:
             result["match"] = matches[0] if matches and not not_evaluable else None
     return result
+
+
+def _pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
+    """pass@k when the first k candidates decide it: a match among them, or all of them judged without
+    one; None when a candidate there is not evaluable and no match comes before it (a judge failure
+    is not a miss)."""
+    if not matches:
+        return None
+    if pass_at_k(matches, k):
+        return True
+    return False if all(i.score is not None for i in ranked[:k]) else None
 
 
 def aggregate(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, dict[str, Any]]:

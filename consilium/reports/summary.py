@@ -1,85 +1,150 @@
-"""Summary tables of a cohort: consilium outcomes, or board results (conclusion alignment,
-four-decision scores, format validity, turns, tokens)."""
+"""The tables of ``consilium report``: board results (OpenTumorBoard) for a board cohort, and for any
+judged cohort one summary per rubric judged (the paper's own table where there is one, else the
+criterion means)."""
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.judges.rubric import load_rubric
-from consilium.judges.scoring import weighted_decisions
 from consilium.reports.compare import CohortData
+from consilium.reports.papers import medbench, npcbench, otb
+from consilium.reports.papers.responses import Response
+from consilium.reports.papers.stats import mean, sd
 
-__all__ = ["board_figure", "board_table", "is_board"]
-
-
-def is_board(data: CohortData) -> bool:
-    return any(a.get("format", "").startswith("board-") for a in data.arms)
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(statistics.fmean(values), 3) if values else None
+__all__ = ["Table", "board_figure", "board_tables", "judged_tables", "markdown", "rubric_summary"]
 
 
-def board_table(data: CohortData) -> list[dict[str, Any]]:
-    weights = {c.id: c.weight for c in load_rubric("otb-four-decision").criteria}
-    alignment: dict[tuple[str, str], list[float]] = defaultdict(list)
-    decisions: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
-    for row in data.judgements:
-        if not row["score"]:
-            continue
-        if row["rubric"] == "otb-conclusion-alignment":
-            alignment[(row["model"], row["format"])].append(float(row["score"]))
-        elif row["rubric"] == "otb-four-decision":
-            decisions[(row["model"], row["format"], row["case_id"])][row["criterion"]] = int(float(row["score"]))
-    decision_means: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for (model, variant, _), scores in decisions.items():
-        value = weighted_decisions(scores, weights) if len(scores) == len(weights) else None
-        if value is not None:
-            decision_means[(model, variant)].append(value)
-    groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    for arm in data.arms:
-        groups[(arm.get("model") or arm.get("model_spec", ""), arm["format"])].append(arm)
+@dataclass(frozen=True)
+class Table:
+    """One table of the report: written as ``<name>.csv`` and rendered in report.md under ``title``."""
+
+    name: str
+    title: str
+    rows: list[dict[str, Any]]
+
+
+def board_tables(run_dir: Path, data: CohortData, responses: list[Response]) -> list[Table]:
+    return [Table("board_summary", "Board Simulation by model and mode (opentumorboard.txt, Table A3; format "
+                  "checks App. E.2; conclusion alignment App. C.2; four-decision score App. C.3, E.2)",
+                  otb.board_summary(run_dir, data, responses)),
+            Table("board_stops", "Board stop reasons by model and mode (completed arms)", otb.board_stops(data))]
+
+
+def rubric_summary(responses: list[Response], rubrics: set[str]) -> list[dict[str, Any]]:
+    """Per model, variant, rubric, component and criterion: items, how many were scored and not
+    evaluable, and the mean ± population SD of the scores (for a rubric without a paper table here)."""
+    groups: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
+    for response in responses:
+        if response.rubric in rubrics:
+            for item in response.items:
+                groups[(response.model, response.variant, response.rubric, item.component, item.criterion)].append(
+                    item.score)
     rows = []
-    for (model, variant), arms in sorted(groups.items()):
-        done = [a for a in arms if a["status"] == "completed"]
-        exact = [float(a["format_exact"]) for a in done if a.get("format_exact") not in (None, "")]
-        dense = [float(a["format_dense"]) for a in done if a.get("format_dense") not in (None, "")]
-        stops = Counter(a["stop_reason"] for a in done)
-        tokens = [int(a["input_tokens"]) + int(a["output_tokens"]) for a in done]
-        rows.append({"model": model, "mode": variant.removeprefix("board-"), "arms": len(arms), "completed": len(done),
-                     "format_exact_rate": _mean(exact), "format_dense_mean": _mean(dense),
-                     "turns_mean": _mean([float(a["turns"]) for a in done]),
-                     "stops": ", ".join(f"{k} {v}" for k, v in sorted(stops.items())),
-                     "tokens_per_case": _mean([float(t) for t in tokens]),
-                     "conclusion_alignment_mean": _mean(alignment.get((model, variant), [])),
-                     "four_decision_mean": _mean(decision_means.get((model, variant), []))})
+    for (model, variant, rubric, component, criterion), scores in sorted(groups.items()):
+        values = [s for s in scores if s is not None]
+        rows.append({"model": model, "variant": variant, "rubric": rubric, "component": component,
+                     "criterion": criterion, "items": len(scores), "scored": len(values),
+                     "not_evaluable": len(scores) - len(values), "mean": mean(values), "sd": sd(values)})
     return rows
 
 
+def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int) -> list[Table]:
+    """One table (or two) per rubric judged, except those in ``covered`` (already shown elsewhere)."""
+    judged = {r.rubric for r in responses} - covered
+    tables = []
+    if otb.ALIGNMENT in judged:
+        tables.append(Table("otb_conclusion_alignment", "Conclusion alignment by model and variant, 1–5 "
+                            "(opentumorboard.txt, App. C.2; Table A3)", otb.conclusion_alignment(responses)))
+    if otb.DECISIONS in judged:
+        tables += [Table("otb_four_decision", "Four-decision score by model and variant: Σ w·(s/5) / Σ w over the "
+                         "dimensions in scope (opentumorboard.txt, App. C.3, E.2)", otb.four_decision(responses)),
+                   Table("otb_decision_dimensions", "Four-decision dimensions: mean 1–5 score over conclusions "
+                         "whose reference decides the dimension (App. C.3; Table A4)",
+                         otb.decision_dimensions(responses))]
+    if otb.EQUIVALENCE in judged:
+        tables.append(Table("otb_specialist_turn", "Specialist Turn: clinical equivalence, critical-error and "
+                            "unsupported-claim rates (opentumorboard.txt, Table A2, App. C.1)",
+                            otb.specialist_turn(responses)))
+    if npcbench.RUBRIC in judged:
+        tables.append(Table("npcbench_scores", f"NPCBench consultation score and error rates over evaluable "
+                            f"responses (npcbench.txt, Eqs. A7–A8, Table A29); case-clustered bootstrap 95% CI, "
+                            f"{bootstrap} resamples, seed {seed}",
+                            npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed)))
+    if medbench.RUBRIC in judged:
+        tables.append(Table("medbench_pass_at_k", "Neural-MedBench diagnostic accuracy, pass@1 and pass@k with "
+                            "95% Wilson intervals (neural-medbench.txt, Evaluation Metrics, Confidence Intervals)",
+                            medbench.pass_at_k_table(responses)))
+    others = judged - {otb.ALIGNMENT, otb.DECISIONS, otb.EQUIVALENCE, npcbench.RUBRIC, medbench.RUBRIC}
+    if others:
+        tables.append(Table("rubric_summary", f"Scores by model, variant and criterion ({', '.join(sorted(others))})",
+                            rubric_summary(responses, others)))
+    return tables
+
+
+def _cell(value: Any) -> str:
+    return "–" if value is None else " ".join(str(value).split()).replace("|", "\\|")
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of the same rows and columns as the CSV (None shown as –)."""
+    if not rows:
+        return "(no data)\n"
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(_cell(r.get(k)) for k in keys) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def board_figure(rows: list[dict[str, Any]], out: Path) -> Path:
+    """Per model and mode: (a) mean conclusion alignment on its 1–5 scale (App. C.2), n judged under each
+    bar; (b) the App. E.2 format checks, the share of transcripts passing every check and the mean share
+    of checks passed, n completed arms checked. Written as PNG and PDF."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    labels = [f"{r['model']}\n{r['mode']}" for r in rows]
-    metrics = [("format_exact_rate", "format valid (share)"), ("format_dense_mean", "format dense (mean)")]
-    width = 0.8 / len(metrics)
-    for i, (key, label) in enumerate(metrics):
-        axis.bar([x + i * width for x in range(len(rows))], [r[key] or 0 for r in rows], width, label=label)
-    axis.set_xticks([x + width / 2 for x in range(len(rows))], labels, fontsize=7)
-    axis.set_ylim(0, 1.05)
-    axis.set_title("Board transcripts: format checks (App. E.2)")
-    axis.legend(fontsize=8)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 2.2 * len(rows)), 4.0))
+    xs = list(range(len(rows)))
+    names = [f"{r['model']}\n{r['mode']}" for r in rows]
+    # points, not bars: a 1–5 scale has no zero for a bar to start from (a mean of 1 would not show)
+    for x, row in zip(xs, rows, strict=True):
+        value = row["conclusion_alignment_mean"]
+        if value is None:
+            left.annotate("not judged", (x, 1.0), ha="center", fontsize=7, color="grey")
+        else:
+            left.plot([x], [value], "o", color="tab:blue", markersize=8)
+            left.annotate(f"{value:.2f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center",
+                          fontsize=7)
+    left.set_xlim(-0.5, len(rows) - 0.5)
+    left.grid(axis="y", alpha=0.3)
+    left.set_xticks(xs, [f"{n}\nn={r['conclusion_alignment_n']}" for n, r in zip(names, rows, strict=True)],
+                    fontsize=7)
+    left.set_ylim(0.8, 5.2)
+    left.set_yticks([1, 2, 3, 4, 5])
+    left.set_ylabel("mean conclusion alignment (1–5)")
+    left.set_title("(a) Conclusion alignment (App. C.2)", fontsize=9)
+    width = 0.4
+    for i, (key, label) in enumerate([("format_exact_rate", "all checks pass"),
+                                      ("format_dense_mean", "checks passed (mean share)")]):
+        right.bar([x + (i - 0.5) * width for x in xs], [r[key] or 0 for r in rows], width, label=label)
+    right.set_xticks(xs, [f"{n}\nn={r['format_checked']}" for n, r in zip(names, rows, strict=True)], fontsize=7)
+    right.set_ylim(0, 1.05)
+    right.set_ylabel("share of transcripts")
+    right.set_title("(b) Format checks (App. E.2)", fontsize=9)
+    right.legend(fontsize=7, loc="lower right")
+    figure.suptitle("Board Simulation by model and mode (opentumorboard.txt)", fontsize=10)
     figure.tight_layout()
     path = out / "board_format.png"
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(tmp, dpi=110)
+    for target in (path, path.with_suffix(".pdf")):
+        tmp = target.with_name(f".{target.stem}.tmp{target.suffix}")
+        figure.savefig(tmp, dpi=110)
+        tmp.replace(target)
     plt.close(figure)
-    tmp.replace(path)
     return path

@@ -1,0 +1,182 @@
+"""OpenTumorBoard's summaries (opentumorboard.txt): Board Simulation per model and mode (Table A3:
+conclusion alignment, ROUGE-L; App. E.2 format checks), the four-decision rubric (App. C.3, E.2;
+Table A4's dimensions) and the Specialist Turn (Table A2: clinical equivalence, critical-error and
+unsupported-claim rates)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from consilium.cases import Case
+from consilium.judges.components import component_texts
+from consilium.judges.rubric import load_rubric
+from consilium.judges.scoring import weighted_decisions
+from consilium.reports.compare import CohortData, trace_location
+from consilium.reports.papers.responses import Response, by_component, group
+from consilium.reports.papers.stats import mean, pct, rate, sd
+from consilium.traces.io import read_trace
+
+__all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment", "decision_dimensions",
+           "four_decision", "rouge_l", "specialist_turn", "weights"]
+
+ALIGNMENT, DECISIONS, EQUIVALENCE = "otb-conclusion-alignment", "otb-four-decision", "otb-clinical-equivalence"
+DIMENSIONS = ("therapy", "surgery", "next_action", "clinical_trial")
+
+
+@lru_cache(maxsize=1)
+def weights() -> dict[str, float]:
+    """App. E.2: therapy 1.00, surgery 1.25, next action 1.15, clinical trial 2.00 (from the rubric file)."""
+    return {c.id: c.weight for c in load_rubric(DECISIONS).criteria}
+
+
+def _model(arm: dict[str, str]) -> str:
+    return arm.get("model") or arm.get("model_spec", "")
+
+
+def _alignment(response: Response) -> float | None:
+    """The 1–5 conclusion-alignment score, or None when not evaluable."""
+    scores = [i.score for i in response.items if i.criterion == "conclusion_alignment" and i.score is not None]
+    return scores[0] if scores else None
+
+
+def _decision_scores(response: Response) -> dict[str, int] | None:
+    """The four dimension scores (−1 or 1–5) of one conclusion, or None when any is not evaluable."""
+    scores = {i.criterion: int(i.score) for i in response.items if i.criterion in DIMENSIONS and i.score is not None}
+    return scores if len(scores) == len(DIMENSIONS) else None
+
+
+@lru_cache(maxsize=1)
+def _rouge() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def rouge_l(run_dir: Path, arm: dict[str, str]) -> float | None:
+    """ROUGE-L F1 of a completed board arm's conclusion against its case's ``reference.conclusion``
+    (the ``rouge-score`` package, Porter stemmer, as the judgement records' overlap); None when the
+    trace has no conclusion or the case no reference conclusion."""
+    trace = read_trace(trace_location(run_dir, arm["trace"]))
+    candidate = component_texts(trace).get("conclusion")
+    case = Case.model_validate(trace.case)
+    reference = case.reference.conclusion if case.reference else None
+    if not candidate or not reference:
+        return None
+    return float(_rouge().score(reference, candidate)["rougeL"].fmeasure)
+
+
+def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) -> list[dict[str, Any]]:
+    """Per model and board mode: arms, completed and failed; mean turns and tokens per case; the App. E.2
+    format checks over completed arms (exact: every check holds, as a count and share; dense: the mean
+    share of checks passed); ROUGE-L F1 against the reference conclusion; the mean conclusion alignment
+    (1–5, C.2) and the mean four-decision score (0–1, E.2), each with its count and not-evaluable count."""
+    arms: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for arm in data.arms:
+        if arm.get("format", "").startswith("board-"):
+            arms[(_model(arm), arm["format"])].append(arm)
+    alignment, decisions = group(responses, ALIGNMENT), group(responses, DECISIONS)
+    rows = []
+    for (model, variant), group_arms in sorted(arms.items()):
+        done = [a for a in group_arms if a.get("status") == "completed"]
+        checked = [a for a in done if a.get("format_exact") not in (None, "")]
+        exact = sum(float(a["format_exact"]) == 1 for a in checked)
+        dense = [float(a["format_dense"]) for a in done if a.get("format_dense") not in (None, "")]
+        rouge = [r for r in (rouge_l(run_dir, a) for a in done if a.get("trace")) if r is not None]
+        aligned = [_alignment(r) for r in alignment.get((model, variant), [])]
+        decided = [_decision_scores(r) for r in decisions.get((model, variant), [])]
+        means = [weighted_decisions(s, weights()) for s in decided if s is not None]
+        rows.append({
+            "model": model, "mode": variant.removeprefix("board-"), "arms": len(group_arms), "completed": len(done),
+            "failed": len(group_arms) - len(done),
+            "turns_mean": mean([float(a["turns"]) for a in done]),
+            "tokens_per_case": mean([float(int(a["input_tokens"]) + int(a["output_tokens"])) for a in done]),
+            "format_exact_n": exact, "format_checked": len(checked), "format_exact_rate": rate(exact, len(checked)),
+            "format_dense_mean": mean(dense),
+            "rouge_l_n": len(rouge), "rouge_l_mean": mean(rouge),
+            "conclusion_alignment_n": sum(s is not None for s in aligned),
+            "conclusion_alignment_not_evaluable": sum(s is None for s in aligned),
+            "conclusion_alignment_mean": mean([s for s in aligned if s is not None]),
+            "four_decision_n": sum(m is not None for m in means),
+            "four_decision_not_evaluable": sum(s is None for s in decided),
+            "four_decision_mean": mean([m for m in means if m is not None]),
+        })
+    return rows
+
+
+def board_stops(data: CohortData) -> list[dict[str, Any]]:
+    """Stop reasons of completed board arms per model and mode, as a count and % of completed arms."""
+    done: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for arm in data.arms:
+        if arm.get("format", "").startswith("board-") and arm.get("status") == "completed":
+            done[(_model(arm), arm["format"])][arm.get("stop_reason") or "-"] += 1
+    return [{"model": model, "mode": variant.removeprefix("board-"), "stop_reason": stop, "arms": n,
+             "pct": pct(n, sum(stops.values()))}
+            for (model, variant), stops in sorted(done.items()) for stop, n in sorted(stops.items())]
+
+
+def conclusion_alignment(responses: list[Response]) -> list[dict[str, Any]]:
+    """Per model and variant, the mean conclusion-alignment score (1–5, App. C.2) over the conclusions
+    the judge scored, with its population SD; conclusions not evaluable are counted apart."""
+    rows = []
+    for (model, variant), group_responses in group(responses, ALIGNMENT).items():
+        scores = [s for s in (_alignment(r) for r in group_responses) if s is not None]
+        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scores),
+                     "not_evaluable": len(group_responses) - len(scores), "mean": mean(scores), "sd": sd(scores)})
+    return rows
+
+
+def four_decision(responses: list[Response]) -> list[dict[str, Any]]:
+    """Per model and variant, the four-decision score of App. E.2 averaged over conclusions:
+    Σ w·(s/5) / Σ w over the dimensions in scope (s ≠ −1). A conclusion with a dimension not evaluable
+    is counted apart, and so is one whose reference decides no dimension (nothing in scope)."""
+    rows = []
+    for (model, variant), group_responses in group(responses, DECISIONS).items():
+        decided = [_decision_scores(r) for r in group_responses]
+        means = [weighted_decisions(s, weights()) for s in decided if s is not None]
+        scored = [m for m in means if m is not None]
+        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
+                     "not_evaluable": sum(s is None for s in decided),
+                     "no_decision_in_scope": sum(m is None for m in means), "weighted_mean": mean(scored)})
+    return rows
+
+
+def decision_dimensions(responses: list[Response]) -> list[dict[str, Any]]:
+    """Per model, variant and dimension (App. C.3): the mean 1–5 score over the conclusions whose
+    reference decides the dimension (score ≠ −1), with how many were in scope, out of scope (−1) and
+    not evaluable; the dimension's weight in the four-decision score (E.2)."""
+    rows = []
+    for (model, variant), group_responses in group(responses, DECISIONS).items():
+        for dimension in DIMENSIONS:
+            items = [i for r in group_responses for i in r.items if i.criterion == dimension]
+            judged = [i.score for i in items if i.score is not None]
+            in_scope = [s for s in judged if s != -1]
+            rows.append({"model": model, "variant": variant, "dimension": dimension,
+                         "weight": weights()[dimension], "in_scope": len(in_scope),
+                         "out_of_scope": len(judged) - len(in_scope),
+                         "not_evaluable": len(group_responses) - len(judged), "mean": mean(in_scope)})
+    return rows
+
+
+def specialist_turn(responses: list[Response]) -> list[dict[str, Any]]:
+    """Per model and variant (Table A2): the mean clinical-equivalence score (1–5, App. C.1) and the
+    critical-error and unsupported-claim rates, the share of scored answers with that flag set (§2.4),
+    over the answers the judge scored; answers not evaluable are counted apart."""
+    rows = []
+    for (model, variant), group_responses in group(responses, EQUIVALENCE).items():
+        scored = []
+        for response in group_responses:
+            items = by_component(response).get("answer", [])
+            scored += [i for i in items if i.criterion == "clinical_equivalence" and i.score is not None]
+        flagged = [i for i in scored if {"critical_error", "unsupported_claim"} <= set(i.flags)]
+        critical = sum(i.flags["critical_error"] for i in flagged)
+        unsupported = sum(i.flags["unsupported_claim"] for i in flagged)
+        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
+                     "not_evaluable": len(group_responses) - len(scored),
+                     "clinical_equivalence_mean": mean([float(i.score) for i in scored if i.score is not None]),
+                     "flagged": len(flagged), "critical_error_n": critical,
+                     "critical_error_pct": pct(critical, len(flagged)), "unsupported_claim_n": unsupported,
+                     "unsupported_claim_pct": pct(unsupported, len(flagged))})
+    return rows

@@ -1,0 +1,590 @@
+"""`consilium report` reproduces the OpenTumorBoard, NPCBench and Neural-MedBench summaries exactly.
+
+Real cohorts, run through the CLI with the scripted backend: two models, both board modes or both
+consilium formats, judges whose answers vary by arm (rules per stage, role `<component>:<criterion>`
+and a tag each arm's conclusion carries), out-of-scope (−1) decisions, items not evaluable and a
+failed arm. Every expected number is worked out here from the fixture's inputs, never by the code
+under test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from consilium.cli import main
+from consilium.judges.record import read_judgement
+from consilium.reports.papers.otb import specialist_turn
+from consilium.reports.papers.responses import Response
+
+ROOT = Path(__file__).resolve().parents[1]
+NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
+W = {"therapy": 1.00, "surgery": 1.25, "next_action": 1.15, "clinical_trial": 2.00}  # opentumorboard.txt E.2
+DIMS = tuple(W)
+
+
+def write(tmp_path: Path, name: str, data: dict[str, Any]) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return f"scripted:{path}"
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def num(value: str) -> float | None:
+    return None if value == "" else float(value)
+
+
+def close(value: str, expected: float | None, digits: int = 4) -> bool:
+    if expected is None:
+        return value == ""
+    return value != "" and math.isclose(float(value), round(expected, digits), abs_tol=10 ** -(digits + 1))
+
+
+def rouge_f1(reference: str, candidate: str) -> float:
+    """ROUGE-L F1 = 2·LCS / (|ref| + |cand|) over lower-cased alphanumeric tokens. The fixture's texts
+    share only identical words, so Porter stemming (which the package applies) changes nothing."""
+    ref, cand = (re.findall(r"[a-z0-9]+", t.lower()) for t in (reference, candidate))
+    table = [[0] * (len(cand) + 1) for _ in range(len(ref) + 1)]
+    for i, a in enumerate(ref):
+        for j, b in enumerate(cand):
+            table[i + 1][j + 1] = table[i][j] + 1 if a == b else max(table[i][j + 1], table[i + 1][j])
+    return 2 * table[-1][-1] / (len(ref) + len(cand))
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """neural-medbench.txt, Confidence Intervals."""
+    p = successes / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+
+
+def only_run(out: Path) -> Path:
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+# --------------------------------------------------------------------------------------------------
+# The board cohort: cases t1, t2 (with a reference conclusion) and t3 (none), models a and b, both modes.
+
+REFERENCES = {"t1": "Surgery then chemotherapy is the plan. Brain imaging comes first.",
+              "t2": "No surgery is advised. Radiotherapy and a trial screen follow."}
+# (model, mode, case) -> the conclusion the board writes; each carries its tag (qaa1 = model a, agents, t1).
+CONCLUSIONS = {
+    ("a", "agents", "t1"): "Surgery then chemotherapy qaa1. Brain imaging next.",
+    ("a", "single", "t1"): "Surgery is the plan qas1. Brain imaging first.",
+    ("a", "agents", "t2"): "Radiotherapy and a trial qaa2. No surgery.",
+    ("a", "single", "t2"): "No surgery qas2. Radiotherapy and a trial screen follow.",
+    ("a", "agents", "t3"): "Watch qaa3. Scan later.",
+    ("a", "single", "t3"): "Watch qas3. Scan later.",
+    ("b", "agents", "t1"): "Chemotherapy alone qba1. No imaging.",
+    ("b", "single", "t1"): "One sentence only qbs1",  # breaks the two-to-four-sentence check
+    ("b", "single", "t2"): "Surgery is advised qbs2. Radiotherapy later.",
+    ("b", "agents", "t3"): "Watch qba3. Scan later.",
+    ("b", "single", "t3"): "Watch qbs3. Scan later.",
+}  # (b, agents, t2) fails: its conclusion call fails
+ALIGN = {"qaa1": 4, "qaa2": 2, "qas1": 5, "qas2": 3, "qba1": 1, "qbs1": 2, "qbs2": 4}
+DECIDE: dict[str, tuple[int | None, ...]] = {  # therapy, surgery, next_action, clinical_trial; None: invalid answer
+    "qaa1": (5, 4, -1, -1), "qaa2": (3, -1, 2, 5), "qas1": (-1, -1, -1, -1), "qas2": (4, None, 3, 1),
+    "qba1": (1, 2, 3, 4), "qbs1": (2, 5, -1, 3), "qbs2": (-1, 1, 4, -1)}
+
+
+def tag(model: str, mode: str, case: str) -> str:
+    return f"q{model}{mode[0]}{case[1]}"
+
+
+def board_cases(tmp_path: Path) -> Path:
+    folder = tmp_path / "board-cases"
+    folder.mkdir()
+    base = yaml.safe_load(NSCLC.read_text())
+    for case_id in ("t1", "t2", "t3"):
+        case = {**base, "id": case_id, "presentation": f"{base['presentation']} Marker casemark-{case_id}."}
+        if case_id in REFERENCES:
+            case["reference"] = {"conclusion": REFERENCES[case_id]}
+        else:
+            case.pop("reference")
+        (folder / f"{case_id}.yaml").write_text(yaml.safe_dump(case))
+    return folder
+
+
+def transcript(conclusion: str) -> str:
+    return ("<discussion>\n<turn 1> Moderator: Staging?\n<turn 2> Radiologist: Early.\n</discussion>\n"
+            f"<conclusion>{conclusion}</conclusion>")
+
+
+def board_script(model: str) -> dict[str, Any]:
+    rules: list[dict[str, Any]] = [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Medical oncologist", "justification": "x"},
+                                              "supporting": [{"label": "Radiologist", "justification": "y"}]}},
+        {"stage": "board_turn", "role": "moderator", "round": 1,
+         "json": {"action": "ask", "speaker": "Radiologist", "message": "Radiology?"}},
+        {"stage": "board_turn", "role": "moderator", "round": 3,
+         "json": {"action": "ask", "speaker": "Medical oncologist", "message": "Oncology?"}},
+        {"stage": "board_turn", "role": "moderator",
+         "json": {"action": "close", "speaker": "Radiologist", "message": "Thank you."}}]
+    for case in ("t1", "t2", "t3"):
+        agents = CONCLUSIONS.get((model, "agents", case))
+        rules.append({"stage": "conclusion", "contains": f"casemark-{case}",
+                      **({"json": {"conclusion": agents}} if agents else {"fail": "model"})})
+        rules.append({"stage": "board_turn", "role": "board", "contains": f"casemark-{case}",
+                      "response": transcript(CONCLUSIONS[(model, "single", case)])})
+    # A repair request names no case: the invalid meeting (b, single, t1) is written again as it was.
+    rules.append({"stage": "board_turn", "role": "board", "response": transcript(CONCLUSIONS[(model, "single", "t1")])})
+    rules.append({"stage": "board_turn", "response": "I agree with the plan."})
+    return {"model": f"model-{model}", "rules": rules}
+
+
+def board_judge() -> dict[str, Any]:
+    rules: list[dict[str, Any]] = []
+    for key, aligned in ALIGN.items():
+        rules.append({"stage": "judge", "role": "conclusion:conclusion_alignment", "contains": key,
+                      "json": {"rationale": "r", "score": aligned}})
+    for key, scores in DECIDE.items():
+        for dim, score in zip(DIMS, scores, strict=True):
+            rules.append({"stage": "judge", "role": f"conclusion:{dim}", "contains": key,
+                          "json": {"rationale": "r", "score": score if score is not None else "high"}})
+    # The invalid answer is also the answer to the repair request and to the schema-constrained retry.
+    rules.append({"stage": "judge", "role": "conclusion:surgery", "contains": "could not be used",
+                  "json": {"rationale": "r", "score": "high"}})
+    return {"model": "judge", "rules": rules}
+
+
+@pytest.fixture(scope="module")
+def board_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp_path = tmp_path_factory.mktemp("board")
+    out = tmp_path / "runs"
+    code = main(["cohort", "--protocol", "board", "--cases", str(board_cases(tmp_path)),
+                 "--model", write(tmp_path, "a.json", board_script("a")),
+                 "--extra-model", write(tmp_path, "b.json", board_script("b")),
+                 "--judge", "otb-conclusion-alignment", "--judge", "otb-four-decision",
+                 "--judge", "otb-clinical-equivalence", "--judge-model", write(tmp_path, "j.json", board_judge()),
+                 "--out", str(out)])
+    assert code == 1  # one arm failed
+    run_dir = only_run(out)
+    assert main(["report", str(run_dir)]) == 0
+    return run_dir
+
+
+def groups() -> list[tuple[str, str]]:
+    return [(m, mode) for m in ("a", "b") for mode in ("agents", "single")]
+
+
+def arms_of(model: str, mode: str) -> list[str]:
+    """The cases whose arm completed."""
+    return [c for c in ("t1", "t2", "t3") if (model, mode, c) in CONCLUSIONS]
+
+
+def weighted(scores: tuple[int | None, ...]) -> float | None:
+    """App. E.2 by hand: Σ w·(s/5) / Σ w over the dimensions with s ≠ −1."""
+    in_scope = {d: s for d, s in zip(DIMS, scores, strict=True) if s != -1}
+    if not in_scope:
+        return None
+    return sum(W[d] * s / 5 for d, s in in_scope.items() if s is not None) / sum(W[d] for d in in_scope)
+
+
+def test_board_summary_per_model_and_mode(board_run: Path) -> None:
+    arms = read_csv(board_run / "arms.csv")
+    rows = {(r["model"], r["mode"]): r for r in read_csv(board_run / "report" / "board_summary.csv")}
+    assert set(rows) == {(f"model-{m}", mode) for m, mode in groups()}
+    for model, mode in groups():
+        row = rows[(f"model-{model}", mode)]
+        done = arms_of(model, mode)
+        mine = [a for a in arms if a["model"] == f"model-{model}" and a["format"] == f"board-{mode}"
+                and a["status"] == "completed"]
+        assert (row["arms"], row["completed"], row["failed"]) == ("3", str(len(done)), str(3 - len(done)))
+        # format checks over completed arms: only (b, single, t1) breaks one of the seven checks
+        broken = 1 if (model, mode) == ("b", "single") else 0
+        assert row["format_checked"] == str(len(done)) and row["format_exact_n"] == str(len(done) - broken)
+        assert close(row["format_exact_rate"], (len(done) - broken) / len(done))
+        assert close(row["format_dense_mean"], (len(done) - broken + broken * 6 / 7) / len(done))
+        assert close(row["turns_mean"], sum(float(a["turns"]) for a in mine) / len(mine))
+        tokens = [int(a["input_tokens"]) + int(a["output_tokens"]) for a in mine]
+        assert close(row["tokens_per_case"], sum(tokens) / len(tokens))
+        # ROUGE-L F1 against the reference conclusion: t3 has none
+        rouge = [rouge_f1(REFERENCES[c], CONCLUSIONS[(model, mode, c)]) for c in done if c in REFERENCES]
+        assert row["rouge_l_n"] == str(len(rouge)) and close(row["rouge_l_mean"], sum(rouge) / len(rouge))
+        # conclusion alignment (1–5): t3 is not evaluable (no reference conclusion)
+        aligned = [ALIGN[tag(model, mode, c)] for c in done if c in REFERENCES]
+        assert row["conclusion_alignment_n"] == str(len(aligned))
+        assert row["conclusion_alignment_not_evaluable"] == str(len(done) - len(aligned))
+        assert close(row["conclusion_alignment_mean"], sum(aligned) / len(aligned))
+        decided = [DECIDE[tag(model, mode, c)] for c in done if c in REFERENCES]
+        means = [weighted(s) for s in decided if None not in s]
+        scored = [m for m in means if m is not None]
+        assert row["four_decision_n"] == str(len(scored))
+        assert row["four_decision_not_evaluable"] == str(len(done) - len(decided) + sum(None in s for s in decided))
+        assert close(row["four_decision_mean"], sum(scored) / len(scored) if scored else None)
+    # spot checks worked out on paper
+    assert close(rows[("model-a", "agents")]["rouge_l_mean"], (10 / 17 + 8 / 17) / 2)
+    assert close(rows[("model-a", "agents")]["four_decision_mean"], (2 / 2.25 + 3.06 / 4.15) / 2)
+    assert rows[("model-a", "single")]["four_decision_mean"] == ""  # t1 nothing in scope, t2 not evaluable
+
+
+def test_four_decision_and_its_dimensions(board_run: Path) -> None:
+    report = board_run / "report"
+    rows = {(r["model"], r["variant"]): r for r in read_csv(report / "otb_four_decision.csv")}
+    dims = {(r["model"], r["variant"], r["dimension"]): r for r in read_csv(report / "otb_decision_dimensions.csv")}
+    for model, mode in groups():
+        key = (f"model-{model}", f"board-{mode}")
+        done = arms_of(model, mode)
+        decided = [DECIDE[tag(model, mode, c)] for c in done if c in REFERENCES]
+        valid = [s for s in decided if None not in s]
+        means = [m for m in (weighted(s) for s in valid) if m is not None]
+        row = rows[key]
+        assert (row["responses"], row["scored"]) == (str(len(done)), str(len(means)))
+        assert row["not_evaluable"] == str(len(done) - len(valid))
+        assert row["no_decision_in_scope"] == str(len(valid) - len(means))
+        assert close(row["weighted_mean"], sum(means) / len(means) if means else None)
+        for i, dim in enumerate(DIMS):
+            scores = [v for s in decided if (v := s[i]) is not None]
+            in_scope = [s for s in scores if s != -1]
+            d = dims[(*key, dim)]
+            assert d["weight"] == str(W[dim]) and d["in_scope"] == str(len(in_scope))
+            assert d["out_of_scope"] == str(len(scores) - len(in_scope))
+            assert d["not_evaluable"] == str(len(done) - len(scores))
+            assert close(d["mean"], sum(in_scope) / len(in_scope) if in_scope else None)
+    assert rows[("model-a", "board-single")]["no_decision_in_scope"] == "1"
+    assert dims[("model-a", "board-single", "surgery")]["not_evaluable"] == "2"  # t3 and the invalid answer
+    assert close(dims[("model-b", "board-single", "surgery")]["mean"], 3.0)  # (5 + 1) / 2
+
+
+def test_board_stops_failed_arms_and_not_evaluable_are_shown(board_run: Path) -> None:
+    report = board_run / "report"
+    stops = {(r["model"], r["mode"], r["stop_reason"]): r for r in read_csv(report / "board_stops.csv")}
+    assert stops[("model-b", "agents", "moderator_closed")]["arms"] == "2"
+    assert stops[("model-a", "single", "single_call")]["pct"] == "100.0"
+    [failed] = read_csv(report / "failed_arms.csv")
+    assert (failed["model"], failed["format"], failed["case_id"], failed["failed_stage"]) == \
+        ("model-b", "board-agents", "t2", "conclusion")
+    # clinical equivalence scores a Specialist Turn's answer: a board trace has none, and that is shown
+    turn = {(r["model"], r["variant"]): r for r in read_csv(report / "otb_specialist_turn.csv")}
+    assert turn[("model-b", "board-single")]["not_evaluable"] == "3"
+    assert turn[("model-b", "board-single")]["clinical_equivalence_mean"] == ""
+    md = (report / "report.md").read_text()
+    for title in ("Board Simulation by model and mode", "Four-decision dimensions", "Specialist Turn", "Failed arms"):
+        assert f"## {title}" in md
+    assert "| model-b | board-single | surgery | 1.25 | 2 | 0 | 1 | 3.0 |" in md
+    assert (report / "board_format.png").stat().st_size > 2000
+
+
+# Specialist Turn answers (`consilium turn`), judged by `consilium judge`: (model, case) -> score, critical, unsupported
+TURNS: dict[tuple[str, str], tuple[int, bool, bool] | None] = {
+    ("a", "t1"): (5, False, False), ("a", "t2"): (3, True, True), ("a", "t3"): (4, False, True),
+    ("b", "t1"): (1, True, False), ("b", "t2"): None, ("b", "t3"): (2, False, True)}  # None: invalid answers
+
+
+def test_specialist_turn_clinical_equivalence_and_error_rates(tmp_path: Path) -> None:
+    cases = board_cases(tmp_path)
+    judge: list[dict[str, Any]] = []
+    for (model, case), verdict in TURNS.items():
+        answer = {"rationale": "r", "score": verdict[0], "critical_error": verdict[1],
+                  "unsupported_claim": verdict[2]} if verdict else {"rationale": "r", "score": "high"}
+        judge.append({"stage": "judge", "contains": f"ans{model}{case}", "json": answer})
+    judge.append({"stage": "judge", "contains": "could not be used", "json": {"rationale": "r", "score": "high"}})
+    judge_spec = write(tmp_path, "judge.json", {"model": "judge", "rules": judge})
+    responses = []
+    for model in ("a", "b"):
+        spec = write(tmp_path, f"turn-{model}.json", {"model": f"model-{model}", "rules": [
+            {"stage": "specialist_turn", "contains": f"casemark-{c}",
+             "json": {"answer": f"I would operate ans{model}{c}."}} for c in ("t1", "t2", "t3")]})
+        for case in ("t1", "t2", "t3"):
+            out = tmp_path / "turns" / model / case
+            assert main(["turn", "--case", str(cases / f"{case}.yaml"), "--model", spec, "--role", "Surgeon",
+                         "--question", "Would you operate?", "--out", str(out)]) == 0
+            [trace] = out.rglob("*.trace.json")
+            code = main(["judge", str(trace), "--rubric", "otb-clinical-equivalence", "--judge-model", judge_spec,
+                         "--reference-answer", "I would operate."])
+            assert code == (1 if TURNS[(model, case)] is None else 0)  # nothing judged: exit 1
+            [record] = out.rglob("*.judge.otb-clinical-equivalence.json")
+            judgement = read_judgement(record)
+            responses.append(Response(f"model-{model}", "turn", case, judgement.rubric, tuple(judgement.items),
+                                      judgement.aggregates))
+    rows = {r["model"]: r for r in specialist_turn(responses)}
+    for model in ("a", "b"):
+        verdicts = [v for (m, _), v in TURNS.items() if m == model]
+        scored = [v for v in verdicts if v is not None]
+        row = rows[f"model-{model}"]
+        assert (row["responses"], row["scored"], row["not_evaluable"]) == (3, len(scored), 3 - len(scored))
+        assert row["clinical_equivalence_mean"] == round(sum(v[0] for v in scored) / len(scored), 4)
+        assert row["critical_error_n"] == sum(v[1] for v in scored)
+        assert row["critical_error_pct"] == round(100 * sum(v[1] for v in scored) / len(scored), 2)
+        assert row["unsupported_claim_n"] == sum(v[2] for v in scored)
+        assert row["unsupported_claim_pct"] == round(100 * sum(v[2] for v in scored) / len(scored), 2)
+    assert rows["model-b"]["critical_error_pct"] == 50.0 and rows["model-a"]["unsupported_claim_pct"] == 66.67
+
+
+# --------------------------------------------------------------------------------------------------
+# The consilium cohort: cases k1, k2 (signed criteria) and k3 (none), all with a reference diagnosis;
+# models a and b, both formats; model b's synthesis fails on k3 (both its k3 arms fail).
+
+AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
+CRITERIA = {"r1": ("requirement", 6), "r2": ("requirement", 4), "m1": ("major_error", -2),
+            "m2": ("major_error", -2), "n1": ("minor_error", -1)}
+FORMATS = ("free-form", "structured")
+# (model, format, case) -> the criteria the judge finds met; None: r2 gets an invalid answer
+MET: dict[tuple[str, str, str], set[str] | None] = {
+    ("a", "free-form", "k1"): {"r1", "r2"}, ("a", "free-form", "k2"): {"r1", "m1"},
+    ("a", "structured", "k1"): {"r2", "m1", "m2", "n1"}, ("a", "structured", "k2"): {"r1", "r2", "n1"},
+    ("b", "free-form", "k1"): {"r1", "m1", "n1"}, ("b", "free-form", "k2"): set(),
+    ("b", "structured", "k1"): {"r1", "r2", "m2"}, ("b", "structured", "k2"): None}
+# the final conclusion matches the reference diagnosis (pass@1 of the conclusion component)
+MATCH = {("a", "free-form", "k1"): True, ("a", "free-form", "k2"): False, ("a", "free-form", "k3"): True,
+         ("a", "structured", "k1"): True, ("a", "structured", "k2"): True, ("a", "structured", "k3"): False,
+         ("b", "free-form", "k1"): False, ("b", "free-form", "k2"): False,
+         ("b", "structured", "k1"): True, ("b", "structured", "k2"): False}
+# the structured report's ranked differential, rank by rank; None: an invalid answer (not evaluable)
+DIFFERENTIAL: dict[tuple[str, str], tuple[bool | None, ...]] = {
+    ("a", "k1"): (True, False, False), ("a", "k2"): (False, False, True), ("a", "k3"): (False, False, False),
+    ("b", "k1"): (False, True, False), ("b", "k2"): (None, True, False)}
+CASES = ("k1", "k2", "k3")
+
+
+def verdict(model: str, case: str) -> str:
+    return f"Verdict {model}{case}"
+
+
+def in_text(model: str, fmt: str, case: str) -> str:
+    """How the final opinion reads in the judged conclusion: the structured report renders its sections,
+    a free-form report is the scripted text itself (here the same JSON)."""
+    return f"Final opinion: {verdict(model, case)}" if fmt == "structured" else \
+        f'"final_opinion": "{verdict(model, case)}"'
+
+
+def consilium_cases(tmp_path: Path) -> Path:
+    folder = tmp_path / "consult-cases"
+    folder.mkdir()
+    base = yaml.safe_load(AFIB.read_text())
+    for case_id in CASES:
+        rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
+                  for cid, (kind, weight) in CRITERIA.items()]
+        reference: dict[str, Any] = {"diagnosis": "Atrial fibrillation needing anticoagulation"}
+        if case_id != "k3":
+            reference["rubric"] = rubric
+        case = {**base, "id": case_id, "presentation": f"{base['presentation']} Marker casemark-{case_id}.",
+                "reference": reference}
+        (folder / f"{case_id}.yaml").write_text(yaml.safe_dump(case))
+    return folder
+
+
+def panel_script(model: str) -> dict[str, Any]:
+    rules: list[dict[str, Any]] = [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
+                                              "supporting": [{"label": "Haematologist", "justification": "y"},
+                                                             {"label": "Geriatrician", "justification": "z"}]}},
+        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
+            "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
+            "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
+        {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
+        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
+    for case in CASES:
+        if model == "b" and case == "k3":
+            rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "fail": "model"})
+            continue
+        differential = "\n".join(f"{r}. Dx {model}{case} r{r}" for r in (1, 2, 3))
+        # one answer for both formats: the structured report's JSON, which a free-form report keeps as text
+        rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "json": {
+            "final_opinion": verdict(model, case), "summary": "s", "final_differential": differential,
+            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}})
+    return {"model": f"model-{model}", "rules": rules}
+
+
+def consilium_judge() -> dict[str, Any]:
+    rules: list[dict[str, Any]] = []
+    invalid = {"explanation": "x"}  # no criteria_met: not the schema
+    for (model, fmt, case), met in MET.items():
+        for cid in CRITERIA:
+            answer = invalid if met is None and cid == "r2" else \
+                {"explanation": "x", "criteria_met": cid in (met or set())}
+            rules.append({"stage": "judge", "role": f"conclusion:{cid}", "contains": in_text(model, fmt, case),
+                          "json": answer})
+    rules.append({"stage": "judge", "role": "conclusion:r2", "contains": "could not be used", "json": invalid})
+    for (model, fmt, case), matched in MATCH.items():
+        rules.append({"stage": "judge", "role": "conclusion:final_conclusion", "contains": in_text(model, fmt, case),
+                      "json": {"rationale": "r", "match": matched}})
+    for (model, case), ranks in DIFFERENTIAL.items():
+        for rank, match in enumerate(ranks, 1):
+            rules.append({"stage": "judge", "role": f"differential:rank_{rank}",
+                          "contains": f"Dx {model}{case} r{rank}",
+                          "json": {"rationale": "r", "match": match} if match is not None else {"rationale": "r"}})
+    rules.append({"stage": "judge", "role": "differential:rank_1", "contains": "could not be used",
+                  "json": {"rationale": "r"}})
+    return {"model": "judge", "rules": rules}
+
+
+@pytest.fixture(scope="module")
+def consilium_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp_path = tmp_path_factory.mktemp("consilium")
+    out = tmp_path / "runs"
+    code = main(["cohort", "--cases", str(consilium_cases(tmp_path)),
+                 "--model", write(tmp_path, "a.json", panel_script("a")),
+                 "--extra-model", write(tmp_path, "b.json", panel_script("b")),
+                 "--judge", "npc-signed-criteria", "--judge", "nmb-diagnosis-match",
+                 "--judge-model", write(tmp_path, "j.json", consilium_judge()), "--out", str(out)])
+    assert code == 1  # model b's two k3 arms failed
+    run_dir = only_run(out)
+    assert main(["report", str(run_dir), "--bootstrap", "2000", "--seed", "7"]) == 0
+    return run_dir
+
+
+def signed(met: set[str]) -> float:
+    """npcbench.txt Eq. A7 by hand: 100 · max(0, Σ met requirement weights − 2·majors − minors) / 10."""
+    raw = sum(CRITERIA[c][1] for c in met if CRITERIA[c][0] == "requirement") \
+        - 2 * sum(CRITERIA[c][0] == "major_error" for c in met) - sum(CRITERIA[c][0] == "minor_error" for c in met)
+    return 100 * max(0, raw) / 10
+
+
+def test_npcbench_score_and_error_rates_over_evaluable_responses(consilium_run: Path) -> None:
+    rows = {(r["model"], r["variant"]): r for r in read_csv(consilium_run / "report" / "npcbench_scores.csv")}
+    assert set(rows) == {(f"model-{m}", f) for m in ("a", "b") for f in FORMATS}
+    for model in ("a", "b"):
+        for fmt in FORMATS:
+            row = rows[(f"model-{model}", fmt)]
+            completed = [c for c in CASES if not (model == "b" and c == "k3")]
+            valid = [MET[(model, fmt, c)] for c in completed if c != "k3" and MET[(model, fmt, c)] is not None]
+            scores = [signed(m) for m in valid if m is not None]
+            assert row["component"] == "conclusion" and row["responses"] == str(len(completed))
+            assert (row["evaluable"], row["not_evaluable"]) == (str(len(valid)), str(len(completed) - len(valid)))
+            assert close(row["score_mean"], sum(scores) / len(scores))
+            majors = sum(any(CRITERIA[c][0] == "major_error" for c in m) for m in valid if m is not None)
+            minors = sum(any(CRITERIA[c][0] == "minor_error" for c in m) for m in valid if m is not None)
+            assert row["major_error_n"] == str(majors) and close(row["major_error_pct"], 100 * majors / len(valid), 2)
+            assert row["minor_error_n"] == str(minors) and close(row["minor_error_pct"], 100 * minors / len(valid), 2)
+            # a case-clustered resample of two cases averages the first, both, or the second: the 2.5th and
+            # 97.5th percentiles are the two case scores themselves (one case: the interval is that score)
+            assert close(row["ci_low"], min(scores)) and close(row["ci_high"], max(scores))
+    # by hand: (a, structured) k1 = max(0, 4 − 4 − 1) = 0 (floored), k2 = 9 points -> 90
+    assert rows[("model-a", "structured")]["score_mean"] == "45.0"
+    assert rows[("model-a", "structured")]["minor_error_pct"] == "100.0"
+    assert rows[("model-b", "structured")]["not_evaluable"] == "1"
+
+
+def test_medbench_pass_at_1_and_pass_at_k_with_wilson_intervals(consilium_run: Path) -> None:
+    rows = {(r["model"], r["variant"], r["component"], r["metric"]): r
+            for r in read_csv(consilium_run / "report" / "medbench_pass_at_k.csv")}
+    expected: dict[tuple[str, str, str, str], list[bool | None]] = {}
+    for (model, fmt, _case), match in MATCH.items():
+        expected.setdefault((f"model-{model}", fmt, "conclusion", "pass@1"), []).append(match)
+    for (model, _case), ranks in DIFFERENTIAL.items():
+        first = ranks[0]
+        within = True if any(r is True for r in ranks) else (False if None not in ranks else None)
+        expected.setdefault((f"model-{model}", "structured", "differential", "pass@1"), []).append(first)
+        # the cohort's judge ranks up to k = 5 candidates; the reports list 3
+        expected.setdefault((f"model-{model}", "structured", "differential", "pass@5"), []).append(within)
+    assert set(rows) == set(expected)
+    for key, outcomes in expected.items():
+        known = [o for o in outcomes if o is not None]
+        row = rows[key]
+        assert (row["cases"], row["correct"]) == (str(len(known)), str(sum(known)))
+        assert row["not_evaluable"] == str(len(outcomes) - len(known))
+        assert close(row["accuracy"], sum(known) / len(known))
+        low, high = wilson(sum(known), len(known))
+        assert close(row["ci_low"], low) and close(row["ci_high"], high)
+    b5 = rows[("model-b", "structured", "differential", "pass@5")]
+    assert (b5["cases"], b5["correct"]) == ("2", "2")  # rank 1 not evaluable, rank 2 a match: pass@5 is known
+    assert rows[("model-b", "structured", "differential", "pass@1")]["not_evaluable"] == "1"
+
+
+def test_a_seed_reproduces_the_bootstrap_and_another_seed_runs(consilium_run: Path, tmp_path: Path) -> None:
+    first = (consilium_run / "report" / "npcbench_scores.csv").read_text()
+    assert main(["report", str(consilium_run), "--bootstrap", "2000", "--seed", "7", "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "npcbench_scores.csv").read_text() == first
+    assert main(["report", str(consilium_run), "--bootstrap", "50", "--seed", "8", "--out", str(tmp_path / "s")]) == 0
+    for row in read_csv(tmp_path / "s" / "npcbench_scores.csv"):
+        assert float(row["ci_low"]) <= float(row["score_mean"]) <= float(row["ci_high"])
+
+
+def test_a_consilium_report_has_the_consilium_outcomes_and_the_judged_papers(consilium_run: Path) -> None:
+    report = consilium_run / "report"
+    md = (report / "report.md").read_text()
+    assert "## Outcomes (ai-consilium.txt, Table 3)" in md and "NPCBench" in md and "Neural-MedBench" in md
+    assert "Board Simulation" not in md
+    failed = read_csv(report / "failed_arms.csv")
+    assert sorted((r["model"], r["format"], r["case_id"]) for r in failed) == \
+        [("model-b", "free-form", "k3"), ("model-b", "structured", "k3")]
+    assert all("model" in read_csv(p)[0] for p in report.glob("*.csv") if p.name != "judging_coverage.csv")
+
+
+def test_a_not_evaluable_response_has_no_error_flag_and_no_undecided_pass(consilium_run: Path) -> None:
+    """aggregate.py as the papers define it: Eq. A8 runs over V (npcbench.txt), so a response with an
+    invalid judgement has no has_major_error; a ranked candidate not evaluable is not a miss."""
+    [record] = [p for p in consilium_run.rglob("k2.structured.judge.npc-signed-criteria.json")
+                if any(i.not_evaluable for i in read_judgement(p).items)]  # model b's (r2 is invalid)
+    folder = record.parent
+    npc = read_judgement(folder / "k2.structured.judge.npc-signed-criteria.json").aggregates["conclusion"]
+    assert npc["score"] is None and npc["has_major_error"] is None and npc["has_minor_error"] is None
+    nmb = read_judgement(folder / "k2.structured.judge.nmb-diagnosis-match.json").aggregates["differential"]
+    assert nmb["pass@1"] is None and nmb["pass@5"] is True
+
+
+# --------------------------------------------------------------------------------------------------
+# Mixed folders: several cohorts in one folder, and one arms.csv holding arms of both protocols.
+
+def strip(rows: list[dict[str, str]], *columns: str) -> list[dict[str, str]]:
+    return [{k: v for k, v in r.items() if k not in columns} for r in rows]
+
+
+def test_a_folder_of_cohorts_reports_each_with_a_cohort_column(board_run: Path, consilium_run: Path,
+                                                               tmp_path: Path) -> None:
+    parent = tmp_path / "runs"
+    shutil.copytree(board_run, parent / "board", ignore=shutil.ignore_patterns("report"))
+    shutil.copytree(consilium_run, parent / "consult", ignore=shutil.ignore_patterns("report"))
+    assert main(["report", str(parent), "--bootstrap", "2000", "--seed", "7"]) == 0
+    report = parent / "report"
+    board = read_csv(report / "board_summary.csv")
+    assert {r["cohort"] for r in board} == {"board"} and {r["protocol"] for r in board} == {"board"}
+    assert strip(board, "cohort", "protocol") == read_csv(board_run / "report" / "board_summary.csv")
+    npc = read_csv(report / "npcbench_scores.csv")
+    assert strip(npc, "cohort", "protocol") == read_csv(consilium_run / "report" / "npcbench_scores.csv")
+    outcomes = read_csv(report / "outcomes.csv")
+    assert {r["cohort"] for r in outcomes} == {"consult"}
+    failed = read_csv(report / "failed_arms.csv")
+    assert sorted(r["cohort"] for r in failed) == ["board", "consult", "consult"]
+    md = (report / "report.md").read_text()
+    assert "# board (board arms)" in md and "# consult (consilium arms)" in md
+    assert (report / "board-board" / "board_format.png").is_file()
+    assert (report / "consult-consilium" / "fig4_stop_reasons.png").is_file()
+
+
+def test_one_arms_csv_with_both_protocols_reports_both(board_run: Path, consilium_run: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    rows: list[dict[str, str]] = []
+    for run in (consilium_run, board_run):
+        shutil.copytree(run / "arms", mixed / "arms", dirs_exist_ok=True)
+        rows += read_csv(run / "arms.csv")
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with (mixed / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["report", str(mixed), "--bootstrap", "2000", "--seed", "7"]) == 0
+    report = mixed / "report"
+    board = read_csv(report / "board_summary.csv")
+    assert strip(board, "cohort", "protocol") == read_csv(board_run / "report" / "board_summary.csv")
+    npc = read_csv(report / "npcbench_scores.csv")
+    assert {r["protocol"] for r in npc} == {"consilium"}
+    assert strip(npc, "cohort", "protocol") == read_csv(consilium_run / "report" / "npcbench_scores.csv")
+    assert read_csv(report / "outcomes.csv") and read_csv(report / "otb_four_decision.csv")
+    # a completed consilium arm without its rounds is one line naming the real file and line, nothing written
+    rows[0]["rounds"] = ""
+    with (mixed / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    shutil.rmtree(report)
+    capsys.readouterr()
+    assert rows[0]["status"] == "completed" and main(["report", str(mixed)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{mixed / 'arms.csv'}: line 2: rounds" in err and "Traceback" not in err
+    assert not report.exists()
