@@ -407,3 +407,22 @@ def test_every_table_has_numbers_a_model_column_and_is_in_compare_md(cohort: dic
     rendered = f"| panel-a | free-form | 6 | 6 | 0 | {float(row['r1_dissent_mean_pct']):.3f} | {row['r1_unanimous']} |"
     assert rendered in cohort["md"]
     assert json.loads(json.dumps(tables["table7_tokens"]))  # plain rows, readable by any CSV reader
+
+
+def test_whole_case_criteria_are_known_from_the_rubric_not_only_from_each_record(tmp_path: Path) -> None:
+    """A judgement record whose items lack the ``whole_case`` note (an older or hand-made record) must not
+    put case complexity back into a C1–C8 mean: the shipped rubric says which criteria are whole-case."""
+    import json as _json
+
+    from consilium.cli import main
+
+    run_dir = build_cohort(tmp_path)
+    assert main(["compare", str(run_dir), "--bootstrap", "50", "--out", str(tmp_path / "before")]) == 0
+    for record in run_dir.rglob("*.judge.ai-consilium.json"):
+        data = _json.loads(record.read_text())
+        for item in data["items"]:
+            item["detail"].pop("whole_case", None)
+        record.write_text(_json.dumps(data))
+    assert main(["compare", str(run_dir), "--bootstrap", "50", "--out", str(tmp_path / "after")]) == 0
+    for name in ("table7_tokens.csv", "table9_rounds.csv", "table6_components.csv"):
+        assert (tmp_path / "after" / name).read_text() == (tmp_path / "before" / name).read_text(), name

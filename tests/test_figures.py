@@ -154,17 +154,25 @@ def test_fig3a_cumulative_consensus_and_arms_entering_each_round_by_hand(cohort:
 
 def test_fig3b_mean_reduction_in_dissent_per_revision_by_hand(cohort: dict[str, Any]) -> None:
     expected = []
+    case_means: list[list[float]] = []
     for rnd in (1, 2):
         for fmt in FORMATS:
             values = [dissent_pct(a, rnd) - dissent_pct(a, rnd + 1) for a in COMPLETED
                       if a[2] == fmt and rounds(a) > rnd]
             if values:
                 expected.append((fmt, rnd, len(values), statistics.fmean(values)))
+                by_case: dict[str, list[float]] = {}
+                for a in COMPLETED:
+                    if a[2] == fmt and rounds(a) > rnd:
+                        by_case.setdefault(a[1], []).append(dissent_pct(a, rnd) - dissent_pct(a, rnd + 1))
+                case_means.append([statistics.fmean(v) for v in by_case.values()])
     got = dissent_reductions(data_of(cohort), bootstrap=500, seed=3)
     assert [(r.format, r.from_round, r.arms) for r in got] == [e[:3] for e in expected]
-    for row, (*_, mean) in zip(got, expected, strict=True):
+    for row, (*_, mean), means in zip(got, expected, case_means, strict=True):
         assert row.mean == pytest.approx(mean)
         assert row.ci_low <= row.mean <= row.ci_high
+        # Every resample of whole cases averages case means, so the interval lies within their range.
+        assert min(means) - 1e-9 <= row.ci_low and row.ci_high <= max(means) + 1e-9
     assert expected[0][2] == 7 and expected[0][3] == pytest.approx(150 / 7)  # free-form R1 → R2: 21.43 points
     # a fixed seed gives the same intervals; the default is 10,000 resamples
     assert dissent_reductions(data_of(cohort), bootstrap=500, seed=3) == got

@@ -166,12 +166,16 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
         if arm is None:
             data.unmatched_records.append(file)
             continue
+        criteria = rubric_criteria(judgement.rubric)
         for item in judgement.items:
+            # Whole-case or C1-C8: the shipped rubric decides; the record's own note only for other rubrics.
+            known = criteria.get(item.criterion)
+            whole_case = known.whole_case if known is not None else bool(item.detail.get("whole_case"))
             rows.append({"case_id": arm["case_id"], "model": arm["model"], "format": arm["format"],
                          "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
                          "score": "" if item.score is None else str(item.score),
                          "not_evaluable": str(item.not_evaluable), "reason": item.reason or "",
-                         "whole_case": str(bool(item.detail.get("whole_case"))),
+                         "whole_case": str(whole_case),
                          "judgement": str(file.relative_to(run_dir))})
     return rows
 
