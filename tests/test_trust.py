@@ -325,10 +325,14 @@ def test_records_written_by_schema_1_0_still_read_and_replay(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("diagnostic-myocarditis.free-form.trace.json", "tumor-board-nsclc.board-agents.trace.json"):
         trace = read_trace(FIXTURES / name)
-        assert trace.schema_version == "1.1" and trace.model_spec is None and trace.status == "completed"
-    copy = tmp_path / "diagnostic-myocarditis.free-form.trace.json"
-    shutil.copy(FIXTURES / copy.name, copy)
-    assert main(["replay", str(copy)]) == 0
+        assert trace.schema_version == "1.2" and trace.model_spec is None and trace.status == "completed"
+    for name in ("diagnostic-myocarditis.free-form.trace.json", "tumor-board-nsclc.board-agents.trace.json"):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+        assert main(["replay", str(tmp_path / name)]) == 0, name
+    out = capsys.readouterr().out
+    # The 1.0 board trace's format report was made by the first checks: the meeting replays identically,
+    # its old score is not held to today's checks, and replay says so.
+    assert "made by checks v1, is today v2: not compared" in out
     from consilium.judges.record import read_judgement
 
     judgement = read_judgement(FIXTURES / "diagnostic-myocarditis.free-form.judge.ai-consilium.json")
@@ -340,7 +344,7 @@ def test_an_unknown_record_version_is_refused_naming_the_versions_read(tmp_path:
     data["schema_version"] = "7.0"
     path = tmp_path / "future.trace.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(Exception, match=r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1\)"):
+    with pytest.raises(Exception, match=r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1, 1.2\)"):
         read_trace(path)
 
 

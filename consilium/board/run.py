@@ -114,8 +114,10 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
         log.error("board_failed", case=case.id, mode=mode, error=error)
         if mode == "agents" and turns:
             transcript = Transcript(turns=turns, conclusion=conclusion or "").render()
-    output_tokens = sum(c.usage.output_tokens for c in recorder.calls if c.stage == "board_turn") \
-        if mode == "single" else None
+    # E.2's overlength penalty reads the response's length: in single mode the final transcript is the
+    # last meeting call's answer; earlier repair attempts are not part of it (issue 15, item 8).
+    attempts = [c for c in recorder.calls if c.stage == "board_turn"]
+    output_tokens = attempts[-1].usage.output_tokens if mode == "single" and attempts else None
     validation = validate_transcript(transcript, response_tokens=output_tokens) if transcript else None
     return BoardTrace(
         **base_fields(case, run_id=run_id, model=models.panel.model_id,

@@ -15,12 +15,22 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["TURN_LINE", "Transcript", "Turn", "clean_role", "one_line", "parse_transcript", "split_sentences"]
+__all__ = ["ABBREVIATIONS", "TURN_LINE", "TURN_TAG", "Transcript", "Turn", "clean_role", "one_line", "parse_transcript",
+           "split_sentences"]
 
 TURN_LINE = re.compile(r"^<turn (\d+)> ([^:<>\n]+?): (\S.*)$")
+#: Turn markup anywhere in a line, spaced or cased loosely: a second turn on one line or a turn in the conclusion.
+TURN_TAG = re.compile(r"<\s*/?\s*turn\b[^>]*>", re.IGNORECASE)
 _BLOCKS = re.compile(r"<discussion>(.*?)</discussion>\s*<conclusion>(.*?)</conclusion>", re.DOTALL)
-# A sentence ends at . ! or ? followed by whitespace and a capital letter, digit or quote.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+# A sentence ends at . ! or ? (and any closing quote or bracket) followed by whitespace and a letter,
+# digit, quote or bracket; a lower-case start still starts a sentence (E.2 counts sentences, not style).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(\s+)(?=[\"'(\[\w])")
+# Abbreviations whose full stop does not end a sentence ("Dr. Smith", "e.g. a PET"), matched on the word
+# before the stop, case-insensitively. "etc." and single initials are not listed: both often end a sentence
+# ("... stage I. The board ...").
+ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e", "cf", "approx", "fig", "figs",
+                           "al", "ca", "resp", "incl"})
+_LAST_WORD = re.compile(r"([\w.]+)\.[\"')\]]*$")
 
 
 def one_line(text: str) -> str:
@@ -34,7 +44,19 @@ def clean_role(label: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s for s in (part.strip() for part in _SENTENCE_END.split(one_line(text))) if s]
+    """The sentences of ``text`` (whitespace collapsed); a stop after a listed abbreviation does not split."""
+    flat = one_line(text)
+    sentences: list[str] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(flat):
+        head = flat[start:end.start(1)]
+        word = _LAST_WORD.search(head)
+        if word and word.group(1).lower() in ABBREVIATIONS:
+            continue
+        sentences.append(head)
+        start = end.end(1)
+    sentences.append(flat[start:])
+    return [s.strip() for s in sentences if s.strip()]
 
 
 class Turn(BaseModel):

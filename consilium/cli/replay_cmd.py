@@ -9,7 +9,7 @@ from pathlib import Path
 from consilium import aio
 from consilium.errors import ReplayDivergenceError
 from consilium.traces.io import read_trace
-from consilium.traces.replay import first_difference, replay_trace
+from consilium.traces.replay import first_difference, older_checks, replay_trace
 
 __all__ = ["register", "run"]
 
@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         difference = first_difference(trace, replayed)
         elapsed = time.perf_counter() - started
         if difference is None:
-            print(f"{path}: identical ({model.served} recorded calls served, 0 model calls, {elapsed:.2f} s)")
+            note = (f"; its format report, made by checks v{trace.validation.rules}, is today v"  # type: ignore[union-attr]
+                    f"{replayed.validation.rules}: not compared" if older_checks(trace, replayed) else "")  # type: ignore[union-attr]
+            print(f"{path}: identical ({model.served} recorded calls served, 0 model calls, {elapsed:.2f} s{note})")
         else:
             print(f"{path}: different: {difference}")
             status = 1

@@ -19,7 +19,7 @@ from consilium.models.backends.replay import ReplayModel
 from consilium.simulate import RunModels, run_format
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
-__all__ = ["COMPARED_FIELDS", "first_difference", "replay_trace"]
+__all__ = ["COMPARED_FIELDS", "first_difference", "older_checks", "replay_trace"]
 
 #: What must come out identical, by trace kind.
 COMPARED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -74,10 +74,21 @@ def _diff(path: str, old: Any, new: Any) -> str | None:
     return None
 
 
+def older_checks(recorded: AnyTraceValue, replayed: AnyTraceValue) -> bool:
+    """True when a board trace's format report was made by an older version of the checks than today's:
+    the meeting itself is still compared, its score under the old checks is not."""
+    if not isinstance(recorded, BoardTrace) or not isinstance(replayed, BoardTrace):
+        return False
+    old, new = recorded.validation, replayed.validation
+    return old is not None and new is not None and old.rules != new.rules
+
+
 def first_difference(recorded: AnyTraceValue, replayed: AnyTraceValue) -> str | None:
     """The first differing field (a path such as ``rounds[1].votes[2].vote``), or None if identical."""
     old, new = recorded.model_dump(mode="json"), replayed.model_dump(mode="json")
     for name in COMPARED_FIELDS[recorded.kind]:
+        if name == "validation" and older_checks(recorded, replayed):
+            continue
         found = _diff(name, old[name], new[name])
         if found:
             return found

@@ -21,7 +21,9 @@ __all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "Tu
 
 #: 1.1: ``model_spec`` (the spec the trace was made with); calls may carry ``stage_limit`` and
 #: ``finish_reason: "repetition"``; an empty or cut-off answer is a failed attempt, never a result.
-SCHEMA_VERSION = "1.1"
+#: 1.2: a board trace's ``validation`` has the repetition measures and penalty and the version of the
+#: checks that made it (``rules``).
+SCHEMA_VERSION = "1.2"
 
 
 class UsageSummary(BaseModel):
@@ -43,7 +45,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.1"] = "1.1"
+    schema_version: Literal["1.2"] = "1.2"
     run_id: str
     case_id: str
     case_hash: str

@@ -33,8 +33,17 @@ def _trace_1_0(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "model_spec": data.get("model_spec"), "schema_version": "1.1"}
 
 
+def _trace_1_1(data: dict[str, Any]) -> dict[str, Any]:
+    """1.1 → 1.2: a board trace's ``validation`` was made by the first version of the format checks
+    (``rules: "1"``: no repetition penalty, repairs' tokens counted, looser turn and sentence rules)."""
+    validation = data.get("validation")
+    if isinstance(validation, dict) and "rules" not in validation:
+        data = {**data, "validation": {**validation, "rules": "1"}}
+    return {**data, "schema_version": "1.2"}
+
+
 #: version → (the next version, the step that makes it)
-TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0)}
+TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1)}
 JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
 
 
