@@ -144,6 +144,8 @@ def board_row(trace: BoardTrace, model_spec: str, path: Path, run_dir: Path) -> 
         "status": trace.status, "stop_reason": trace.stop_reason or "", "turns": len(trace.turns),
         "roles": len({t.role for t in trace.turns}),
         "format_exact": validation.exact if validation else "", "format_dense": validation.dense if validation else "",
+        "format_score": validation.score if validation else "",
+        "repetition_penalty": validation.repetition_penalty if validation else "",
         **_common(trace, model_spec, path, run_dir),
     }
 
