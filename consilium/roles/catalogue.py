@@ -2,26 +2,25 @@
 
 The paper keeps every model-assigned label together with its category
 (ai-consilium.txt, Fig. 2c caption); :func:`map_label` is that mapping, made
-deterministic: exact alias match first, then the best token overlap, else ``other``.
+deterministic: exact alias match first, then the specialty-aware matcher of
+:mod:`consilium.roles.mapping`, else ``other``.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from importlib import resources
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Catalogue", "RoleCategory", "load_catalogue", "map_label", "normalise_label"]
+from consilium.roles.mapping import Practice, best_category, canonical
 
-_GENERIC = {"specialist", "medicine", "physician", "doctor", "clinical", "surgeon", "surgery", "consultant",
-            "the", "and", "of", "in", "for", "expert", "service", "care", "team"}
+__all__ = ["Catalogue", "RoleCategory", "load_catalogue", "map_label", "normalise_label"]
 
 
 def normalise_label(label: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", label.lower()).split())
+    return canonical(label)
 
 
 class RoleCategory(BaseModel):
@@ -31,6 +30,9 @@ class RoleCategory(BaseModel):
     name: str
     description: str
     aliases: list[str] = []
+    # Whether the specialty operates: a label with a surgical head only maps to a
+    # "surgical" or "both" category; other labels prefer "medical" or "both" ones.
+    practice: Practice = "medical"
 
 
 class Catalogue(BaseModel):
@@ -39,18 +41,25 @@ class Catalogue(BaseModel):
     version: int
     source: str
     categories: list[RoleCategory]
+    # British -> American spelling fragments applied to labels and aliases before matching.
+    spelling: list[tuple[str, str]] = []
+    # Where a surgeon's label names no surgical specialty ("Breast surgeon").
+    surgical_fallback: str = "general_surgery"
 
     @model_validator(mode="after")
     def _unique(self) -> Catalogue:
         seen: dict[str, str] = {}
         for category in self.categories:
             for alias in [category.name, *category.aliases]:
-                key = normalise_label(alias)
+                key = canonical(alias, self.spelling)
                 if seen.get(key, category.id) != category.id:
                     raise ValueError(f"alias {alias!r} belongs to both {seen[key]} and {category.id}")
                 seen[key] = category.id
         if "other" not in {c.id for c in self.categories}:
             raise ValueError("the catalogue needs an 'other' category")
+        fallback = [c for c in self.categories if c.id == self.surgical_fallback]
+        if not fallback or fallback[0].practice == "medical":
+            raise ValueError(f"surgical_fallback {self.surgical_fallback!r} must be a surgical category")
         return self
 
     def get(self, category_id: str) -> RoleCategory:
@@ -61,25 +70,12 @@ class Catalogue(BaseModel):
 
     def map_label(self, label: str) -> RoleCategory:
         """The category for a free-text label such as "Interventional cardiologist"."""
-        key = normalise_label(label)
+        key = canonical(label, self.spelling)
         for category in self.categories:
-            if key in {normalise_label(a) for a in [category.name, category.id.replace("_", " "), *category.aliases]}:
+            names = [category.name, category.id.replace("_", " "), *category.aliases]
+            if key in {canonical(a, self.spelling) for a in names}:
                 return category
-        words = set(key.split()) - _GENERIC
-        head = key.split()[-1] if key else ""
-        # Score: share of the alias matched, then matched words, then whether the label's
-        # head noun ("radiologist" in "cardiac radiologist") is among them.
-        best, best_score = self.get("other"), (0.0, 0, False)
-        for category in self.categories:
-            for alias in [category.name, *category.aliases]:
-                alias_words = set(normalise_label(alias).split()) - _GENERIC
-                common = words & alias_words
-                if not common:
-                    continue
-                score = (len(common) / len(alias_words), len(common), head in common)
-                if score > best_score:
-                    best, best_score = category, score
-        return best if best_score[0] >= 0.5 else self.get("other")
+        return best_category(self, label)
 
 
 @lru_cache(maxsize=1)
