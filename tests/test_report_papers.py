@@ -346,6 +346,11 @@ MATCH = {("a", "free-form", "k1"): True, ("a", "free-form", "k2"): False, ("a", 
 DIFFERENTIAL: dict[tuple[str, str], tuple[bool | None, ...]] = {
     ("a", "k1"): (True, False, False), ("a", "k2"): (False, False, True), ("a", "k3"): (False, False, False),
     ("b", "k1"): (False, True, False), ("b", "k2"): (None, True, False)}
+# the structured report's leading diagnosis (its final opinion), judged as rank 1 before the differential:
+# pass@1 is the single best guess, pass@5 the best guess and the differential (neural-medbench.txt L249,
+# L282; task prompt L403 "most likely diagnosis, differential diagnoses"). None: an invalid answer.
+LEADING: dict[tuple[str, str], bool | None] = {
+    ("a", "k1"): False, ("a", "k2"): True, ("a", "k3"): False, ("b", "k1"): False, ("b", "k2"): None}
 CASES = ("k1", "k2", "k3")
 
 
@@ -411,13 +416,18 @@ def consilium_judge() -> dict[str, Any]:
     for (model, fmt, case), matched in MATCH.items():
         rules.append({"stage": "judge", "role": "conclusion:final_conclusion", "contains": in_text(model, fmt, case),
                       "json": {"rationale": "r", "match": matched}})
+    for (model, case), lead in LEADING.items():
+        rules.append({"stage": "judge", "role": "differential:rank_1", "contains": verdict(model, case),
+                      "json": {"rationale": "r", "match": lead} if lead is not None else {"rationale": "r"}})
     for (model, case), ranks in DIFFERENTIAL.items():
         for rank, match in enumerate(ranks, 1):
-            rules.append({"stage": "judge", "role": f"differential:rank_{rank}",
+            # rank 1 is the leading diagnosis, so the differential's items are ranks 2, 3, 4
+            rules.append({"stage": "judge", "role": f"differential:rank_{rank + 1}",
                           "contains": f"Dx {model}{case} r{rank}",
                           "json": {"rationale": "r", "match": match} if match is not None else {"rationale": "r"}})
-    rules.append({"stage": "judge", "role": "differential:rank_1", "contains": "could not be used",
-                  "json": {"rationale": "r"}})
+    for rank in (1, 2):  # the repairs of model b's invalid k2 answers (leading diagnosis, differential r1)
+        rules.append({"stage": "judge", "role": f"differential:rank_{rank}", "contains": "could not be used",
+                      "json": {"rationale": "r"}})
     return {"model": "judge", "rules": rules}
 
 
@@ -474,11 +484,12 @@ def test_medbench_pass_at_1_and_pass_at_k_with_wilson_intervals(consilium_run: P
     expected: dict[tuple[str, str, str, str], list[bool | None]] = {}
     for (model, fmt, _case), match in MATCH.items():
         expected.setdefault((f"model-{model}", fmt, "conclusion", "pass@1"), []).append(match)
-    for (model, _case), ranks in DIFFERENTIAL.items():
-        first = ranks[0]
+    for (model, case), differential in DIFFERENTIAL.items():
+        # pass@1: the leading diagnosis, not the differential's first item (neural-medbench.txt L249, L282)
+        first, ranks = LEADING[(model, case)], (LEADING[(model, case)], *differential)
         within = True if any(r is True for r in ranks) else (False if None not in ranks else None)
         expected.setdefault((f"model-{model}", "structured", "differential", "pass@1"), []).append(first)
-        # the cohort's judge ranks up to k = 5 candidates; the reports list 3
+        # the cohort's judge ranks up to k = 5 candidates; the reports give a leading diagnosis and 3 more
         expected.setdefault((f"model-{model}", "structured", "differential", "pass@5"), []).append(within)
     assert set(rows) == set(expected)
     for key, outcomes in expected.items():

@@ -344,7 +344,8 @@ def test_an_unknown_record_version_is_refused_naming_the_versions_read(tmp_path:
     data["schema_version"] = "7.0"
     path = tmp_path / "future.trace.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(Exception, match=r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1, 1.2\)"):
+    refused = r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1, 1.2\)"
+    with pytest.raises(Exception, match=refused):
         read_trace(path)
 
 

@@ -1,7 +1,15 @@
-"""Physician ratings paired with the judge's scores for the same case, component and criterion."""
+"""Physician ratings paired with the judge's scores for the same judged trace, component and criterion.
+
+A judged trace is one run of one model on one case in one variant: pairing by case alone would let
+two runs or two models of a case collide silently (issue 15, item 16). A rating names its trace by
+any of ``variant``, ``model``, ``run`` and ``trace``; one that could still belong to several judged
+traces is refused with a message naming them.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +17,7 @@ from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.judges.record import Judgement, read_judgement
 
-__all__ = ["Pair", "load_judgements", "pair_ratings"]
+__all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "pair_ratings"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,18 @@ class Pair:
     judge: float
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A judgement with the panel model of its trace (read from the trace file beside it; None unknown)."""
+
+    judgement: Judgement
+    model: str | None = None
+
+    def describe(self) -> str:
+        j = self.judgement
+        return f"run {j.trace_run_id}, model {self.model or '?'}, variant {j.variant or '-'}, trace {j.trace}"
+
+
 def load_judgements(run_dir: str | Path, rubric: str) -> list[tuple[Path, Judgement]]:
     folder = Path(run_dir)
     if not folder.is_dir():
@@ -32,31 +52,51 @@ def load_judgements(run_dir: str | Path, rubric: str) -> list[tuple[Path, Judgem
     return [(file, read_judgement(file)) for file in files]
 
 
-def pair_ratings(ratings: list[Rating], judgements: list[Judgement]) -> tuple[list[Pair], int]:
+def _panel_model(path: Path, judgement: Judgement) -> str | None:
+    """The ``model`` of the trace the judgement was made from: ``consilium judge`` writes the judgement
+    beside the trace and names it in ``trace``."""
+    try:
+        value = json.loads((path.parent / judgement.trace).read_text(encoding="utf-8")).get("model")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def judged_traces(judgements: Sequence[Judgement | tuple[Path, Judgement]]) -> list[Judged]:
+    return [Judged(j) if isinstance(j, Judgement) else Judged(j[1], _panel_model(*j)) for j in judgements]
+
+
+def _names(rating: Rating, judged: Judged) -> bool:
+    j = judged.judgement
+    return (j.case_id == rating.case_id
+            and rating.variant in (None, j.variant) and rating.model in (None, judged.model)
+            and rating.run in (None, j.trace_run_id) and rating.trace in (None, j.trace)
+            and any(i.component == rating.component and i.criterion == rating.criterion for i in j.items))
+
+
+def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[Path, Judgement]],
+                 origin: str | Path | None = None) -> tuple[list[Pair], int]:
     """Pairs for every rating whose item the judge scored (not-evaluable items are left out, as the
-    papers leave them out of agreement); also returns how many ratings found no judge score."""
-    scores: dict[tuple[str, str | None, str, str], float] = {}
-    variants: dict[tuple[str, str, str], set[str | None]] = {}
-    for judgement in judgements:
-        for item in judgement.items:
-            if item.score is None:
-                continue
-            scores[(judgement.case_id, judgement.variant, item.component, item.criterion)] = item.score
-            variants.setdefault((judgement.case_id, item.component, item.criterion), set()).add(judgement.variant)
+    papers leave them out of agreement); also returns how many ratings found no judge score. Pass
+    ``load_judgements``' (path, judgement) pairs so that a rating's ``model`` can be matched;
+    ``origin`` (the ratings file) begins the message of a refused rating."""
+    by_case: dict[str, list[Judged]] = {}
+    for judged in judged_traces(judgements):
+        by_case.setdefault(judged.judgement.case_id, []).append(judged)
     pairs: list[Pair] = []
     unmatched = 0
     for rating in ratings:
-        variant = rating.variant
-        if variant is None:
-            found = variants.get((rating.case_id, rating.component, rating.criterion), set())
-            if len(found) > 1:
-                raise UserError(f"rating of {rating.case_id}/{rating.component}/{rating.criterion} matches judgements "
-                                f"of several variants ({', '.join(sorted(str(v) for v in found))}); "
-                                "add a variant column to the ratings")
-            variant = next(iter(found), None)
-        judge = scores.get((rating.case_id, variant, rating.component, rating.criterion))
-        if judge is None:
+        found = [j for j in by_case.get(rating.case_id, []) if _names(rating, j)]
+        if len(found) > 1:
+            where = f"{origin}: " if origin else ""
+            raise UserError(f"{where}rating of {rating.case_id}/{rating.component}/{rating.criterion} by "
+                            f"{rating.rater} matches {len(found)} judged traces "
+                            f"({'; '.join(j.describe() for j in found)}); "
+                            "add a model, run or variant column to the ratings")
+        score = next((i.score for j in found for i in j.judgement.items
+                      if i.component == rating.component and i.criterion == rating.criterion), None)
+        if score is None:
             unmatched += 1
             continue
-        pairs.append(Pair(rating.case_id, rating.component, rating.criterion, rating.rater, rating.score, judge))
+        pairs.append(Pair(rating.case_id, rating.component, rating.criterion, rating.rater, rating.score, score))
     return pairs, unmatched

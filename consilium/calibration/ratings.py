@@ -1,7 +1,9 @@
 """Physician ratings files (CSV or JSONL), documented in docs/calibration.md.
 
 One row per rating: ``case_id``, ``component``, ``criterion``, ``rater``, ``score``, and optionally
-``variant`` (the consilium format or board mode the rating refers to) and ``trace`` (the trace file).
+``variant`` (the consilium format or board mode the rating refers to), ``model`` (the panel model's id),
+``run`` (the trace's run id) and ``trace`` (the trace file name): the optional columns say which judged
+trace a rating belongs to when a case was run more than once (:mod:`consilium.calibration.pairs`).
 Scores must lie on the rubric's scale; criteria must be the rubric's (any id for signed rubrics,
 whose criteria come from each case).
 """
@@ -30,6 +32,8 @@ class Rating(BaseModel):
     rater: str = Field(min_length=1)
     score: float
     variant: str | None = None
+    model: str | None = None
+    run: str | None = None
     trace: str | None = None
 
 

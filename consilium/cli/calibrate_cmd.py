@@ -48,8 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rubric = load_rubric(args.rubric)
     ratings = load_ratings(args.ratings, rubric)
-    judgements = [j for _, j in load_judgements(args.judgements, rubric.name)]
-    pairs, unmatched = pair_ratings(ratings, judgements)
+    pairs, unmatched = pair_ratings(ratings, load_judgements(args.judgements, rubric.name), args.ratings)
     if not pairs:
         raise UserError(f"{args.ratings}: no rating matches a judge score in {args.judgements}")
     return rubric, ratings, pairs, unmatched

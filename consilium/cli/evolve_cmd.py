@@ -63,7 +63,7 @@ def run_evolve(args: argparse.Namespace) -> int:
     if rubric.scoring not in ("mean", "single", "weighted_decisions"):
         raise UserError(f"--rubric: {rubric.name} has no criterion instructions to evolve")
     ratings = load_ratings(args.ratings, rubric)
-    pairs, _ = pair_ratings(ratings, [j for _, j in load_judgements(args.judgements, rubric.name)])
+    pairs, _ = pair_ratings(ratings, load_judgements(args.judgements, rubric.name), args.ratings)
     items = _items(args, rubric.name, pairs)
     wanted = args.criterion or sorted(items)
     unknown = [c for c in wanted if c not in items]

@@ -5,7 +5,8 @@ role's structured opinion without its final conclusion, *role_opinion* is that
 final conclusion alone (both exist only in the structured format), and
 *conclusion* is the final report. A board's *conclusion* is its board
 conclusion; a Specialist Turn's *answer* is its answer. *differential* is the
-final report's ranked differential, one candidate per item.
+final report's ranked differential, one candidate per item, judged after the
+report's leading diagnosis (its final opinion), which is rank 1.
 """
 
 from __future__ import annotations
@@ -15,18 +16,62 @@ import re
 from consilium.agents.records import render_sections
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
-__all__ = ["component_texts", "ranked_differential"]
+__all__ = ["component_texts", "leading_diagnosis", "ranked_candidates", "ranked_differential"]
 
-_ITEM = re.compile(r"(?:^|\n|;)\s*(?:\d+[.)]|[-*•])?\s*")
+#: A list number ("1." or "2)") where an item may start: not inside a number ("1.5") or a word.
+_MARK = re.compile(r"(?<![\w.,])(\d{1,2})[.)](?!\d)")
+_LEAD = re.compile(r"^\s*(?:\d{1,2}[.)](?!\d)|[-*•])\s*")
+
+
+def _cut_numbered(text: str) -> list[str]:
+    """Cut at the list numbers 1, 2, 3… found in that order, so an inline "1. A 2. B 3. C" is three
+    items; a number out of sequence ("grade 3.") is text, and fewer than two numbers cut nothing."""
+    marks, expected = [], 1
+    for match in _MARK.finditer(text):
+        if int(match.group(1)) == expected:
+            marks.append(match)
+            expected += 1
+    if len(marks) < 2:
+        return [text]
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    head = text[:marks[0].start()]
+    return [head, *(text[m.end():end] for m, end in zip(marks, ends, strict=True))]
 
 
 def ranked_differential(text: str, limit: int = 10) -> list[str]:
-    """Candidates of a differential in the order given: split on lines, numbers, bullets or semicolons."""
-    parts = [p.strip(" .,") for p in _ITEM.split(text)]
-    items = [p for p in parts if len(p) > 1]
-    if len(items) <= 1 and "," in text:
-        items = [p.strip(" .") for p in text.split(",") if p.strip(" .")]
-    return items[:limit]
+    """Candidates of a differential in the order given: split on list numbers (at line starts or inline),
+    lines, bullets or semicolons. Commas never split: "Glioblastoma, IDH-wildtype" is one diagnosis
+    (neural-medbench.txt L249, pass@5 counts diagnoses, not their parts). A heading line ending in ":"
+    is not a candidate."""
+    pieces = [piece for part in _cut_numbered(text) for line in part.splitlines() for piece in line.split(";")]
+    items = [_LEAD.sub("", p).strip(" .,\t\u00a0") for p in pieces]
+    return [p for p in items if len(p) > 1 and not p.endswith(":")][:limit]
+
+
+def _same_diagnosis(a: str, b: str) -> bool:
+    def norm(text: str) -> str:
+        return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+    return norm(a) == norm(b)
+
+
+def leading_diagnosis(trace: Trace | BoardTrace | TurnTrace) -> str | None:
+    """The report's most likely diagnosis: the structured final report's final opinion (the task asks for
+    "your most likely diagnosis, differential diagnoses", neural-medbench.txt L403); None without one."""
+    if not isinstance(trace, Trace) or trace.final_report is None:
+        return None
+    return (trace.final_report.sections or {}).get("final_opinion", "").strip() or None
+
+
+def ranked_candidates(leading: str | None, differential: str, k: int) -> list[tuple[str, str]]:
+    """(source, candidate) in rank order for pass@k: the leading diagnosis first (pass@1 is the
+    single best guess, neural-medbench.txt L249, L282), then the differential's items, the first
+    dropped when it restates the leading diagnosis; the differential alone without a leading one."""
+    items = ranked_differential(differential, k + 1)
+    if not leading:
+        return [("final_differential", item) for item in items[:k]]
+    if items and _same_diagnosis(items[0], leading):
+        items = items[1:]
+    return [("final_opinion", leading), *(("final_differential", item) for item in items)][:k]
 
 
 def component_texts(trace: Trace | BoardTrace | TurnTrace) -> dict[str, str]:

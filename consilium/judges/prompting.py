@@ -1,25 +1,43 @@
 """Judge prompts: the rubric as instructions, the case, reference and candidate as tagged untrusted data.
 
-Text inside a tagged section has ``&``, ``<`` and ``>`` escaped, so a report
-that writes ``</candidate>`` or "ignore the rubric" cannot leave its section
-or speak to the judge as an instruction (opentumorboard.txt, App. C).
+Text inside a tagged section has ``&``, ``<`` and ``>`` escaped, and so have the
+look-alike angle brackets (full-width ``＜／candidate＞``, ``〈…〉``, ``‹…›``), so a
+report that writes ``</candidate>`` or "ignore the rubric" cannot leave its section
+or speak to the judge as an instruction (opentumorboard.txt, App. C). The task
+itself sits in a ``<task>`` section written here, so a fake "TASK" heading inside a
+report reads as data: a real tag cannot occur in escaped text. Every piece of
+model or case text a judge sees goes through :func:`untrusted` (issue 15, item 18).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
 from consilium.judges.rubric import Criterion, Rubric
 from consilium.models import Message
 
-__all__ = ["anchors_text", "judge_messages", "judge_prompt_hash", "load_judge_prompt", "untrusted"]
+__all__ = ["SECTIONS", "anchors_text", "escape", "judge_messages", "judge_prompt_hash", "load_judge_prompt",
+           "untrusted"]
+
+
+#: Characters a judge model may read as an angle bracket, written as character references instead.
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {
+    ch: f"&#x{ord(ch):X};" for ch in "＜＞﹤﹥〈〉《》‹›⟨⟩⟪⟫〈〉⧼⧽ᐸᐳ˂˃"}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+
+#: The data sections a judge prompt may have, in order; anything else in the prompt is ours.
+SECTIONS: tuple[str, ...] = ("case", "reference", "candidate", "criterion")
+
+
+def escape(text: str) -> str:
+    return text.translate(_ESCAPE_TABLE)
 
 
 def untrusted(tag: str, text: str) -> str:
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return f"<{tag}>\n{escaped}\n</{tag}>"
+    return f"<{tag}>\n{escape(text)}\n</{tag}>"
 
 
 @cache
@@ -43,15 +61,21 @@ def _preamble(rubric: Rubric) -> str:
 
 
 def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candidate: str,
-                   task: str) -> tuple[Message, ...]:
+                   task: str, extra: Sequence[tuple[str, str]] = ()) -> tuple[Message, ...]:
     """System: the rubric. User: case, reference and candidate first (shared by every criterion of a
-    component, so they form a cacheable prefix), then the task."""
+    component, so they form a cacheable prefix), then ``extra`` data sections (e.g. a case's own
+    criterion), then the task. ``task`` is this project's text only: never put model or case text in
+    it; pass that as a section."""
     sections = [untrusted("case", case_text)]
     if reference:
         sections.append(untrusted("reference", reference))
     sections.append(untrusted("candidate", candidate))
+    for tag, text in extra:
+        if tag not in SECTIONS:
+            raise ValueError(f"unknown judge prompt section {tag!r}")
+        sections.append(untrusted(tag, text))
     return (Message(role="system", content=_preamble(rubric)),
-            Message(role="user", content="\n\n".join(sections) + "\n\nTASK\n" + task))
+            Message(role="user", content="\n\n".join(sections) + f"\n\n<task>\n{task}\n</task>"))
 
 
 def anchors_text(rubric: Rubric, criterion: Criterion) -> str:

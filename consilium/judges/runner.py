@@ -19,7 +19,7 @@ from typing import Any
 from consilium.cases import Case
 from consilium.errors import BudgetExceededError, ModelError, ModelOutputError
 from consilium.judges.aggregate import aggregate, overlap_metrics
-from consilium.judges.components import component_texts, ranked_differential
+from consilium.judges.components import component_texts, leading_diagnosis, ranked_candidates
 from consilium.judges.prompting import anchors_text, judge_messages, judge_prompt_hash, load_judge_prompt
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Criterion, Rubric
@@ -98,13 +98,15 @@ def _criterion_task(rubric: Rubric, criterion: Criterion) -> str:
 
 
 def _tasks(rubric: Rubric, case: Case, texts: dict[str, str], reference: str, setup: JudgeSetup,
-           components: list[str]) -> list[_Task]:
+           components: list[str], leading: str | None = None) -> list[_Task]:
+    """One request per (component, criterion). Model and case text reach the judge only as tagged,
+    escaped sections (:func:`judge_messages`); a task is this project's wording alone (issue 15, item 18)."""
     case_text = case.render()
     tasks: list[_Task] = []
 
     def add(component: str, criterion: str, candidate: str, task: str, schema: OutputSchema, reads: str,
-            detail: dict[str, Any]) -> None:
-        request = ModelRequest(messages=judge_messages(rubric, case_text, reference, candidate, task),
+            detail: dict[str, Any], extra: tuple[tuple[str, str], ...] = ()) -> None:
+        request = ModelRequest(messages=judge_messages(rubric, case_text, reference, candidate, task, extra),
                                settings=setup.settings, schema=schema,
                                tag=CallTag(stage="judge", role=f"{component}:{criterion}"))
         tasks.append(_Task(component, criterion, request, detail, reads))
@@ -117,20 +119,24 @@ def _tasks(rubric: Rubric, case: Case, texts: dict[str, str], reference: str, se
             for crit in case.reference.rubric if case.reference else []:
                 note = ("criteria_met is true when the candidate makes this error." if crit.kind != "requirement"
                         else "criteria_met is true when the candidate satisfies this requirement.")
+                # The criterion is case text: it goes in its own data section, never in the task.
                 add(component, crit.id, text, load_judge_prompt("signed_criterion").format(
                     component=component, criterion_kind=crit.kind.replace("_", " "),
-                    criterion_weight=f"{crit.weight:g}", criterion_text=crit.text, criterion_note=note),
+                    criterion_weight=f"{crit.weight:g}", criterion_note=note),
                     _SIGNED, "signed",
-                    {"kind": crit.kind, "weight": crit.weight})
+                    {"kind": crit.kind, "weight": crit.weight}, (("criterion", crit.text),))
         elif rubric.scoring == "diagnosis_match":
             rules = " ".join(rubric.rules)
-            items = [text] if component != "differential" else ranked_differential(text, setup.k)
-            for rank, item in enumerate(items, 1):
-                name = "final_conclusion" if component != "differential" else f"rank_{rank}"
-                which = "the candidate's final conclusion" if component != "differential" else f"ranked {rank}"
-                add(component, name, item, load_judge_prompt("diagnosis").format(
-                    which=which, candidate_item=item.replace("<", "&lt;").replace(">", "&gt;"), rules=rules),
-                    _MATCH, "match", {"rank": rank, "candidate": item})
+            if component != "differential":
+                add(component, "final_conclusion", text, load_judge_prompt("diagnosis").format(
+                    which="the candidate's final conclusion", rules=rules), _MATCH, "match",
+                    {"rank": 1, "candidate": text})
+                continue
+            # pass@1 is the leading diagnosis, pass@k adds the differential (neural-medbench.txt L249, L403).
+            for rank, (source, item) in enumerate(ranked_candidates(leading, text, setup.k), 1):
+                which = f"ranked {rank}" + (", the most likely diagnosis" if source == "final_opinion" else "")
+                add(component, f"rank_{rank}", item, load_judge_prompt("diagnosis").format(which=which, rules=rules),
+                    _MATCH, "match", {"rank": rank, "candidate": item, "source": source})
         else:
             schema = _criterion_schema(rubric)
             for criterion in rubric.criteria_for(component):
@@ -195,7 +201,7 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     recorder = CallRecorder()
     relaxed = for_run(setup.model, recorder, max_repairs=setup.max_repairs)
     strict = for_run(setup.model, recorder, max_repairs=0)
-    tasks = _tasks(rubric, case, texts, reference or "", setup, wanted)
+    tasks = _tasks(rubric, case, texts, reference or "", setup, wanted, leading_diagnosis(trace))
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     # Criterion rubrics (AI Consilium) judge against the case; their reference only informs one
     # criterion, so a case without one is still judged. The others compare with the reference.
