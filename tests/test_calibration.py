@@ -193,3 +193,35 @@ def test_evolve_saves_a_new_rubric_version_when_training_improves(tmp_path: Path
     rubric = load_rubric(str(run_dir / "calibration" / "ai-consilium.v2.yaml"))
     assert rubric.provenance and rubric.provenance["criteria"]["c1"]["train_mae_after"] == 0.0
     assert rubric.provenance["criteria"]["c1"]["train_mae_before"] == 2.0
+
+
+def test_isotonic_maps_are_fitted_and_applied_per_component(tmp_path: Path) -> None:
+    """A map fitted on one component is applied to that component only (issue 15, item 3); raw and
+    calibrated scores stand side by side in the judgement records."""
+    from consilium.calibration.isotonic import fit_isotonic
+    from consilium.calibration.pairs import Pair
+    from consilium.judges.record import read_judgement
+
+    pairs = [Pair(case_id=f"k{i}", component="conclusion", criterion="c1", rater="a", physician=float(min(3, j + 1)),
+                  judge=float(j)) for i in range(20) for j in range(3)]
+    calibration = fit_isotonic(pairs, rubric="ai-consilium", rubric_version=RUBRIC.version, scale=RUBRIC.scale,
+                               train_fraction=0.5, seed=0)
+    assert list(calibration.criteria) == ["conclusion/c1"]
+    assert calibration.apply("conclusion", "c1", 1.0) == pytest.approx(2.0)
+    assert calibration.apply("role_opinion", "c1", 1.0) is None  # never fitted there: not applied
+    path = calibration.save(tmp_path / "isotonic.ai-consilium.json")
+    panel = Path(__file__).resolve().parents[1] / "examples" / "models" / "scripted-panel.yaml"
+    case = Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+    out = tmp_path / "runs"
+    assert main(["simulate", "--case", str(case), "--model", f"scripted:{panel}", "--out", str(out)]) == 0
+    assert main(["judge", str(out), "--rubric", "ai-consilium", "--judge-model", f"scripted:{panel}",
+                 "--calibration", str(path)]) == 0
+    seen = set()
+    for record in out.rglob("*.judge.ai-consilium.json"):
+        for item in read_judgement(record).items:
+            if (item.component, item.criterion) == ("conclusion", "c1") and item.score is not None:
+                assert item.calibrated_score is not None
+                seen.add(item.component)
+            else:
+                assert item.calibrated_score is None, (item.component, item.criterion)
+    assert seen == {"conclusion"}

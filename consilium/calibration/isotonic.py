@@ -10,17 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sklearn.isotonic import IsotonicRegression
 
 from consilium.calibration.pairs import Pair
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic
 
-__all__ = ["Calibration", "fit_isotonic", "load_calibration", "split_cases"]
+__all__ = ["CALIBRATION_KIND", "Calibration", "calibration_key", "fit_isotonic", "load_calibration", "split_cases"]
 
 
 class CriterionMap(BaseModel):
@@ -37,20 +37,37 @@ class CriterionMap(BaseModel):
         return float(np.interp(score, self.x, self.y))
 
 
+#: The file format: 2 fits one map per (component, criterion), keyed "component/criterion"; the first
+#: format pooled every component into one map per criterion and applied it to all (issue 15, item 3).
+CALIBRATION_KIND = "isotonic-calibration/2"
+
+
+def calibration_key(component: str, criterion: str) -> str:
+    return f"{component}/{criterion}"
+
+
 class Calibration(BaseModel):
+    """Isotonic maps from judge to physician scores, one per (component, criterion) that was fitted: a
+    criterion is judged against other text in each component (ai-consilium.txt, Table 29), so a map is
+    applied only to the component it was fitted on."""
+
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = "isotonic-calibration"
+    kind: Literal["isotonic-calibration/2"] = "isotonic-calibration/2"
     rubric: str
     rubric_version: int
     seed: int
     train_fraction: float
     ratings: str
-    criteria: dict[str, CriterionMap]
+    criteria: dict[str, CriterionMap] = Field(description='keyed "component/criterion"')
 
-    def apply(self, criterion: str, score: float | None) -> float | None:
-        mapping = self.criteria.get(criterion)
+    def apply(self, component: str, criterion: str, score: float | None) -> float | None:
+        """The calibrated score, or None where no map was fitted (or the score is None)."""
+        mapping = self.criteria.get(calibration_key(component, criterion))
         return None if score is None or mapping is None else mapping.apply(score)
+
+    def fitted(self, component: str) -> bool:
+        return any(key.startswith(f"{component}/") for key in self.criteria)
 
     def save(self, path: Path) -> Path:
         return write_json_atomic(path, self.model_dump(mode="json"))
@@ -72,8 +89,9 @@ def fit_isotonic(pairs: Sequence[Pair], *, rubric: str, rubric_version: int, sca
                  train_fraction: float = 0.5, seed: int = 0, ratings: str = "") -> Calibration:
     train_cases, _ = split_cases([p.case_id for p in pairs], train_fraction, seed)
     criteria: dict[str, CriterionMap] = {}
-    for name in sorted({p.criterion for p in pairs}):
-        group = [p for p in pairs if p.criterion == name]
+    for component, criterion in sorted({(p.component, p.criterion) for p in pairs}):
+        name = calibration_key(component, criterion)
+        group = [p for p in pairs if (p.component, p.criterion) == (component, criterion)]
         train = [p for p in group if p.case_id in train_cases]
         test = [p for p in group if p.case_id not in train_cases]
         if len(train) < 2:
@@ -93,6 +111,9 @@ def load_calibration(path: str | Path, rubric: str) -> Calibration:
     file = Path(path)
     try:
         data: Any = json.loads(file.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("kind") == "isotonic-calibration":
+            raise UserError(f"{file}: kind: made by an older consilium, whose maps pooled every component; "
+                            "fit it again with `consilium calibrate isotonic`")
         calibration = Calibration.model_validate(data)
     except FileNotFoundError:
         raise UserError(f"{file}: calibration file not found") from None

@@ -85,8 +85,9 @@ def run_isotonic(args: argparse.Namespace) -> int:
     out = args.out or args.judgements / "calibration"
     path = calibration.save(out / f"isotonic.{rubric.name}.json")
     lines = [f"# Isotonic calibration: {rubric.name}", "",
-             f"Fitted per criterion on {args.train_fraction:.0%} of cases (seed {args.seed}); MAE on the held-out "
-             "cases before and after.", "", "| criterion | train n | test n | MAE before | MAE after |",
+             f"Fitted per component and criterion on {args.train_fraction:.0%} of cases (seed {args.seed}); MAE on "
+             "the held-out cases before and after.", "", "| component/criterion | train n | test n | MAE before | "
+             "MAE after |",
              "|---|---|---|---|---|"]
     for name, m in calibration.criteria.items():
         before = f"{m.mae_before:.3f}" if m.mae_before is not None else "–"

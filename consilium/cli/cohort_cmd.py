@@ -400,6 +400,7 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
                         table.append({"case_id": judgement.case_id, "model": trace.model,
                                       "format": variant, "rubric": rubric.name,
                                       "component": item.component, "criterion": item.criterion, "score": item.score,
+                                      "calibrated_score": item.calibrated_score,
                                       "not_evaluable": item.not_evaluable, "reason": item.reason or "",
                                       "judgement": relative(out, run_dir)})
         finally:

@@ -119,10 +119,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path) -> Judgement:
-    """Calibrated scores beside the raw ones; a component's calibrated mean beside its mean."""
+    """Calibrated scores beside the raw ones, only on the (component, criterion) a map was fitted for;
+    a component's calibrated mean beside its mean, over its calibrated items."""
     if calibration is None:
         return judgement
-    items = [i.model_copy(update={"calibrated_score": calibration.apply(i.criterion, i.score)})
+    items = [i.model_copy(update={"calibrated_score": calibration.apply(i.component, i.criterion, i.score)})
              for i in judgement.items]
     aggregates = {}
     for component, summary in judgement.aggregates.items():

@@ -174,6 +174,7 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
             rows.append({"case_id": arm["case_id"], "model": arm["model"], "format": arm["format"],
                          "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
                          "score": "" if item.score is None else str(item.score),
+                         "calibrated_score": "" if item.calibrated_score is None else str(item.calibrated_score),
                          "not_evaluable": str(item.not_evaluable), "reason": item.reason or "",
                          "whole_case": str(whole_case),
                          "judgement": str(file.relative_to(run_dir))})
