@@ -4,30 +4,45 @@ descendant, MAE against physicians on training re-evaluation and on validation).
 For one criterion: a population of instruction texts (the rubric's own definition plus optimiser
 rewrites) is scored by fitness = MAE of the judge against the physicians' mean on the training
 cases; an optimiser model edits the fittest from their worst disagreements; the best of each
-generation survives. Each repeat uses its own seed and split; results are mean ± SD over repeats.
-A not-evaluable judgement counts as the largest possible error, so a candidate cannot win by
-declining to score.
+generation survives. The best initial and the best descendant are then judged again on the
+training cases (re-evaluation: new judge calls with another seed, so neither a sampling judge's
+luck in the selection pass nor the response cache carries over) and on the validation cases. Each
+repeat uses its own seeds and split; results are mean ± SD over repeats. A not-evaluable judgement
+counts as the largest possible error, so a candidate cannot win by declining to score.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from consilium.calibration.isotonic import split_cases
-from consilium.calibration.pairs import Pair
+from consilium.calibration.pairs import Judged, match_ratings
+from consilium.calibration.ratings import Rating
+from consilium.errors import UserError
 from consilium.judges.prompting import anchors_text
+from consilium.judges.record import Judgement
 from consilium.judges.rubric import Criterion, Rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallRecorder, CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models import for_run as run_layers
+from consilium.traces.io import read_trace
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
-__all__ = ["Candidate", "CriterionResult", "Item", "evolve_criterion"]
+__all__ = ["REEVALUATION_SEED_OFFSET", "Candidate", "CriterionResult", "Evaluation", "Item", "RepeatResult",
+           "evolve_criterion", "judge_seeds", "rated_items"]
+
+#: Added to a repeat's selection seed for its re-evaluation and validation calls: the seed is part of
+#: the request, hence of the response-cache key, so re-evaluation never gets the selection pass's answers.
+REEVALUATION_SEED_OFFSET = 100_000
 
 _OPTIMISER = OutputSchema(name="RevisedInstruction", json_schema={
     "type": "object", "additionalProperties": False, "required": ["instruction"],
@@ -36,12 +51,49 @@ _OPTIMISER = OutputSchema(name="RevisedInstruction", json_schema={
 
 @dataclass(frozen=True)
 class Item:
-    """One rated output: its trace, component and the physicians' mean score."""
+    """One rated output: a judged trace's component and the mean of the physicians' scores of it."""
 
     case_id: str
     component: str
     trace: Trace | BoardTrace | TurnTrace
     target: float
+    label: str = ""  # the judged trace: run, panel model, variant, trace file
+    ratings: int = 1
+
+
+def rated_items(ratings: list[Rating], judgements: Sequence[tuple[Path, Judgement]],
+                origin: str | Path | None = None) -> tuple[dict[str, list[Item]], int]:
+    """Per criterion, one :class:`Item` per (judged trace, component) the physicians rated, its target
+    the mean of the ratings paired with exactly that trace (:func:`match_ratings`: case, variant or
+    format, panel model, run, trace); a judged trace nobody rated gets none, and a rating that could
+    belong to several judged traces is refused. Also returns how many ratings named no judged trace."""
+    groups: dict[tuple[Path, str, str], list[float]] = defaultdict(list)
+    judged_by_path: dict[Path, Judged] = {}
+    unmatched = 0
+    for rating, judged in match_ratings(ratings, judgements, origin):
+        if judged is None or judged.path is None:
+            unmatched += 1
+            continue
+        judged_by_path[judged.path] = judged
+        groups[(judged.path, rating.component, rating.criterion)].append(rating.score)
+    items: dict[str, list[Item]] = {}
+    traces: dict[Path, Trace | BoardTrace | TurnTrace] = {}
+    for (path, component, criterion), scores in sorted(groups.items()):
+        judged = judged_by_path[path]
+        if path not in traces:
+            trace_file = path.parent / judged.judgement.trace
+            if not trace_file.is_file():
+                raise UserError(f"{path}: trace: {judged.judgement.trace} is not beside the judgement "
+                                "(evolve judges the traces again)")
+            traces[path] = read_trace(trace_file)
+        items.setdefault(criterion, []).append(Item(judged.judgement.case_id, component, traces[path],
+                                                    statistics.fmean(scores), judged.describe(), len(scores)))
+    return items, unmatched
+
+
+def judge_seeds(seed: int, repeat: int) -> tuple[int, int]:
+    """The judge's seed in a repeat's selection pass and in its re-evaluation and validation."""
+    return seed + repeat, seed + repeat + REEVALUATION_SEED_OFFSET
 
 
 @dataclass
@@ -53,39 +105,122 @@ class Candidate:
     worst: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """One candidate judged on a set of items: its MAE, worst disagreements and the judge calls made."""
+
+    mae: float
+    worst: list[str]
+    calls: int
+    cached: int
+    seeds: frozenset[int | None]
+
+
+@dataclass
+class RepeatResult:
+    repeat: int
+    train_cases: int
+    val_cases: int
+    train_items: int
+    val_items: int
+    selection_seed: int
+    reevaluation_seed: int
+    best_initial: Candidate
+    best_descendant: Candidate
+    selection_initial: float  # training MAE in the selection pass
+    selection_descendant: float
+    train_initial: Evaluation  # training re-evaluation
+    train_descendant: Evaluation
+    val_initial: Evaluation | None
+    val_descendant: Evaluation | None
+    selection_calls: int
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values and not any(math.isnan(v) for v in values) else None
+
+
+def _sd(values: list[float]) -> float | None:
+    return statistics.pstdev(values) if values and not any(math.isnan(v) for v in values) else None
+
+
 @dataclass
 class CriterionResult:
     criterion: str
-    best_initial_train: list[float]
-    best_descendant_train: list[float]
-    best_initial_val: list[float]
-    best_descendant_val: list[float]
-    winner: Candidate | None
-    calls: int
+    repeats: list[RepeatResult]
+    calls: int  # optimiser calls
+
+    def column(self, name: str) -> list[float]:
+        """One Table 5 cell's values over repeats: train_best_initial, train_best_descendant,
+        val_best_initial or val_best_descendant (NaN where there were no validation cases)."""
+        phase, _, which = name.partition("_best_")
+        evaluations = [getattr(r, f"{phase}_{which}") for r in self.repeats]
+        return [e.mae if e is not None else float("nan") for e in evaluations]
+
+    @property
+    def best_initial_train(self) -> list[float]:
+        return self.column("train_best_initial")
+
+    @property
+    def best_descendant_train(self) -> list[float]:
+        return self.column("train_best_descendant")
+
+    @property
+    def best_initial_val(self) -> list[float]:
+        return self.column("val_best_initial")
+
+    @property
+    def best_descendant_val(self) -> list[float]:
+        return self.column("val_best_descendant")
 
     def summary(self) -> dict[str, Any]:
         def stat(values: list[float]) -> dict[str, float | None]:
-            return {"mean": statistics.fmean(values) if values else None,
-                    "sd": statistics.pstdev(values) if len(values) > 1 else 0.0 if values else None}
+            return {"mean": _mean(values), "sd": _sd(values)}
         return {"criterion": self.criterion, "train_best_initial": stat(self.best_initial_train),
                 "train_best_descendant": stat(self.best_descendant_train),
                 "val_best_initial": stat(self.best_initial_val), "val_best_descendant": stat(self.best_descendant_val),
-                "repeats": len(self.best_initial_train), "calls": self.calls}
+                "repeats": len(self.repeats), "calls": self.calls}
 
+    def decision(self) -> tuple[bool, str]:
+        """Promote the evolved instructions only when the mean over repeats of the best descendant's
+        MAE is below the best initial's on training re-evaluation and also on validation."""
+        s = self.summary()
+        train = (s["train_best_initial"]["mean"], s["train_best_descendant"]["mean"])
+        val = (s["val_best_initial"]["mean"], s["val_best_descendant"]["mean"])
+        if None in val:
+            return False, "not promoted: no validation cases to confirm it"
+        assert train[0] is not None and train[1] is not None and val[0] is not None and val[1] is not None
+        if not train[1] < train[0]:
+            return False, f"not promoted: training re-evaluation MAE did not improve ({train[0]:.3f} -> {train[1]:.3f})"
+        if not val[1] < val[0]:
+            return False, f"not promoted: validation MAE did not improve ({val[0]:.3f} -> {val[1]:.3f})"
+        return True, (f"promoted: training re-evaluation MAE {train[0]:.3f} -> {train[1]:.3f}, validation MAE "
+                      f"{val[0]:.3f} -> {val[1]:.3f}")
 
-def targets(pairs: list[Pair]) -> dict[tuple[str, str, str], float]:
-    scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for p in pairs:
-        scores[(p.case_id, p.component, p.criterion)].append(p.physician)
-    return {key: statistics.fmean(values) for key, values in scores.items()}
+    @property
+    def chosen(self) -> RepeatResult | None:
+        """The repeat whose best descendant improved most on its own training re-evaluation (the
+        first such on a tie): the instructions a promotion writes. Validation plays no part in it."""
+        if not self.repeats:
+            return None
+        return max(self.repeats, key=lambda r: (r.train_initial.mae - r.train_descendant.mae, -r.repeat))
+
+    @property
+    def winner(self) -> Candidate | None:
+        chosen = self.chosen
+        return chosen.best_descendant if chosen is not None else None
 
 
 def _variant(rubric: Rubric, criterion: Criterion, instruction: str) -> Rubric:
     return rubric.model_copy(update={"criteria": [criterion.model_copy(update={"definition": instruction})]})
 
 
-async def _fitness(candidate: Candidate, items: list[Item], rubric: Rubric, criterion: Criterion,
-                   setup: JudgeSetup) -> tuple[float, list[str]]:
+def _with_seed(setup: JudgeSetup, seed: int) -> JudgeSetup:
+    return dataclasses.replace(setup, settings=setup.settings.model_copy(update={"seed": seed}))
+
+
+async def _evaluate(candidate: Candidate, items: list[Item], rubric: Rubric, criterion: Criterion,
+                    setup: JudgeSetup) -> Evaluation:
     variant = _variant(rubric, criterion, candidate.instruction)
     judgements = await asyncio.gather(*(judge_trace(i.trace, i.case_id, variant, setup, [i.component])
                                         for i in items))
@@ -99,7 +234,9 @@ async def _fitness(candidate: Candidate, items: list[Item], rubric: Rubric, crit
         errors.append((error, f"- judge {score if score is not None else 'not evaluable'}, physicians "
                               f"{item.target:g}: {rationale[:300]}"))
     errors.sort(key=lambda e: -e[0])
-    return statistics.fmean(e[0] for e in errors), [text for _, text in errors[:5]]
+    calls = [c for j in judgements for c in j.calls]
+    return Evaluation(statistics.fmean(e[0] for e in errors), [text for _, text in errors[:5]], len(calls),
+                      sum(c.cached for c in calls), frozenset(c.settings.seed for c in calls))
 
 
 async def _propose(optimiser: ChatModel, rubric: Rubric, criterion: Criterion, parent: Candidate,
@@ -113,46 +250,68 @@ async def _propose(optimiser: ChatModel, rubric: Rubric, criterion: Criterion, p
     return str((await optimiser.generate(request)).parsed["instruction"]).strip()
 
 
+async def _repeat(repeat: int, rubric: Rubric, criterion: Criterion, items: list[Item], judge: JudgeSetup,
+                  optimiser: ChatModel, settings: GenerationSettings, population: int, generations: int,
+                  train_fraction: float, seed: int) -> RepeatResult:
+    train_cases, val_cases = split_cases([i.case_id for i in items], train_fraction, seed + repeat)
+    train = [i for i in items if i.case_id in train_cases]
+    val = [i for i in items if i.case_id not in train_cases]
+    selection_seed, reevaluation_seed = judge_seeds(seed, repeat)
+    select, reevaluate = _with_seed(judge, selection_seed), _with_seed(judge, reevaluation_seed)
+    rep_settings = settings.model_copy(update={"seed": seed + repeat})
+    selection_calls = 0
+
+    async def fit(candidate: Candidate) -> None:
+        nonlocal selection_calls
+        evaluation = await _evaluate(candidate, train, rubric, criterion, select)
+        candidate.train_mae, candidate.worst = evaluation.mae, evaluation.worst
+        selection_calls += evaluation.calls
+
+    pool = [Candidate(criterion.definition, "initial", None)]
+    for _ in range(population - 1):
+        pool.append(Candidate(await _propose(optimiser, rubric, criterion, pool[0], rep_settings), "initial", 0))
+    for candidate in pool:
+        await fit(candidate)
+    initial = list(pool)
+    descendants: list[Candidate] = []
+    for _ in range(generations):
+        parents = sorted(pool, key=lambda c: c.train_mae)[:max(1, population // 2)]
+        children = []
+        for index in range(population - len(parents)):
+            parent = parents[index % len(parents)]
+            child = Candidate(await _propose(optimiser, rubric, criterion, parent, rep_settings), "descendant",
+                              pool.index(parent) if parent in pool else None)
+            await fit(child)
+            children.append(child)
+        descendants += children
+        pool = sorted(parents + children, key=lambda c: c.train_mae)[:population]
+    best_initial = min(initial, key=lambda c: c.train_mae)
+    best_descendant = min(descendants, key=lambda c: c.train_mae) if descendants else best_initial
+    train_initial = await _evaluate(best_initial, train, rubric, criterion, reevaluate)
+    val_initial = await _evaluate(best_initial, val, rubric, criterion, reevaluate) if val else None
+    if best_descendant is best_initial:
+        train_descendant, val_descendant = train_initial, val_initial
+    else:
+        train_descendant = await _evaluate(best_descendant, train, rubric, criterion, reevaluate)
+        val_descendant = await _evaluate(best_descendant, val, rubric, criterion, reevaluate) if val else None
+    return RepeatResult(repeat, len(train_cases), len(val_cases), len(train), len(val), selection_seed,
+                        reevaluation_seed, best_initial, best_descendant, best_initial.train_mae,
+                        best_descendant.train_mae, train_initial, train_descendant, val_initial, val_descendant,
+                        selection_calls)
+
+
 async def evolve_criterion(rubric: Rubric, criterion: Criterion, items: list[Item], *, judge: JudgeSetup,
                            optimiser: ChatModel, population: int = 4, generations: int = 3, repeats: int = 3,
                            train_fraction: float = 0.5, seed: int = 0,
                            optimiser_settings: GenerationSettings | None = None) -> CriterionResult:
+    """Evolve one criterion's instructions ``repeats`` times; the judge's own settings are kept but
+    for the seed, which :func:`judge_seeds` sets per repeat and phase."""
+    if repeats >= REEVALUATION_SEED_OFFSET:
+        raise UserError(f"--repeats: at most {REEVALUATION_SEED_OFFSET - 1}, so that re-evaluation seeds stay apart "
+                        "from selection seeds")
     recorder = CallRecorder()
     optimiser_model = run_layers(optimiser, recorder, max_repairs=2)
     settings = optimiser_settings or GenerationSettings(temperature=0.7, max_tokens=600, seed=seed)
-    result = CriterionResult(criterion.id, [], [], [], [], None, 0)
-    for repeat in range(repeats):
-        train_cases, _ = split_cases([i.case_id for i in items], train_fraction, seed + repeat)
-        train = [i for i in items if i.case_id in train_cases]
-        val = [i for i in items if i.case_id not in train_cases]
-        rep_settings = settings.model_copy(update={"seed": seed + repeat})
-        pool = [Candidate(criterion.definition, "initial", None)]
-        for _ in range(population - 1):
-            pool.append(Candidate(await _propose(optimiser_model, rubric, criterion, pool[0], rep_settings),
-                                  "initial", 0))
-        for candidate in pool:
-            candidate.train_mae, candidate.worst = await _fitness(candidate, train, rubric, criterion, judge)
-        initial = list(pool)
-        descendants: list[Candidate] = []
-        for _ in range(generations):
-            parents = sorted(pool, key=lambda c: c.train_mae)[:max(1, population // 2)]
-            children = []
-            for index in range(population - len(parents)):
-                parent = parents[index % len(parents)]
-                child = Candidate(await _propose(optimiser_model, rubric, criterion, parent, rep_settings),
-                                  "descendant", pool.index(parent) if parent in pool else None)
-                child.train_mae, child.worst = await _fitness(child, train, rubric, criterion, judge)
-                children.append(child)
-            descendants += children
-            pool = sorted(parents + children, key=lambda c: c.train_mae)[:population]
-        best_initial = min(initial, key=lambda c: c.train_mae)
-        best_descendant = min(descendants, key=lambda c: c.train_mae) if descendants else best_initial
-        for best, train_list, val_list in ((best_initial, result.best_initial_train, result.best_initial_val),
-                                           (best_descendant, result.best_descendant_train,
-                                            result.best_descendant_val)):
-            train_list.append((await _fitness(best, train, rubric, criterion, judge))[0])
-            val_list.append((await _fitness(best, val, rubric, criterion, judge))[0] if val else float("nan"))
-        if repeat == 0:
-            result.winner = best_descendant
-    result.calls = len(recorder.calls)
-    return result
+    results = [await _repeat(repeat, rubric, criterion, items, judge, optimiser_model, settings, population,
+                             generations, train_fraction, seed) for repeat in range(repeats)]
+    return CriterionResult(criterion.id, results, len(recorder.calls))

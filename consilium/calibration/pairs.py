@@ -17,7 +17,7 @@ from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.judges.record import Judgement, read_judgement
 
-__all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "pair_ratings"]
+__all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "match_ratings", "pair_ratings"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Judged:
 
     judgement: Judgement
     model: str | None = None
+    path: Path | None = None  # the judgement file, when read from one (its trace lies beside it)
 
     def describe(self) -> str:
         j = self.judgement
@@ -63,7 +64,7 @@ def _panel_model(path: Path, judgement: Judgement) -> str | None:
 
 
 def judged_traces(judgements: Sequence[Judgement | tuple[Path, Judgement]]) -> list[Judged]:
-    return [Judged(j) if isinstance(j, Judgement) else Judged(j[1], _panel_model(*j)) for j in judgements]
+    return [Judged(j) if isinstance(j, Judgement) else Judged(j[1], _panel_model(*j), j[0]) for j in judgements]
 
 
 def _names(rating: Rating, judged: Judged) -> bool:
@@ -74,17 +75,16 @@ def _names(rating: Rating, judged: Judged) -> bool:
             and any(i.component == rating.component and i.criterion == rating.criterion for i in j.items))
 
 
-def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[Path, Judgement]],
-                 origin: str | Path | None = None) -> tuple[list[Pair], int]:
-    """Pairs for every rating whose item the judge scored (not-evaluable items are left out, as the
-    papers leave them out of agreement); also returns how many ratings found no judge score. Pass
-    ``load_judgements``' (path, judgement) pairs so that a rating's ``model`` can be matched;
-    ``origin`` (the ratings file) begins the message of a refused rating."""
+def match_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[Path, Judgement]],
+                  origin: str | Path | None = None) -> list[tuple[Rating, Judged | None]]:
+    """Each rating with the one judged trace it names (case, optional variant, model, run and trace)
+    and whose judgement holds its component and criterion; None when none does. A rating that names
+    several is refused (a :class:`UserError` naming them); ``origin`` (the ratings file) begins the
+    message."""
     by_case: dict[str, list[Judged]] = {}
     for judged in judged_traces(judgements):
         by_case.setdefault(judged.judgement.case_id, []).append(judged)
-    pairs: list[Pair] = []
-    unmatched = 0
+    matched: list[tuple[Rating, Judged | None]] = []
     for rating in ratings:
         found = [j for j in by_case.get(rating.case_id, []) if _names(rating, j)]
         if len(found) > 1:
@@ -93,8 +93,22 @@ def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[P
                             f"{rating.rater} matches {len(found)} judged traces "
                             f"({'; '.join(j.describe() for j in found)}); "
                             "add a model, run or variant column to the ratings")
-        score = next((i.score for j in found for i in j.judgement.items
-                      if i.component == rating.component and i.criterion == rating.criterion), None)
+        matched.append((rating, found[0] if found else None))
+    return matched
+
+
+def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[Path, Judgement]],
+                 origin: str | Path | None = None) -> tuple[list[Pair], int]:
+    """Pairs for every rating whose item the judge scored (not-evaluable items are left out, as the
+    papers leave them out of agreement); also returns how many ratings found no judge score. Pass
+    ``load_judgements``' (path, judgement) pairs so that a rating's ``model`` can be matched;
+    ``origin`` (the ratings file) begins the message of a refused rating."""
+    pairs: list[Pair] = []
+    unmatched = 0
+    for rating, judged in match_ratings(ratings, judgements, origin):
+        score = None if judged is None else next(
+            (i.score for i in judged.judgement.items
+             if i.component == rating.component and i.criterion == rating.criterion), None)
         if score is None:
             unmatched += 1
             continue

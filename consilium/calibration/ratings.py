@@ -4,6 +4,8 @@ One row per rating: ``case_id``, ``component``, ``criterion``, ``rater``, ``scor
 ``variant`` (the consilium format or board mode the rating refers to), ``model`` (the panel model's id),
 ``run`` (the trace's run id) and ``trace`` (the trace file name): the optional columns say which judged
 trace a rating belongs to when a case was run more than once (:mod:`consilium.calibration.pairs`).
+``format`` is another name for ``variant`` (the word ai-consilium.txt uses: free-form and structured
+response formats, "model-format opportunities" in Fig. 6); a row may give both only when they agree.
 Scores must lie on the rubric's scale; criteria must be the rubric's (any id for signed rubrics,
 whose criteria come from each case).
 """
@@ -68,6 +70,13 @@ def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
     known = {c.id for c in rubric.criteria}
     ratings = []
     for number, row in _rows(file):
+        if "format" in row:
+            row = dict(row)
+            fmt = row.pop("format")
+            if row.get("variant") not in (None, fmt):
+                raise UserError(f"{file}: line {number}: format: {fmt!r} disagrees with variant {row['variant']!r} "
+                                "(format is another name for variant)")
+            row["variant"] = fmt
         try:
             rating = Rating.model_validate(row)
         except ValidationError as exc:

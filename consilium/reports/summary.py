@@ -71,7 +71,9 @@ def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: in
     if npcbench.RUBRIC in judged:
         tables.append(Table("npcbench_scores", f"NPCBench consultation score and error rates over evaluable "
                             f"responses (npcbench.txt, Eqs. A7–A8, Table A29); case-clustered bootstrap 95% CI, "
-                            f"{bootstrap} resamples, seed {seed}",
+                            f"{bootstrap} resamples, seed {seed}; strict patient-level success (Eq. 1: every "
+                            "signed criterion of the case correct) with 95% Wilson and exact (Clopper–Pearson) "
+                            "intervals in percent",
                             npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed)))
     if medbench.RUBRIC in judged:
         tables.append(Table("medbench_pass_at_k", "Neural-MedBench diagnostic accuracy, pass@1 and pass@k with "

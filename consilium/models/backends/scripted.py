@@ -2,7 +2,7 @@
 
 A real backend for tests, demos and the CLI (STYLE.md 2). The file format is
 documented in docs/models.md. Rules are tried in order; the first whose
-filters (stage, role, round, contains, contains_all) match and which is not
+filters (stage, role, round, contains, contains_all, seed) match and which is not
 used up answers. ``{role}``, ``{round}`` and
 ``{stage}`` in a response are replaced by the call's tag.
 """
@@ -39,6 +39,8 @@ class ScriptRule(BaseModel):
     contains: str | None = Field(default=None, description="substring the last user message must contain")
     contains_all: list[str] | None = Field(default=None, description="substrings the last user message must all "
                                                                       "contain (e.g. a case's marker and a criterion)")
+    seed: int | None = Field(default=None, description="match only calls whose settings carry this seed (plays a "
+                                                       "model that samples: another seed, another answer)")
     times: int | None = Field(default=None, ge=1, description="answer at most this many calls")
     response: str | None = None
     json_: Any = Field(default=None, alias="json")
@@ -59,9 +61,10 @@ class ScriptRule(BaseModel):
             raise ValueError("responses must not be empty")
         return self
 
-    def matches(self, tag: CallTag, last_user: str) -> bool:
+    def matches(self, tag: CallTag, last_user: str, seed: int | None = None) -> bool:
         return (
-            (self.stage is None or self.stage == tag.stage)
+            (self.seed is None or self.seed == seed)
+            and (self.stage is None or self.stage == tag.stage)
             and (self.role is None or self.role == tag.role)
             and (self.round is None or self.round == tag.round)
             and (self.contains is None or self.contains in last_user)
@@ -80,6 +83,8 @@ class Script(BaseModel):
     model: str = "scripted"
     images: bool = Field(default=False, description="accept image parts (as a vision model would)")
     latency_ms: float = Field(default=0.0, ge=0, description="wait this long per call, as a served model would")
+    n_ctx: int | None = Field(default=None, ge=1, description="play a model with this context window in tokens: a "
+                                                       "prompt that fills it fails, as llama.cpp's does")
     rules: list[ScriptRule] = []
     default: Any = None
 
@@ -106,6 +111,7 @@ class ScriptedModel:
         self.responder = responder
         self.model_id = model_id or self.script.model
         self.supports_images = self.script.images
+        self.n_ctx = self.script.n_ctx
         self._used: dict[int, int] = {}
         self.calls = 0
 
@@ -123,7 +129,8 @@ class ScriptedModel:
         last_user = users[-1] if users else ""
         for index, rule in enumerate(self.script.rules):
             used = self._used.get(index, 0)
-            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user):
+            seed = request.settings.seed
+            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed):
                 self._used[index] = used + 1
                 if rule.fail == "model":
                     raise ModelError(f"scripted model {self.model_id!r}: rule {index} fails this call")
@@ -137,12 +144,16 @@ class ScriptedModel:
                          f"role={tag.role} round={tag.round}")
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        prompt_tokens = count_message_tokens(list(request.messages))
+        if self.n_ctx is not None and prompt_tokens >= self.n_ctx:
+            raise ModelError(f"scripted model {self.model_id!r}: the prompt has {prompt_tokens} tokens, "
+                             f"the context window {self.n_ctx}")
         value, finish_reason = self._pick(request)
         text = _render(value, request.tag)
         if self.script.latency_ms:
             await asyncio.sleep(self.script.latency_ms / 1000)
         self.calls += 1
-        usage = Usage(input_tokens=count_message_tokens(list(request.messages)), output_tokens=count_tokens(text),
+        usage = Usage(input_tokens=prompt_tokens, output_tokens=count_tokens(text),
                       calls=1, estimated=True)
         return ModelResponse(text=text, usage=usage, latency_ms=self.script.latency_ms, model=self.model_id,
                              finish_reason=finish_reason)
