@@ -172,12 +172,12 @@ def test_evolve_lowers_training_mae_and_reports_validation(tmp_path: Path,
                                          ("val_best_initial", val, 1), ("val_best_descendant", val, 3)]}
     for key, value in expected.items():
         assert float(row[key]) == pytest.approx(value), key
-    evolved = run_dir / "calibration" / "ai-consilium.v2.yaml"
+    evolved = run_dir / "calibration" / "ai-consilium.v3.yaml"
     if expected["train_best_descendant"] < expected["train_best_initial"]:
         rubric = load_rubric(str(evolved))
-        assert rubric.version == 2 and rubric.provenance and rubric.provenance["parent"] == "ai-consilium v1"
+        assert rubric.version == 3 and rubric.provenance and rubric.provenance["parent"] == "ai-consilium v2"
         assert next(c for c in rubric.criteria if c.id == "c1").definition.startswith("STRICT")
-    assert load_rubric("ai-consilium").version == 1  # the shipped rubric is never replaced
+    assert load_rubric("ai-consilium").version == 2  # the shipped rubric is never replaced
 
 
 def test_evolve_saves_a_new_rubric_version_when_training_improves(tmp_path: Path,
@@ -190,7 +190,7 @@ def test_evolve_saves_a_new_rubric_version_when_training_improves(tmp_path: Path
     # Repeat 1 starts from the original instructions only (MAE 2); the scripted optimiser's later
     # rewrites are STRICT, so repeat 2's initial population already holds one (MAE 0).
     assert "| c1 | 1.000 ± 1.000 | 0.000 ± 0.000 | 1.000 ± 1.000 | 0.000 ± 0.000 |" in out
-    rubric = load_rubric(str(run_dir / "calibration" / "ai-consilium.v2.yaml"))
+    rubric = load_rubric(str(run_dir / "calibration" / "ai-consilium.v3.yaml"))
     assert rubric.provenance and rubric.provenance["criteria"]["c1"]["train_mae_after"] == 0.0
     assert rubric.provenance["criteria"]["c1"]["train_mae_before"] == 2.0
 

@@ -132,7 +132,7 @@ def test_reevaluation_runs_the_judge_again_with_new_seeds(judged: Path, tmp_path
         assert float(table[f"{column}_mean"]) == pytest.approx(statistics.fmean(expected[key]), abs=1e-4)
         assert float(table[f"{column}_sd"]) == pytest.approx(statistics.pstdev(expected[key]), abs=1e-4)
     assert (table["criterion"], table["repeats"], table["promoted"]) == ("c1", "2", "true")
-    evolved = load_rubric(str(out / "ai-consilium.v2.yaml"))
+    evolved = load_rubric(str(out / "ai-consilium.v3.yaml"))
     assert next(c for c in evolved.criteria if c.id == "c1").definition.startswith("STRICT")
     assert evolved.provenance and evolved.provenance["criteria"]["c1"]["train_mae_before"] == 2.0
     assert "c1: promoted" in capsys.readouterr().out
@@ -150,7 +150,7 @@ def test_promotion_is_refused_when_validation_does_not_improve(judged: Path, tmp
     stdout = capsys.readouterr().out
     assert "c1: not promoted: validation MAE did not improve (0.000 -> 2.000)" in stdout
     assert "no criterion promoted: no new rubric version written" in stdout
-    assert not (out / "ai-consilium.v2.yaml").exists()
+    assert not (out / "ai-consilium.v3.yaml").exists()
     [table] = read_csv(out / "evolve.ai-consilium.table5.csv")
     assert table["promoted"] == "false" and "validation" in table["decision"]
     assert (float(table["train_reeval_best_initial_mean"]), float(table["train_reeval_best_descendant_mean"]),

@@ -44,9 +44,9 @@ JUDGE = {"model": "scripted-judge", "rules": [
     {"stage": "judge", "contains": '"criteria_met"', "json": {"explanation": "no", "criteria_met": False}},
     {"stage": "judge", "contains": "ranked 2", "json": {"rationale": "same", "match": True}},
     {"stage": "judge", "contains": '"match"', "json": {"rationale": "different", "match": False}},
-    {"stage": "judge", "contains": "Criterion: Therapy", "json": {"rationale": "r", "score": 4}},
-    {"stage": "judge", "contains": "Criterion: Surgery", "json": {"rationale": "r", "score": -1}},
-    {"stage": "judge", "contains": "\"score\": -1 |", "json": {"rationale": "r", "score": 3}},
+    # The four-decision rubric asks for its four scores in one call (opentumorboard.txt App. C.3 L186).
+    {"stage": "judge", "role": "conclusion:decisions", "json": {
+        "therapy": 4, "surgery": -1, "next_action": 3, "clinical_trial": 3, "rationale": "r"}},
     {"stage": "judge", "contains": "Criterion: Safety", "json": {"rationale": "nothing", "score": "not_evaluable"}},
     {"stage": "judge", "contains": "Also report critical_error", "json": {
         "rationale": "same plan", "score": 4, "critical_error": False, "unsupported_claim": True}},

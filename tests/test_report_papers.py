@@ -149,13 +149,14 @@ def board_judge() -> dict[str, Any]:
     for key, aligned in ALIGN.items():
         rules.append({"stage": "judge", "role": "conclusion:conclusion_alignment", "contains": key,
                       "json": {"rationale": "r", "score": aligned}})
-    for key, scores in DECIDE.items():
-        for dim, score in zip(DIMS, scores, strict=True):
-            rules.append({"stage": "judge", "role": f"conclusion:{dim}", "contains": key,
-                          "json": {"rationale": "r", "score": score if score is not None else "high"}})
+    # The four scores come in one answer (opentumorboard.txt App. C.3 L186); None: an invalid value there.
+    answers = {key: {**{d: s if s is not None else "high" for d, s in zip(DIMS, scores, strict=True)},
+                     "rationale": "r"} for key, scores in DECIDE.items()}
+    for key, answer in answers.items():
+        rules.append({"stage": "judge", "role": "conclusion:decisions", "contains": key, "json": answer})
     # The invalid answer is also the answer to the repair request and to the schema-constrained retry.
-    rules.append({"stage": "judge", "role": "conclusion:surgery", "contains": "could not be used",
-                  "json": {"rationale": "r", "score": "high"}})
+    [invalid] = [a for a in answers.values() if "high" in a.values()]
+    rules.append({"stage": "judge", "role": "conclusion:decisions", "contains": "could not be used", "json": invalid})
     return {"model": "judge", "rules": rules}
 
 
@@ -185,11 +186,20 @@ def arms_of(model: str, mode: str) -> list[str]:
 
 
 def weighted(scores: tuple[int | None, ...]) -> float | None:
-    """App. E.2 by hand: Σ w·(s/5) / Σ w over the dimensions with s ≠ −1."""
-    in_scope = {d: s for d, s in zip(DIMS, scores, strict=True) if s != -1}
+    """App. E.2 by hand: Σ w·(s/5) / Σ w over the judged dimensions with s ≠ −1; a dimension not
+    evaluable (None) enters neither sum and does not void the others (issue 15, item 6)."""
+    in_scope = {d: s for d, s in zip(DIMS, scores, strict=True) if s is not None and s != -1}
     if not in_scope:
         return None
-    return sum(W[d] * s / 5 for d, s in in_scope.items() if s is not None) / sum(W[d] for d in in_scope)
+    return sum(W[d] * s / 5 for d, s in in_scope.items()) / sum(W[d] for d in in_scope)
+
+
+def judged(scores: tuple[int | None, ...]) -> bool:
+    return any(s is not None for s in scores)
+
+
+def partly(scores: tuple[int | None, ...]) -> bool:
+    return judged(scores) and None in scores
 
 
 def test_board_summary_per_model_and_mode(board_run: Path) -> None:
@@ -219,15 +229,18 @@ def test_board_summary_per_model_and_mode(board_run: Path) -> None:
         assert row["conclusion_alignment_not_evaluable"] == str(len(done) - len(aligned))
         assert close(row["conclusion_alignment_mean"], sum(aligned) / len(aligned))
         decided = [DECIDE[tag(model, mode, c)] for c in done if c in REFERENCES]
-        means = [weighted(s) for s in decided if None not in s]
+        means = [weighted(s) for s in decided if judged(s)]
         scored = [m for m in means if m is not None]
         assert row["four_decision_n"] == str(len(scored))
-        assert row["four_decision_not_evaluable"] == str(len(done) - len(decided) + sum(None in s for s in decided))
+        assert row["four_decision_not_evaluable"] == str(len(done) - sum(judged(s) for s in decided))
+        assert row["four_decision_partly_judged"] == str(sum(partly(s) for s in decided))
         assert close(row["four_decision_mean"], sum(scored) / len(scored) if scored else None)
     # spot checks worked out on paper
     assert close(rows[("model-a", "agents")]["rouge_l_mean"], (10 / 17 + 8 / 17) / 2)
     assert close(rows[("model-a", "agents")]["four_decision_mean"], (2 / 2.25 + 3.06 / 4.15) / 2)
-    assert rows[("model-a", "single")]["four_decision_mean"] == ""  # t1 nothing in scope, t2 not evaluable
+    # t1 nothing in scope; t2's surgery is not evaluable, the other three still count: (0.8 + 0.69 + 0.4) / 4.15
+    assert close(rows[("model-a", "single")]["four_decision_mean"], 1.89 / 4.15)
+    assert rows[("model-a", "single")]["four_decision_partly_judged"] == "1"
 
 
 def test_four_decision_and_its_dimensions(board_run: Path) -> None:
@@ -238,11 +251,12 @@ def test_four_decision_and_its_dimensions(board_run: Path) -> None:
         key = (f"model-{model}", f"board-{mode}")
         done = arms_of(model, mode)
         decided = [DECIDE[tag(model, mode, c)] for c in done if c in REFERENCES]
-        valid = [s for s in decided if None not in s]
+        valid = [s for s in decided if judged(s)]
         means = [m for m in (weighted(s) for s in valid) if m is not None]
         row = rows[key]
         assert (row["responses"], row["scored"]) == (str(len(done)), str(len(means)))
         assert row["not_evaluable"] == str(len(done) - len(valid))
+        assert row["partly_judged"] == str(sum(partly(s) for s in decided))
         assert row["no_decision_in_scope"] == str(len(valid) - len(means))
         assert close(row["weighted_mean"], sum(means) / len(means) if means else None)
         for i, dim in enumerate(DIMS):
@@ -254,6 +268,7 @@ def test_four_decision_and_its_dimensions(board_run: Path) -> None:
             assert d["not_evaluable"] == str(len(done) - len(scores))
             assert close(d["mean"], sum(in_scope) / len(in_scope) if in_scope else None)
     assert rows[("model-a", "board-single")]["no_decision_in_scope"] == "1"
+    assert rows[("model-a", "board-single")]["partly_judged"] == "1"
     assert dims[("model-a", "board-single", "surgery")]["not_evaluable"] == "2"  # t3 and the invalid answer
     assert close(dims[("model-b", "board-single", "surgery")]["mean"], 3.0)  # (5 + 1) / 2
 

@@ -54,7 +54,7 @@ def make_synthetic(out: Path, *, cases: int = 110, judge: str = "perfect", seed:
             items.append(JudgementItem(component="conclusion", criterion=criterion,
                                        score=float(_judge(truth, judge, rng)), rationale="synthetic"))
         record = Judgement(trace=f"{case_id}.structured.trace.json", trace_kind="consilium", trace_run_id="synthetic",
-                           case_id=case_id, variant="structured", rubric="ai-consilium", rubric_version=1,
+                           case_id=case_id, variant="structured", rubric="ai-consilium", rubric_version=2,
                            rubric_source="synthetic", judge_model=f"synthetic-{judge}", settings=GenerationSettings(),
                            prompt_hash="synthetic", items=items, aggregates={}, usage=UsageSummary.from_ledger(
                                UsageLedger()), calls=[], started_at=datetime.now(UTC).isoformat(), wall_s=0.0)

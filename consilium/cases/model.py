@@ -15,7 +15,16 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -28,8 +37,10 @@ __all__ = [
     "ClinicalSections",
     "CriterionKind",
     "Reference",
+    "ReferenceAnswer",
     "RubricCriterion",
     "Slide",
+    "question_key",
 ]
 
 #: Letters, digits, ``-``, ``_`` and ``.``, starting with a letter or digit: safe as a file name.
@@ -174,6 +185,19 @@ class RubricCriterion(_Strict):
         return weight
 
 
+def question_key(question: str) -> str:
+    """A question as :meth:`Reference.answer_to` matches it: whitespace runs as one space, case folded."""
+    return " ".join(question.split()).casefold()
+
+
+class ReferenceAnswer(_Strict):
+    """The answer the real specialist gave to one question put to them (opentumorboard.txt §2.4 L58,
+    App. C.1: a Specialist Turn is judged against the reference expert answer to its question)."""
+
+    question: NonEmptyStr
+    answer: NonEmptyStr
+
+
 class Reference(_Strict):
     """What judges compare the panel's output with; never shown to the panel."""
 
@@ -182,6 +206,35 @@ class Reference(_Strict):
     conclusion: str | None = None
     decisions: BoardDecisions | None = None
     rubric: list[RubricCriterion] = Field(default_factory=list)
+    answers: list[ReferenceAnswer] = Field(default_factory=list,
+                                           description="per-question reference answers for Specialist Turns")
+
+    @field_validator("answers")
+    @classmethod
+    def _one_answer_per_question(cls, answers: list[ReferenceAnswer]) -> list[ReferenceAnswer]:
+        seen: dict[str, int] = {}
+        for index, item in enumerate(answers):
+            key = question_key(item.question)
+            if key in seen:
+                raise ValueError(f"answers {seen[key]} and {index} are for the same question {item.question!r} "
+                                 "(questions match ignoring case and spacing)")
+            seen[key] = index
+        return answers
+
+    @model_serializer(mode="wrap")
+    def _without_empty_answers(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``answers`` key when there are none, so a case written before the field existed keeps its
+        content hash (traces and cohorts compare it on replay and resume)."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("answers"):
+            data.pop("answers", None)
+        return data
+
+    def answer_to(self, question: str) -> tuple[int, str] | None:
+        """The index and text of the reference answer to ``question``: the one whose question is the
+        same after :func:`question_key` (exact otherwise; a paraphrase is another question)."""
+        key = question_key(question)
+        return next(((i, a.answer) for i, a in enumerate(self.answers) if question_key(a.question) == key), None)
 
     @field_validator("rubric")
     @classmethod

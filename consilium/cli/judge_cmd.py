@@ -8,10 +8,12 @@ from pathlib import Path
 
 from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
+from consilium.cases import Case
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
+from consilium.judges.answers import SCOPES, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, load_rubric, rubric_names
@@ -20,7 +22,16 @@ from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
 from consilium.traces.io import read_trace
 
-__all__ = ["judgement_path", "register", "run", "trace_files"]
+__all__ = ["add_scope_argument", "judgement_path", "register", "run", "trace_files"]
+
+
+def add_scope_argument(parser: argparse.ArgumentParser) -> None:
+    """``--scope`` of the four-decision rubric (opentumorboard.txt App. E.2 L194), shared with ``cohort``."""
+    parser.add_argument("--scope", choices=SCOPES, default=None,
+                        help="four-decision scope: frozen locks the dimensions the case's reference.decisions leaves "
+                             "null to -1 in the judge's schema (training protocol); judge lets the judge decide "
+                             "scope from the reference conclusion (evaluation protocol). Default: frozen when the "
+                             "case labels its decisions, judge otherwise")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="retries showing the validation error (2)")
     parser.add_argument("--k", type=positive_int, default=5, help="ranked candidates for pass@k (default 5)")
     parser.add_argument("--reference-answer", default=None,
-                        help="the reference answer a Specialist Turn is judged against (otb-clinical-equivalence)")
+                        help="the reference answer for a Specialist Turn whose question the case's reference.answers "
+                             "does not answer (otb-clinical-equivalence); the case's own answer to the question wins")
+    add_scope_argument(parser)
     parser.add_argument("--calibration", type=Path, default=None,
                         help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
     parser.set_defaults(func=run)
@@ -73,10 +86,13 @@ def run(args: argparse.Namespace) -> int:
     calibration = load_calibration(args.calibration, rubric.name) if args.calibration else None
     files = trace_files(args.paths)
     traces = [(path, read_trace(path)) for path in files]
+    check_scope(args.scope, [rubric], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
+                                       for path, trace in traces))
     model = build_model(spec, model_options(args))
     setup = JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                 timeout_s=args.timeout or 120.0),
-                       max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer)
+                       max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
+                       scope=args.scope)
 
     async def go() -> list[Judgement]:
         try:

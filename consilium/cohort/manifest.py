@@ -60,6 +60,8 @@ class CohortSettings(BaseModel):
     config: dict[str, Any] = Field(description="the run settings (ConsiliumConfig or BoardConfig)")
     judges: list[str] = []
     judge_model: str | None = None
+    judge_scope: Literal["frozen", "judge"] | None = Field(
+        default=None, description="the four-decision scope protocol (--scope); None: each case's default")
     concurrency: int
     model: ModelSettings
 

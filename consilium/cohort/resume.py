@@ -72,6 +72,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
                             f"{config_values[key]!r}", s.config.get(key), run_dir)
     simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
               "--judge": (args.judge or None, s.judges), "--judge-model": (args.judge_model, s.judge_model),
+              "--scope": (args.scope, s.judge_scope),
               "--wall-limit": (args.wall_limit, s.config.get("wall_limit_s")),
               "--timeout": (args.timeout, s.config.get("timeout_s")),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),

@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 from consilium.cases import Case
+from consilium.judges.components import TurnReference
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
 from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions, wilson_interval
@@ -34,11 +35,7 @@ def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, 
         result["score"] = item.score
         result.update(item.flags)
     elif rubric.scoring == "weighted_decisions":
-        scores = {i.criterion: int(i.score) for i in items if i.score is not None}
-        weights = {c.id: c.weight for c in rubric.criteria}
-        result["scores"] = {i.criterion: i.score for i in items}
-        result["in_scope"] = sorted(name for name, s in scores.items() if s != -1)
-        result["weighted_mean"] = weighted_decisions(scores, weights) if not not_evaluable else None
+        result.update(_decisions(rubric, items))
     elif rubric.scoring == "signed_criteria":
         met = [i for i in items if i.score == 1.0]
         requirements = [i.detail["weight"] for i in met if i.detail["kind"] == "requirement"]
@@ -66,6 +63,23 @@ def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, 
     return result
 
 
+def _decisions(rubric: Rubric, items: list[JudgementItem]) -> dict[str, Any]:
+    """App. E.2 L194: Σ w·(s/5) / Σ w over the dimensions in scope. ``scope`` is the protocol used
+    (frozen: ``locked`` were fixed at −1 from the case's labelling; judge: the judge decided); a
+    dimension not evaluable enters neither sum, as one out of scope does, and is listed apart, so it
+    never voids the others; ``in_scope`` is the dimensions the mean is over."""
+    weights = {c.id: c.weight for c in rubric.criteria}
+    scores = {i.criterion: i.score for i in items}
+    judged = {name: int(s) for name, s in scores.items() if s is not None}
+    scopes = sorted({str(i.detail["scope"]) for i in items if "scope" in i.detail})
+    return {"scores": scores, "scope": scopes[0] if len(scopes) == 1 else None,
+            "locked": sorted(i.criterion for i in items if i.detail.get("locked")),
+            "in_scope": sorted(name for name, s in judged.items() if s != -1),
+            "not_evaluable_dimensions": sorted(i.criterion for i in items
+                                               if i.score is None and i.criterion in weights),
+            "weighted_mean": weighted_decisions(judged, weights)}
+
+
 def _pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
     """pass@k when the first k candidates decide it: a match among them, or all of them judged without
     one; None when a candidate there is not evaluable and no match comes before it (a judge failure
@@ -88,18 +102,25 @@ def _rouge() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
-def overlap_metrics(case: Case, texts: dict[str, str]) -> dict[str, Any]:
-    """ROUGE-L F1 (the ``rouge-score`` package, Porter stemming) of the conclusion or answer against
-    the case's reference conclusion, and the embedding similarity of :mod:`similarity` (not BERTScore)."""
-    reference = case.reference.conclusion if case.reference else None
-    candidate = texts.get("conclusion") or texts.get("answer")
+def overlap_metrics(case: Case, texts: dict[str, str], answer: TurnReference | None = None) -> dict[str, Any]:
+    """ROUGE-L F1 (the ``rouge-score`` package, Porter stemming) and the embedding similarity of
+    :mod:`similarity` (not BERTScore) of a conclusion against the case's reference conclusion
+    (opentumorboard.txt §2.4 L58), or of a Specialist Turn's answer against its own reference answer
+    (``answer``, from :func:`turn_reference`), never against the board's conclusion; none without one."""
+    if "answer" in texts:
+        candidate: str | None = texts["answer"]
+        reference: str | None = answer.text if answer else None
+        against = answer.source if answer else ""
+    else:
+        candidate = texts.get("conclusion")
+        reference, against = (case.reference.conclusion if case.reference else None), "reference.conclusion"
     if not reference or not candidate:
         return {}
     score = _rouge().score(reference, candidate)["rougeL"]
     return {"rouge_l": {"f1": round(score.fmeasure, 6), "precision": round(score.precision, 6),
-                        "recall": round(score.recall, 6), "against": "reference.conclusion",
+                        "recall": round(score.recall, 6), "against": against,
                         "package": "rouge-score (Porter stemmer)"},
-            "semantic_similarity": {**semantic_similarity(reference, candidate), "against": "reference.conclusion"}}
+            "semantic_similarity": {**semantic_similarity(reference, candidate), "against": against}}
 
 
 def summarise(judgements: list[Judgement]) -> list[dict[str, Any]]:

@@ -7,16 +7,23 @@ final conclusion alone (both exist only in the structured format), and
 conclusion; a Specialist Turn's *answer* is its answer. *differential* is the
 final report's ranked differential, one candidate per item, judged after the
 report's leading diagnosis (its final opinion), which is rank 1.
+
+A Specialist Turn is judged against the reference expert answer to its own question
+(opentumorboard.txt §2.4 L58, App. C.1 L170): :func:`turn_reference` takes it from the case's
+``reference.answers``, matched to the turn's question, or from ``--reference-answer``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from consilium.agents.records import render_sections
+from consilium.cases.model import Case
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
-__all__ = ["component_texts", "leading_diagnosis", "ranked_candidates", "ranked_differential"]
+__all__ = ["TurnReference", "component_texts", "leading_diagnosis", "missing_turn_reference", "ranked_candidates",
+           "ranked_differential", "turn_reference"]
 
 #: A list number ("1." or "2)") where an item may start: not inside a number ("1.5") or a word.
 _MARK = re.compile(r"(?<![\w.,])(\d{1,2})[.)](?!\d)")
@@ -93,3 +100,32 @@ def component_texts(trace: Trace | BoardTrace | TurnTrace) -> dict[str, str]:
         texts["role_reasoning"] = render_sections(reasoning)
         texts["role_opinion"] = opinion.sections.get("final_conclusion", "")
     return {name: text for name, text in texts.items() if text.strip()}
+
+
+@dataclass(frozen=True)
+class TurnReference:
+    """The reference answer a Specialist Turn is judged and overlapped against, and where it is from:
+    ``reference.answers.N`` (the case's answer to the turn's question) or ``--reference-answer``."""
+
+    text: str
+    source: str
+
+
+def turn_reference(trace: Trace | BoardTrace | TurnTrace, case: Case, given: str | None) -> TurnReference | None:
+    """A turn's reference answer: the case's answer to its question (:meth:`Reference.answer_to`, exact
+    after whitespace and case normalisation), else ``given`` (``--reference-answer``), else None. For
+    another trace, ``given`` alone."""
+    if isinstance(trace, TurnTrace) and case.reference is not None:
+        match = case.reference.answer_to(trace.question)
+        if match is not None:
+            return TurnReference(match[1], f"reference.answers.{match[0]}")
+    return TurnReference(given, "--reference-answer") if given else None
+
+
+def missing_turn_reference(case: Case) -> str:
+    """Why a turn has no reference answer, when neither the case nor --reference-answer gives one."""
+    answers = case.reference.answers if case.reference else []
+    if not answers:
+        return "the case has no reference answer"
+    return (f"the case has no reference answer to this turn's question (none of the {len(answers)} in "
+            "reference.answers matches it, ignoring case and spacing) and no --reference-answer was given")

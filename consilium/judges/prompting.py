@@ -29,7 +29,10 @@ _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 #: The data sections a judge prompt may have, in order; anything else in the prompt is ours.
-SECTIONS: tuple[str, ...] = ("case", "reference", "candidate", "criterion")
+#: question and role: a Specialist Turn's (opentumorboard.txt App. C.1); panel to review_round: the
+#: stages of a whole-case record (consilium/judges/whole_case.py, ai-consilium.txt Table 29).
+SECTIONS: tuple[str, ...] = ("case", "reference", "candidate", "criterion", "question", "role",
+                             "panel", "opinion", "report_version", "review_round")
 
 
 def escape(text: str) -> str:
@@ -61,11 +64,13 @@ def _preamble(rubric: Rubric) -> str:
 
 
 def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candidate: str,
-                   task: str, extra: Sequence[tuple[str, str]] = ()) -> tuple[Message, ...]:
+                   task: str, extra: Sequence[tuple[str, str]] = (), *, images: tuple[str, ...] = (),
+                   captions: tuple[str, ...] = ()) -> tuple[Message, ...]:
     """System: the rubric. User: case, reference and candidate first (shared by every criterion of a
     component, so they form a cacheable prefix), then ``extra`` data sections (e.g. a case's own
     criterion), then the task. ``task`` is this project's text only: never put model or case text in
-    it; pass that as a section."""
+    it; pass that as a section. ``images`` (slide images, each sent with its caption from ``captions``)
+    go with the user message to a judge that reads them (opentumorboard.txt App. C.1 L170)."""
     sections = [untrusted("case", case_text)]
     if reference:
         sections.append(untrusted("reference", reference))
@@ -75,7 +80,9 @@ def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candid
             raise ValueError(f"unknown judge prompt section {tag!r}")
         sections.append(untrusted(tag, text))
     return (Message(role="system", content=_preamble(rubric)),
-            Message(role="user", content="\n\n".join(sections) + f"\n\n<task>\n{task}\n</task>"))
+            Message(role="user", content="\n\n".join(sections) + f"\n\n<task>\n{task}\n</task>", images=images,
+                    # A caption is case text: escaped in its own section, like every other (item 18).
+                    captions=tuple(untrusted("case", caption) for caption in captions)))
 
 
 def anchors_text(rubric: Rubric, criterion: Criterion) -> str:

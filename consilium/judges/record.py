@@ -51,6 +51,8 @@ class Judgement(BaseModel):
     aggregates: dict[str, dict[str, Any]] = Field(description="per component: the rubric's score formula")
     overlap: dict[str, Any] = Field(default_factory=dict, description="ROUGE-L etc. against the reference")
     calibration: str | None = Field(default=None, description="the isotonic calibration file applied, if any")
+    notes: list[str] = Field(default_factory=list, description="what the judge was not sent, e.g. slide images a "
+                                                               "text-only judge model cannot read")
     usage: UsageSummary
     calls: list[CallRecord]
     started_at: str

@@ -22,6 +22,7 @@ from consilium.errors import UserError
 
 __all__ = [
     "COMPONENTS",
+    "AnswerShape",
     "Component",
     "Criterion",
     "Flag",
@@ -62,6 +63,17 @@ class Criterion(_Strict):
     whole_case: bool = Field(default=False, description="scored once for the whole case, not per output")
 
 
+class AnswerShape(_Strict):
+    """How the judge's answer is laid out, as the paper's own output schema lays it out (e.g.
+    opentumorboard.txt App. C.1-C.3); consilium/judges/answers.py builds the schema and reads it."""
+
+    score_key: str = Field(default="score", pattern=r"^[a-z][a-z0-9_]*$", description="the score's key")
+    nest: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$",
+                             description="score and rationale sit in an object under this key (C.2)")
+    score_first: bool = Field(default=False, description="the score before the rationale (C.1-C.3)")
+    rationale_required: bool = Field(default=False, description="an empty rationale is invalid (minLength 1)")
+
+
 class Rubric(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     version: int = Field(ge=1)
@@ -77,6 +89,9 @@ class Rubric(_Strict):
     flags: list[Flag] = Field(default_factory=list)
     criteria: list[Criterion] = Field(default_factory=list)
     rationale_max_chars: int = Field(default=1000, ge=100)
+    slide_images: bool = Field(default=False, description="a vision judge is sent each slide's image beside its "
+                                                          "caption (opentumorboard.txt App. C.1); else captions only")
+    answer: AnswerShape = Field(default_factory=AnswerShape, description="the answer's layout (issue 15, item 13)")
     provenance: dict[str, Any] | None = Field(default=None, description="for an evolved rubric: parent version, "
                                                                          "ratings, seed, MAE before and after")
 

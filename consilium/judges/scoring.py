@@ -4,7 +4,8 @@
   0–3 scores; not-evaluable outcomes are left out of means (ai-consilium.txt, Fig. 7).
 * OpenTumorBoard four-decision rubric: the weighted mean over in-scope decisions
   of score/5, weights therapy 1.00, surgery 1.25, next_action 1.15,
-  clinical_trial 2.00; −1 marks a decision out of scope (opentumorboard.txt, App. C.3, E.2).
+  clinical_trial 2.00; −1 marks a decision out of scope (opentumorboard.txt, App. C.3, E.2). A
+  dimension not evaluable (None) enters neither sum, so it never voids the others.
 * NPCBench signed criteria: max(0, Σ weights of met requirements − 2·majors − minors),
   normalised to 0–100 against the requirements' total weight of 10 (npcbench.txt, Eq. A7–A8).
 * Neural-MedBench: pass@k over a ranked differential, Wilson score intervals.
@@ -24,9 +25,10 @@ def mean_score(scores: Iterable[float | None]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def weighted_decisions(scores: Mapping[str, int], weights: Mapping[str, float]) -> float | None:
-    """Σ w·(s/5) / Σ w over decisions in scope (s ≠ −1); None when no decision is in scope."""
-    in_scope = {name: s for name, s in scores.items() if s != -1}
+def weighted_decisions(scores: Mapping[str, int | None], weights: Mapping[str, float]) -> float | None:
+    """Σ w·(s/5) / Σ w over decisions in scope (s ≠ −1) that were judged (s not None); None when
+    none is left."""
+    in_scope = {name: s for name, s in scores.items() if s is not None and s != -1}
     total = sum(weights[name] for name in in_scope)
     if not in_scope or total == 0:
         return None

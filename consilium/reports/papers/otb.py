@@ -43,9 +43,18 @@ def _alignment(response: Response) -> float | None:
 
 
 def _decision_scores(response: Response) -> dict[str, int] | None:
-    """The four dimension scores (−1 or 1–5) of one conclusion, or None when any is not evaluable."""
+    """The judged dimension scores (−1 or 1–5) of one conclusion; None when no dimension was judged.
+    A dimension not evaluable is left out, as the judgement's own aggregate leaves it out: it enters
+    neither sum of App. E.2's weighted mean and never voids the dimensions that were judged (issue 15,
+    item 6); :func:`_partly_judged` counts the conclusions it happened to."""
     scores = {i.criterion: int(i.score) for i in response.items if i.criterion in DIMENSIONS and i.score is not None}
-    return scores if len(scores) == len(DIMENSIONS) else None
+    return scores or None
+
+
+def _partly_judged(response: Response) -> bool:
+    """Some dimensions judged, some not evaluable."""
+    judged = [i.score is not None for i in response.items if i.criterion in DIMENSIONS]
+    return any(judged) and not all(judged)
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +110,7 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
             "conclusion_alignment_mean": mean([s for s in aligned if s is not None]),
             "four_decision_n": sum(m is not None for m in means),
             "four_decision_not_evaluable": sum(s is None for s in decided),
+            "four_decision_partly_judged": sum(_partly_judged(r) for r in decisions.get((model, variant), [])),
             "four_decision_mean": mean([m for m in means if m is not None]),
         })
     return rows
@@ -130,8 +140,9 @@ def conclusion_alignment(responses: list[Response]) -> list[dict[str, Any]]:
 
 def four_decision(responses: list[Response]) -> list[dict[str, Any]]:
     """Per model and variant, the four-decision score of App. E.2 averaged over conclusions:
-    Σ w·(s/5) / Σ w over the dimensions in scope (s ≠ −1). A conclusion with a dimension not evaluable
-    is counted apart, and so is one whose reference decides no dimension (nothing in scope)."""
+    Σ w·(s/5) / Σ w over the judged dimensions in scope (s ≠ −1). A conclusion with no dimension judged
+    is not evaluable; one with some dimensions not evaluable is scored on the others and counted in
+    ``partly_judged``; one whose judged dimensions are all out of scope is counted apart."""
     rows = []
     for (model, variant), group_responses in group(responses, DECISIONS).items():
         decided = [_decision_scores(r) for r in group_responses]
@@ -139,6 +150,7 @@ def four_decision(responses: list[Response]) -> list[dict[str, Any]]:
         scored = [m for m in means if m is not None]
         rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
                      "not_evaluable": sum(s is None for s in decided),
+                     "partly_judged": sum(_partly_judged(r) for r in group_responses),
                      "no_decision_in_scope": sum(m is None for m in means), "weighted_mean": mean(scored)})
     return rows
 

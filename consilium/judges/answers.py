@@ -1,0 +1,216 @@
+"""What a judge is asked to return, and the one place its answer is read into a canonical value.
+
+A rubric whose paper gives an output schema is asked for that schema, keys in the paper's order
+(opentumorboard.txt App. C.1 L172: ``clinical_equivalence_score`` first; C.2 L178: the nested
+``{"conclusion_alignment": {"score", "rationale"}}``; C.3 L186: the four dimensions, then the
+rationale). The project's earlier flat ``{"rationale", "score"}`` is accepted too; both become one
+canonical value here, before the runner reads it. Where the paper requires a rationale
+(``minLength`` 1) a blank one is a validation error, which goes back to the judge through the
+repair loop like any other (issue 15, item 13).
+
+The four-decision rubric has two scope protocols (App. E.2 L194): ``frozen`` locks every dimension
+the case's candidate-blind labelling (``reference.decisions``, null = absent) leaves absent to −1
+in the schema the judge fills and ignores any answer on it; ``judge`` lets the judge decide scope
+from the reference conclusion with the full schema (issue 15, item 6).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import jsonschema
+
+from consilium.cases import Case
+from consilium.errors import UserError
+from consilium.judges.rubric import AnswerShape, Rubric
+from consilium.models import OutputSchema
+from consilium.models.structured import OutputInvalid, extract_json
+
+__all__ = ["SCOPES", "Scope", "check_scope", "criterion_schema", "criterion_shape", "decision_scope",
+           "decisions_schema", "decisions_shape", "partial_decisions"]
+
+Scope = Literal["frozen", "judge"]
+SCOPES: tuple[Scope, ...] = ("frozen", "judge")
+OUT_OF_SCOPE = -1
+
+
+# --- criterion rubrics: one score (and flags) per call ------------------------------------------------
+
+def _score_property(rubric: Rubric) -> dict[str, Any]:
+    scale = list(rubric.scale)
+    if rubric.answer != AnswerShape() and not rubric.not_evaluable and scale == list(range(scale[0], scale[-1] + 1)):
+        return {"type": "integer", "minimum": scale[0], "maximum": scale[-1]}  # as C.1 and C.2 write it
+    return {"enum": scale + (["not_evaluable"] if rubric.not_evaluable else [])}
+
+
+def _rationale_property(rubric: Rubric) -> dict[str, Any]:
+    minimum = {"minLength": 1} if rubric.answer.rationale_required else {}
+    return {"type": "string", **minimum, "maxLength": rubric.rationale_max_chars}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
+
+
+def _flat(rubric: Rubric, score_key: str, score_first: bool) -> dict[str, Any]:
+    """The flat layout: score and rationale in the order asked, the flags after the score."""
+    score = {score_key: _score_property(rubric)}
+    flags = {flag.id: {"type": "boolean"} for flag in rubric.flags}
+    rationale = {"rationale": _rationale_property(rubric)}
+    return _object({**score, **flags, **rationale} if score_first else {**rationale, **score, **flags})
+
+
+def _requested(rubric: Rubric) -> dict[str, Any]:
+    """The JSON schema the judge is asked to fill: the paper's, where the rubric names its layout."""
+    shape = rubric.answer
+    if shape.nest is None:
+        return _flat(rubric, shape.score_key, shape.score_first)
+    inner = _flat(rubric.model_copy(update={"flags": []}), shape.score_key, shape.score_first)
+    flags = {flag.id: {"type": "boolean"} for flag in rubric.flags}
+    return _object({shape.nest: inner, **flags})
+
+
+@functools.lru_cache(maxsize=64)
+def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(schema_json))
+
+
+def _validate(schema: dict[str, Any], value: Any, name: str) -> None:
+    try:
+        _validator(json.dumps(schema, sort_keys=True)).validate(value)
+    except jsonschema.ValidationError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise OutputInvalid(f"the JSON does not match the {name} schema: {where}: {exc.message}") from None
+
+
+def _need_rationale(rubric: Rubric, rationale: Any, where: str, name: str) -> None:
+    if rubric.answer.rationale_required and isinstance(rationale, str) and not rationale.strip():
+        raise OutputInvalid(f"the JSON does not match the {name} schema: {where}: the rationale is empty; "
+                            "write the rationale the rubric asks for")
+
+
+def _read_criterion(rubric: Rubric, name: str, requested: dict[str, Any], flat: dict[str, Any],
+                    text: str) -> dict[str, Any]:
+    """The answer in the ``requested`` layout or the ``flat`` ``{"rationale", "score", flags}`` one,
+    validated against the layout it is in and returned as the flat canonical value."""
+    value = extract_json(text)
+    shape = rubric.answer
+    in_requested = isinstance(value, dict) and (shape.nest in value if shape.nest else shape.score_key in value)
+    if in_requested or requested == flat or not (isinstance(value, dict) and "score" in value):
+        _validate(requested, value, name)
+        inner = value[shape.nest] if shape.nest else value
+        where = f"{shape.nest}.rationale" if shape.nest else "rationale"
+        _need_rationale(rubric, inner["rationale"], where, name)
+        flags = {flag.id: value[flag.id] for flag in rubric.flags}
+        return {"rationale": inner["rationale"], "score": inner[shape.score_key], **flags}
+    _validate(flat, value, name)
+    _need_rationale(rubric, value["rationale"], "rationale", name)
+    return dict(value)
+
+
+def criterion_schema(rubric: Rubric) -> OutputSchema:
+    """The schema a criterion rubric's judge fills (constrained decoding uses it), read by
+    :func:`_read_criterion` into ``{"rationale", "score", <flags>}``."""
+    name, requested, flat = f"{rubric.name}-judgement", _requested(rubric), _flat(rubric, "score", False)
+    return OutputSchema(name=name, json_schema=requested,
+                        check=functools.partial(_read_criterion, rubric, name, requested, flat))
+
+
+def _example(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in prop["enum"])
+    if prop.get("type") == "integer":
+        return " | ".join(str(v) for v in range(prop["minimum"], prop["maximum"] + 1))
+    if prop.get("type") == "boolean":
+        return "true or false"
+    if prop.get("type") == "object":
+        return "{" + ", ".join(f'"{k}": {_example(v)}' for k, v in prop["properties"].items()) + "}"
+    return '"..."'
+
+
+def criterion_shape(rubric: Rubric) -> str:
+    """The requested layout as the prompt shows it, keys in the schema's order."""
+    return _example(_requested(rubric))
+
+
+# --- the four-decision rubric: four scores in one call --------------------------------------------------
+
+def decision_scope(requested: Scope | None, case: Case, where: str) -> tuple[Scope, frozenset[str]]:
+    """The scope protocol used for this case and the dimensions it locks to −1. Without ``requested``:
+    frozen when the case labels its decisions, judge otherwise. ``where`` names the case's file."""
+    decisions = case.reference.decisions if case.reference else None
+    if requested == "frozen" and decisions is None:
+        raise UserError(f"{where}: reference.decisions: --scope frozen needs the case's candidate-blind labelling "
+                        "of the four decisions (null = absent), and this case has none; use --scope judge")
+    if decisions is None or requested == "judge":
+        return "judge", frozenset()
+    return "frozen", frozenset(name for name, text in decisions.model_dump().items() if text is None)
+
+
+def check_scope(requested: Scope | None, rubrics: Iterable[Rubric], cases: Iterable[tuple[str, Case]]) -> None:
+    """Before anything is judged: ``--scope frozen`` with a four-decision rubric needs every case to
+    label its decisions; the first that does not is a one-line :class:`UserError` naming its file."""
+    if requested != "frozen" or not any(r.scoring == "weighted_decisions" for r in rubrics):
+        return
+    for where, case in cases:
+        decision_scope(requested, case, where)
+
+
+def _decisions_json(rubric: Rubric, locked: frozenset[str]) -> dict[str, Any]:
+    dims = {c.id: {"type": "integer", "enum": [OUT_OF_SCOPE] if c.id in locked else list(rubric.scale)}
+            for c in rubric.criteria}
+    return _object({**dims, "rationale": _rationale_property(rubric)})
+
+
+def _read_decisions(rubric: Rubric, locked: frozenset[str], name: str, text: str) -> dict[str, Any]:
+    """The paper's four-decision object as ``{"scores", "rationale", "ignored"}``: a locked dimension
+    reads −1 whatever was written there, and what was written is kept in ``ignored``."""
+    value = extract_json(text)
+    if not isinstance(value, dict):
+        _validate(_decisions_json(rubric, locked), value, name)
+    ignored = {dim: value[dim] for dim in sorted(locked) if dim in value and value[dim] != OUT_OF_SCOPE}
+    value = {**value, **dict.fromkeys(locked, OUT_OF_SCOPE)}
+    _validate(_decisions_json(rubric, locked), value, name)
+    _need_rationale(rubric, value["rationale"], "rationale", name)
+    return {"scores": {c.id: value[c.id] for c in rubric.criteria}, "rationale": value["rationale"],
+            "ignored": ignored}
+
+
+def decisions_schema(rubric: Rubric, locked: frozenset[str]) -> OutputSchema:
+    """App. C.3 L186's schema, each ``locked`` dimension allowing only −1 (App. E.2 L194)."""
+    name = f"{rubric.name}-judgement"
+    return OutputSchema(name=name, json_schema=_decisions_json(rubric, locked),
+                        check=functools.partial(_read_decisions, rubric, locked, name))
+
+
+def decisions_shape(rubric: Rubric, locked: frozenset[str]) -> str:
+    return _example(_decisions_json(rubric, locked))
+
+
+def partial_decisions(rubric: Rubric, locked: frozenset[str]) -> Callable[[str], dict[str, Any] | None]:
+    """For an answer still invalid after the repairs and the constrained attempt: each dimension whose
+    value the schema allows is read, the others are None (not evaluable), so one bad dimension does
+    not void the others. None when the answer is no object or has no rationale the rubric accepts."""
+    def read(text: str) -> dict[str, Any] | None:
+        try:
+            value = extract_json(text)
+        except OutputInvalid:
+            return None
+        rationale = value.get("rationale") if isinstance(value, dict) else None
+        if not isinstance(rationale, str) or len(rationale) > rubric.rationale_max_chars or \
+                (rubric.answer.rationale_required and not rationale.strip()):
+            return None
+        assert isinstance(value, dict)
+        scores: dict[str, int | None] = {}
+        for criterion in rubric.criteria:
+            answer = value.get(criterion.id)
+            ok = isinstance(answer, int) and not isinstance(answer, bool) and answer in rubric.scale
+            scores[criterion.id] = OUT_OF_SCOPE if criterion.id in locked else answer if ok else None
+        if all(scores[c.id] is None for c in rubric.criteria if c.id not in locked):
+            return None  # nothing of it is usable: the whole answer is not evaluable
+        ignored = {d: value[d] for d in sorted(locked) if d in value and value[d] != OUT_OF_SCOPE}
+        return {"scores": scores, "rationale": rationale, "ignored": ignored}
+    return read

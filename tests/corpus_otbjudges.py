@@ -1,0 +1,44 @@
+"""Bad inputs of the four-decision scope (issue 15, item 6; merged into tests/test_bad_inputs.py): each is
+one line on stderr and exit 2, with nothing written."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: A consilium trace of a case whose reference labels no decisions.
+UNLABELLED_TRACE = ROOT / "tests" / "fixtures" / "v1.0" / "diagnostic-myocarditis.free-form.trace.json"
+UNLABELLED_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+
+Builder = Callable[[Path], tuple[list[str], str]]
+
+
+def _trace(tmp: Path) -> Path:
+    path = tmp / UNLABELLED_TRACE.name
+    shutil.copy(UNLABELLED_TRACE, path)
+    return path
+
+
+def _cases(tmp: Path) -> Path:
+    folder = tmp / "cases"
+    folder.mkdir()
+    shutil.copy(UNLABELLED_CASE, folder / UNLABELLED_CASE.name)
+    return folder
+
+
+CORPUS: dict[str, Builder] = {
+    "judge --scope frozen without labelled decisions": lambda t: (
+        ["judge", str(_trace(t)), "--rubric", "otb-four-decision", "--scope", "frozen", "--judge-model", "embedded"],
+        f"{UNLABELLED_TRACE.name} (case diagnostic-myocarditis): reference.decisions: --scope frozen needs"),
+    "cohort --scope frozen without labelled decisions": lambda t: (
+        ["cohort", "--cases", str(_cases(t)), "--model", "scripted:x.json", "--judge", "otb-four-decision",
+         "--judge-model", "scripted:x.json", "--scope", "frozen"],
+        f"{UNLABELLED_CASE.name}: reference.decisions: --scope frozen needs"),
+    "judge --scope not a protocol": lambda t: (
+        ["judge", str(t), "--rubric", "otb-four-decision", "--scope", "wide", "--judge-model", "embedded"],
+        "--scope: invalid choice: 'wide'"),
+    "cohort --scope not a protocol": lambda t: (
+        ["cohort", "--cases", str(t), "--scope", "blind"], "--scope: invalid choice: 'blind'"),
+}
