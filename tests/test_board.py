@@ -45,7 +45,7 @@ def rotating_board(*, closes: bool) -> ScriptedModel:
             schema = request.json_schema or {}
             actions = schema["properties"]["action"]["enum"]
             labels = schema["properties"]["speaker"]["enum"]
-            if closes and "close" in actions:
+            if "close" in actions and (closes or actions == ["close"]):  # at the turn limit it must close
                 return {"action": "close", "speaker": labels[0], "message": "We have a plan; thank you."}
             speaker = labels[asked["n"] % len(labels)]
             asked["n"] += 1
@@ -76,7 +76,8 @@ def test_moderator_goes_first_and_may_close_only_after_two_specialists() -> None
     assert set(stages) == {"role_assignment", "board_turn", "conclusion"} and stages["board_turn"].calls == 5
 
 
-@pytest.mark.parametrize("max_turns, expected", [(6, 6), (5, 4), (2, 2)])
+# With one turn left the moderator must close (issue 15, item 11): 5 turns end with its closing turn.
+@pytest.mark.parametrize("max_turns, expected", [(6, 6), (5, 5), (2, 2)])
 def test_turn_limit_closes_the_meeting(max_turns: int, expected: int) -> None:
     trace = run(rotating_board(closes=False), max_turns=max_turns)
     assert trace.stop_reason == "turn_limit" and len(trace.turns) == expected

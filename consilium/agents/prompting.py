@@ -22,12 +22,12 @@ def load_prompt(name: str) -> str:
 
 
 def case_messages(case_text: str, task: str, *, preamble: str = "preamble", images: tuple[str, ...] = (),
-                  **fields: Any) -> tuple[Message, ...]:
-    """System preamble, then the case (with any slide images), then the filled-in task."""
+                  captions: tuple[str, ...] = (), **fields: Any) -> tuple[Message, ...]:
+    """System preamble, then the case (with any slide images, each with its caption), then the filled-in task."""
     body = load_prompt(task).format(**fields)
     return (
         Message(role="system", content=load_prompt(preamble)),
-        Message(role="user", content=f"CASE\n{case_text}\n\nTASK\n{body}", images=images),
+        Message(role="user", content=f"CASE\n{case_text}\n\nTASK\n{body}", images=images, captions=captions),
     )
 
 

@@ -26,7 +26,7 @@ from consilium.simulate import RunModels, config_record
 from consilium.traces.build import base_fields
 from consilium.traces.schema import BoardTrace, TurnTrace
 
-__all__ = ["resolve_role", "run_board", "run_turn", "slide_images"]
+__all__ = ["resolve_role", "run_board", "run_turn", "slide_captions", "slide_images"]
 
 log = get_logger(__name__)
 Mode = Literal["agents", "single"]
@@ -49,11 +49,23 @@ def slide_images(case: Case, case_file: Path) -> tuple[str, ...]:
     return tuple(images)
 
 
-def _image_policy(model: ChatModel, images: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+def slide_captions(case: Case) -> tuple[str, ...]:
+    """The caption of each slide that has an image, numbered as the case text numbers it, in the order of
+    :func:`slide_images`: a slide is sent as its image followed by its caption (opentumorboard.txt App. B.1,
+    B.2, C.1)."""
+    return tuple(f"Slide {n}: {slide.caption}" for n, slide in enumerate(case.slides, 1) if slide.image)
+
+
+Slides = tuple[tuple[str, ...], tuple[str, ...]]  # image paths and their captions, pairwise
+
+
+def _image_policy(model: ChatModel, images: tuple[str, ...], captions: tuple[str, ...]) -> tuple[Slides, list[str]]:
+    """What a model gets of the slides: a vision model their images, each beside its caption; a text-only
+    one none (the captions are in the case text), with a note naming the model and how many it missed."""
     if images and not model.supports_images:
-        return (), [f"{len(images)} slide image(s) not sent: model {model.model_id} does not accept images; "
-                    "the captions were sent"]
-    return images, []
+        return ((), ()), [f"{len(images)} slide image(s) not sent: model {model.model_id} does not accept images; "
+                          "the captions were sent"]
+    return (images, captions if images else ()), []
 
 
 def _config(config: BoardConfig, images: tuple[str, ...], **extra: Any) -> dict[str, Any]:
@@ -62,7 +74,7 @@ def _config(config: BoardConfig, images: tuple[str, ...], **extra: Any) -> dict[
 
 async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
                     images: tuple[str, ...] = ()) -> BoardTrace:
-    with work_item():  # the meeting's calls are admitted by its progress (models/wrappers/limit.py)
+    with work_item(case.id):  # the meeting's calls are admitted by its progress (models/wrappers/limit.py)
         return await _run_board(case, mode, models, config, run_id=run_id, images=images)
 
 
@@ -71,7 +83,10 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
     recorder = CallRecorder()
     panel = for_run(models.panel, recorder, max_repairs=config.max_repairs)
     chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs)
-    sent, notes = _image_policy(models.panel, images)
+    captions = slide_captions(case)
+    (sent, sent_captions), notes = _image_policy(models.panel, images, captions)
+    # The moderator and the conclusion writer get the slides by their own model's ability (issue 15, item 12).
+    (chair_sent, chair_captions), chair_notes = _image_policy(models.moderator, images, captions)
     text = case.render()
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     roles: list[AssignedRole] = []
@@ -85,7 +100,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
             if mode == "single":
                 stop = "single_call"
                 transcript, valid = await board.write_single_board(BoardCall(panel, text, sent, config.settings(
-                    "board_single")))
+                    "board_single"), sent_captions))
                 if not valid:
                     notes.append(f"the transcript still broke the format after {config.max_repairs} repair(s)")
                 parsed = parse_transcript(transcript)
@@ -93,10 +108,11 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
                     turns, conclusion = parsed.turns, parsed.conclusion
             else:
                 state: dict[str, Any] = {}
+                notes += [note for note in chair_notes if note not in notes]
                 context = BoardContext(
-                    moderator_call=BoardCall(chair, text, sent, config.settings("board_turn")),
-                    specialist_call=BoardCall(panel, text, sent, config.settings("board_turn")),
-                    conclusion_call=BoardCall(chair, text, sent, config.settings("conclusion")),
+                    moderator_call=BoardCall(chair, text, chair_sent, config.settings("board_turn"), chair_captions),
+                    specialist_call=BoardCall(panel, text, sent, config.settings("board_turn"), sent_captions),
+                    conclusion_call=BoardCall(chair, text, chair_sent, config.settings("conclusion"), chair_captions),
                     assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
                     config=config)
                 try:
@@ -124,7 +140,8 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
                       config=_config(config, images, mode=mode, moderator_model=models.moderator.model_id),
                       recorder=recorder, started_at=started_at, wall_s=time.perf_counter() - started, error=error),
         mode=mode, roles=roles, turns=turns, transcript=transcript, conclusion=conclusion, stop_reason=stop,
-        validation=validation, images_sent=bool(sent), notes=notes,
+        validation=validation, images_sent=bool(sent),
+        moderator_images_sent=bool(chair_sent) if mode == "agents" and images else None, notes=notes,
     )
 
 
@@ -143,13 +160,13 @@ async def run_turn(case: Case, role: str, question: str, model: ChatModel, confi
     category = resolve_role(role)
     recorder = CallRecorder()
     answerer = for_run(model, recorder, max_repairs=config.max_repairs)
-    sent, notes = _image_policy(model, images)
+    (sent, captions), notes = _image_policy(model, images, slide_captions(case))
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     answer: str | None = None
     error: str | None = None
     try:
-        answer = await board.answer_turn(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn")),
-                                         role, question)
+        answer = await board.answer_turn(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"),
+                                                   captions), role, question)
     except (ModelError, BudgetExceededError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     return TurnTrace(

@@ -12,6 +12,7 @@ One turn per line, numbered from 1; the conclusion is 2–4 sentences in the thi
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -66,6 +67,11 @@ class Turn(BaseModel):
     role: str
     text: str
     addressed_to: str | None = None
+    #: agents mode (trace schema 1.3): how a specialist got the floor, "asked" by the moderator's turn before
+    #: or "passed" it without a moderator turn to reply directly to another specialist; null otherwise.
+    floor: Literal["asked", "passed"] | None = None
+    #: the earlier specialist turn this turn replies to, where the moderator named one.
+    responds_to: int | None = None
 
 
 class Transcript(BaseModel):

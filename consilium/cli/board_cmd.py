@@ -43,6 +43,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="agents: a moderator and specialist agents, turn by turn; single: one call writes "
                             "the whole meeting (default: agents)")
     board.add_argument("--max-turns", type=positive_int, default=None, help="turn limit (agents mode; default 12)")
+    board.add_argument("--discussion", choices=["open", "alternating"], default=None,
+                       help="agents mode: open lets the moderator pass the floor for a direct reply and closes at "
+                            "the turn limit; alternating is the older strict moderator-specialist alternation "
+                            "(default: open)")
     board.add_argument("--min-roles", type=positive_int, default=None, help="smallest panel (default 2)")
     board.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
     board.add_argument("--moderator-model", default=None, metavar="SPEC",
@@ -59,7 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _config(args: argparse.Namespace) -> BoardConfig:
     flags = {"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
              "timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
-    for name in ("max_turns", "min_roles", "max_roles"):
+    for name in ("max_turns", "min_roles", "max_roles", "discussion"):
         flags[name] = getattr(args, name, None)
     return run_config(BoardConfig, args.config, flags)
 

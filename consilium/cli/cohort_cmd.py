@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from consilium import aio
 from consilium.agents.records import FORMATS, Format
-from consilium.cases import Case
+from consilium.board.run import slide_images
+from consilium.cases import Case, case_files
+from consilium.cli.judge_cmd import add_scope_argument
 from consilium.cli.options import (
     ModelConfigFile,
     add_model_arguments,
@@ -42,7 +44,7 @@ from consilium.cohort.run import (
     CohortRun,
     append_jsonl,
     check_arm_paths,
-    load_cohort,
+    load_cohort_files,
     relative,
     run_cohort,
     write_csv,
@@ -52,6 +54,7 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
+from consilium.judges.answers import Scope, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
@@ -87,6 +90,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="model calls in flight across all arms (default 4)")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
     parser.add_argument("--judge-model", default=None, metavar="SPEC", help="the judge's model (needed with --judge)")
+    add_scope_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
@@ -150,6 +154,24 @@ class Plan:
     rubrics: list[Rubric]
     options: ModelOptions
     manifest: CohortManifest | None = None  # the resumed cohort's
+    scope: Scope | None = None  # the four-decision scope protocol (--scope)
+    images: dict[str, tuple[str, ...]] = field(default_factory=dict)  # case id → its slide images (boards)
+
+
+def _slide_images(protocol: str, found: list[tuple[Case, Path | None]]) -> dict[str, tuple[str, ...]]:
+    """Each board case's slide images, resolved against its file's folder as `board --case` resolves
+    them, so a cohort's vision models see the slides too (opentumorboard.txt App. B.1 L160); a JSONL
+    case has no folder and no images."""
+    if protocol != "board":
+        return {}
+    return {case.id: slide_images(case, file) for case, file in found if file is not None and case.slides}
+
+
+def _case_places(source: Path, cases: list[Case]) -> list[tuple[str, Case]]:
+    """Each case with the file it came from, for an error that names it."""
+    if source.is_dir():
+        return list(zip([str(p) for p in case_files(source)], cases, strict=False))
+    return [(f"{source} (case {c.id})" if source.suffix == ".jsonl" else str(source), c) for c in cases]
 
 
 def _config_for(protocol: str, args: argparse.Namespace, experiment: Experiment) -> ConsiliumConfig | BoardConfig:
@@ -204,13 +226,15 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
     experiment = load_experiment(args.experiment) if args.experiment else Experiment()
     protocol = args.protocol or experiment.protocol
-    cases = load_cohort(args.cases)[: args.limit]
+    found = load_cohort_files(args.cases)[: args.limit]
+    cases = [case for case, _ in found]
     variants = _variants(protocol, args, experiment)
     config = _config_for(protocol, args, experiment)
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
+    check_scope(args.scope, rubrics, _case_places(args.cases, cases))
     specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
     # --concurrency is the cohort's word for a model's --max-concurrency (calls in flight across all arms).
     concurrency = args.concurrency or args.max_concurrency or _model_file_concurrency(args) or 4
@@ -219,7 +243,7 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         protocol=protocol, variants=list(variants), models=specs, cases=str(args.cases.resolve()), limit=args.limit,
         case_hashes={c.id: c.content_hash() for c in cases}, config=config.model_dump(mode="json"),
         judges=[_rubric_ref(name) for name in judges],
-        judge_model=args.judge_model, concurrency=concurrency,
+        judge_model=args.judge_model, judge_scope=args.scope, concurrency=concurrency,
         model=ModelSettings(
             base_url=redact_url(options.base_url) if options.base_url else None,
             schema_dialect=options.schema_dialect, http_client=options.http_client,
@@ -228,7 +252,8 @@ def _new_plan(args: argparse.Namespace) -> Plan:
             no_cache=bool(args.no_cache), cache_path=str(args.cache_path.resolve()) if args.cache_path else None,
             api_key_env=_api_key_env(args)))
     return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
-                config=config, rubrics=rubrics, options=options)
+                config=config, rubrics=rubrics, options=options, scope=args.scope,
+                images=_slide_images(protocol, found))
 
 
 def _resume_plan(args: argparse.Namespace) -> Plan:
@@ -255,7 +280,8 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
     if not Path(s.cases).exists():
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
                         "started with")
-    cases = load_cohort(Path(s.cases))[: s.limit]
+    found = load_cohort_files(Path(s.cases))[: s.limit]
+    cases = [case for case, _ in found]
     hashes = {c.id: c.content_hash() for c in cases}
     for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
         if hashes.get(case_id) != s.case_hashes.get(case_id):
@@ -264,6 +290,7 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
                             "cohort runs the cases it started with")
     config = (BoardConfig if s.protocol == "board" else ConsiliumConfig).model_validate(s.config)
     rubrics = [load_rubric(name, flag="--judge") for name in s.judges]
+    check_scope(s.judge_scope, rubrics, _case_places(Path(s.cases), cases))
     kept = argparse.Namespace(
         model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
         schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
@@ -278,13 +305,14 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
         overrides["api_key"] = key
     options = model_options(kept, **overrides)
     return Plan(run_dir=run_dir, settings=s, cases=cases, config=config, rubrics=rubrics, options=options,
-                manifest=manifest)
+                manifest=manifest, scope=s.judge_scope, images=_slide_images(s.protocol, found))
 
 
 def run(args: argparse.Namespace) -> int:
     plan = _resume_plan(args) if args.resume is not None else _new_plan(args)
     s = plan.settings
-    arms = [CohortArm(case, spec, tuple(s.variants), s.protocol) for case in plan.cases for spec in s.models]
+    arms = [CohortArm(case, spec, tuple(s.variants), s.protocol, plan.images.get(case.id, ()))
+            for case in plan.cases for spec in s.models]
     check_arm_paths(arms)
     # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
     models = {spec: build_model(spec, plan.options) for spec in s.models}
@@ -381,7 +409,7 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel) -> list[Path]:
-    setup = JudgeSetup(model=model)
+    setup = JudgeSetup(model=model, scope=plan.scope)
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     table: list[dict[str, Any]] = []
     judgements: list[Judgement] = []

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from consilium.models.structured import OutputSchema
 from consilium.models.usage import Usage
@@ -18,6 +25,23 @@ class Message(BaseModel):
     role: Literal["system", "user", "assistant"]
     content: str
     images: tuple[str, ...] = Field(default=(), description="image file paths sent with this message")
+    captions: tuple[str, ...] = Field(default=(), description="one caption per image, sent next to it (slides: "
+                                                             "opentumorboard.txt App. B.1, B.2, C.1)")
+
+    @model_validator(mode="after")
+    def _paired(self) -> Message:
+        if self.captions and len(self.captions) != len(self.images):
+            raise ValueError(f"{len(self.captions)} captions for {len(self.images)} images")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_captions(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A message without captions dumps as it did before captions existed, so the request hash
+        # (models/recording.py) of every older recorded call, and hence its replay, is unchanged.
+        data = handler(self)
+        if isinstance(data, dict) and not self.captions:
+            data.pop("captions", None)
+        return data
 
 
 class GenerationSettings(BaseModel):

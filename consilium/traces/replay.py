@@ -16,6 +16,7 @@ from consilium.errors import UserError
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.models.backends.replay import ReplayModel
+from consilium.models.types import ModelRequest, ModelResponse
 from consilium.simulate import RunModels, run_format
 from consilium.traces.schema import BoardTrace, Trace, TurnTrace
 
@@ -43,15 +44,34 @@ async def replay_trace(trace: AnyTraceValue) -> tuple[AnyTraceValue, ReplayModel
                          supports_images=bool(getattr(trace, "images_sent", False)))
     replayed: AnyTraceValue
     if isinstance(trace, Trace):
+        # A trace whose config has no ``lengths`` was recorded before the shared length budget: its caps.
         replayed = await run_format(case, trace.format, RunModels(panel=replay, moderator=replay),
-                                    ConsiliumConfig.model_validate(settings), run_id=trace.run_id)
+                                    ConsiliumConfig.model_validate({"lengths": "legacy", **settings}),
+                                    run_id=trace.run_id)
     elif isinstance(trace, BoardTrace):
-        replayed = await run_board(case, trace.mode, RunModels(panel=replay, moderator=replay),
+        chair = _AsSeenBy(replay, trace.moderator_images_sent)
+        replayed = await run_board(case, trace.mode, RunModels(panel=replay, moderator=chair),
                                    BoardConfig.model_validate(settings), run_id=trace.run_id, images=images)
     else:
         replayed = await run_turn(case, trace.role, trace.question, replay, BoardConfig.model_validate(settings),
                                   run_id=trace.run_id, images=images)
     return replayed, replay
+
+
+class _AsSeenBy:
+    """The replay model as the board's moderator saw it: the same recorded calls, served and counted by
+    the one replay model, with the moderator model's own image support (issue 15, item 12)."""
+
+    def __init__(self, inner: ReplayModel, supports_images: bool | None) -> None:
+        self.inner = inner
+        self.model_id, self.endpoint, self.stage_max_tokens = inner.model_id, inner.endpoint, inner.stage_max_tokens
+        self.supports_images = inner.supports_images if supports_images is None else supports_images
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        return await self.inner.generate(request)
+
+    async def aclose(self) -> None:
+        return None
 
 
 def _diff(path: str, old: Any, new: Any) -> str | None:

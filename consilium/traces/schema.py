@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
 from consilium.board.transcript import Turn
@@ -23,7 +23,11 @@ __all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "Tu
 #: ``finish_reason: "repetition"``; an empty or cut-off answer is a failed attempt, never a result.
 #: 1.2: a board trace's ``validation`` has the repetition measures and penalty and the version of the
 #: checks that made it (``rules``).
-SCHEMA_VERSION = "1.2"
+#: 1.3: a board run's ``config.discussion`` ("open": the moderator may pass the floor; "alternating" for older
+#: traces); agents-mode turns may carry ``floor`` and ``responds_to``; ``moderator_images_sent``; a call's
+#: message may carry ``captions`` beside its ``images``. ``usage.spent`` and ``usage.cache_hits``: what the run
+#: spent, response-cache hits left out (filled in from the calls when an older trace is read).
+SCHEMA_VERSION = "1.3"
 
 
 class UsageSummary(BaseModel):
@@ -32,12 +36,16 @@ class UsageSummary(BaseModel):
     by_stage: dict[str, Usage]
     by_role: dict[str, Usage]
     by_round: dict[str, Usage]
-    total: Usage
+    total: Usage = Field(description="every call's usage as generated (a response-cache hit: the usage of the "
+                                     "call that produced the answer)")
+    spent: Usage | None = Field(default=None, description="what this run spent: the calls a model answered, "
+                                                          "cache hits left out (null: not recorded)")
+    cache_hits: int | None = Field(default=None, description="calls answered from the response cache")
 
     @classmethod
     def from_ledger(cls, ledger: UsageLedger) -> UsageSummary:
         return cls(by_stage=ledger.by_stage(), by_role=ledger.by_role(), by_round=ledger.by_round(),
-                   total=ledger.total)
+                   total=ledger.total, spent=ledger.spent, cache_hits=ledger.cache_hits)
 
 
 class TraceBase(BaseModel):
@@ -45,7 +53,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.2"] = "1.2"
+    schema_version: Literal["1.3"] = "1.3"
     run_id: str
     case_id: str
     case_hash: str
@@ -62,6 +70,23 @@ class TraceBase(BaseModel):
     started_at: str
     wall_s: float
     versions: dict[str, str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spent_from_calls(cls, data: Any) -> Any:
+        """A trace written before ``usage.spent`` was recorded: it and ``cache_hits`` from the calls, as
+        the ledger counts them (a call answered from the response cache spent nothing)."""
+        usage, calls = (data.get("usage"), data.get("calls")) if isinstance(data, dict) else (None, None)
+        if not isinstance(usage, dict) or "spent" in usage or not isinstance(calls, list):
+            return data
+        if not all(isinstance(c, dict) and isinstance(c.get("usage"), dict) for c in calls):
+            return data  # left for the model's own validation to report
+        try:
+            spent = Usage.total(Usage.model_validate(c["usage"]) for c in calls if not c.get("cached"))
+        except ValidationError:
+            return data
+        hits = sum(1 for c in calls if c.get("cached"))
+        return {**data, "usage": {**usage, "spent": spent.model_dump(), "cache_hits": hits}}
 
 
 class Trace(TraceBase):
@@ -92,6 +117,9 @@ class BoardTrace(TraceBase):
     stop_reason: Literal["moderator_closed", "turn_limit", "single_call"] | None
     validation: FormatReport | None = Field(description="App. E.2 format checks of the transcript")
     images_sent: bool = Field(description="whether slide images went to the model as image parts")
+    moderator_images_sent: bool | None = Field(
+        default=None, description="whether they went to the moderator's model (agents mode); null: as images_sent "
+                                  "(traces older than 1.3, single mode)")
     notes: list[str] = []
 
 

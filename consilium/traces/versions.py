@@ -42,8 +42,19 @@ def _trace_1_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.2"}
 
 
+def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
+    """1.2 → 1.3: a board meeting strictly alternated moderator and specialist (``discussion:
+    "alternating"``); 1.3 lets the moderator pass the floor (issue 15, item 11). Recording the old
+    protocol keeps an older trace replaying the meeting it recorded."""
+    config = data.get("config")
+    if data.get("kind") == "board" and isinstance(config, dict) and "discussion" not in config:
+        data = {**data, "config": {**config, "discussion": "alternating"}}
+    return {**data, "schema_version": "1.3"}
+
+
 #: version → (the next version, the step that makes it)
-TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1)}
+TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
+                                            "1.2": ("1.3", _trace_1_2)}
 JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from consilium.graphs.consilium.config import RUN_CONFIG, StageTokens, known_stages, roles_in_order
@@ -23,6 +25,11 @@ class BoardConfig(BaseModel):
 
     max_turns: int = Field(default=12, ge=2, description="turns (moderator and specialists) before the limit "
                                                          "closes the meeting")
+    discussion: Literal["open", "alternating"] = Field(
+        default="open", description="open: the moderator may pass the floor for a specialist to reply directly to "
+                                    "another, and the turn limit ends with the moderator's closing turn; "
+                                    "alternating: moderator and specialist strictly alternate (the protocol of "
+                                    "board traces before schema 1.3, kept so they replay)")
     min_roles: int = Field(default=2, ge=1)
     max_roles: int = Field(default=6, ge=1, validate_default=True)  # checked against min_roles
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)

@@ -1,8 +1,15 @@
 """The board meeting, agents mode.
 
-assign_roles ─► moderator ─┬─ ask ──► specialist ─► moderator …
+assign_roles ─► moderator ─┬─ ask (a moderator turn) ─────────────► specialist ─► moderator …
+                           ├─ pass (no moderator turn; open floor) ─► specialist replies to another's turn
                            ├─ close (≥ 2 specialists have spoken) ─► conclude
-                           └─ no room for another question and answer (turn limit) ─► conclude
+                           └─ one turn left (open floor): must close ─► conclude
+
+Open floor (``BoardConfig.discussion``, the default): speakers take the floor more than once and a
+turn may answer the previous turn or disagree (opentumorboard.txt, App. B.2), so the moderator may
+let a specialist reply to a colleague directly, consecutive specialist turns included; the turn limit
+ends with the moderator's closing turn. Alternating (traces before schema 1.3): moderator and
+specialist alternate, and the limit stops the meeting once there is no room for a question and answer.
 """
 
 from __future__ import annotations
@@ -47,17 +54,26 @@ async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> dic
 
 async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
     turns = state.get("turns", [])
-    if len(turns) + 2 > runtime.context.config.max_turns and turns:
+    cfg = runtime.context.config
+    left = cfg.max_turns - len(turns)
+    open_floor = cfg.discussion == "open"
+    if turns and (left <= 0 or (not open_floor and left < 2)):
         return {"stop_reason": "turn_limit", "floor": None}
     spoken = {t.role for t in turns if t.role != MODERATOR}
-    action, speaker, message = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
-                                                          may_close=len(spoken) >= 2)
+    must_close = open_floor and bool(turns) and left == 1  # the last turn is the moderator's closing
+    move = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
+                                      may_close=len(spoken) >= 2, must_close=must_close,
+                                      may_pass=bool(spoken), open_floor=open_floor)
     number = len(turns) + 1
-    if action == "close":
-        return {"turns": [Turn(number=number, role=MODERATOR, text=message)], "stop_reason": "moderator_closed",
-                "floor": None}
-    return {"turns": [Turn(number=number, role=MODERATOR, text=message, addressed_to=speaker.label)],
-            "floor": Floor(role=speaker, question=message)}
+    if move.action == "close":
+        return {"turns": [Turn(number=number, role=MODERATOR, text=move.message)],
+                "stop_reason": "turn_limit" if must_close else "moderator_closed", "floor": None}
+    floor = Floor(role=move.speaker, question=move.message, responds_to=move.responds_to,
+                  passed=move.action == "pass", open=open_floor)
+    if move.action == "pass":
+        return {"floor": floor}
+    return {"turns": [Turn(number=number, role=MODERATOR, text=move.message, addressed_to=move.speaker.label)],
+            "floor": floor}
 
 
 async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
@@ -65,8 +81,11 @@ async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, 
     assert floor is not None
     turns = state.get("turns", [])
     text = await board.specialist_speaks(runtime.context.specialist_call, state["roles"], floor["role"], turns,
-                                         floor["question"])
-    update: dict[str, Any] = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text)],
+                                         floor["question"], responds_to=floor["responds_to"],
+                                         passed=floor["passed"])
+    how: dict[str, Any] = {"floor": "passed" if floor["passed"] else "asked",
+                           "responds_to": floor["responds_to"]} if floor["open"] else {}
+    update: dict[str, Any] = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text, **how)],
                               "floor": None}
     if len(turns) + 1 >= runtime.context.config.max_turns:
         update["stop_reason"] = "turn_limit"

@@ -13,10 +13,14 @@ __all__ = ["BoardState", "Floor"]
 
 
 class Floor(TypedDict):
-    """The specialist the moderator gave the floor to, and the question."""
+    """The specialist the moderator gave the floor to, the question (for a pass, the point to take up),
+    the specialist turn they reply to, if named, and whether the floor was passed without a moderator turn."""
 
     role: AssignedRole
     question: str
+    responds_to: int | None
+    passed: bool
+    open: bool  # the open-floor protocol, which records how each specialist got the floor
 
 
 class BoardState(TypedDict, total=False):

@@ -35,11 +35,16 @@ DIALECTS: tuple[str, ...] = ("json_schema", "json_object", "none")
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
+    """The message as OpenAI content parts: its text, then each image followed by its caption, as
+    OpenTumorBoard gives a slide: "an image followed by a one-line description of it"
+    (opentumorboard.txt App. B.1, B.2; C.1: "its image followed by its caption")."""
     if not message.images:
         return {"role": message.role, "content": message.content}
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
-    for path in message.images:
+    for n, path in enumerate(message.images):
         parts.append({"type": "image_url", "image_url": {"url": image_data_url(path)}})
+        if message.captions:
+            parts.append({"type": "text", "text": message.captions[n]})
     return {"role": message.role, "content": parts}
 
 

@@ -144,6 +144,9 @@ class ScriptedModel:
                          f"role={tag.role} round={tag.round}")
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        if not self.supports_images and any(m.images for m in request.messages):
+            # As a text-only server would: an image part sent to it is an error, never silently dropped.
+            raise ModelError(f"scripted model {self.model_id!r} does not accept images (set images: true)")
         prompt_tokens = count_message_tokens(list(request.messages))
         if self.n_ctx is not None and prompt_tokens >= self.n_ctx:
             raise ModelError(f"scripted model {self.model_id!r}: the prompt has {prompt_tokens} tokens, "
