@@ -236,7 +236,8 @@ def test_config_files_set_run_settings_and_flags_override_them(tmp_path: Path) -
     model = write_script(tmp_path, votes=[{"role": "cardiologist", "json": DISSENT}])
     [trace] = simulate(tmp_path / "a", model, "--format", "free-form", "--config", str(configs / "embedded-quick.yaml"))
     assert trace.stop_reason == "round_limit" and len(trace.rounds) == 2
-    assert trace.config["max_tokens"]["opinion"] == 512 and trace.config["max_roles"] == 3
+    # embedded-quick sets opinion_budget_chars 1000: its opinion calls get that budget's 528 tokens.
+    assert trace.config["max_tokens"]["opinion"] == 528 and trace.config["max_roles"] == 3
     [trace] = simulate(tmp_path / "b", model, "--format", "free-form", "--config",
                        str(configs / "embedded-quick.yaml"), "--max-rounds", "3", "--max-tokens", "300")
     assert len(trace.rounds) == 3 and set(trace.config["max_tokens"].values()) == {300}

@@ -219,9 +219,9 @@ def board_rules() -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("command, index, stage, defect", [
-    (["board", "--mode", "agents", "--max-turns", "3"], 3, "board_turn", "truncated"),
-    (["board", "--mode", "agents", "--max-turns", "3"], 1, "board_turn", "empty"),
-    (["board", "--mode", "agents", "--max-turns", "3"], 4, "conclusion", "empty"),
+    (["board", "--mode", "agents", "--max-turns", "2"], 3, "board_turn", "truncated"),
+    (["board", "--mode", "agents", "--max-turns", "2"], 1, "board_turn", "empty"),
+    (["board", "--mode", "agents", "--max-turns", "2"], 4, "conclusion", "empty"),
     (["board", "--mode", "single"], 2, "board_turn", "truncated"),
     (["turn", "--role", "Thoracic surgeon", "--question", "Operable?"], 5, "specialist_turn", "truncated"),
 ])
@@ -471,7 +471,8 @@ async def test_the_embedded_model_stops_a_looping_opinion() -> None:
     from consilium.agents.prompting import case_messages
     from consilium.cases import load_case
 
-    messages = case_messages(load_case(CONSULT).render(), "opinion_free_form", role_label="...",
+    # The opinion prompt as the demo had it when it looped (before the length budget; prompts/legacy/).
+    messages = case_messages(load_case(CONSULT).render(), "legacy/opinion_free_form", role_label="...",
                              role_kind="supporting", justification="Another specialty that needs to be considered "
                                                                    "in this case")
     recorder = CallRecorder()

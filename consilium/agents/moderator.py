@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from consilium.agents.prompting import case_messages
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
 from consilium.agents.schemas import (
-    FreeFormRevision,
+    REPORT_SECTIONS,
     RoleAssignmentAnswer,
-    StructuredReport,
-    StructuredRevision,
     assignment_schema,
+    free_text_schema,
+    length_prompt,
+    report_schema,
+    revision_schema,
 )
 from consilium.log import get_logger
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
@@ -97,13 +100,15 @@ def _opinions_block(roles: list[AssignedRole], opinions: list[Opinion]) -> str:
 
 
 async def synthesise(model: ChatModel, case_text: str, roles: list[AssignedRole], opinions: list[Opinion],
-                     fmt: Format, settings: GenerationSettings) -> Report:
+                     fmt: Format, settings: GenerationSettings, budget_chars: int | None) -> Report:
+    """The initial report; ``budget_chars`` is its length in either format (None: a legacy replay's caps)."""
     structured = fmt == "structured"
+    task, lengths = length_prompt("synthesis_structured" if structured else "synthesis_free_form", budget_chars,
+                                  REPORT_SECTIONS)
     request = ModelRequest(
-        messages=case_messages(case_text, "synthesis_structured" if structured else "synthesis_free_form",
-                               opinions=_opinions_block(roles, opinions)),
+        messages=case_messages(case_text, task, opinions=_opinions_block(roles, opinions), **lengths),
         settings=settings,
-        schema=OutputSchema.from_model(StructuredReport) if structured else None,
+        schema=report_schema(budget_chars) if structured else free_text_schema("FreeFormReport", budget_chars),
         tag=CallTag(stage="synthesis", role="moderator"),
     )
     response = await model.generate(request)
@@ -129,26 +134,31 @@ def reports_equal(a: str, b: str) -> bool:
 
 
 async def revise(model: ChatModel, case_text: str, roles: list[AssignedRole], report: Report, votes: list[Vote],
-                 round: int, fmt: Format, settings: GenerationSettings) -> Report | None:
-    """The revised report, or None when the moderator finds no clinically meaningful revision."""
+                 round: int, fmt: Format, settings: GenerationSettings, budget_chars: int | None) -> Report | None:
+    """The revised report, or None when the moderator finds no clinically meaningful revision.
+
+    ``budget_chars`` is the revised report's length in either format (None: a legacy replay's caps).
+    """
     structured = fmt == "structured"
+    task, lengths = length_prompt("revision_structured" if structured else "revision_free_form", budget_chars,
+                                  REPORT_SECTIONS)
     request = ModelRequest(
-        messages=case_messages(case_text, "revision_structured" if structured else "revision_free_form",
+        messages=case_messages(case_text, task,
                                round=round, version=report.version, report=report.text,
-                               dissents=_dissent_block(roles, votes)),
+                               dissents=_dissent_block(roles, votes), **lengths),
         settings=settings,
-        schema=OutputSchema.from_model(StructuredRevision if structured else FreeFormRevision),
+        schema=revision_schema(budget_chars, structured),
         tag=CallTag(stage="revision", role="moderator", round=round),
     )
-    parsed = (await model.generate(request)).parsed
+    # Validated against the schema by the repair wrapper: a JSON object of the revision's fields.
+    parsed: dict[str, Any] = (await model.generate(request)).parsed
+    changed, summary = bool(parsed["changed"]), str(parsed["change_summary"])
     sections: dict[str, str] | None = None
     if structured:
-        answer = StructuredRevision.model_validate(parsed)
-        sections = answer.report.model_dump()
-        changed, summary, text = answer.changed, answer.change_summary, render_sections(sections)
+        sections = {name: str(parsed["report"][name]) for name in REPORT_SECTIONS}
+        text = render_sections(sections)
     else:
-        free = FreeFormRevision.model_validate(parsed)
-        changed, summary, text = free.changed, free.change_summary, free.report.strip()
+        text = str(parsed["report"]).strip()
     if not changed or reports_equal(text, report.text):
         return None
     return Report(version=report.version + 1, round=round, text=text, sections=sections,

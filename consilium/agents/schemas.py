@@ -5,6 +5,11 @@ structured role opinion covers clinical data, syndromes, differential
 diagnosis, diagnostic strategy, management strategy and a separate final
 conclusion; a structured final report gives the final opinion, summary, final
 differential diagnosis, diagnostic plan, management plan and safety warnings.
+
+Opinions and reports have one length budget per text, shared by both formats
+(docs/consilium.md, "Length budget"): a structured answer's section caps sum to
+the budget and a free-form answer is checked against the same budget, so that
+the paper's format comparison is not also a comparison of room.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from consilium.models import OutputSchema
+from consilium.models.structured import OutputInvalid
 
 __all__ = [
     "OPINION_SECTIONS",
@@ -27,6 +33,12 @@ __all__ = [
     "StructuredRevision",
     "VoteAnswer",
     "assignment_schema",
+    "free_text_schema",
+    "length_prompt",
+    "opinion_schema",
+    "report_schema",
+    "revision_schema",
+    "section_caps",
 ]
 
 
@@ -35,8 +47,10 @@ class _Strict(BaseModel):
 
 
 # Length bounds on every string: grammar-constrained decoding then always
-# terminates, even when a small model starts to repeat itself. They are
-# generous for real clinical text (about 150-1000 words per field).
+# terminates, even when a small model starts to repeat itself. The sections of
+# opinions and reports take theirs from the run's length budget (section_caps);
+# SECTION and PROSE are the bounds of traces recorded before that budget, kept
+# so that such traces replay (ConsiliumConfig.lengths "legacy").
 LABEL = Field(min_length=2, max_length=80)
 LINE = Field(max_length=240)
 REASON = Field(max_length=400)
@@ -65,6 +79,8 @@ def assignment_schema(min_roles: int, max_roles: int) -> OutputSchema:
     return OutputSchema(name="RoleAssignment", json_schema=schema, model=RoleAssignmentAnswer)
 
 
+# The legacy answer models: 800 characters per structured section, 6000 for a free-form revision's
+# report and no bound at all on a free-form opinion or synthesis. Only a legacy replay uses them.
 class StructuredOpinion(_Strict):
     clinical_data: str = SECTION
     syndromes: str = SECTION
@@ -103,3 +119,79 @@ class StructuredRevision(_Strict):
     changed: bool
     change_summary: str = REASON
     report: StructuredReport
+
+
+def section_caps(budget_chars: int, sections: tuple[str, ...]) -> dict[str, int]:
+    """Each section's ``maxLength``: the budget split evenly, the remainder to the first sections,
+    so that the caps sum to exactly ``budget_chars``."""
+    share, extra = divmod(budget_chars, len(sections))
+    return {name: share + (1 if i < extra else 0) for i, name in enumerate(sections)}
+
+
+def _sections_model(name: str, budget_chars: int, sections: tuple[str, ...]) -> type[BaseModel]:
+    fields: dict[str, Any] = {key: (str, Field(max_length=cap))
+                              for key, cap in section_caps(budget_chars, sections).items()}
+    return create_model(name, __base__=_Strict, **fields)
+
+
+@cache
+def _opinion_model(budget_chars: int) -> type[BaseModel]:
+    return _sections_model("StructuredOpinion", budget_chars, OPINION_SECTIONS)
+
+
+@cache
+def _report_model(budget_chars: int) -> type[BaseModel]:
+    return _sections_model("StructuredReport", budget_chars, REPORT_SECTIONS)
+
+
+@cache
+def _revision_model(budget_chars: int, structured: bool) -> type[BaseModel]:
+    report: Any = (_report_model(budget_chars), ...) if structured else (str, Field(max_length=budget_chars))
+    return create_model("StructuredRevision" if structured else "FreeFormRevision", __base__=_Strict,
+                        changed=(bool, ...), change_summary=(str, REASON), report=report)
+
+
+def opinion_schema(budget_chars: int | None) -> OutputSchema:
+    """The structured opinion's schema, its sections sharing ``budget_chars`` (None: the legacy caps)."""
+    return OutputSchema.from_model(StructuredOpinion if budget_chars is None else _opinion_model(budget_chars))
+
+
+def report_schema(budget_chars: int | None) -> OutputSchema:
+    """The structured report's schema, its sections sharing ``budget_chars`` (None: the legacy caps)."""
+    return OutputSchema.from_model(StructuredReport if budget_chars is None else _report_model(budget_chars))
+
+
+def revision_schema(budget_chars: int | None, structured: bool) -> OutputSchema:
+    """A revision's schema; its ``report`` has ``budget_chars`` in either format (None: the legacy caps)."""
+    if budget_chars is None:
+        return OutputSchema.from_model(StructuredRevision if structured else FreeFormRevision)
+    return OutputSchema.from_model(_revision_model(budget_chars, structured))
+
+
+@cache
+def free_text_schema(name: str, budget_chars: int | None) -> OutputSchema | None:
+    """A free-form answer held to the budget that a structured answer's sections share. One over it is
+    invalid: recorded and repaired as an over-long section is (wrappers/repair.py), never cut. None (no
+    check) for a legacy replay, whose free-form opinions and syntheses had no bound."""
+    if budget_chars is None:
+        return None
+
+    def check(text: str) -> str:
+        answer = text.strip()
+        if len(answer) > budget_chars:
+            raise OutputInvalid(f"the answer is {len(answer)} characters long, over its length budget of "
+                                f"{budget_chars} characters")
+        return answer
+
+    return OutputSchema.from_check(name, check, repair=f"Reply again with the whole answer in plain prose, in at "
+                                                      f"most {budget_chars} characters, with nothing before or "
+                                                      f"after it.")
+
+
+def length_prompt(task: str, budget_chars: int | None, sections: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """The prompt file of ``task`` and the budget placeholders it states: ``{budget_chars}`` and, for a
+    structured answer, ``{section_chars}`` (each section's floor share). A legacy replay (None) gets the
+    prompt file its trace was recorded with, which states no budget (prompts/legacy/)."""
+    if budget_chars is None:
+        return f"legacy/{task}", {}
+    return task, {"budget_chars": budget_chars, "section_chars": budget_chars // len(sections)}

@@ -6,7 +6,7 @@ from typing import Any
 
 from consilium.agents.prompting import case_messages
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
-from consilium.agents.schemas import StructuredOpinion, VoteAnswer
+from consilium.agents.schemas import OPINION_SECTIONS, VoteAnswer, free_text_schema, length_prompt, opinion_schema
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 
 __all__ = ["cast_vote", "write_opinion"]
@@ -18,14 +18,18 @@ def _role_fields(role: AssignedRole) -> dict[str, Any]:
 
 
 async def write_opinion(model: ChatModel, case_text: str, role: AssignedRole, fmt: Format,
-                        settings: GenerationSettings) -> Opinion:
-    """The role's pre-consilium opinion; it sees the case and its own brief, nothing else."""
+                        settings: GenerationSettings, budget_chars: int | None) -> Opinion:
+    """The role's pre-consilium opinion; it sees the case and its own brief, nothing else.
+
+    ``budget_chars`` is the opinion's length in either format (None: a legacy replay's unequal caps).
+    """
     structured = fmt == "structured"
+    task, lengths = length_prompt("opinion_structured" if structured else "opinion_free_form", budget_chars,
+                                  OPINION_SECTIONS)
     request = ModelRequest(
-        messages=case_messages(case_text, "opinion_structured" if structured else "opinion_free_form",
-                               **_role_fields(role)),
+        messages=case_messages(case_text, task, **_role_fields(role), **lengths),
         settings=settings,
-        schema=OutputSchema.from_model(StructuredOpinion) if structured else None,
+        schema=opinion_schema(budget_chars) if structured else free_text_schema("FreeFormOpinion", budget_chars),
         tag=CallTag(stage="opinion", role=role.id),
     )
     response = await model.generate(request)

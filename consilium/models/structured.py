@@ -71,13 +71,15 @@ class OutputSchema:
     #: The JSON schema is the model's own, unchanged: pydantic's strict validation of the model checks
     #: exactly what it says, and the JSON-schema pass is skipped (it cost more than the rest of a call).
     model_only: bool = field(default=False, compare=False, repr=False)
+    #: What a repair asks for instead of "one JSON object" (wrappers/repair.py): a text check's answer is text.
+    repair: str | None = field(default=None, compare=False)
 
     def unenforced(self) -> OutputSchema:
         return replace(self, enforce=False)
 
     @classmethod
-    def from_check(cls, name: str, check: Callable[[str], Any]) -> OutputSchema:
-        return cls(name=name, json_schema=None, check=check)
+    def from_check(cls, name: str, check: Callable[[str], Any], *, repair: str | None = None) -> OutputSchema:
+        return cls(name=name, json_schema=None, check=check, repair=repair)
 
     @classmethod
     def from_model(cls, model: type[BaseModel]) -> OutputSchema:

@@ -51,14 +51,15 @@ async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]
 async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
     ctx = runtime.context
     written = await specialist.write_opinion(ctx.panel_model, ctx.case_text, task["role"], ctx.format,
-                                             ctx.config.settings("opinion"))
+                                             ctx.config.settings("opinion"), ctx.config.budget_chars("opinion"))
     return {"opinions": [written]}
 
 
 async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
     ctx = runtime.context
     report = await moderator.synthesise(ctx.moderator_model, ctx.case_text, state["roles"],
-                                        state.get("opinions", []), ctx.format, ctx.config.settings("synthesis"))
+                                        state.get("opinions", []), ctx.format, ctx.config.settings("synthesis"),
+                                        ctx.config.budget_chars("synthesis"))
     return {"reports": [report], "round": 1}
 
 
@@ -87,7 +88,8 @@ async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> di
 async def revise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
     ctx, r = runtime.context, state["round"]
     report = await moderator.revise(ctx.moderator_model, ctx.case_text, state["roles"], state["reports"][-1],
-                                    state["rounds"][-1].votes, r, ctx.format, ctx.config.settings("revision"))
+                                    state["rounds"][-1].votes, r, ctx.format, ctx.config.settings("revision"),
+                                    ctx.config.budget_chars("revision"))
     if report is None:
         return {"stop_reason": "no_change"}
     return {"reports": [report], "round": r + 1}

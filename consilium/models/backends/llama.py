@@ -60,17 +60,21 @@ def embedded_model_path() -> Path:
 
 
 # llama.cpp refuses a grammar whose repetitions exceed its "sane defaults" (a string
-# maxLength above 1000 does) and llama-cpp-python then crashes the process; the
-# grammar gets the capped bound, and validation still applies the schema's own.
+# maxLength above 1000 does) and llama-cpp-python then crashes the process. A bound
+# above it is left out of the grammar, not lowered to it: lowering would hold a long
+# string (a free-form revision's one-string report) to 1000 characters while the
+# structured report's sections, each under it, share the whole budget (issue 15,
+# item 4: one budget for both formats). Decoding still ends at max_tokens, and
+# validation applies the schema's own bound to every answer.
 GRAMMAR_MAX_LENGTH = 1000
 
 
 def grammar_safe(schema: Any) -> Any:
-    """A copy of ``schema`` with every ``maxLength`` capped at :data:`GRAMMAR_MAX_LENGTH`."""
+    """A copy of ``schema`` without any ``maxLength`` above :data:`GRAMMAR_MAX_LENGTH`."""
     if isinstance(schema, dict):
         safe = {key: grammar_safe(value) for key, value in schema.items()}
-        if isinstance(safe.get("maxLength"), int):
-            safe["maxLength"] = min(safe["maxLength"], GRAMMAR_MAX_LENGTH)
+        if isinstance(safe.get("maxLength"), int) and safe["maxLength"] > GRAMMAR_MAX_LENGTH:
+            del safe["maxLength"]
         return safe
     if isinstance(schema, list):
         return [grammar_safe(item) for item in schema]
@@ -185,10 +189,14 @@ class LlamaCppModel:
 
                 kwargs["logits_processor"] = LogitsProcessorList([stop])
             started = time.perf_counter()
+            reused: list[int] = []
+            llm.eval = _counting_reuse(llm, reused)
             try:
                 result = llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
                 raise ModelError(f"{self.model_id}: {exc}") from exc
+            finally:
+                del llm.eval  # the class's own method again
             latency_ms = (time.perf_counter() - started) * 1000
             kept = (llm.detokenize(stop.kept).decode("utf-8", errors="ignore")
                     if stop is not None and stop.kept is not None else None)
@@ -199,8 +207,9 @@ class LlamaCppModel:
             # Reported as its own finish reason: the answer ended because it began to repeat itself.
             text = _trim_to_sentence(text[: len(kept)] if text.startswith(kept) else kept)
             finish_reason = "repetition"
-        return ModelResponse(text=text, usage=_usage(result.get("usage"), request, text), latency_ms=latency_ms,
-                             model=self.model_id, finish_reason=finish_reason)
+        usage = _usage(result.get("usage"), request, text, cached=reused[0] if reused else 0)
+        return ModelResponse(text=text, usage=usage, latency_ms=latency_ms, model=self.model_id,
+                             finish_reason=finish_reason)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         return await asyncio.to_thread(self._complete, request)
@@ -211,11 +220,30 @@ class LlamaCppModel:
             llm.close()
 
 
-def _usage(reported: Any, request: ModelRequest, text: str) -> Usage:
-    """llama.cpp's counts; one it leaves out is counted with tiktoken and marked estimated."""
+def _counting_reuse(llm: Any, reused: list[int]) -> Any:
+    """``llm.eval`` noting, at its first call, how many tokens the context already holds.
+
+    llama-cpp-python keeps the previous call's tokens in its context and evaluates only what follows
+    their longest common prefix with the new prompt (``Llama.generate``); the first ``eval`` of a call
+    is that remainder, so the context's length at that moment is the prompt tokens reused, counted
+    the way llama.cpp counted them (none when it had to start over)."""
+    evaluate = llm.eval
+
+    def counting(tokens: Any) -> Any:
+        if not reused:
+            reused.append(int(llm.n_tokens))
+        return evaluate(tokens)
+
+    return counting
+
+
+def _usage(reported: Any, request: ModelRequest, text: str, cached: int = 0) -> Usage:
+    """llama.cpp's counts; one it leaves out is counted with tiktoken and marked estimated. ``cached``:
+    the prompt tokens reused from the previous call."""
     reported = reported if isinstance(reported, dict) else {}
     prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
     estimated = not isinstance(prompt, int) or not isinstance(completion, int)
-    return Usage(input_tokens=prompt if isinstance(prompt, int) else count_message_tokens(list(request.messages)),
-                 output_tokens=completion if isinstance(completion, int) else count_tokens(text),
+    input_tokens = prompt if isinstance(prompt, int) else count_message_tokens(list(request.messages))
+    output_tokens = completion if isinstance(completion, int) else count_tokens(text)
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=min(cached, input_tokens),
                  calls=1, estimated=estimated)

@@ -15,9 +15,10 @@ from consilium.models.types import Message, ModelRequest, ModelResponse
 __all__ = ["StructuredOutputModel", "repair_message"]
 
 
-def repair_message(error: OutputInvalid, schema_name: str) -> str:
-    return (f"That answer could not be used: {error}. Reply again with only one JSON object that "
-            f"matches the {schema_name} schema, with no text before or after it.")
+def repair_message(error: OutputInvalid, schema_name: str, instruction: str | None = None) -> str:
+    """``instruction`` replaces the request for one JSON object (OutputSchema.repair, for a text check)."""
+    return (f"That answer could not be used: {error}. " + (instruction or f"Reply again with only one JSON "
+            f"object that matches the {schema_name} schema, with no text before or after it."))
 
 
 class StructuredOutputModel:
@@ -47,7 +48,7 @@ class StructuredOutputModel:
                 attempt_request = attempt_request.with_messages((
                     *attempt_request.messages,
                     Message(role="assistant", content=response.text),
-                    Message(role="user", content=repair_message(exc, schema.name)),
+                    Message(role="user", content=repair_message(exc, schema.name, schema.repair)),
                 ))
                 continue
             return response.model_copy(update={"parsed": parsed})
