@@ -109,7 +109,7 @@ async def run_case(case: Case, formats: list[Format], models: RunModels, config:
             on_trace(trace)
         return trace
 
-    with work_item():  # one case's calls, all formats: admitted by the case's progress
+    with work_item(case.id):  # one case's calls, all formats: admitted by its progress, routed by its id
         tasks: list[asyncio.Task[Trace]] = []
         try:
             if shared_roles:

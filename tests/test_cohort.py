@@ -166,8 +166,9 @@ BOARD = {"model": "scripted-board", "rules": [
     {"stage": "conclusion", "json": {"conclusion": "The board advises surgery. Adjuvant therapy follows pathology."}},
 ]}
 BOARD_JUDGE = {"rules": [
-    {"stage": "judge", "contains": "Criterion: Therapy", "json": {"rationale": "r", "score": 4}},
-    {"stage": "judge", "contains": '"score": -1 |', "json": {"rationale": "r", "score": -1}},
+    # The four-decision scores come in one answer (opentumorboard.txt App. C.3 L186).
+    {"stage": "judge", "role": "conclusion:decisions",
+     "json": {"therapy": 4, "surgery": -1, "next_action": -1, "clinical_trial": -1, "rationale": "r"}},
     {"stage": "judge", "json": {"rationale": "r", "score": 3}}]}
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "board_row",
     "check_arm_paths",
     "load_cohort",
+    "load_cohort_files",
     "model_folder",
     "relative",
     "run_cohort",
@@ -54,21 +55,29 @@ __all__ = [
 
 def load_cohort(source: Path) -> list[Case]:
     """Cases from a folder of case files or an AgentClinic-style JSONL file; ids must be unique."""
+    return [case for case, _ in load_cohort_files(source)]
+
+
+def load_cohort_files(source: Path) -> list[tuple[Case, Path | None]]:
+    """:func:`load_cohort`, each case with the file it came from (None for a JSONL line), against whose
+    folder its slide images resolve."""
+    found: list[tuple[Case, Path | None]]
     if source.is_dir():
-        cases = [load_case(p) for p in case_files(source)]
+        found = [(load_case(p), p) for p in case_files(source)]
     elif source.suffix == ".jsonl":
-        cases = read_agentclinic(source)
+        found = [(case, None) for case in read_agentclinic(source)]
     elif source.is_file():
-        cases = [load_case(source)]
+        found = [(load_case(source), source)]
     else:
         raise UserError(f"{source}: --cases must be a folder of case files or a .jsonl file")
+    cases = [case for case, _ in found]
     if not cases:
         raise UserError(f"{source}: no cases found")
     ids = [c.id for c in cases]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise UserError(f"{source}: duplicate case ids: {', '.join(repeated[:5])}")
-    return cases
+    return found
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,7 @@ class CohortArm:
     model_spec: str
     formats: tuple[str, ...]
     protocol: Literal["consilium", "board"] = "consilium"
+    images: tuple[str, ...] = ()  # the case's slide images, resolved against its file's folder
 
 
 def _slug(spec: str) -> str:
@@ -120,9 +130,14 @@ def relative(path: Path, run_dir: Path) -> str:
 
 
 def _common(trace: AnyTrace, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
+    # As generated (a response-cache hit counts the call that produced it), then what this run spent.
+    total = trace.usage.total
+    spent = trace.usage.spent if trace.usage.spent is not None else total
     return {
-        "input_tokens": trace.usage.total.input_tokens, "output_tokens": trace.usage.total.output_tokens,
-        "calls": trace.usage.total.calls, "wall_s": trace.wall_s,
+        "input_tokens": total.input_tokens, "output_tokens": total.output_tokens, "calls": total.calls,
+        "cached_tokens": total.cached_tokens, "cache_hits": trace.usage.cache_hits or 0,
+        "spent_input_tokens": spent.input_tokens, "spent_output_tokens": spent.output_tokens,
+        "spent_cached_tokens": spent.cached_tokens, "spent_calls": spent.calls, "wall_s": trace.wall_s,
         "failed_stage": trace.failed_stage or "", "error": trace.error or "", "trace": relative(path, run_dir),
     }
 
@@ -216,9 +231,8 @@ async def _run_board_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> N
             run.on_done({**_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
             continue
         try:
-            # Cohort cases come without their file's folder, so slide images are not resolved:
-            # captions only.
-            trace = await run_board(arm.case, mode, models, run.config, run_id=run.run_id)  # type: ignore[arg-type]
+            trace = await run_board(arm.case, mode, models, run.config, run_id=run.run_id,  # type: ignore[arg-type]
+                                    images=arm.images)
         except UserError:
             raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
         except Exception as exc:  # an arm's failure is recorded; the cohort goes on
@@ -306,7 +320,8 @@ def append_jsonl(path: Path, row: dict[str, Any]) -> None:
 
 #: The columns every arms.csv has, even with no arm finished (a cohort stopped at once).
 ARM_COLUMNS = ("case_id", "model_spec", "model", "format", "status", "stop_reason", "input_tokens", "output_tokens",
-               "calls", "wall_s", "failed_stage", "error", "trace", "resumed")
+               "calls", "cached_tokens", "cache_hits", "spent_input_tokens", "spent_output_tokens",
+               "spent_cached_tokens", "spent_calls", "wall_s", "failed_stage", "error", "trace", "resumed")
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], *, fields: tuple[str, ...] = ()) -> Path:

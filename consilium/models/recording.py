@@ -71,7 +71,7 @@ class CallRecorder:
     def adopt(self, call: CallRecord) -> None:
         """Take in a call made elsewhere (a shared role assignment), renumbered for this run."""
         self.calls.append(call.model_copy(update={"index": len(self.calls)}))
-        self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round)
+        self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round, cached=call.cached)
 
     def record(self, request: ModelRequest, response: ModelResponse, started_at: float,
                stage_limit: int | None = None) -> Any:
@@ -97,7 +97,7 @@ class CallRecorder:
             cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
             parsed=parsed, error=error, stage_limit=stage_limit,
         ))
-        self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round)
+        self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round, cached=response.cached)
         return parsed
 
 

@@ -69,23 +69,34 @@ class Usage(BaseModel):
 class UsageLedger:
     """Every call's usage with its stage, role and round; sums per group on demand.
 
-    ``budget_tokens`` (input + output) is checked *before* a call by
-    :meth:`check_budget`, so a run stops before a call could spend past the budget.
+    Usage is kept *as generated*: what the model reported for each answer, a response-cache hit
+    replaying the usage of the call that produced it. What this run *spent* leaves the hits out
+    (:attr:`spent`, :attr:`cache_hits`). ``budget_tokens`` (input + output) is checked against the
+    spent tokens *before* a call by :meth:`check_budget`, so a run stops before a call could spend
+    past the budget, and an answer served from the cache costs it nothing.
     """
 
     def __init__(self, budget_tokens: int | None = None) -> None:
         self.budget_tokens = budget_tokens
         self._entries: list[tuple[str, str | None, int | None, Usage]] = []
+        self._spent = Usage()
+        self.cache_hits = 0
 
-    def add(self, usage: Usage, *, stage: str, role: str | None = None, round: int | None = None) -> None:
+    def add(self, usage: Usage, *, stage: str, role: str | None = None, round: int | None = None,
+            cached: bool = False) -> None:
+        """One call's usage as generated; ``cached``: served from the response cache, so nothing was spent."""
         self._entries.append((stage, role, round, usage))
+        if cached:
+            self.cache_hits += 1
+        else:
+            self._spent += usage
 
     def check_budget(self, stage: str, projected: int = 0) -> None:
-        """Refuse a call that could take the total past the budget; ``projected`` is the call's
+        """Refuse a call that could take the spent total past the budget; ``projected`` is the call's
         estimated input tokens plus its max output tokens."""
         if self.budget_tokens is None:
             return
-        spent = self.total.total_tokens
+        spent = self._spent.total_tokens
         if spent + projected > self.budget_tokens:
             raise BudgetExceededError(
                 f"token budget of {self.budget_tokens} would be exceeded by a {stage!r} call "
@@ -94,7 +105,13 @@ class UsageLedger:
 
     @property
     def total(self) -> Usage:
+        """Every call's usage as generated, cache hits included."""
         return Usage.total(entry[3] for entry in self._entries)
+
+    @property
+    def spent(self) -> Usage:
+        """The usage of the calls a model answered in this run (cache hits left out)."""
+        return self._spent
 
     def _group(self, index: int) -> dict[str, Usage]:
         groups: dict[str, Usage] = defaultdict(Usage)

@@ -2,9 +2,9 @@
 
 from consilium.models.wrappers.answers import AnswerCheckModel
 from consilium.models.wrappers.cache import CachedModel
-from consilium.models.wrappers.limit import ConcurrencyLimitedModel, work_item
+from consilium.models.wrappers.limit import ConcurrencyLimitedModel, current_work_key, work_item
 from consilium.models.wrappers.repair import StructuredOutputModel
 from consilium.models.wrappers.retry import RetryingModel, RetryPolicy
 
 __all__ = ["AnswerCheckModel", "CachedModel", "ConcurrencyLimitedModel", "RetryPolicy", "RetryingModel",
-           "StructuredOutputModel", "work_item"]
+           "StructuredOutputModel", "current_work_key", "work_item"]

@@ -8,17 +8,28 @@ complete answers (wrappers/answers.py) that satisfy their schema are stored,
 and a stored answer is checked again before it is served, so an empty, cut-off
 or invalid answer never outlives the call that got it. Hits come back with
 ``cached=True`` and the usage the original call reported.
+
+Writes never run on the event loop: a miss's answer is queued for a writer
+thread, which commits whatever has queued up in one transaction (WAL,
+``synchronous=NORMAL``), and is served from memory until then. :meth:`CachedModel.flush`
+waits for every queued write; ``aclose`` flushes before it closes. A crash loses at
+most the writes not yet committed; WAL never leaves the file corrupt.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import hashlib
 import json
+import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from consilium.log import get_logger
 from consilium.models.answers import answer_problem
 from consilium.models.images import image_digest
 from consilium.models.protocol import ChatModel
@@ -27,6 +38,8 @@ from consilium.models.structured import OutputInvalid
 from consilium.models.types import ModelRequest, ModelResponse
 
 __all__ = ["CACHE_KEY_VERSION", "CachedModel", "cache_key"]
+
+log = get_logger(__name__)
 
 #: Part of every key: a change to what the key covers makes old entries unreachable, never wrong.
 CACHE_KEY_VERSION = 2
@@ -62,6 +75,59 @@ def _usable(request: ModelRequest, response: ModelResponse) -> bool:
     return True
 
 
+_INSERT = "INSERT OR REPLACE INTO responses (key, model, response, created_at) VALUES (?, ?, ?, ?)"
+_Row = tuple[str, str, str, float]
+
+
+class _Writer(threading.Thread):
+    """Commits queued rows off the event loop: each transaction takes every row queued so far, so a
+    burst of misses costs one commit. ``None`` in the queue ends the thread once the rows before it are in."""
+
+    def __init__(self, path: Path, committed: Callable[[list[str]], None]) -> None:
+        super().__init__(name=f"consilium-cache-writer:{path.name}", daemon=True)
+        self.path = path
+        self.committed = committed
+        self.rows: queue.Queue[_Row | None] = queue.Queue()
+        #: Rows that could not be written (logged as ``cache_write_failed``; the calls were answered).
+        self.failed = 0
+
+    def run(self) -> None:
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(self.path, timeout=30)
+            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable on commit, never corrupt
+        except sqlite3.Error as exc:
+            log.warning("cache_write_failed", path=str(self.path), rows=0, error=str(exc))
+        stop = False
+        while not stop:  # every row is marked done, written or not, so that flush never waits forever
+            batch = [self.rows.get()]
+            while True:
+                try:
+                    batch.append(self.rows.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            rows = [row for row in batch if row is not None]
+            if rows:
+                self._commit(db, rows)
+            for _ in batch:
+                self.rows.task_done()
+        if db is not None:
+            db.close()
+
+    def _commit(self, db: sqlite3.Connection | None, rows: list[_Row]) -> None:
+        try:
+            if db is None:
+                raise sqlite3.OperationalError("the cache file could not be opened for writing")
+            with db:  # one transaction: committed, or rolled back whole
+                db.executemany(_INSERT, rows)
+        except sqlite3.Error as exc:
+            # The answers were returned and are in the traces; only their reuse is lost. Said, not hidden.
+            self.failed += len(rows)
+            log.warning("cache_write_failed", path=str(self.path), rows=len(rows), error=str(exc))
+        self.committed([row[0] for row in rows])
+
+
 class CachedModel:
     def __init__(self, inner: ChatModel, path: str | Path) -> None:
         self.inner = inner
@@ -77,21 +143,47 @@ class CachedModel:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(_SCHEMA)
             self._db.commit()
+        #: Answers queued for the writer and not yet committed, served from here meanwhile.
+        self._pending: dict[str, ModelResponse] = {}
+        self._writer = _Writer(self.path, self._committed)
+        self._writer.start()
+        self._closed = False
+        # A process that ends without aclose (a crash aside) still writes what it queued.
+        atexit.register(self._flush_now)
         self.hits = 0
         self.misses = 0
 
+    @property
+    def write_failures(self) -> int:
+        """Rows the writer could not store (each logged)."""
+        return self._writer.failed
+
+    def _committed(self, keys: list[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._pending.pop(key, None)
+
     def _get(self, key: str) -> ModelResponse | None:
         with self._lock:
+            pending = self._pending.get(key)
+            if pending is not None:
+                return pending
             row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return ModelResponse.model_validate_json(row[0]) if row else None
 
     def _put(self, key: str, response: ModelResponse) -> None:
+        """Queue the answer for the writer thread; it never waits for a commit."""
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-                (key, response.model, response.model_dump_json(), time.time()),
-            )
-            self._db.commit()
+            self._pending[key] = response
+        self._writer.rows.put((key, response.model, response.model_dump_json(), time.time()))
+
+    def _flush_now(self) -> None:
+        if self._writer.is_alive():
+            self._writer.rows.join()
+
+    async def flush(self) -> None:
+        """Wait until every answer queued so far is committed (or its failure logged)."""
+        await asyncio.to_thread(self._writer.rows.join)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         key = cache_key(self.model_id, self.endpoint, request)
@@ -106,6 +198,12 @@ class CachedModel:
         return response
 
     async def aclose(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Flush every queued write, stop the writer, close the file, then the inner model."""
+        if not self._closed:
+            self._closed = True
+            self._writer.rows.put(None)
+            await asyncio.to_thread(self._writer.join)
+            atexit.unregister(self._flush_now)
+            with self._lock:
+                self._db.close()
         await self.inner.aclose()

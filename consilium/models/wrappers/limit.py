@@ -7,7 +7,8 @@ a tail of late cases whose remaining steps cannot fill the server. Admitted
 least-advanced-case first, the cases move in step and the server stays full
 to the end — the ordering that meets the critical-path bound when every case
 has the same shape (benchmarks/results.md, section 2). A case is marked with
-:func:`work_item`; calls outside one are admitted in arrival order.
+:func:`work_item`; calls outside one are admitted in arrival order. A work item may carry a key (its
+case id), by which a replica pool keeps a case's calls on one replica (wrappers/pool.py).
 """
 
 from __future__ import annotations
@@ -22,20 +23,29 @@ from contextvars import ContextVar
 from consilium.models.protocol import ChatModel
 from consilium.models.types import ModelRequest, ModelResponse
 
-__all__ = ["ConcurrencyLimitedModel", "work_item"]
+__all__ = ["ConcurrencyLimitedModel", "current_work_key", "work_item"]
 
 #: Calls made so far by the current work item (one case, both formats), shared by its tasks.
 _progress: ContextVar[list[int] | None] = ContextVar("consilium_work_progress", default=None)
+#: The current work item's key (a case id), if it has one.
+_key: ContextVar[str | None] = ContextVar("consilium_work_key", default=None)
 
 
 @contextmanager
-def work_item() -> Iterator[None]:
-    """Mark the calls made inside as one work item, whose progress orders its calls' admission."""
-    token = _progress.set([0])
+def work_item(key: str | None = None) -> Iterator[None]:
+    """Mark the calls made inside as one work item, whose progress orders its calls' admission; ``key``
+    (the case id) names it for routing."""
+    token, key_token = _progress.set([0]), _key.set(key)
     try:
         yield
     finally:
+        _key.reset(key_token)
         _progress.reset(token)
+
+
+def current_work_key() -> str | None:
+    """The key of the work item the current call belongs to (None outside one, or for an unnamed one)."""
+    return _key.get()
 
 
 class ConcurrencyLimitedModel:
