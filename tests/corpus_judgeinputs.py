@@ -31,8 +31,12 @@ CORPUS: dict[str, Builder] = {
                                                  "case.yaml: reference.answers.0.answer: required field is missing"),
     "reference answer blank": _turn("  answers:\n    - {question: 'Adjuvant?', answer: '  '}\n",
                                     "case.yaml: reference.answers.0.answer: must not be empty"),
-    "reference answer unknown key": _turn("  answers:\n    - {question: 'Adjuvant?', answer: 'Yes.', role: MO}\n",
-                                          "case.yaml: reference.answers.0.role: unknown field"),
+    "reference answer unknown key": _turn("  answers:\n    - {question: 'Adjuvant?', answer: 'Yes.', by: MO}\n",
+                                          "case.yaml: reference.answers.0.by: unknown field"),
+    "reference answers repeat a question to one role": _turn(
+        "  answers:\n    - {question: 'Adjuvant?', answer: 'Yes.', role: MO}\n"
+        "    - {question: 'adjuvant?', answer: 'No.', role: mo}\n",
+        "case.yaml: reference.answers: answers 0 and 1 are for the same question to MO"),
     "reference answers repeat a question": _turn(
         "  answers:\n    - {question: 'Adjuvant?', answer: 'Yes.'}\n    - {question: '  ADJUVANT? ', answer: 'No.'}\n",
         "case.yaml: reference.answers: answers 0 and 1 are for the same question"),

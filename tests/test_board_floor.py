@@ -117,6 +117,31 @@ def test_a_moderator_that_never_closes_is_closed_at_the_turn_limit(tmp_path: Pat
     replays(path, capsys)
 
 
+def test_an_even_turn_limit_still_ends_with_the_moderators_closing(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """With two turns left a question and its answer would take both, so the moderator is offered only a
+    pass or the close; a moderator that asks whenever it may then passes, and closes on the last turn."""
+    rules: list[dict[str, Any]] = [
+        {"stage": "board_turn", "role": "moderator", "contains": "Time is up",
+         "json": {"action": "close", "speaker": "Radiologist", "message": "Time is up. Thank you."}},
+        moderator(1, {"action": "ask", "speaker": "Radiologist", "message": "Radiology, the staging?"}),
+        {"stage": "board_turn", "role": "moderator", "contains": 'give the floor to a specialist with a question',
+         "json": {"action": "ask", "speaker": "Radiologist", "message": "Radiology, anything to add?"}},
+        {"stage": "board_turn", "role": "moderator",
+         "json": {"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 4, "message": "Resectable?"}},
+        {"stage": "board_turn", "response": "I would add a brain MRI."},
+    ]
+    trace, path = board(tmp_path, script(tmp_path, rules), "--max-turns", "6")
+    assert trace.stop_reason == "turn_limit" and trace.status == "completed"
+    assert [t.role for t in trace.turns] == ["Moderator", "Radiologist", "Moderator", "Radiologist",
+                                             "Thoracic surgeon", "Moderator"]
+    assert trace.turns[4].floor == "passed" and trace.turns[4].responds_to == 4
+    assert trace.turns[-1].text == "Time is up. Thank you."
+    [two_left] = [c for c in trace.calls if c.role == "moderator" and c.round == 5]
+    assert '(action "ask"' not in two_left.messages[-1].content
+    replays(path, capsys)
+
+
 @pytest.mark.parametrize("bad, error", [
     ({"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 9, "message": "x"},
      "responds_to: turn 9 does not exist (the meeting has turns 1–2)"),

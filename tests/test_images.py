@@ -148,8 +148,13 @@ def test_the_clinical_equivalence_judge_gets_the_slides_it_can_read(tmp_path: Pa
             assert message.images == (ct, pet)
             assert message.captions == ("<case>\nSlide 1: Staging CT, axial.\n</case>",
                                         "<case>\nSlide 6: PET-CT, coronal.\n</case>")
+            # image parts follow their message's text, so the task comes in a last message of its own:
+            # it still follows every piece of case text, captions included (item 18)
+            assert len(call.messages) == 3 and "<task>" not in message.content
+            assert call.messages[-1].content.startswith("<task>") and not call.messages[-1].images
         else:
             assert message.images == () and message.captions == ()
+            assert len(call.messages) == 2 and message.content.rstrip().endswith("</task>")
         assert "Slide 1: Staging CT, axial." in message.content
     assert judgement.notes == ([] if vision else [
         "2 slide image(s) not sent: judge model scripted-judge does not accept images; the captions were sent"])

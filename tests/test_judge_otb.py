@@ -102,18 +102,30 @@ def test_frozen_scope_locks_an_absent_dimension_and_ignores_an_answer_on_it(tmp_
                                                                              scores: tuple[int, ...]) -> None:
     trace = board_trace(tmp_path)  # the case labels clinical_trial null: absent
     record, seen = judge_api(trace, "otb-four-decision", answer(*scores))
-    # One call, one schema for the four scores; the absent dimension allows only -1 there.
-    assert len(seen) == 1 and len(record.calls) == 1 and record.calls[0].role == "conclusion:decisions"
+    # One call, one schema for the four scores; the absent dimension allows only -1 there. An answer
+    # marking an in-scope dimension -1 is invalid: it goes back to the judge (repairs, then the
+    # schema-constrained attempt), all under the one role.
+    invalid = any(s == -1 for d, s in zip(DIMS, scores, strict=True) if d != "clinical_trial")
+    assert (len(seen) > 1) == invalid and len(record.calls) == len(seen)
+    assert {c.role for c in record.calls} == {"conclusion:decisions"}
     schema = seen[0].output_schema
     assert schema is not None and schema.json_schema is not None
     properties = schema.json_schema["properties"]
     assert properties["clinical_trial"] == {"type": "integer", "enum": [-1]}
-    assert properties["therapy"] == {"type": "integer", "enum": [-1, 1, 2, 3, 4, 5]}
+    # The labelling found the other three decided: in scope, so the judge may not mark them -1 (E.2 L194).
+    assert properties["therapy"] == {"type": "integer", "enum": [1, 2, 3, 4, 5]}
     assert '"clinical_trial": -1, "rationale"' in seen[0].messages[-1].content
     summary = record.aggregates["conclusion"]
     assert summary["scope"] == "frozen" and summary["locked"] == ["clinical_trial"]
-    expected = dict(zip(DIMS, scores, strict=True)) | {"clinical_trial": -1}  # the answer there is ignored
+    answered = dict(zip(DIMS, scores, strict=True))
+    # A -1 on a dimension frozen in scope is an invalid answer there: that dimension is not evaluable.
+    refused = sorted(d for d, s in answered.items() if s == -1 and d != "clinical_trial")
+    expected = {d: s for d, s in answered.items() if d not in refused} | {"clinical_trial": -1}
+    if len(refused) == 3:  # nothing usable is left: the whole answer is not evaluable, the lock included
+        assert summary["not_evaluable_dimensions"] == sorted(DIMS) and summary["weighted_mean"] is None
+        return
     assert summary["in_scope"] == sorted(d for d, s in expected.items() if s != -1)
+    assert summary["not_evaluable_dimensions"] == refused
     assert "clinical_trial" not in summary["in_scope"]
     assert summary["weighted_mean"] == pytest.approx(weighted(expected))
     trial = next(i for i in record.items if i.criterion == "clinical_trial")

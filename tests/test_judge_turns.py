@@ -113,17 +113,31 @@ def test_a_turn_without_a_reference_answer_is_not_evaluable_unless_one_is_given(
     trial = judged(tmp_path, out)["Is a clinical trial open for her?"]
     [item] = trial.items
     assert item.not_evaluable and item.score is None and not trial.calls
-    assert item.reason == ("the case has no reference answer to this turn's question (none of the 2 in "
-                           "reference.answers matches it, ignoring case and spacing) and no --reference-answer "
-                           "was given")
+    assert item.reason == ("the case has no reference answer to this turn's question put to this role (none "
+                           "of the 2 in reference.answers matches it, ignoring case and spacing; "
+                           "--reference-answer stands in only for a case without reference.answers)")
     assert trial.overlap == {}  # never against the board's conclusion
-    # --reference-answer given: it applies where the case has no answer; the case's own answers still win
+    # --reference-answer never stands in for a case that lists its answers: the turn stays not evaluable
+    # (it would be judged against an answer to another question); the case's own answers still apply
     records = judged(tmp_path, out, "--reference-answer", "No trial is open; revisit at recurrence.")
     trial = records["Is a clinical trial open for her?"]
-    assert trial.items[0].score == 4.0 and trial.items[0].detail["reference_answer"] == "--reference-answer"
-    assert section(trial.calls[0].messages[-1].content, "reference") == "No trial is open; revisit at recurrence."
-    assert trial.overlap["rouge_l"]["against"] == "--reference-answer"
+    assert trial.items[0].not_evaluable and not trial.calls and trial.overlap == {}
     assert records["Is brain MRI needed before surgery?"].items[0].detail["reference_answer"] == "reference.answers.1"
+
+
+def test_one_question_put_to_two_roles_is_judged_against_each_roles_answer() -> None:
+    """An answer naming a role matches only a turn put to that role (by label or catalogue category),
+    before an answer naming none; the same question may have one answer per role."""
+    from consilium.cases.model import Reference
+
+    reference = Reference.model_validate({"answers": [
+        {"question": "Operable?", "answer": "Yes, by lobectomy.", "role": "Thoracic surgeon"},
+        {"question": "Operable?", "answer": "Only after restaging.", "role": "radiology"},
+        {"question": "operable?  ", "answer": "Ask the board."}]})
+    assert reference.answer_to("Operable?", "Thoracic Surgeon", "surgery") == (0, "Yes, by lobectomy.")
+    assert reference.answer_to("Operable?", "Neuroradiologist", "radiology") == (1, "Only after restaging.")
+    assert reference.answer_to("OPERABLE?", "Medical oncologist", "medical-oncology") == (2, "Ask the board.")
+    assert reference.answer_to("Resectable?", "Thoracic surgeon", "surgery") is None
 
 
 def test_question_and_role_reach_the_judge_and_rouge_l_uses_the_given_answer(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from consilium.cli import main
 from consilium.judges.prompting import SECTIONS, load_judge_prompt
 from consilium.judges.record import Judgement
@@ -155,3 +157,31 @@ def test_the_preamble_names_every_data_section_and_the_rubric_describes_the_reco
     assert set(SECTION_TAGS) <= set(SECTIONS) and all(f"<{tag}>" in preamble for tag in SECTIONS)
     rubric = load_rubric("ai-consilium")
     assert "pre-consilium opinions" in next(c for c in rubric.criteria if c.id == "overall_quality").definition
+
+
+def test_a_refused_whole_case_call_voids_its_own_items_only(tmp_path: Path) -> None:
+    """A served judge whose context is unknown gets the whole record; when it refuses that long prompt
+    (a model error), only the three whole-case items are not evaluable, with the reason: the eight
+    per-output criteria, whose prompts fit, are still scored."""
+    run_dir = simulate(tmp_path, panel_script())
+    record = judge(tmp_path, run_dir, {"model": "j", "rules": [
+        {"stage": "judge", "contains": "<review_round>", "fail": "model"},
+        {"stage": "judge", "json": {"rationale": "scored", "score": 2}}]})
+    whole = [i for i in record.items if i.criterion in WHOLE]
+    rest = [i for i in record.items if i.criterion not in WHOLE]
+    assert len(whole) == 3 and all(i.not_evaluable and "judge call failed" in (i.reason or "") for i in whole)
+    assert rest and all(i.score == 2.0 and not i.not_evaluable for i in rest)
+
+
+def test_the_coverage_counts_items_judged_on_a_shortened_record(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A researcher sees the cut without opening the judgement files: the coverage printed by `judge`
+    counts the items judged on a shortened whole-case record."""
+    run_dir = simulate(tmp_path, panel_script(opinion="WCQ-opinion {role} " + "favours myocarditis. " * 150))
+    capsys.readouterr()
+    record = judge(tmp_path, run_dir, {"model": "j", "n_ctx": 3800, "rules": [
+        {"stage": "judge", "json": {"rationale": "scored", "score": 2}}]})
+    cut = [i for i in record.items if (i.detail.get("whole_case_input") or {}).get("shortened")]
+    assert len(cut) == 3
+    out = capsys.readouterr().out
+    assert "3 on a shortened whole-case record" in out

@@ -78,6 +78,7 @@ def test_no_elements_or_an_unknown_kind_is_not_evaluable() -> None:
 # A real cohort through the CLI: one panel model, both formats, four cases with signed criteria.
 
 CASES = ("s1", "s2", "s3", "s4")
+FAILED = "s5"  # a case whose arm fails in both formats: Eq. 1 scores its missing answer as incorrect
 FORMATS = ("free-form", "structured")
 MET: dict[tuple[str, str], set[str]] = {
     ("free-form", "s1"): {"r1", "r2"}, ("free-form", "s2"): {"r1", "r2", "n1"},
@@ -106,6 +107,8 @@ def panel_script() -> dict[str, Any]:
             "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
         {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
         {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
+    # the failed arm: its synthesis fails in both formats, so the patient has no answer at all
+    rules.insert(1, {"stage": "synthesis", "contains": f"casemark-{FAILED}.", "fail": "model"})
     for case in CASES:
         rules.append({"stage": "synthesis", "contains": f"casemark-{case}.", "json": {
             "final_opinion": verdict(case), "summary": "s", "final_differential": "1. AF", "diagnostic_plan": "d",
@@ -133,7 +136,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]
     base = yaml.safe_load(AFIB.read_text())
     rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
               for cid, (kind, weight) in CRITERIA.items()]
-    for case in CASES:
+    for case in (*CASES, FAILED):
         (cases / f"{case}.yaml").write_text(yaml.safe_dump({
             **base, "id": case, "presentation": f"{base['presentation']} Marker casemark-{case}.",
             "reference": {"rubric": rubric}}))
@@ -142,7 +145,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]
     out = tmp / "runs"
     assert main(["cohort", "--cases", str(cases), "--model", f"scripted:{tmp / 'panel.json'}",
                  "--judge", "npc-signed-criteria", "--judge-model", f"scripted:{tmp / 'judge.json'}",
-                 "--out", str(out)]) == 0
+                 "--out", str(out)]) == 1  # the failed arms
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     assert main(["report", str(run_dir), "--bootstrap", "50"]) == 0
     rows = csv.DictReader((run_dir / "report" / "npcbench_scores.csv").read_text().splitlines())
@@ -152,12 +155,13 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]
 def test_the_report_gives_strict_success_with_its_intervals(report: dict[str, dict[str, str]]) -> None:
     assert set(report) == set(FORMATS)
     for fmt in FORMATS:
-        outcomes = [by_hand(MET[(fmt, case)]) for case in CASES]
+        outcomes = [by_hand(MET[(fmt, case)]) for case in CASES] + [False]  # s5: no answer, a failure
         known = [o for o in outcomes if o is not None]
         k, n = sum(known), len(known)
         row = report[fmt]
         assert (row["strict_n"], row["strict_patients"], row["strict_not_evaluable"]) == \
             (str(k), str(n), str(len(outcomes) - n))
+        assert row["strict_missing"] == "1" and row["responses"] == str(len(CASES))
         assert float(row["strict_pct"]) == pytest.approx(round(100 * k / n, 2))
         low, high = wilson(k, n)
         assert float(row["strict_ci_low"]) == pytest.approx(100 * low, abs=0.006)
@@ -165,11 +169,11 @@ def test_the_report_gives_strict_success_with_its_intervals(report: dict[str, di
         exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
         assert float(row["strict_exact_low"]) == pytest.approx(100 * exact.low, abs=0.006)
         assert float(row["strict_exact_high"]) == pytest.approx(100 * exact.high, abs=0.006)
-    # by hand: free-form s1 succeeds, s2 (minor error) and s3 (r2 missed) fail, s4 is undecided
-    assert (report["free-form"]["strict_n"], report["free-form"]["strict_patients"]) == ("1", "3")
+    # by hand: free-form s1 succeeds, s2 (minor error) and s3 (r2 missed) fail, s4 is undecided, s5 failed
+    assert (report["free-form"]["strict_n"], report["free-form"]["strict_patients"]) == ("1", "4")
     assert report["free-form"]["strict_not_evaluable"] == "1"
     # structured s3 has a not-evaluable r2 and a major error: a failure, not undecided
-    assert (report["structured"]["strict_n"], report["structured"]["strict_patients"]) == ("2", "4")
+    assert (report["structured"]["strict_n"], report["structured"]["strict_patients"]) == ("2", "5")
     assert report["structured"]["strict_not_evaluable"] == "0"
 
 

@@ -195,7 +195,9 @@ def weighted(scores: tuple[int | None, ...]) -> float | None:
 
 
 def judged(scores: tuple[int | None, ...]) -> bool:
-    return any(s is not None for s in scores)
+    """Evaluable: some dimension judged, and one in scope unless every dimension was judged."""
+    known = [s for s in scores if s is not None]
+    return bool(known) and (None not in scores or any(s != -1 for s in known))
 
 
 def partly(scores: tuple[int | None, ...]) -> bool:
@@ -614,3 +616,23 @@ def test_one_arms_csv_with_both_protocols_reports_both(board_run: Path, consiliu
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{mixed / 'arms.csv'}: line 2: rounds" in err and "Traceback" not in err
     assert not report.exists()
+
+
+def test_four_decision_outcomes_of_partly_judged_conclusions() -> None:
+    """By hand: a conclusion whose only judged dimensions are out of scope while another could not be
+    judged is not evaluable (that one may have been in scope), not "no decision in scope"."""
+    from consilium.judges.record import JudgementItem
+    from consilium.reports.papers.otb import four_decision
+    from consilium.reports.papers.responses import Response
+
+    conclusions = {"c1": (None, -1, -1, -1), "c2": (-1, -1, -1, -1), "c3": (4, None, -1, 2),
+                   "c4": (None, None, None, None), "c5": (5, 5, 5, 5)}
+    responses = [Response("m", "board-agents", case, "otb-four-decision", tuple(
+        JudgementItem(component="conclusion", criterion=d, score=None if v is None else float(v),
+                      not_evaluable=v is None) for d, v in zip(DIMS, values, strict=True)))
+        for case, values in conclusions.items()]
+    [row] = four_decision(responses)
+    c3 = (1.00 * 4 / 5 + 2.00 * 2 / 5) / (1.00 + 2.00)
+    assert (row["responses"], row["scored"], row["not_evaluable"], row["partly_judged"],
+            row["no_decision_in_scope"]) == (5, 2, 2, 1, 1)
+    assert row["weighted_mean"] == pytest.approx((c3 + 1.0) / 2, abs=1e-4)

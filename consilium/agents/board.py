@@ -178,14 +178,16 @@ def _instruction(turns: list[Turn], actions: list[str], open_floor: bool) -> str
 
 async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list[Turn], *, may_close: bool,
                          must_close: bool = False, may_pass: bool = False,
-                         open_floor: bool = False) -> ModeratorMove:
+                         open_floor: bool = False, may_ask: bool = True) -> ModeratorMove:
     """The moderator presents, gives the floor to a named specialist with a question, passes it for a
     direct reply (``open_floor`` only), or closes. Closing is offered once at least two specialists have
-    spoken (``may_close``) and is the only choice at the turn limit (``must_close``)."""
+    spoken (``may_close``) and is the only choice at the turn limit (``must_close``). ``may_ask`` is
+    false with two turns left, where a question and its answer would leave no turn for the closing."""
     if must_close:
         actions = ["close"]
     else:
-        actions = ["ask"] + (["pass"] if may_pass and open_floor and turns else []) + (["close"] if may_close else [])
+        others = (["pass"] if may_pass and open_floor and turns else []) + (["close"] if may_close else [])
+        actions = (["ask"] if may_ask or not others else []) + others
     labels = [r.label for r in roles]
     name = "ModeratorTurn"
     schema = OutputSchema(name=name, json_schema=_moderator_schema(labels, actions, open_floor))

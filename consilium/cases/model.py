@@ -196,6 +196,8 @@ class ReferenceAnswer(_Strict):
 
     question: NonEmptyStr
     answer: NonEmptyStr
+    role: NonEmptyStr | None = Field(default=None, description="the specialist the question was put to (a label or "
+                                                               "catalogue category); absent: any role")
 
 
 class Reference(_Strict):
@@ -212,12 +214,14 @@ class Reference(_Strict):
     @field_validator("answers")
     @classmethod
     def _one_answer_per_question(cls, answers: list[ReferenceAnswer]) -> list[ReferenceAnswer]:
-        seen: dict[str, int] = {}
+        seen: dict[tuple[str, str], int] = {}
         for index, item in enumerate(answers):
-            key = question_key(item.question)
+            key = (question_key(item.role or ""), question_key(item.question))
             if key in seen:
-                raise ValueError(f"answers {seen[key]} and {index} are for the same question {item.question!r} "
-                                 "(questions match ignoring case and spacing)")
+                first = answers[seen[key]]
+                whom = f" to {first.role}" if first.role else ""
+                raise ValueError(f"answers {seen[key]} and {index} are for the same question{whom} "
+                                 f"{first.question!r} (questions and roles match ignoring case and spacing)")
             seen[key] = index
         return answers
 
@@ -230,11 +234,19 @@ class Reference(_Strict):
             data.pop("answers", None)
         return data
 
-    def answer_to(self, question: str) -> tuple[int, str] | None:
+    def answer_to(self, question: str, *roles: str) -> tuple[int, str] | None:
         """The index and text of the reference answer to ``question``: the one whose question is the
-        same after :func:`question_key` (exact otherwise; a paraphrase is another question)."""
+        same after :func:`question_key` (exact otherwise; a paraphrase is another question). An answer
+        naming a role matches only a turn put to that role (``roles``: the turn's label and category,
+        compared the same way) and comes before one naming none, so one question put to two
+        specialists can have an answer each."""
         key = question_key(question)
-        return next(((i, a.answer) for i, a in enumerate(self.answers) if question_key(a.question) == key), None)
+        targets = {question_key(r) for r in roles}
+        same = [(i, a) for i, a in enumerate(self.answers) if question_key(a.question) == key]
+        for i, a in same:
+            if a.role is not None and question_key(a.role) in targets:
+                return i, a.answer
+        return next(((i, a.answer) for i, a in same if a.role is None), None)
 
     @field_validator("rubric")
     @classmethod

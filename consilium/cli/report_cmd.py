@@ -69,7 +69,7 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
 
         def figures(out: Path) -> list[Path]:
             return write_figures(data, out)
-    tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed)
+    tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms)
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
     for table in tables:

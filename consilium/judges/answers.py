@@ -159,38 +159,48 @@ def check_scope(requested: Scope | None, rubrics: Iterable[Rubric], cases: Itera
         decision_scope(requested, case, where)
 
 
-def _decisions_json(rubric: Rubric, locked: frozenset[str]) -> dict[str, Any]:
-    dims = {c.id: {"type": "integer", "enum": [OUT_OF_SCOPE] if c.id in locked else list(rubric.scale)}
-            for c in rubric.criteria}
+def _allowed(rubric: Rubric, locked: frozenset[str], frozen: bool, dimension: str) -> list[int]:
+    """The scores a dimension may take. Frozen scope (opentumorboard.txt App. E.2 L194) fixed every
+    dimension beforehand: an absent one is locked to −1, and one the labelling found decided (or
+    decided against) is in scope, so it may not be marked −1 either; the judge protocol allows both."""
+    if dimension in locked:
+        return [OUT_OF_SCOPE]
+    return [s for s in rubric.scale if s != OUT_OF_SCOPE] if frozen else list(rubric.scale)
+
+
+def _decisions_json(rubric: Rubric, locked: frozenset[str], frozen: bool = False) -> dict[str, Any]:
+    dims = {c.id: {"type": "integer", "enum": _allowed(rubric, locked, frozen, c.id)} for c in rubric.criteria}
     return _object({**dims, "rationale": _rationale_property(rubric)})
 
 
-def _read_decisions(rubric: Rubric, locked: frozenset[str], name: str, text: str) -> dict[str, Any]:
+def _read_decisions(rubric: Rubric, locked: frozenset[str], frozen: bool, name: str, text: str) -> dict[str, Any]:
     """The paper's four-decision object as ``{"scores", "rationale", "ignored"}``: a locked dimension
     reads −1 whatever was written there, and what was written is kept in ``ignored``."""
     value = extract_json(text)
     if not isinstance(value, dict):
-        _validate(_decisions_json(rubric, locked), value, name)
+        _validate(_decisions_json(rubric, locked, frozen), value, name)
     ignored = {dim: value[dim] for dim in sorted(locked) if dim in value and value[dim] != OUT_OF_SCOPE}
     value = {**value, **dict.fromkeys(locked, OUT_OF_SCOPE)}
-    _validate(_decisions_json(rubric, locked), value, name)
+    _validate(_decisions_json(rubric, locked, frozen), value, name)
     _need_rationale(rubric, value["rationale"], "rationale", name)
     return {"scores": {c.id: value[c.id] for c in rubric.criteria}, "rationale": value["rationale"],
             "ignored": ignored}
 
 
-def decisions_schema(rubric: Rubric, locked: frozenset[str]) -> OutputSchema:
-    """App. C.3 L186's schema, each ``locked`` dimension allowing only −1 (App. E.2 L194)."""
+def decisions_schema(rubric: Rubric, locked: frozenset[str], frozen: bool = False) -> OutputSchema:
+    """App. C.3 L186's schema, each ``locked`` dimension allowing only −1 and, in frozen scope, every
+    other dimension only 1–5 (App. E.2 L194)."""
     name = f"{rubric.name}-judgement"
-    return OutputSchema(name=name, json_schema=_decisions_json(rubric, locked),
-                        check=functools.partial(_read_decisions, rubric, locked, name))
+    return OutputSchema(name=name, json_schema=_decisions_json(rubric, locked, frozen),
+                        check=functools.partial(_read_decisions, rubric, locked, frozen, name))
 
 
-def decisions_shape(rubric: Rubric, locked: frozenset[str]) -> str:
-    return _example(_decisions_json(rubric, locked))
+def decisions_shape(rubric: Rubric, locked: frozenset[str], frozen: bool = False) -> str:
+    return _example(_decisions_json(rubric, locked, frozen))
 
 
-def partial_decisions(rubric: Rubric, locked: frozenset[str]) -> Callable[[str], dict[str, Any] | None]:
+def partial_decisions(rubric: Rubric, locked: frozenset[str],
+                      frozen: bool = False) -> Callable[[str], dict[str, Any] | None]:
     """For an answer still invalid after the repairs and the constrained attempt: each dimension whose
     value the schema allows is read, the others are None (not evaluable), so one bad dimension does
     not void the others. None when the answer is no object or has no rationale the rubric accepts."""
@@ -207,7 +217,8 @@ def partial_decisions(rubric: Rubric, locked: frozenset[str]) -> Callable[[str],
         scores: dict[str, int | None] = {}
         for criterion in rubric.criteria:
             answer = value.get(criterion.id)
-            ok = isinstance(answer, int) and not isinstance(answer, bool) and answer in rubric.scale
+            ok = isinstance(answer, int) and not isinstance(answer, bool) and \
+                answer in _allowed(rubric, locked, frozen, criterion.id)
             scores[criterion.id] = OUT_OF_SCOPE if criterion.id in locked else answer if ok else None
         if all(scores[c.id] is None for c in rubric.criteria if c.id not in locked):
             return None  # nothing of it is usable: the whole answer is not evaluable

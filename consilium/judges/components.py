@@ -112,13 +112,14 @@ class TurnReference:
 
 
 def turn_reference(trace: Trace | BoardTrace | TurnTrace, case: Case, given: str | None) -> TurnReference | None:
-    """A turn's reference answer: the case's answer to its question (:meth:`Reference.answer_to`, exact
-    after whitespace and case normalisation), else ``given`` (``--reference-answer``), else None. For
-    another trace, ``given`` alone."""
-    if isinstance(trace, TurnTrace) and case.reference is not None:
-        match = case.reference.answer_to(trace.question)
-        if match is not None:
-            return TurnReference(match[1], f"reference.answers.{match[0]}")
+    """A turn's reference answer: the case's answer to its question put to its role
+    (:meth:`Reference.answer_to`, exact after whitespace and case normalisation). ``given``
+    (``--reference-answer``) stands in only for a case without ``reference.answers``: a case that lists
+    its answers and none for this question makes the turn not evaluable, never judged against another
+    question's answer. For another trace, ``given`` alone."""
+    if isinstance(trace, TurnTrace) and case.reference is not None and case.reference.answers:
+        match = case.reference.answer_to(trace.question, trace.role, trace.role_category)
+        return TurnReference(match[1], f"reference.answers.{match[0]}") if match is not None else None
     return TurnReference(given, "--reference-answer") if given else None
 
 
@@ -127,5 +128,6 @@ def missing_turn_reference(case: Case) -> str:
     answers = case.reference.answers if case.reference else []
     if not answers:
         return "the case has no reference answer"
-    return (f"the case has no reference answer to this turn's question (none of the {len(answers)} in "
-            "reference.answers matches it, ignoring case and spacing) and no --reference-answer was given")
+    return (f"the case has no reference answer to this turn's question put to this role (none of the "
+            f"{len(answers)} in reference.answers matches it, ignoring case and spacing; --reference-answer "
+            "stands in only for a case without reference.answers)")

@@ -20,11 +20,13 @@ __all__ = [
     "coverage_warnings",
     "judging_coverage",
     "print_coverage",
+    "shortened_input",
     "wholly_not_evaluable",
 ]
 
-#: An outcome as the coverage counts it: (rubric, component, not_evaluable, reason).
-Outcome = tuple[str, str, bool, str | None]
+#: An outcome as the coverage counts it: (rubric, component, not_evaluable, reason), and optionally
+#: whether the item was judged on a shortened input (a whole-case record cut to fit the context).
+Outcome = tuple[str, str, bool, str | None] | tuple[str, str, bool, str | None, bool]
 
 TOP_REASONS = 3
 _REASON_CHARS = 240
@@ -37,14 +39,18 @@ def _short(reason: str | None) -> str:
 
 
 def coverage_of(outcomes: Iterable[Outcome], rubrics: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """Per (rubric, component), sorted: ``items``, ``judged``, ``not_evaluable`` and ``reasons`` (the
-    commonest not-evaluable reasons, commonest first, as ``[reason, count]``). A rubric named in
-    ``rubrics`` with no item at all gets a row with component ``-`` and 0 items."""
+    """Per (rubric, component), sorted: ``items``, ``judged``, ``not_evaluable``, ``shortened`` (items
+    judged on a whole-case record shortened to fit the judge's context) and ``reasons`` (the commonest
+    not-evaluable reasons, commonest first, as ``[reason, count]``). A rubric named in ``rubrics`` with
+    no item at all gets a row with component ``-`` and 0 items."""
     counts: dict[tuple[str, str], Counter[str]] = {}
     totals: Counter[tuple[str, str]] = Counter()
-    for rubric, component, not_evaluable, reason in outcomes:
+    cut: Counter[tuple[str, str]] = Counter()
+    for outcome in outcomes:
+        rubric, component, not_evaluable, reason = outcome[:4]
         key = (rubric, component)
         totals[key] += 1
+        cut[key] += bool(outcome[4]) if len(outcome) > 4 else 0
         reasons = counts.setdefault(key, Counter())
         if not_evaluable:
             reasons[_short(reason)] += 1
@@ -55,17 +61,27 @@ def coverage_of(outcomes: Iterable[Outcome], rubrics: Iterable[str] = ()) -> lis
         missing = sum(reasons.values())
         rows.append({"rubric": rubric, "component": component, "items": totals[(rubric, component)],
                      "judged": totals[(rubric, component)] - missing, "not_evaluable": missing,
+                     "shortened": cut[(rubric, component)],
                      "reasons": [[text, n] for text, n in reasons.most_common(TOP_REASONS)]})
     for rubric in sorted(set(rubrics) - seen):
         rows.append({"rubric": rubric, "component": "-", "items": 0, "judged": 0, "not_evaluable": 0,
-                     "reasons": []})
+                     "shortened": 0, "reasons": []})
     return rows
+
+
+def shortened_input(detail: dict[str, Any]) -> str:
+    """For an item judged on a whole-case record cut to fit the context: ``kept/total`` characters of
+    the stages shortened (consilium/judges/whole_case.py); "" when nothing was cut."""
+    cuts = (detail.get("whole_case_input") or {}).get("shortened") or []
+    if not cuts:
+        return ""
+    return f"{sum(c['kept_chars'] for c in cuts)}/{sum(c['total_chars'] for c in cuts)}"
 
 
 def judging_coverage(judgements: Iterable[Judgement], rubrics: Iterable[str] = ()) -> list[dict[str, Any]]:
     """:func:`coverage_of` over the items of judgement records."""
-    return coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason) for j in judgements for i in j.items),
-                       rubrics)
+    return coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason, bool(shortened_input(i.detail)))
+                        for j in judgements for i in j.items), rubrics)
 
 
 def wholly_not_evaluable(rows: list[dict[str, Any]]) -> list[str]:
@@ -96,7 +112,7 @@ def coverage_warnings(rows: list[dict[str, Any]]) -> list[str]:
 def coverage_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows flattened for a Markdown or CSV table: the reasons as ``reason ×n; …``."""
     return [{"rubric": r["rubric"], "component": r["component"], "items": r["items"], "judged": r["judged"],
-             "not_evaluable": r["not_evaluable"],
+             "not_evaluable": r["not_evaluable"], "shortened": r.get("shortened", 0),
              "commonest_reasons": "; ".join(f"{text} ×{n}" for text, n in r["reasons"])}
             for r in rows]
 
@@ -110,8 +126,10 @@ def print_coverage(rows: list[dict[str, Any]], out: TextIO | None = None, err: T
     print("judging coverage (per rubric and component: items judged, not evaluable, commonest reasons)", file=out)
     for row in rows:
         reasons = "; ".join(f"{text} ×{n}" for text, n in row["reasons"])
+        cut = row.get("shortened", 0)
         print(f"  {row['rubric']:<24} {row['component']:<15} {row['items']} items: {row['judged']} judged, "
-              f"{row['not_evaluable']} not evaluable" + (f" ({reasons})" if reasons else ""), file=out)
+              f"{row['not_evaluable']} not evaluable" + (f", {cut} on a shortened whole-case record" if cut else "")
+              + (f" ({reasons})" if reasons else ""), file=out)
     warnings = coverage_warnings(rows)
     for line in warnings:
         print(line, file=err)

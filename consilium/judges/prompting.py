@@ -79,10 +79,17 @@ def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candid
         if tag not in SECTIONS:
             raise ValueError(f"unknown judge prompt section {tag!r}")
         sections.append(untrusted(tag, text))
-    return (Message(role="system", content=_preamble(rubric)),
-            Message(role="user", content="\n\n".join(sections) + f"\n\n<task>\n{task}\n</task>", images=images,
+    system = Message(role="system", content=_preamble(rubric))
+    closing = f"<task>\n{task}\n</task>"
+    if not images:
+        return system, Message(role="user", content="\n\n".join(sections) + f"\n\n{closing}")
+    # Image parts follow their message's text, so the slides get a message of their own and the task
+    # a last one: the task still comes after every piece of case text, captions included (item 18).
+    return (system,
+            Message(role="user", content="\n\n".join(sections), images=images,
                     # A caption is case text: escaped in its own section, like every other (item 18).
-                    captions=tuple(untrusted("case", caption) for caption in captions)))
+                    captions=tuple(untrusted("case", caption) for caption in captions)),
+            Message(role="user", content=closing))
 
 
 def anchors_text(rubric: Rubric, criterion: Criterion) -> str:

@@ -146,7 +146,7 @@ def _decisions_task(rubric: Rubric, component: str, scope: Scope, locked: frozen
     return load_judge_prompt("four_decision").format(
         component=component, dimensions=dimensions, anchors=anchors_text(rubric, rubric.criteria[0]),
         scope=scope_text, rationale_max_chars=rubric.rationale_max_chars,
-        output_shape=decisions_shape(rubric, locked))
+        output_shape=decisions_shape(rubric, locked, scope == "frozen"))
 
 
 def _tasks(rubric: Rubric, case: Case, texts: dict[str, str], reference: str, setup: JudgeSetup,
@@ -194,8 +194,8 @@ def _tasks(rubric: Rubric, case: Case, texts: dict[str, str], reference: str, se
             # One call, one schema for the four scores (opentumorboard.txt App. C.3 L186); one item each.
             scope, locked = decision_scope(setup.scope, case, f"case {case.id}")
             add(component, "decisions", text, _decisions_task(rubric, component, scope, locked),
-                decisions_schema(rubric, locked), "decision", {})
-            call, once = tasks.pop(), _Once(partial_decisions(rubric, locked))
+                decisions_schema(rubric, locked, scope == "frozen"), "decision", {})
+            call, once = tasks.pop(), _Once(partial_decisions(rubric, locked, scope == "frozen"))
             tasks.extend(replace(call, criterion=c.id, once=once, detail={
                 "weight": c.weight, "scope": scope, "locked": c.id in locked}) for c in rubric.criteria_for(component))
         else:
@@ -259,10 +259,16 @@ async def _ask(relaxed: ChatModel, strict: ChatModel, task: _Task) -> JudgementI
     if task.unfit is not None:
         return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
                              reason=task.unfit, detail=task.detail)
-    if task.once is None:
-        parsed, error = await _answer(relaxed, strict, task)
-    else:
-        parsed, error = await task.once.answer(lambda: _answer(relaxed, strict, task))
+    try:
+        if task.once is None:
+            parsed, error = await _answer(relaxed, strict, task)
+        else:
+            parsed, error = await task.once.answer(lambda: _answer(relaxed, strict, task))
+    except (ModelError, BudgetExceededError) as exc:
+        # One failed call voids its own item only: a long whole-case prompt a server refuses (its
+        # context unknown here) must not take the per-output criteria of the trace with it.
+        return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
+                             reason=f"judge call failed: {_unplaced(str(exc))}", detail=task.detail)
     if parsed is None:
         return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
                              reason=f"invalid judge output, also under schema-constrained decoding: {error}",
@@ -332,12 +338,7 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
                           reason=f"the case has no reference {rubric.reference.replace('_', ' ')}")
             for c in wanted if c in texts]
     else:
-        try:
-            items = list(await asyncio.gather(*(_ask(relaxed, strict, t) for t in tasks)))
-        except (ModelError, BudgetExceededError) as exc:
-            items = [JudgementItem(component=t.component, criterion=t.criterion, score=None, not_evaluable=True,
-                                   reason=f"judge call failed: {_unplaced(str(exc))}",
-                                   detail=t.detail) for t in tasks]
+        items = list(await asyncio.gather(*(_ask(relaxed, strict, t) for t in tasks)))
     if not items:
         # The trace has none of the components asked for (a board rubric on a consilium trace, a failed
         # run): recorded as not evaluable, so the rubric shows in the coverage instead of vanishing.

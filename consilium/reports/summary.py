@@ -51,7 +51,8 @@ def rubric_summary(responses: list[Response], rubrics: set[str]) -> list[dict[st
     return rows
 
 
-def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int) -> list[Table]:
+def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int,
+                  arms: list[dict[str, str]] | None = None) -> list[Table]:
     """One table (or two) per rubric judged, except those in ``covered`` (already shown elsewhere)."""
     judged = {r.rubric for r in responses} - covered
     tables = []
@@ -72,9 +73,10 @@ def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: in
         tables.append(Table("npcbench_scores", f"NPCBench consultation score and error rates over evaluable "
                             f"responses (npcbench.txt, Eqs. A7–A8, Table A29); case-clustered bootstrap 95% CI, "
                             f"{bootstrap} resamples, seed {seed}; strict patient-level success (Eq. 1: every "
-                            "signed criterion of the case correct) with 95% Wilson and exact (Clopper–Pearson) "
-                            "intervals in percent",
-                            npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed)))
+                            "signed criterion of the case correct; a failed arm counts as a failure, "
+                            "strict_missing) with 95% Wilson and exact (Clopper–Pearson) intervals in percent",
+                            npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed,
+                                                failed=npcbench.failed_cases(arms or []))))
     if medbench.RUBRIC in judged:
         tables.append(Table("medbench_pass_at_k", "Neural-MedBench diagnostic accuracy, pass@1 and pass@k with "
                             "95% Wilson intervals (neural-medbench.txt, Evaluation Metrics, Confidence Intervals)",

@@ -61,9 +61,12 @@ async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> dict[st
         return {"stop_reason": "turn_limit", "floor": None}
     spoken = {t.role for t in turns if t.role != MODERATOR}
     must_close = open_floor and bool(turns) and left == 1  # the last turn is the moderator's closing
+    # With two turns left a question would take both (the moderator's and the answer), leaving none for
+    # the closing: only a pass (one turn) or the close itself keeps the meeting's end the moderator's.
+    may_ask = not (open_floor and bool(turns) and left == 2)
     move = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
                                       may_close=len(spoken) >= 2, must_close=must_close,
-                                      may_pass=bool(spoken), open_floor=open_floor)
+                                      may_pass=bool(spoken), open_floor=open_floor, may_ask=may_ask)
     number = len(turns) + 1
     if move.action == "close":
         return {"turns": [Turn(number=number, role=MODERATOR, text=move.message)],

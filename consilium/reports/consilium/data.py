@@ -238,4 +238,4 @@ def load_cohort_data(run_dir: Path) -> CohortData:
 def judgement_coverage(data: CohortData) -> list[dict[str, Any]]:
     """:func:`consilium.judges.coverage.coverage_of` over the cohort's judge items."""
     return coverage_of((r["rubric"], r["component"], r["not_evaluable"].strip().lower() == "true",
-                        r.get("reason") or None) for r in data.judgements)
+                        r.get("reason") or None, bool(r.get("shortened_input"))) for r in data.judgements)

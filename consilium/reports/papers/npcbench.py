@@ -23,7 +23,8 @@ from consilium.judges.scoring import signed_score
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import DIGITS, cluster_bootstrap, mean, pct, wilson
 
-__all__ = ["RUBRIC", "clopper_pearson", "element_correct", "npc_scores", "response_score", "strict_success"]
+__all__ = ["RUBRIC", "clopper_pearson", "element_correct", "failed_cases", "npc_scores", "response_score",
+           "strict_success"]
 
 RUBRIC = "npc-signed-criteria"
 
@@ -77,28 +78,44 @@ def _percent(bounds: tuple[float | None, float | None]) -> tuple[float | None, f
     return None if low is None else round(100 * low, 2), None if high is None else round(100 * high, 2)
 
 
-def _strict_columns(answers: list[tuple[str, list[JudgementItem]]]) -> dict[str, object]:
+def _strict_columns(answers: list[tuple[str, list[JudgementItem]]], missing: set[str]) -> dict[str, object]:
     """Strict over the patients (cases) of one model, variant and component: a patient's elements are
-    every signed criterion of its responses there (one per case in a cohort)."""
+    every signed criterion of its responses there (one per case in a cohort). A patient whose arm
+    failed has no answer, which Eq. 1 scores as incorrect (§4.1: P counts every patient): it is a
+    failure in P, counted in ``strict_missing`` so that it is seen."""
     patients: dict[str, list[JudgementItem]] = defaultdict(list)
     for case, items in answers:
         patients[case] += items
-    outcomes = [strict_success(items) for items in patients.values()]
+    missing = missing - set(patients)
+    outcomes = [strict_success(items) for items in patients.values()] + [False] * len(missing)
     known = [o for o in outcomes if o is not None]
     successes = sum(known)
     low, high = _percent(wilson(successes, len(known)))
     exact_low, exact_high = _percent(clopper_pearson(successes, len(known)))
-    return {"strict_n": successes, "strict_patients": len(known), "strict_not_evaluable": len(outcomes) - len(known),
+    return {"strict_n": successes, "strict_patients": len(known), "strict_missing": len(missing),
+            "strict_not_evaluable": len(outcomes) - len(known),
             "strict_pct": pct(successes, len(known)), "strict_ci_low": low, "strict_ci_high": high,
             "strict_exact_low": exact_low, "strict_exact_high": exact_high}
 
 
-def npc_scores(responses: list[Response], *, bootstrap: int, seed: int) -> list[dict[str, Any]]:
+def failed_cases(arms: list[dict[str, str]]) -> dict[tuple[str, str], set[str]]:
+    """(model, variant) → the cases whose arm did not complete (arms.csv rows), for Eq. 1's P."""
+    failed: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for arm in arms:
+        if arm.get("status") != "completed":
+            failed[(arm.get("model") or arm.get("model_spec", ""), arm.get("format", ""))].add(arm.get("case_id", ""))
+    return dict(failed)
+
+
+def npc_scores(responses: list[Response], *, bootstrap: int, seed: int,
+               failed: dict[tuple[str, str], set[str]] | None = None) -> list[dict[str, Any]]:
     """Per model, variant and component: O1 = the mean of R_i over V (items weighted equally, Eq. A7),
     its percentile 95 % interval from ``bootstrap`` case-clustered resamples (seeded), and
     ErrorRate_s = 100/|V| · Σ 1{H_i^s > 0} (Eq. A8) for s = major, minor, as a count and a percentage;
     and Strict (Eq. 1) over the evaluable patients: its count ``strict_n``, the patients ``strict_patients``
-    (P), those not evaluable, the percentage and its 95 % Wilson and Clopper–Pearson intervals, in percent."""
+    (P, failed arms included as failures and counted in ``strict_missing``: ``failed`` from
+    :func:`failed_cases`), those not evaluable, the percentage and its 95 % Wilson and Clopper–Pearson
+    intervals, in percent."""
     rows = []
     for (model, variant), group_responses in group(responses, RUBRIC).items():
         components: dict[str, list[tuple[str, list[JudgementItem]]]] = defaultdict(list)
@@ -118,5 +135,5 @@ def npc_scores(responses: list[Response], *, bootstrap: int, seed: int) -> list[
                          "score_mean": mean([value for _, (value, _, _) in scored]), "ci_low": low, "ci_high": high,
                          "major_error_n": majors, "major_error_pct": pct(majors, len(scored)),
                          "minor_error_n": minors, "minor_error_pct": pct(minors, len(scored)),
-                         **_strict_columns(answers)})
+                         **_strict_columns(answers, (failed or {}).get((model, variant), set()))})
     return rows

@@ -43,18 +43,23 @@ def _alignment(response: Response) -> float | None:
 
 
 def _decision_scores(response: Response) -> dict[str, int] | None:
-    """The judged dimension scores (−1 or 1–5) of one conclusion; None when no dimension was judged.
-    A dimension not evaluable is left out, as the judgement's own aggregate leaves it out: it enters
-    neither sum of App. E.2's weighted mean and never voids the dimensions that were judged (issue 15,
-    item 6); :func:`_partly_judged` counts the conclusions it happened to."""
-    scores = {i.criterion: int(i.score) for i in response.items if i.criterion in DIMENSIONS and i.score is not None}
-    return scores or None
+    """The judged dimension scores (−1 or 1–5) of one conclusion; None when it is not evaluable: no
+    dimension judged, or none judged in scope while some could not be judged (one of those may have
+    been in scope). A dimension not evaluable is left out, as the judgement's own aggregate leaves it
+    out: it enters neither sum of App. E.2's weighted mean and never voids the dimensions that were
+    judged (issue 15, item 6); :func:`_partly_judged` counts the conclusions it happened to."""
+    items = [i for i in response.items if i.criterion in DIMENSIONS]
+    scores = {i.criterion: int(i.score) for i in items if i.score is not None}
+    undecided = len(scores) < len(items)
+    if not scores or (undecided and all(s == -1 for s in scores.values())):
+        return None
+    return scores
 
 
 def _partly_judged(response: Response) -> bool:
-    """Some dimensions judged, some not evaluable."""
-    judged = [i.score is not None for i in response.items if i.criterion in DIMENSIONS]
-    return any(judged) and not all(judged)
+    """Scored on some dimensions while others were not evaluable."""
+    items = [i for i in response.items if i.criterion in DIMENSIONS]
+    return _decision_scores(response) is not None and any(i.score is None for i in items)
 
 
 @lru_cache(maxsize=1)
