@@ -19,7 +19,7 @@ demo: install
 	$(BIN)/python -m consilium simulate --case $(CASE)
 
 dev: venv
-	$(PIP) -e '.[dev]'
+	$(PIP) -e '.[dev,ray]'
 
 test: dev
 	$(BIN)/python -m pytest

@@ -114,7 +114,7 @@ def test_resume_skips_finished_arms(tmp_path: Path, capsys: pytest.CaptureFixtur
     model = write(tmp_path, "p.json", PANEL)
     assert main(["cohort", "--cases", str(cases), "--model", model, "--out", str(out)]) == 0
     [run_dir] = list(out.iterdir())
-    finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*.trace.json")}
+    finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*/*.trace.json")}
     victim = sorted(finished)[0]
     victim.unlink()  # as if the process had been killed before this arm finished
     capsys.readouterr()

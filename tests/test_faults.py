@@ -90,7 +90,7 @@ def test_a_cohort_killed_midway_resumes_without_repeating_finished_calls(tmp_pat
         child.wait(timeout=30)
         assert progress is not None, "the cohort did not get far enough before the deadline"
         run_dir = progress.parent
-        finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*.trace.json")}
+        finished = {p: p.stat().st_mtime_ns for p in run_dir.glob("arms/*/*/*.trace.json")}
         assert not list(run_dir.rglob(".*.tmp")), "a half-written file was left behind"
         before = server.requests
         assert main(["cohort", *common, "--resume", str(run_dir)]) == 0
@@ -100,7 +100,7 @@ def test_a_cohort_killed_midway_resumes_without_repeating_finished_calls(tmp_pat
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())  # finished arms untouched
     # After the resume the server sees only calls that no finished arm had made: calls an interrupted
     # arm had completed come back from the response cache (marked cached in its trace).
-    resumed = [read_trace(p) for p in run_dir.glob("arms/*/*.trace.json") if p not in finished]
+    resumed = [read_trace(p) for p in run_dir.glob("arms/*/*/*.trace.json") if p not in finished]
     uncached = sum(1 for t in resumed for c in t.calls if not c.cached)
     assert resumed and after - before <= uncached, (after - before, uncached)
     print(f"killed after {len(finished)} finished traces ({before} requests); the resume made {after - before} "

@@ -185,3 +185,29 @@ def test_the_coverage_counts_items_judged_on_a_shortened_record(tmp_path: Path,
     assert len(cut) == 3
     out = capsys.readouterr().out
     assert "3 on a shortened whole-case record" in out
+
+
+def test_judgements_csv_shows_which_items_saw_a_shortened_record(tmp_path: Path) -> None:
+    """judgements.csv, what a researcher filters on, says for each whole-case item how much of the
+    record the judge saw (kept/total characters of the stages cut); per-output items stay empty."""
+    import csv
+
+    panel = tmp_path / "panel.json"
+    panel.write_text(json.dumps(panel_script(opinion="WCQ-opinion {role} " + "favours myocarditis. " * 150)))
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(json.dumps({"model": "j", "n_ctx": 3800, "rules": [
+        {"stage": "judge", "json": {"rationale": "scored", "score": 2}}]}))
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(CASE), "--formats", "free-form", "--model", f"scripted:{panel}",
+                 "--judge", "ai-consilium", "--judge-model", f"scripted:{judge_file}", "--out", str(out)]) == 0
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    rows = list(csv.DictReader((run_dir / "judgements.csv").read_text().splitlines()))
+    [record] = run_dir.rglob("*.judge.ai-consilium.json")
+    judgement = Judgement.model_validate_json(record.read_text())
+    assert len(rows) == len(judgement.items) and sum(bool(r["shortened_input"]) for r in rows) == 3
+    for row in rows:
+        item = next(i for i in judgement.items if (i.component, i.criterion) == (row["component"], row["criterion"]))
+        cuts = (item.detail.get("whole_case_input") or {}).get("shortened") or []
+        expected = f"{sum(c['kept_chars'] for c in cuts)}/{sum(c['total_chars'] for c in cuts)}" if cuts else ""
+        assert row["shortened_input"] == expected
+        assert bool(expected) == (row["criterion"] in WHOLE)

@@ -27,6 +27,7 @@ from consilium.cli.options import (
     positive_int,
     run_config,
 )
+from consilium.cohort.index import INDEX_FIELDS, ArmIndex
 from consilium.cohort.manifest import (
     CohortManifest,
     CohortSettings,
@@ -37,6 +38,7 @@ from consilium.cohort.manifest import (
     read_manifest,
     write_cohort_manifest,
 )
+from consilium.cohort.progress import ArmTally
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.cohort.run import (
     ARM_COLUMNS,
@@ -49,22 +51,24 @@ from consilium.cohort.run import (
     run_cohort,
     write_csv,
 )
+from consilium.cohort.tables import CsvLog
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.graphs.board import BoardConfig
 from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.answers import Scope, check_scope
-from consilium.judges.coverage import judging_coverage, print_coverage
+from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
+from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
-from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.log import attach_run_log, get_logger, log_file
 from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.redact import redact_url
 from consilium.simulate import RunModels
-from consilium.traces.io import new_run_id, read_trace
+from consilium.traces.io import new_run_id
 
 __all__ = ["register", "run"]
 
@@ -97,7 +101,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                         help="finish an interrupted cohort with its own settings (from its manifest.json)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/)")
+    from consilium.cli import cohort_merge_cmd
+    from consilium.cohort.shard import shard_arg
+
+    parser.add_argument("--shard", type=shard_arg, default=None, metavar="I/N",
+                        help="run only shard I of N of the cases (by a hash of the case id); join the N shard "
+                             "folders with `cohort merge` (docs/scale.md)")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="run the cases as Ray tasks, one partition per CPU of the cluster at ADDRESS "
+                             "(default: $RAY_ADDRESS, else a local Ray); needs pip install consilium[ray]")
     parser.set_defaults(func=run)
+    cohort_merge_cmd.register(parser)
 
 
 Mode = Literal["agents", "single"]
@@ -309,11 +323,15 @@ def _resume_plan(args: argparse.Namespace) -> Plan:
 
 
 def run(args: argparse.Namespace) -> int:
+    from consilium.cli import cohort_scale_cmd  # --shard, --ray: the same plan, run beyond this process
+
+    if cohort_scale_cmd.wanted(args):
+        return cohort_scale_cmd.run(args)
     plan = _resume_plan(args) if args.resume is not None else _new_plan(args)
     s = plan.settings
     arms = [CohortArm(case, spec, tuple(s.variants), s.protocol, plan.images.get(case.id, ()))
             for case in plan.cases for spec in s.models]
-    check_arm_paths(arms)
+    check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
     # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
     models = {spec: build_model(spec, plan.options) for spec in s.models}
     judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
@@ -344,6 +362,7 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
     run_id = run_dir.name
     stacks = {spec: RunModels(panel=model, moderator=model) for spec, model in models.items()}  # one limit per spec
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    tally = ArmTally()  # running counts: re-summing every row on each arm is quadratic
     total = len(arms) * len(s.variants)
     started = time.perf_counter()
     on_terminal = sys.stderr.isatty()
@@ -351,22 +370,29 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
                         TextColumn("failed {task.fields[failed]} · {task.fields[tokens]:,} tokens"),
                         TimeRemainingColumn(), disable=not on_terminal, transient=True)
     task = progress.add_task("arms", total=total, failed=0, tokens=0)
+    # arms.csv grows row by row as arms finish (complete at every moment), then is rewritten sorted.
+    arms_log = CsvLog(run_dir / "arms.csv", (*ARM_COLUMNS, *_variant_columns(s.protocol)))
 
     def on_done(row: dict[str, Any]) -> None:
-        rows[(row["case_id"], row["model_spec"], row["format"])] = row
+        key = (row["case_id"], row["model_spec"], row["format"])
         if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
             append_jsonl(run_dir / "arms.jsonl", row)
-        failed = sum(r["status"] != "completed" for r in rows.values())
-        tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows.values())
-        progress.update(task, advance=1, failed=failed, tokens=tokens)
+        row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}
+        tally.add(row, rows.get(key))
+        rows[key] = row
+        arms_log.append([row])
+        progress.update(task, advance=1, failed=tally.failed, tokens=tally.tokens)
         log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
                  status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
-        if not on_terminal:  # a batch job's log shows progress, one line per arm
+        if not on_terminal:  # a batch job's log shows progress, one line per arm, with the bar's counts
             note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
-            print(f"[{len(rows)}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
-                  f"{row['status']}{note}", file=sys.stderr, flush=True)
+            print(f"[{tally.done}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
+                  f"{row['status']}{note} · failed {tally.failed} · {tally.tokens:,} tokens", file=sys.stderr,
+                  flush=True)
 
-    cohort = CohortRun(run_dir=run_dir, run_id=run_id, config=plan.config, on_done=on_done)
+    resumed = plan.manifest is not None
+    cohort = CohortRun(run_dir=run_dir, run_id=run_id, config=plan.config, on_done=on_done, layout=manifest.layout,
+                       index=ArmIndex.read(run_dir / "arms.jsonl") if resumed else ArmIndex())
 
     async def go() -> None:
         try:
@@ -379,7 +405,7 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
         return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
 
     try:
-        with progress:
+        with arms_log, progress:
             aio.run(go())
     finally:
         write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)  # the arms finished, even if stopped
@@ -402,40 +428,59 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
     return 0
 
 
+def _variant_columns(protocol: str) -> tuple[str, ...]:
+    """The columns a protocol's arms add to :data:`ARM_COLUMNS` (consilium/cohort/run.py arm_row, board_row)."""
+    if protocol == "board":
+        return ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
+    return ("rounds", "r1_dissent", "roles")
+
+
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     completed = sum(r["status"] == "completed" for r in rows)
     return {"arms": len(rows), "completed": completed, "failed": len(rows) - completed,
             "resumed": sum(bool(r.get("resumed")) for r in rows)}
 
 
+#: The columns of judgements.csv, in order.
+JUDGEMENT_COLUMNS = ("case_id", "model", "format", "rubric", "component", "criterion", "score", "calibrated_score",
+                     "not_evaluable", "reason", "shortened_input", "judgement")
+
+
 def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel) -> list[Path]:
+    """Every completed arm with every rubric, as many judgements at a time as the cohort's concurrency,
+    each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
+    at the end the file is rewritten atomically in rubric, then arms.csv, order."""
     setup = JudgeSetup(model=model, scope=plan.scope)
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
-    table: list[dict[str, Any]] = []
+    jobs = [(rubric, path) for rubric in plan.rubrics for path in paths]
+    tables: dict[int, list[dict[str, Any]]] = {}
     judgements: list[Judgement] = []
+    csv_log = CsvLog(run_dir / "judgements.csv", JUDGEMENT_COLUMNS)
+
+    def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
+        out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
+        write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
+        judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
+        variant = f"board-{judgement.variant}" if trace.kind == "board" else judgement.variant
+        tables[position] = [{"case_id": judgement.case_id, "model": trace.model, "format": variant,
+                             "rubric": rubric.name, "component": item.component, "criterion": item.criterion,
+                             "score": item.score, "calibrated_score": item.calibrated_score,
+                             "not_evaluable": item.not_evaluable, "reason": item.reason or "",
+                             # kept/total characters of a whole-case record cut to fit the judge's context
+                             "shortened_input": shortened_input(item.detail),
+                             "judgement": relative(out, run_dir)} for item in judgement.items]
+        csv_log.append(tables[position])
 
     async def go() -> None:
         try:
-            for rubric in plan.rubrics:
-                for path in paths:
-                    trace = read_trace(path)
-                    judgement = await judge_trace(trace, path.name, rubric, setup)
-                    judgements.append(judgement)
-                    out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
-                    write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
-                    for item in judgement.items:
-                        variant = f"board-{judgement.variant}" if trace.kind == "board" else judgement.variant
-                        table.append({"case_id": judgement.case_id, "model": trace.model,
-                                      "format": variant, "rubric": rubric.name,
-                                      "component": item.component, "criterion": item.criterion, "score": item.score,
-                                      "calibrated_score": item.calibrated_score,
-                                      "not_evaluable": item.not_evaluable, "reason": item.reason or "",
-                                      "judgement": relative(out, run_dir)})
+            await judge_files(jobs, setup, done, limit=max(1, plan.settings.concurrency))
         finally:
             await model.aclose()
 
-    aio.run(go())
-    path = write_csv(run_dir / "judgements.csv", table)
+    with csv_log:
+        aio.run(go())
+    path = write_csv(run_dir / "judgements.csv", [row for position in sorted(tables) for row in tables[position]],
+                     fields=JUDGEMENT_COLUMNS)
     # Per rubric and component: judged, not evaluable, the commonest reasons; a rubric of which nothing
     # could be judged is a warning on stderr, never a rubric silently missing from the tables.
     print_coverage(judging_coverage(judgements, [r.name for r in plan.rubrics]))

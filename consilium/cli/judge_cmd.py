@@ -1,9 +1,13 @@
-"""``consilium judge``: score traces with a rubric judge and write a judgement beside each trace."""
+"""``consilium judge``: score traces with a rubric judge and write a judgement beside each trace.
+
+Traces are judged as many at a time as the judge model's ``--max-concurrency``, each read as its
+judgement starts (consilium/judges/many.py), so judging a folder of 200k traces holds a handful in
+memory, not all of them.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from consilium import aio
@@ -15,9 +19,10 @@ from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
 from consilium.judges.answers import SCOPES, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage
+from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
-from consilium.judges.rubric import COMPONENTS, load_rubric, rubric_names
-from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
+from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
 from consilium.traces.io import read_trace
@@ -85,28 +90,36 @@ def run(args: argparse.Namespace) -> int:
                         f"(it scores {', '.join(rubric.components)})")
     calibration = load_calibration(args.calibration, rubric.name) if args.calibration else None
     files = trace_files(args.paths)
-    traces = [(path, read_trace(path)) for path in files]
+    # Only --scope frozen with a four-decision rubric needs every case before judging: they are read
+    # one at a time for it, and let go.
     check_scope(args.scope, [rubric], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
-                                       for path, trace in traces))
-    model = build_model(spec, model_options(args))
+                                       for path in files for trace in (read_trace(path),)))
+    options = model_options(args)
+    model = build_model(spec, options)
     setup = JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                 timeout_s=args.timeout or 120.0),
                        max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
                        scope=args.scope)
+    finished: dict[int, tuple[Path, Path, Judgement]] = {}
 
-    async def go() -> list[Judgement]:
+    def done(position: int, path: Path, trace: AnyTrace, used: Rubric, judgement: Judgement) -> None:
+        if args.calibration is not None:
+            judgement = _calibrate(judgement, calibration, args.calibration)
+        out = write_text_atomic(judgement_path(path, used.name), judgement.model_dump_json(indent=2) + "\n")
+        finished[position] = (path, out, judgement.model_copy(update={"calls": []}))  # its calls are in its file
+
+    async def go() -> None:
         try:
-            return list(await asyncio.gather(*(judge_trace(trace, path.name, rubric, setup, args.component)
-                                               for path, trace in traces)))
+            await judge_files(((rubric, path) for path in files), setup, done, limit=options.max_concurrency,
+                              components=args.component)
         finally:
             await model.aclose()
 
-    judgements = aio.run(go())
-    if args.calibration is not None:
-        judgements = [_calibrate(j, calibration, args.calibration) for j in judgements]
+    aio.run(go())
+    judgements = [finished[position][2] for position in sorted(finished)]
     print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")
-    for (path, _), judgement in zip(traces, judgements, strict=True):
-        out = write_text_atomic(judgement_path(path, rubric.name), judgement.model_dump_json(indent=2) + "\n")
+    for position in sorted(finished):
+        path, out, judgement = finished[position]
         print(f"== {path.name} -> {out.name} ({judgement.wall_s:.1f} s, {judgement.usage.total.calls} calls)")
         for component, summary in judgement.aggregates.items():
             shown = {k: v for k, v in summary.items() if k not in ("scores", "items")}

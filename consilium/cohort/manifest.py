@@ -4,7 +4,8 @@ The manifest is written when a cohort starts (``status: running``) and completed
 (``completed``, or ``aborted`` with the reason), so a killed cohort always has one. It holds every
 setting the cohort ran with — never a secret: API keys come from the environment, and a base URL's
 credentials are masked — so ``cohort --resume RUN_DIR`` alone finishes the same cohort
-(docs/cohorts.md, "Resuming").
+(docs/cohorts.md, "Resuming"). Version 1.2 records where the traces go (``layout``); a 1.1 manifest
+is upgraded on read to ``layout: flat``, the one folder per model it was made with.
 """
 
 from __future__ import annotations
@@ -21,12 +22,30 @@ from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.traces.io import _git_revision, package_versions
+from consilium.traces.versions import Step, upgrade
 
 __all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ModelSettings", "RunLock", "clean_temp_files",
            "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
-COHORT_MANIFEST_VERSION = "1.1"
+COHORT_MANIFEST_VERSION = "1.2"
+
+
+def _manifest_1_1(data: dict[str, Any]) -> dict[str, Any]:
+    """1.1 → 1.2: a 1.1 cohort kept every trace of a model in one folder. A 1.1 cohort may also have
+    started before the shared length budget or the open board discussion (issue 15, items 4 and 11):
+    its run settings then lack ``lengths`` / ``discussion`` and read as what it ran, ``legacy`` and
+    ``alternating``, so a resumed cohort never mixes the protocols of its arms."""
+    settings = data.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("config"), dict):
+        config = dict(settings["config"])
+        config.setdefault("discussion" if settings.get("protocol") == "board" else "lengths",
+                          "alternating" if settings.get("protocol") == "board" else "legacy")
+        data = {**data, "settings": {**settings, "config": config}}
+    return {**data, "schema_version": "1.2", "layout": "flat"}
+
+
+MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1)}
 
 
 class ModelSettings(BaseModel):
@@ -64,14 +83,18 @@ class CohortSettings(BaseModel):
         default=None, description="the four-decision scope protocol (--scope); None: each case's default")
     concurrency: int
     model: ModelSettings
+    shard: str | None = Field(default=None, description='"I/N": the folder holds shard I of N of the cases '
+                              "(cohort --shard; consilium/cohort/shard.py); None: every case")
 
 
 class CohortManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.1"] = "1.1"
+    schema_version: Literal["1.2"] = "1.2"
     kind: Literal["cohort"] = "cohort"
     run_id: str
+    layout: Literal["sharded", "flat"] = Field(
+        default="sharded", description="arms/<model>/<2 hex of sha256(case id)>/ (sharded) or arms/<model>/ (flat)")
     status: Literal["running", "completed", "aborted"]
     created_at: str
     updated_at: str
@@ -117,9 +140,10 @@ def read_manifest(run_dir: Path) -> CohortManifest:
         raise UserError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("kind") != "cohort":
         raise UserError(f"{path}: kind: not a cohort manifest (only cohorts resume)")
-    if data.get("schema_version") != COHORT_MANIFEST_VERSION:
+    if data.get("schema_version") not in (*MANIFEST_STEPS, COHORT_MANIFEST_VERSION):
         raise UserError(f"{path}: schema_version: {data.get('schema_version')!r} is not supported "
-                        f"(this consilium resumes {COHORT_MANIFEST_VERSION})")
+                        f"(this consilium resumes {', '.join([*MANIFEST_STEPS, COHORT_MANIFEST_VERSION])})")
+    data = upgrade(data, current=COHORT_MANIFEST_VERSION, steps=MANIFEST_STEPS, where=str(path))
     try:
         return CohortManifest.model_validate(data)
     except ValidationError as exc:

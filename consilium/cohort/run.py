@@ -4,7 +4,9 @@ One role assignment per (case, model) is shared by both formats (ai-consilium.tx
 most ``concurrency`` model calls are in flight across all arms (the shared model stack's limit), a
 failing arm is recorded with its stage and error and the cohort goes on, and each arm's trace is
 written as soon as it finishes, so memory stays flat and an interrupted cohort resumes by skipping
-arms whose trace is complete (re-used calls come from the response cache).
+arms whose trace is complete (re-used calls come from the response cache). Traces go into
+``arms/<model folder>/<2 hex of sha256(case id)>/``, 256 folders per model, so no folder holds
+hundreds of thousands of files; cohorts made before (manifest 1.1) keep their flat folders.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +25,7 @@ from consilium.agents.prompting import prompt_hashes
 from consilium.board.run import run_board
 from consilium.cases import Case, case_files, load_case
 from consilium.cases.agentclinic import read_agentclinic
+from consilium.cohort.index import ArmIndex, file_sha256, settings_digest
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board import BoardConfig
@@ -37,8 +41,10 @@ log = get_logger(__name__)
 
 __all__ = [
     "ARM_COLUMNS",
+    "LAYOUTS",
     "CohortArm",
     "CohortRun",
+    "Layout",
     "append_jsonl",
     "arm_path",
     "arm_row",
@@ -102,16 +108,26 @@ def model_folder(model_spec: str) -> str:
     return f"{_slug(model_spec)}-{hashlib.sha256(model_spec.encode('utf-8')).hexdigest()[:10]}"
 
 
-def arm_path(run_dir: Path, case_id: str, model_spec: str, fmt: str) -> Path:
-    return run_dir / "arms" / model_folder(model_spec) / f"{case_id}.{fmt}.trace.json"
+#: Where a cohort's traces go: ``sharded`` (manifest 1.2 on) or ``flat`` (older cohorts, resumed as they were).
+Layout = Literal["sharded", "flat"]
+LAYOUTS: tuple[Layout, ...] = ("sharded", "flat")
 
 
-def check_arm_paths(arms: list[CohortArm]) -> None:
+def arm_path(run_dir: Path, case_id: str, model_spec: str, fmt: str, layout: Layout = "sharded") -> Path:
+    """``arms/<model folder>/<shard>/<case>.<variant>.trace.json``; the shard is the first two hex digits
+    of the case id's SHA-256, so a case's variants share a folder. ``flat`` leaves the shard out."""
+    folder = run_dir / "arms" / model_folder(model_spec)
+    if layout == "sharded":
+        folder = folder / hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:2]
+    return folder / f"{case_id}.{fmt}.trace.json"
+
+
+def check_arm_paths(arms: list[CohortArm], layout: Layout = "sharded") -> None:
     """Refuse a cohort in which two arms would write the same trace file."""
     seen: dict[Path, tuple[str, str]] = {}
     for arm in arms:
         for fmt in arm.formats:
-            path = arm_path(Path("."), arm.case.id, arm.model_spec, fmt)
+            path = arm_path(Path("."), arm.case.id, arm.model_spec, fmt, layout)
             key = Path(str(path).casefold())  # one file on a case-insensitive disk
             if key in seen and seen[key] != (arm.model_spec, arm.case.id):
                 other_spec, other_case = seen[key]
@@ -186,13 +202,36 @@ def _failed_row(arm: CohortArm, fmt: str, exc: BaseException) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class CohortRun:
-    """What every arm of one cohort shares: where it writes, its id, the settings a finished trace
-    must have been made with to be reused, and who hears of each finished arm."""
+    """What every arm of one cohort shares: where it writes (and in which layout), its id, the settings a
+    finished trace must have been made with to be reused, who hears of each finished arm, the
+    ``arms.jsonl`` index a resume reuses finished arms from, and the reader of a trace it must read."""
 
     run_dir: Path
     run_id: str
     config: ConsiliumConfig | BoardConfig
     on_done: Callable[[dict[str, Any]], None]
+    layout: Layout = "sharded"
+    index: ArmIndex = field(default_factory=ArmIndex)
+    read: Callable[[Path], AnyTrace] = read_trace
+
+    @cached_property
+    def expected(self) -> dict[str, Any]:
+        """The run settings a reusable trace records (its ``config``), prompt files included."""
+        return {**self.config.model_dump(mode="json"), "prompts": prompt_hashes()}
+
+    def path(self, arm: CohortArm, variant: str) -> Path:
+        return arm_path(self.run_dir, arm.case.id, arm.model_spec, variant, self.layout)
+
+    def settings(self, arm: CohortArm) -> str:
+        return settings_digest(self.expected, arm.model_spec, arm.case.content_hash())
+
+    def indexed(self, path: Path, arm: CohortArm, variant: str) -> dict[str, Any] | None:
+        """The arm's row from ``arms.jsonl`` when its trace is unchanged since it was written there
+        (same SHA-256, same settings): the trace is then not read again."""
+        key = (arm.case.id, arm.model_spec, variant)
+        if key not in self.index.rows:
+            return None
+        return self.index.reusable(key, relative(path, self.run_dir), path, self.settings(arm))
 
     def finished(self, path: Path, arm: CohortArm) -> AnyTrace | None:
         """The completed trace at ``path``, if there is one, after checking it was made for this arm
@@ -200,7 +239,7 @@ class CohortRun:
         if not path.is_file():
             return None
         try:
-            trace = read_trace(path)
+            trace = self.read(path)
         except UserError:
             return None  # unreadable (an older crash): run the arm again
         if trace.status != "completed":
@@ -209,8 +248,7 @@ class CohortRun:
             raise UserError(f"{path}: case_hash: the trace was made from another version of case {arm.case.id!r}")
         if trace.model_spec is not None and trace.model_spec != arm.model_spec:
             raise UserError(f"{path}: model_spec: made with {trace.model_spec!r}, not {arm.model_spec!r}")
-        expected = {**self.config.model_dump(mode="json"), "prompts": prompt_hashes()}
-        changed = sorted(k for k, v in expected.items() if trace.config.get(k) != v)
+        changed = sorted(k for k, v in self.expected.items() if trace.config.get(k) != v)
         if changed:
             raise UserError(f"{path}: config.{changed[0]}: the trace was made under other settings than this "
                             "cohort's (move it away to run the arm again)")
@@ -219,13 +257,20 @@ class CohortRun:
     def write(self, trace: AnyTrace, arm: CohortArm, path: Path) -> None:
         trace = trace.model_copy(update={"model_spec": arm.model_spec})
         write_trace(path, trace)
-        self.on_done({**_row(trace, arm.model_spec, path, self.run_dir), "resumed": False})
+        # The index fields go to arms.jsonl only (consilium/cohort/index.py): the file as written, and
+        # the settings it was made under.
+        self.on_done({**_row(trace, arm.model_spec, path, self.run_dir), "resumed": False,
+                      "trace_sha256": file_sha256(path) or "", "arm_settings": self.settings(arm)})
 
 
 async def _run_board_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
     assert isinstance(run.config, BoardConfig)
     for mode in arm.formats:
-        path = arm_path(run.run_dir, arm.case.id, arm.model_spec, f"board-{mode}")
+        path = run.path(arm, f"board-{mode}")
+        row = run.indexed(path, arm, f"board-{mode}")
+        if row is not None:
+            run.on_done({**row, "resumed": True})
+            continue
         done = run.finished(path, arm)
         if done is not None:
             run.on_done({**_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
@@ -246,21 +291,31 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
     assert isinstance(run.config, ConsiliumConfig)
     todo: list[str] = []
     roles, shared_calls = None, None
-    for fmt in arm.formats:  # re-use a finished format's role assignment
-        path = arm_path(run.run_dir, arm.case.id, arm.model_spec, fmt)
+    indexed: list[str] = []
+    for fmt in arm.formats:
+        path = run.path(arm, fmt)
+        row = run.indexed(path, arm, fmt)  # unchanged since arms.jsonl recorded it: reused unread
+        if row is not None:
+            indexed.append(fmt)
+            run.on_done({**row, "resumed": True})
+            continue
         done = run.finished(path, arm)
         if done is None:
             todo.append(fmt)
             continue
-        assert isinstance(done, Trace)
+        assert isinstance(done, Trace)  # re-use a finished format's role assignment
         roles, shared_calls = done.roles, [c for c in done.calls if c.stage == "role_assignment"]
         run.on_done({**arm_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
+    if todo and roles is None and indexed:  # a format must run: it needs the assignment of one reused unread
+        done = run.finished(run.path(arm, indexed[0]), arm)
+        if isinstance(done, Trace):
+            roles, shared_calls = done.roles, [c for c in done.calls if c.stage == "role_assignment"]
     if not todo:
         return
     written: set[str] = set()
 
     def write(trace: Trace) -> None:
-        run.write(trace, arm, arm_path(run.run_dir, arm.case.id, arm.model_spec, trace.format))
+        run.write(trace, arm, run.path(arm, trace.format))
         written.add(trace.format)
 
     try:

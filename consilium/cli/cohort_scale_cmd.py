@@ -1,0 +1,181 @@
+"""``cohort --shard I/N`` and ``cohort --ray [ADDRESS]``: a cohort beyond one process.
+
+``--shard`` runs the cases of one partition (consilium/cohort/shard.py) as an ordinary local cohort
+whose manifest records the shard; ``cohort merge`` joins the shards. ``--ray`` runs the partitions as
+Ray tasks (consilium/cohort/ray_run.py) and writes here, from each arm streamed back, the run folder a
+local cohort writes. Both take the plan from the local cohort (consilium/cli/cohort_cmd.py), so a flag
+means the same with and without them, and a resume of either folder is an ordinary ``--resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from consilium import aio
+from consilium.cohort import ray_run
+from consilium.cohort.index import INDEX_FIELDS
+from consilium.cohort.manifest import (
+    MANIFEST,
+    CohortManifest,
+    RunLock,
+    clean_temp_files,
+    new_manifest,
+    write_cohort_manifest,
+)
+from consilium.cohort.run import ARM_COLUMNS, CohortArm, append_jsonl, check_arm_paths, write_csv
+from consilium.cohort.shard import Shard
+from consilium.errors import UserError
+from consilium.fileio import make_folder, write_text_atomic
+from consilium.log import attach_run_log, get_logger, log_file
+from consilium.models import ChatModel
+from consilium.models.factory import build_model
+
+if TYPE_CHECKING:
+    from consilium.cli.cohort_cmd import Plan
+
+__all__ = ["run", "wanted"]
+
+log = get_logger(__name__)
+
+
+def _resumed_shard(run_dir: Path) -> str | None:
+    """The shard a folder's manifest records, if it is readable (else the ordinary resume reports it)."""
+    try:
+        data = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    settings = data.get("settings") if isinstance(data, dict) else None
+    shard = settings.get("shard") if isinstance(settings, dict) else None
+    return shard if isinstance(shard, str) else None
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether this cohort is a shard or runs on Ray (a resumed shard folder stays a shard)."""
+    return (getattr(args, "shard", None) is not None or getattr(args, "ray", None) is not None
+            or (args.resume is not None and _resumed_shard(args.resume) is not None))
+
+
+def _shard_plan(plan: Plan, flag: Shard | None) -> Plan:
+    """The plan with its cases cut to the shard's (the manifest keeps every case's hash, so a resume
+    checks the whole folder of cases, and records the shard)."""
+    kept = plan.manifest.settings.shard if plan.manifest is not None else None
+    if plan.manifest is not None and flag is not None and str(flag) != kept:
+        raise UserError(f"--shard: {str(flag)!r} differs from the resumed cohort's {kept!r} "
+                        f"({plan.run_dir}/manifest.json); a resumed cohort keeps its settings")
+    shard = flag or (Shard.parse(kept) if kept else None)
+    if shard is None:
+        return plan
+    settings = plan.settings.model_copy(update={"shard": str(shard)})
+    return dataclasses.replace(plan, cases=[c for c in plan.cases if shard.holds(c.id)], settings=settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    from consilium.cli import cohort_cmd as local  # it dispatches here: imported late, no cycle
+
+    address: str | None = getattr(args, "ray", None)
+    if address is not None:
+        ray_run.require_ray()  # before anything is read or written
+    plan = _shard_plan(local._resume_plan(args) if args.resume is not None else local._new_plan(args),
+                       getattr(args, "shard", None))
+    s = plan.settings
+    arms = [CohortArm(case, spec, tuple(s.variants), s.protocol, plan.images.get(case.id, ()))
+            for case in plan.cases for spec in s.models]
+    check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
+    # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
+    models = {spec: build_model(spec, plan.options) for spec in s.models}
+    judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
+    joined = False
+    if address is not None:
+        aio.run(_close(models))  # each Ray worker opens its own
+        joined = ray_run.connect(address or None)
+    make_folder(plan.run_dir)
+    try:
+        with RunLock(plan.run_dir):
+            attach_run_log(plan.run_dir)
+            if plan.manifest is not None:
+                removed = clean_temp_files(plan.run_dir)
+                log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
+                manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
+            else:
+                manifest = new_manifest(plan.run_dir.name, list(sys.argv), s, plan.config.seed)
+            write_cohort_manifest(plan.run_dir, manifest)
+            try:
+                if address is None:
+                    return int(local._execute(plan, arms, models, judge, manifest))
+                return _execute_on_ray(plan, arms, judge, manifest)
+            except Exception as exc:
+                reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
+                write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted",
+                                                                                "error": reason}))
+                if isinstance(exc, UserError):
+                    raise UserError(f"cohort stopped: {exc}") from None
+                raise
+    finally:
+        if joined:
+            ray_run.require_ray().shutdown()
+
+
+async def _close(models: dict[str, ChatModel]) -> None:
+    for model in models.values():
+        await model.aclose()
+
+
+def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, manifest: CohortManifest) -> int:
+    """What the local cohort's ``_execute`` does, with the arms run by Ray tasks: each streamed arm's
+    trace is written at its relative path, then its row appended, as a local arm's is."""
+    from consilium.cli import cohort_cmd as local
+
+    run_dir, s = plan.run_dir, plan.settings
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    total = len(arms) * len(s.variants)
+    started = time.perf_counter()
+    root = run_dir.resolve()
+
+    def table() -> list[dict[str, Any]]:
+        return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
+
+    parts = ray_run.partitions(arms, run_dir, manifest.layout)
+    log.info("cohort_on_ray", run_id=run_dir.name, partitions=len(parts), arms=total)
+    try:
+        for row, text in ray_run.stream(parts, plan.options, plan.config, run_dir.name, max(1, s.concurrency),
+                                        manifest.layout):
+            if text is not None:
+                target = (run_dir / row["trace"]).resolve()
+                if not target.is_relative_to(root):
+                    raise UserError(f"{row['trace']}: a worker's trace path points outside {run_dir}")
+                write_text_atomic(target, text)
+            if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
+                append_jsonl(run_dir / "arms.jsonl", row)
+            row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}  # arms.jsonl's own
+            rows[(row["case_id"], row["model_spec"], row["format"])] = row
+            log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
+                     status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
+            note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
+            print(f"[{len(rows)}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
+                  f"{row['status']}{note}", file=sys.stderr, flush=True)
+    finally:
+        write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)
+    arms_csv = run_dir / "arms.csv"
+    judged = local._judge(table(), plan, run_dir, judge) if judge is not None else []
+    done_rows = table()
+    counts = local._counts(done_rows)
+    traces = [r["trace"] for r in done_rows if r.get("trace")]
+    write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
+                                                                "counts": counts}))
+    elapsed = time.perf_counter() - started
+    print(f"cohort {run_dir.name}: {len(done_rows)} arms ({counts['completed']} completed, {counts['failed']} "
+          f"failed, {counts['resumed']} resumed) in {elapsed:.1f} s on Ray ({len(parts)} partitions); "
+          f"{len(done_rows) / elapsed:.2f} arms/s")
+    print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
+    if counts["failed"]:
+        logged = log_file()
+        print(f"consilium: {counts['failed']} of {len(done_rows)} arms failed; their errors are in {arms_csv} "
+              f"(columns failed_stage, error)" + (f" and {logged}" if logged else ""), file=sys.stderr)
+        return 1
+    return 0

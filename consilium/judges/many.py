@@ -1,0 +1,52 @@
+"""Judge many trace files at once, reading each only as its judgement starts.
+
+``cohort --judge`` and ``consilium judge RUN_DIR`` both judge through :func:`judge_files`: at most
+``limit`` judgements run at a time (the same number as the model calls in flight, so a one-item
+rubric keeps the judge model as busy as the arms kept the panel's), each trace is read when its
+judgement starts and let go once ``done`` has it, so memory holds ``limit`` traces, never the
+cohort's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from consilium.errors import UserError
+from consilium.judges.record import Judgement
+from consilium.judges.rubric import Rubric
+from consilium.judges.runner import AnyTrace, JudgeSetup, judge_trace
+from consilium.traces.io import read_trace
+
+__all__ = ["Done", "judge_files"]
+
+#: Called as each judgement finishes: its job's position, the trace file, the trace, its rubric, the judgement.
+Done = Callable[[int, Path, AnyTrace, Rubric, Judgement], None]
+
+
+async def judge_files(jobs: Iterable[tuple[Rubric, Path]], setup: JudgeSetup, done: Done, *, limit: int,
+                      components: list[str] | None = None,
+                      read: Callable[[Path], AnyTrace] = read_trace) -> None:
+    """Each (rubric, trace file) of ``jobs``, in order, ``limit`` at a time. A :class:`UserError` (an
+    unreadable trace) stops the others and is raised; judgements already done stay done."""
+    pending = iter(enumerate(jobs))
+
+    async def worker() -> None:
+        for position, (rubric, path) in pending:  # one shared iterator: each worker takes the next job
+            trace = read(path)
+            judgement = await judge_trace(trace, path.name, rubric, setup, components)
+            done(position, path, trace, rubric, judgement)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(max(1, limit)):
+                group.create_task(worker())
+    except BaseExceptionGroup as errors:
+        users = errors.subgroup(UserError)
+        if users is not None:
+            first: BaseException = users
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        raise
