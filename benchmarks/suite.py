@@ -5,6 +5,8 @@
 1. orchestration overhead per model call (consilium graph vs a bare asyncio loop, instant model);
 2. concurrency speedup and efficiency against the critical-path bound: the openai backend against
    benchmarks/fakeserver.py, an OpenAI-compatible server in its own process answering in 100 ms;
+   1 and 2 measure the default configuration (the response cache on, a fresh cache file for each
+   measurement, so every call is a miss that is written) beside the cache off (``--no-cache``);
 3. prefix reuse: the share of prompt tokens repeating a prefix already sent for the same case,
    for both formats and the board, beside a role-first layout;
 4. replay and re-judge throughput (arms/s) against the original scripted run;
@@ -38,8 +40,9 @@ from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.factory import ModelOptions, build_model
+from consilium.models.protocol import ChatModel
 from consilium.models.tokens import _encoding
-from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel
+from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel, RetryingModel, RetryPolicy
 from consilium.simulate import RunModels, run_case
 from consilium.traces.replay import replay_trace
 
@@ -90,13 +93,21 @@ def cases(n: int) -> list[Case]:
 
 
 async def run_cohort(items: list[Case], latency_ms: float, concurrency: int,
-                     base_url: str | None = None) -> tuple[float, list[Any]]:
+                     base_url: str | None = None, cache: Path | None = None) -> tuple[float, list[Any]]:
     """Both formats of every case, ``concurrency`` cases and calls in flight, against the scripted model
-    (in-process) or, with ``base_url``, the fake HTTP server through the whole openai backend stack."""
+    (in-process) or, with ``base_url``, the fake HTTP server through the whole openai backend stack.
+    With ``cache`` (a fresh file), the response cache is on, as it is by default (``build_model``'s
+    layers: cache → retry → limit); without it, the stack ``--no-cache`` runs. The time includes the
+    cache's last commit (``aclose`` flushes it)."""
+    model: ChatModel
     if base_url:
-        model = build_model("openai:fake", ModelOptions(base_url=base_url, max_concurrency=concurrency, cache=False))
-    else:
-        model = ConcurrencyLimitedModel(ScriptedModel(Script(rules=RULES, latency_ms=latency_ms)), concurrency)
+        model = build_model("openai:fake", ModelOptions(base_url=base_url, max_concurrency=concurrency,
+                                                        cache=cache is not None, cache_path=cache))
+    else:  # scripted models are never cached by build_model: the same layers, built here
+        model = RetryingModel(ConcurrencyLimitedModel(ScriptedModel(Script(rules=RULES, latency_ms=latency_ms)),
+                                                      concurrency), RetryPolicy())
+        if cache is not None:
+            model = CachedModel(model, cache)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(case: Case) -> list[Any]:
@@ -115,8 +126,18 @@ async def run_cohort(items: list[Case], latency_ms: float, concurrency: int,
     return time.perf_counter() - started, traces
 
 
+@contextmanager
+def fresh_cache() -> Iterator[Path]:
+    """A response-cache file of its own for one measurement (every call a miss, as on a first run)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Path(tmp) / "responses.sqlite"
+
+
 def overhead(n: int) -> dict[str, Any]:
-    elapsed, traces = aio.run(run_cohort(cases(n), 0.0, 8))
+    """Per call: the graph's time over a bare loop's, with the default stack (cache on) and the cache off."""
+    with fresh_cache() as path:
+        elapsed, traces = aio.run(run_cohort(cases(n), 0.0, 8, cache=path))
+    elapsed_off, _ = aio.run(run_cohort(cases(n), 0.0, 8))
     calls = sum(len(t.calls) for t in traces) - n  # the shared assignment is copied, not called, once per case
     model = ScriptedModel(Script(rules=RULES))
     request = ModelRequest(messages=(Message(role="user", content=load_case(EXAMPLE).render()),),
@@ -129,17 +150,23 @@ def overhead(n: int) -> dict[str, Any]:
 
     baseline = aio.run(bare())
     per_call = (elapsed - baseline) / calls * 1000
-    return {"calls": calls, "graph_s": elapsed, "bare_s": baseline, "overhead_ms": per_call,
-            "share_of_100ms": per_call / 100}
+    per_call_off = (elapsed_off - baseline) / calls * 1000
+    return {"calls": calls, "graph_s": elapsed, "graph_off_s": elapsed_off, "bare_s": baseline,
+            "overhead_ms": per_call, "overhead_off_ms": per_call_off, "share_of_100ms": per_call / 100,
+            "cache_ms": per_call - per_call_off}
 
 
 def concurrency(n: int, latency_ms: float) -> list[dict[str, Any]]:
-    """The cohort against the fake server (its own process) through the whole openai backend stack."""
+    """The cohort against the fake server (its own process) through the whole openai backend stack, with
+    the default configuration (a fresh response cache each time) and the cache off side by side; the
+    cache-off run at concurrency 1 is left out (it would double the longest measurement)."""
     rows = []
     base = None
     with fake_server(latency_ms) as url:
         for level in (1, 8, 32, 64):
-            elapsed, traces = aio.run(run_cohort(cases(n), latency_ms, level, url))
+            with fresh_cache() as path:
+                elapsed, traces = aio.run(run_cohort(cases(n), latency_ms, level, url, cache=path))
+            elapsed_off = aio.run(run_cohort(cases(n), latency_ms, level, url))[0] if level > 1 else None
             calls = sum(len(t.calls) for t in traces) - n
             # The critical path of one case: the assignment, then (both formats side by side) opinions →
             # synthesis → vote → revision → vote, each step waiting for the one before.
@@ -149,6 +176,7 @@ def concurrency(n: int, latency_ms: float) -> list[dict[str, Any]]:
             latencies = [c.latency_ms for t in traces for c in t.calls]
             rows.append({"concurrency": level, "wall_s": elapsed, "speedup": base / elapsed,
                          "efficiency": ideal / elapsed, "calls": calls,
+                         "wall_off_s": elapsed_off, "efficiency_off": ideal / elapsed_off if elapsed_off else None,
                          "mean_latency_ms": sum(latencies) / len(latencies)})
     return rows
 
@@ -254,6 +282,36 @@ def embedded() -> dict[str, Any]:
             "status": ", ".join(f"{t.format} {t.status}" for t in traces)}
 
 
+def cache_sections(scale: int) -> list[str]:
+    """Sections 1 and 2: the default configuration (cache on, a fresh file each time) beside the cache off.
+    ``python -c 'import suite; print(chr(10).join(suite.cache_sections(4)))'`` in benchmarks/ runs them alone."""
+    o = overhead(40 // scale)
+    lines = ["## 1. Orchestration overhead (instant scripted model)", "",
+             "Default configuration: the response cache on, a fresh cache file (every call a miss, written by "
+             "the cache's writer thread); beside it the cache off (`--no-cache`).", "",
+             "| configuration | consilium graph s | bare asyncio loop s | added per call | share of a 100 ms call |",
+             "|---|---|---|---|---|",
+             f"| default (cache on) | {o['graph_s']:.2f} | {o['bare_s']:.2f} | **{o['overhead_ms']:.2f} ms** | "
+             f"{o['share_of_100ms']:.1%} |",
+             f"| cache off | {o['graph_off_s']:.2f} | {o['bare_s']:.2f} | {o['overhead_off_ms']:.2f} ms | "
+             f"{o['overhead_off_ms'] / 100:.1%} |", "",
+             f"{o['calls']} model calls; the cache adds {o['cache_ms']:.2f} ms per call; default / cache off "
+             f"{o['graph_s'] / o['graph_off_s']:.2f}× (target ≤ 5% of a 100 ms call).", ""]
+    latency = 100.0
+    rows = concurrency(64 // scale, latency)
+    lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {rows[0]['calls']} calls, against "
+              f"benchmarks/fakeserver.py answering in {latency:.0f} ms)", "",
+              "Default configuration (a fresh response cache for each run) beside the cache off.", "",
+              "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound | wall s, cache off | "
+              "efficiency, cache off | default / cache off | mean call latency seen |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['concurrency']} | {r['wall_s']:.2f} | {r['speedup']:.1f}× | {r['efficiency']:.2f} | "
+              + (f"{r['wall_off_s']:.2f} | {r['efficiency_off']:.2f} | {r['efficiency'] / r['efficiency_off']:.2f} | "
+                 if r["wall_off_s"] else "— | — | — | ")
+              + f"{r['mean_latency_ms']:.0f} ms |" for r in rows]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
@@ -264,19 +322,7 @@ def main() -> None:
     started = time.perf_counter()
     lines = ["# Benchmark results", "", f"`benchmarks/suite.py{' --quick' if args.quick else ''}` on "
              f"{os.cpu_count()} CPUs; every figure below was measured side by side in one run.", ""]
-    o = overhead(40 // scale)
-    lines += ["## 1. Orchestration overhead (instant scripted model)", "",
-              f"{o['calls']} model calls: consilium graph {o['graph_s']:.2f} s, bare asyncio loop "
-              f"{o['bare_s']:.2f} s → **{o['overhead_ms']:.2f} ms added per call**, "
-              f"{o['share_of_100ms']:.1%} of a 100 ms model call (target ≤ 5%).", ""]
-    latency = 100.0
-    rows = concurrency(64 // scale, latency)
-    lines += [f"## 2. Concurrency ({64 // scale} cases × both formats, {rows[0]['calls']} calls, against "
-              f"benchmarks/fakeserver.py answering in {latency:.0f} ms)", "",
-              "| concurrency | wall s | speedup vs 1 | efficiency vs critical-path bound | mean call latency seen |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {r['concurrency']} | {r['wall_s']:.2f} | {r['speedup']:.1f}× | {r['efficiency']:.2f} | "
-              f"{r['mean_latency_ms']:.0f} ms |" for r in rows]
+    lines += cache_sections(scale)
     rows = prefix_reuse(10 // (2 if args.quick else 1))
     lines += ["", "## 3. Prefix reuse (share of prompt tokens repeating a prefix already sent for the case)", "",
               "| runs | case first (consilium's layout) | role and task first |", "|---|---|---|"]
@@ -307,6 +353,8 @@ def main() -> None:
               for r in rows]
     lines += ["", f"Four replicas vs one: {(rows[0]['cached_share'] - rows[-1]['cached_share']) * 100:.1f} points "
               "(target ≤ 5).", ""]
+    lines += __import__("ray_vs_local").ray_section(48 // scale)  # 8. benchmarks/ray_vs_local.py
+    lines += [] if args.skip_embedded else __import__("embedded").embedded_section(args.quick)  # 9. embedded.py
     lines += [f"_Total benchmark time {time.perf_counter() - started:.0f} s._", ""]
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))

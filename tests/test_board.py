@@ -49,6 +49,9 @@ def rotating_board(*, closes: bool) -> ScriptedModel:
                 return {"action": "close", "speaker": labels[0], "message": "We have a plan; thank you."}
             speaker = labels[asked["n"] % len(labels)]
             asked["n"] += 1
+            if "ask" not in actions:  # two turns left: a direct reply to the last speaker, then the closing
+                return {"action": "pass", "speaker": speaker, "responds_to": (tag.round or 1) - 1,
+                        "message": f"{speaker}, your reply?"}
             return {"action": "ask", "speaker": speaker, "message": f"{speaker}, what do you think?"}
         if tag.stage == "board_turn":
             return f"As the {tag.role}, I have a view on turn {tag.round}."
@@ -91,8 +94,9 @@ def test_specialists_take_the_floor_more_than_once() -> None:
     # Each specialist sees the transcript so far, never a later turn.
     specialist_calls = [c for c in trace.calls if c.stage == "board_turn" and c.role != "moderator"]
     last = specialist_calls[-1].messages[-1].content
-    so_far = last.split("The meeting so far:")[1].split("The Moderator has just asked you")[0]
-    assert "<turn 11> Moderator:" in so_far and "<turn 12>" not in so_far
+    so_far = last.split("The meeting so far:")[1].split("The Moderator passes you the floor")[0]
+    # the last specialist turn (11) is a direct reply the moderator passed, with two turns left
+    assert "<turn 10>" in so_far and "<turn 11>" not in so_far and trace.turns[10].floor == "passed"
 
 
 def test_each_meeting_call_extends_the_prefix_of_the_one_before() -> None:

