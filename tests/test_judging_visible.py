@@ -66,7 +66,7 @@ def test_a_wholly_not_evaluable_rubric_is_shown_and_warned_everywhere(
     records = [read_judgement(p) for p in sorted(run_dir.rglob("*.judge.ai-consilium.json"))]
     coverage = {r["component"]: r for r in judging_coverage(records)}
     assert coverage["conclusion"] == {"rubric": "ai-consilium", "component": "conclusion", "items": 22, "judged": 0,
-                                      "not_evaluable": 22, "reasons": [[WRONG_REASON, 22]]}
+                                      "not_evaluable": 22, "shortened": 0, "reasons": [[WRONG_REASON, 22]]}
     assert coverage["role_opinion"]["not_evaluable"] == 5 and coverage["role_reasoning"]["not_evaluable"] == 7
     capsys.readouterr()
     expected = f"warning: rubric ai-consilium: all 34 items not evaluable (commonest reason: {WRONG_REASON})"
@@ -80,7 +80,7 @@ def test_a_wholly_not_evaluable_rubric_is_shown_and_warned_everywhere(
     for command, folder, name in (("compare", "compare", "compare.md"), ("report", "report", "report.md")):
         assert main([command, str(run_dir)]) == 0
         out, err = capsys.readouterr()
-        row = f"| ai-consilium | conclusion | 22 | 0 | 22 | {WRONG_REASON} ×22 |"
+        row = f"| ai-consilium | conclusion | 22 | 0 | 22 | 0 | {WRONG_REASON} ×22 |"
         assert "## Judging coverage" in out and row in out, command
         assert row in (run_dir / folder / name).read_text()
         assert err.strip().splitlines() == [expected], command
@@ -200,7 +200,7 @@ def test_compare_refuses_a_board_cohort_in_one_line_and_report_covers_it(
     assert "Traceback" not in err and not (run_dir / "compare").exists()
     assert main(["report", str(run_dir)]) == 0
     # The scripted single-mode answer has no <conclusion>: shown as not evaluable, not left out.
-    assert ("| otb-conclusion-alignment | conclusion | 2 | 1 | 1 | the board trace has no conclusion ×1 |"
+    assert ("| otb-conclusion-alignment | conclusion | 2 | 1 | 1 | 0 | the board trace has no conclusion ×1 |"
             in capsys.readouterr().out)
     rows = {r["mode"]: r for r in read_csv(run_dir / "report" / "board_summary.csv")}
     assert rows["agents"]["conclusion_alignment_mean"] == "4.0"

@@ -211,8 +211,10 @@ def test_the_grammar_never_holds_a_long_string_below_its_budget() -> None:
     structured = revision_schema(DEFAULT_BUDGET_CHARS, structured=True).json_schema
     assert _string_bounds(free)["report"] == DEFAULT_BUDGET_CHARS > GRAMMAR_MAX_LENGTH
     assert _string_bounds(grammar_safe(free))["report"] is None  # unbounded while decoding, not 1000
-    assert _string_bounds(grammar_safe(free))["change_summary"] == 400  # bounds under the limit stay
+    assert _string_bounds(grammar_safe(free))["change_summary"] == 401  # bounds under the limit stay, +1
     sections = {k: v for k, v in _string_bounds(grammar_safe(structured)).items() if v is not None}
-    assert sections == {k: v for k, v in _string_bounds(structured).items() if v is not None}
+    # one above the schema's: a section the grammar had to end fails validation and is repaired, as a
+    # free-form answer over its budget is; it is never passed off cut at its bound
+    assert sections == {k: v + 1 for k, v in _string_bounds(structured).items() if v is not None}
     for schema in (free, structured):
         llama_cpp.LlamaGrammar.from_json_schema(json.dumps(grammar_safe(schema)), verbose=False)

@@ -21,6 +21,7 @@ from typing import Any
 
 from consilium.errors import ModelError, UserError
 from consilium.models.backends.llama_grammar import (
+    GRAMMAR_BOUND_POLICY,
     GRAMMAR_MAX_LENGTH,
     GrammarLast,
     grammar_last_init,
@@ -145,7 +146,7 @@ class LlamaCppModel:
         stat = self.path.stat()
         self.endpoint = (f"llama.cpp:{self.path.resolve()}:size={stat.st_size}:mtime_ns={stat.st_mtime_ns}"
                          f":n_ctx={n_ctx}:repeat_penalty={repeat_penalty}:repetition_window={repetition_window}"
-                         + (":grammar=last" if self.grammar_last else ""))
+                         + (":grammar=last" if self.grammar_last else "") + f":bounds={GRAMMAR_BOUND_POLICY}")
         self.n_ctx = n_ctx
         # Every core the process may use: calls run one at a time (the lock below), and llama-cpp-python's
         # own default, half the cores, generated 80 tokens/s here against 122 with both (benchmarks/

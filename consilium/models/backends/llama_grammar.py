@@ -24,16 +24,26 @@ __all__ = ["GRAMMAR_MAX_LENGTH", "GrammarLast", "grammar_last_init", "grammar_sa
 # validation applies the schema's own bound to every answer. The bounds that stay were
 # measured (benchmarks/embedded.py): they make the grammar ~45x larger and its build 3 ms
 # a call instead of 0.07, but decode no slower, and they end a section that a looping
-# model would fill until max_tokens; so they stay.
+# model would fill until max_tokens; so they stay, one character above the schema's
+# own: a string the grammar had to end is then one character over its budget, which
+# validation refuses and sends back for repair, as it does a free-form answer over
+# its budget. A bound at the schema's own value would end the string there and pass
+# the cut text off as the model's answer.
 GRAMMAR_MAX_LENGTH = 1000
+GRAMMAR_BOUND_POLICY = "over1"  # in the backend's endpoint: answers under another policy differ
 
 
 def grammar_safe(schema: Any) -> Any:
-    """A copy of ``schema`` without any ``maxLength`` above :data:`GRAMMAR_MAX_LENGTH`."""
+    """A copy of ``schema`` whose every ``maxLength`` is one above the schema's (so an answer the
+    grammar had to end fails validation instead of being cut), or left out where that would exceed
+    :data:`GRAMMAR_MAX_LENGTH`."""
     if isinstance(schema, dict):
         safe = {key: grammar_safe(value) for key, value in schema.items()}
-        if isinstance(safe.get("maxLength"), int) and safe["maxLength"] > GRAMMAR_MAX_LENGTH:
-            del safe["maxLength"]
+        if isinstance(safe.get("maxLength"), int):
+            if safe["maxLength"] + 1 > GRAMMAR_MAX_LENGTH:
+                del safe["maxLength"]
+            else:
+                safe["maxLength"] += 1
         return safe
     if isinstance(schema, list):
         return [grammar_safe(item) for item in schema]
