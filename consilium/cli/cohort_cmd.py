@@ -328,32 +328,50 @@ def run(args: argparse.Namespace) -> int:
     if cohort_scale_cmd.wanted(args):
         return cohort_scale_cmd.run(args)
     plan = _resume_plan(args) if args.resume is not None else _new_plan(args)
+    arms, models, judge = prepare(plan)
+    make_folder(plan.run_dir)
+    with RunLock(plan.run_dir):
+        manifest = open_manifest(plan)
+        try:
+            return _execute(plan, arms, models, judge, manifest)
+        except Exception as exc:
+            record_abort(plan, manifest, exc)
+            raise
+
+
+def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatModel | None]:
+    """The plan's arms, refused if two would share a file, and its models, every one opened before
+    anything is written: a bad spec or model file leaves no run folder."""
     s = plan.settings
     arms = [CohortArm(case, spec, tuple(s.variants), s.protocol, plan.images.get(case.id, ()))
             for case in plan.cases for spec in s.models]
     check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
-    # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
     models = {spec: build_model(spec, plan.options) for spec in s.models}
     judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
-    make_folder(plan.run_dir)
-    with RunLock(plan.run_dir):
-        attach_run_log(plan.run_dir)
-        if plan.manifest is not None:
-            removed = clean_temp_files(plan.run_dir)
-            log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
-            manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
-        else:
-            manifest = new_manifest(plan.run_dir.name, list(sys.argv), s, plan.config.seed)
-        write_cohort_manifest(plan.run_dir, manifest)  # before any call: a killed cohort has its settings
-        try:
-            return _execute(plan, arms, models, judge, manifest)
-        except Exception as exc:
-            # A user error (a refused key, a full disk) or a bug: the manifest says the cohort stopped, and why.
-            reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
-            write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted", "error": reason}))
-            if isinstance(exc, UserError):
-                raise UserError(f"cohort stopped: {exc}") from None
-            raise
+    return arms, models, judge
+
+
+def open_manifest(plan: Plan) -> CohortManifest:
+    """Under the run's lock: the run log attached, a resumed folder's temp files cleaned, and the
+    manifest written as running before any call, so a killed cohort has its settings."""
+    attach_run_log(plan.run_dir)
+    if plan.manifest is not None:
+        removed = clean_temp_files(plan.run_dir)
+        log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
+        manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
+    else:
+        manifest = new_manifest(plan.run_dir.name, list(sys.argv), plan.settings, plan.config.seed)
+    write_cohort_manifest(plan.run_dir, manifest)
+    return manifest
+
+
+def record_abort(plan: Plan, manifest: CohortManifest, exc: Exception) -> None:
+    """A user error (a refused key, a full disk) or a bug: the manifest says the cohort stopped, and
+    why; a user error is raised again as one line naming the stop (the caller re-raises a bug)."""
+    reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
+    write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted", "error": reason}))
+    if isinstance(exc, UserError):
+        raise UserError(f"cohort stopped: {exc}") from None
 
 
 def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], judge: ChatModel | None,

@@ -24,17 +24,14 @@ from consilium.cohort.manifest import (
     MANIFEST,
     CohortManifest,
     RunLock,
-    clean_temp_files,
-    new_manifest,
     write_cohort_manifest,
 )
-from consilium.cohort.run import ARM_COLUMNS, CohortArm, append_jsonl, check_arm_paths, write_csv
+from consilium.cohort.run import ARM_COLUMNS, CohortArm, append_jsonl, write_csv
 from consilium.cohort.shard import Shard
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
-from consilium.log import attach_run_log, get_logger, log_file
+from consilium.log import get_logger, log_file
 from consilium.models import ChatModel
-from consilium.models.factory import build_model
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_cmd import Plan
@@ -83,13 +80,7 @@ def run(args: argparse.Namespace) -> int:
         ray_run.require_ray()  # before anything is read or written
     plan = _shard_plan(local._resume_plan(args) if args.resume is not None else local._new_plan(args),
                        getattr(args, "shard", None))
-    s = plan.settings
-    arms = [CohortArm(case, spec, tuple(s.variants), s.protocol, plan.images.get(case.id, ()))
-            for case in plan.cases for spec in s.models]
-    check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
-    # Every model is opened before anything is written: a bad spec or model file leaves no run folder.
-    models = {spec: build_model(spec, plan.options) for spec in s.models}
-    judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
+    arms, models, judge = local.prepare(plan)
     joined = False
     if address is not None:
         aio.run(_close(models))  # each Ray worker opens its own
@@ -97,24 +88,13 @@ def run(args: argparse.Namespace) -> int:
     make_folder(plan.run_dir)
     try:
         with RunLock(plan.run_dir):
-            attach_run_log(plan.run_dir)
-            if plan.manifest is not None:
-                removed = clean_temp_files(plan.run_dir)
-                log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
-                manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
-            else:
-                manifest = new_manifest(plan.run_dir.name, list(sys.argv), s, plan.config.seed)
-            write_cohort_manifest(plan.run_dir, manifest)
+            manifest = local.open_manifest(plan)
             try:
                 if address is None:
                     return int(local._execute(plan, arms, models, judge, manifest))
                 return _execute_on_ray(plan, arms, judge, manifest)
             except Exception as exc:
-                reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
-                write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted",
-                                                                                "error": reason}))
-                if isinstance(exc, UserError):
-                    raise UserError(f"cohort stopped: {exc}") from None
+                local.record_abort(plan, manifest, exc)
                 raise
     finally:
         if joined:
