@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from suite import HTTP_RULES, cases  # noqa: E402  (a script beside suite.py, run from anywhere)
+from suite import cases, fake_server  # noqa: E402  (a script beside suite.py, run from anywhere)
 
 from consilium import aio  # noqa: E402
 from consilium.graphs.consilium import ConsiliumConfig  # noqa: E402
@@ -39,25 +35,10 @@ __all__ = ["cached_share", "fake_replica", "replica_cache"]
 CACHE_BLOCKS = 8192
 
 
-@contextmanager
 def fake_replica(latency_ms: float = 20.0, cache_blocks: int = CACHE_BLOCKS,
-                 rules: list[dict[str, Any]] | None = None) -> Iterator[str]:
+                 rules: list[dict[str, Any]] | None = None) -> AbstractContextManager[str]:
     """One benchmarks/fakeserver.py with a simulated prefix cache in its own process; yields its base URL."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "rules.json"
-        path.write_text(json.dumps(HTTP_RULES if rules is None else rules))
-        process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "fakeserver.py"), "--rules", str(path),
-                                    "--latency-ms", str(latency_ms), "--prefix-cache-blocks", str(cache_blocks)],
-                                   stdout=subprocess.PIPE, text=True)
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            if not line.startswith("PORT "):
-                raise RuntimeError(f"the fake server did not start: {line!r}")
-            yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    return fake_server(latency_ms, rules, ("--prefix-cache-blocks", str(cache_blocks)))
 
 
 def cached_share(traces: list[Any]) -> float:

@@ -68,13 +68,15 @@ HTTP_RULES: list[dict[str, Any]] = [
 
 
 @contextmanager
-def fake_server(latency_ms: float) -> Iterator[str]:
-    """benchmarks/fakeserver.py in its own process; yields its base URL."""
+def fake_server(latency_ms: float, rules_data: list[dict[str, Any]] | None = None,
+                extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+    """benchmarks/fakeserver.py in its own process (``extra_args`` added to its command line, e.g. a
+    simulated prefix cache); yields its base URL."""
     with tempfile.TemporaryDirectory() as tmp:
         rules = Path(tmp) / "rules.json"
-        rules.write_text(json.dumps(HTTP_RULES))
+        rules.write_text(json.dumps(HTTP_RULES if rules_data is None else rules_data))
         process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "fakeserver.py"), "--rules", str(rules),
-                                    "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True)
+                                    "--latency-ms", str(latency_ms), *extra_args], stdout=subprocess.PIPE, text=True)
         try:
             assert process.stdout is not None
             line = process.stdout.readline()

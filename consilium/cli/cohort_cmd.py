@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -427,16 +428,24 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
             aio.run(go())
     finally:
         write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)  # the arms finished, even if stopped
+    return finish(plan, manifest, table, judge, started)
+
+
+def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[str, Any]]],
+           judge: ChatModel | None, started: float, where: str = "") -> int:
+    """After the arms (run here or on Ray, ``where`` says which): judge the completed ones, mark the
+    manifest completed with its traces and counts, print the summary; 1 when some arm failed."""
+    run_dir = plan.run_dir
     arms_csv = run_dir / "arms.csv"
     judged = _judge(table(), plan, run_dir, judge) if judge is not None else []
     done_rows = table()
+    counts = _counts(done_rows)
     traces = [r["trace"] for r in done_rows if r.get("trace")]
     write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
-                                                                "counts": _counts(done_rows)}))
+                                                                "counts": counts}))
     elapsed = time.perf_counter() - started
-    counts = _counts(done_rows)
-    print(f"cohort {run_id}: {len(done_rows)} arms ({counts['completed']} completed, {counts['failed']} failed, "
-          f"{counts['resumed']} resumed) in {elapsed:.1f} s; {len(done_rows) / elapsed:.2f} arms/s")
+    print(f"cohort {run_dir.name}: {len(done_rows)} arms ({counts['completed']} completed, {counts['failed']} "
+          f"failed, {counts['resumed']} resumed) in {elapsed:.1f} s{where}; {len(done_rows) / elapsed:.2f} arms/s")
     print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
     if counts["failed"]:
         logged = log_file()

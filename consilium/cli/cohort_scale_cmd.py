@@ -24,13 +24,12 @@ from consilium.cohort.manifest import (
     MANIFEST,
     CohortManifest,
     RunLock,
-    write_cohort_manifest,
 )
 from consilium.cohort.run import ARM_COLUMNS, CohortArm, append_jsonl, write_csv
 from consilium.cohort.shard import Shard
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
-from consilium.log import get_logger, log_file
+from consilium.log import get_logger
 from consilium.models import ChatModel
 
 if TYPE_CHECKING:
@@ -141,21 +140,4 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
                   f"{row['status']}{note}", file=sys.stderr, flush=True)
     finally:
         write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)
-    arms_csv = run_dir / "arms.csv"
-    judged = local._judge(table(), plan, run_dir, judge) if judge is not None else []
-    done_rows = table()
-    counts = local._counts(done_rows)
-    traces = [r["trace"] for r in done_rows if r.get("trace")]
-    write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
-                                                                "counts": counts}))
-    elapsed = time.perf_counter() - started
-    print(f"cohort {run_dir.name}: {len(done_rows)} arms ({counts['completed']} completed, {counts['failed']} "
-          f"failed, {counts['resumed']} resumed) in {elapsed:.1f} s on Ray ({len(parts)} partitions); "
-          f"{len(done_rows) / elapsed:.2f} arms/s")
-    print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
-    if counts["failed"]:
-        logged = log_file()
-        print(f"consilium: {counts['failed']} of {len(done_rows)} arms failed; their errors are in {arms_csv} "
-              f"(columns failed_stage, error)" + (f" and {logged}" if logged else ""), file=sys.stderr)
-        return 1
-    return 0
+    return local.finish(plan, manifest, table, judge, started, f" on Ray ({len(parts)} partitions)")
