@@ -23,7 +23,7 @@ from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import GenerationSettings
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
 from consilium.models.factory import ModelOptions, build_model
-from consilium.traces.io import read_trace
+from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = {"rules": [

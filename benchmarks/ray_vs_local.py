@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from suite import PANEL, cases  # noqa: E402  (a script beside suite.py, run from anywhere)
+from workload import PANEL, cases  # noqa: E402  (a script beside workload.py, run from anywhere)
 
 from consilium.cli import main as cli  # noqa: E402
 from consilium.models.backends.scripted import Script  # noqa: E402

@@ -21,13 +21,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from suite import cases, fake_server  # noqa: E402  (a script beside suite.py, run from anywhere)
+from workload import cases, fake_server  # noqa: E402  (a script beside workload.py, run from anywhere)
 
 from consilium import aio  # noqa: E402
-from consilium.graphs.consilium import ConsiliumConfig  # noqa: E402
 from consilium.models.factory import ModelOptions, build_model  # noqa: E402
 from consilium.models.wrappers.pool import PooledModel  # noqa: E402
-from consilium.simulate import RunModels, run_case  # noqa: E402
+from consilium.protocols.base import RunModels  # noqa: E402
+from consilium.protocols.consilium.config import ConsiliumConfig  # noqa: E402
+from consilium.protocols.consilium.run import run_case  # noqa: E402
 
 __all__ = ["cached_share", "fake_replica", "replica_cache"]
 
@@ -62,7 +63,7 @@ def _pool(model: Any) -> PooledModel | None:
 async def _cohort(urls: list[str], n_cases: int, concurrency: int) -> tuple[list[Any], int]:
     model = build_model("openai:fake", ModelOptions(base_url=",".join(urls), api_key="unused",
                                                     max_concurrency=concurrency, cache=False))
-    gate = asyncio.Semaphore(concurrency)  # as benchmarks/suite.py's cohort: this many cases and calls in flight
+    gate = asyncio.Semaphore(concurrency)  # as benchmarks/workload.py's cohort: this many cases and calls in flight
 
     async def one(case: Any) -> list[Any]:
         async with gate:

@@ -111,7 +111,7 @@ def _osce() -> str:
 
 CORPUS: dict[str, Builder] = {name: _bad_case(name) for name in BAD_CASES}
 CORPUS.update({
-    # Settings files go through the same strict reader (consilium/datafiles.py).
+    # Settings files go through the same strict reader (consilium/datafiles/).
     "run config duplicate key": lambda t: (_with_config(t, "max_rounds: 3\nmax_rounds: 4\n", "c.yaml"),
                                            "c.yaml: max_rounds: duplicate key (set at lines 1 and 2)"),
     "run config nan": lambda t: (_with_config(t, '{"max_rounds": NaN}', "c.json"),

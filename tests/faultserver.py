@@ -75,7 +75,7 @@ class FaultServer:
         messages = tuple(Message(role=m["role"], content=m["content"] if isinstance(m["content"], str)
                                  else " ".join(p.get("text", "") for p in m["content"]))
                          for m in body.get("messages", [])[:2])
-        request = ModelRequest(messages=messages, tag=CallTag(stage="served"))
+        request = ModelRequest(messages=messages, tag=CallTag(stage="check"))  # the caller's stage is not sent
         with self.lock:
             return asyncio.run(self.model.generate(request)).text
 

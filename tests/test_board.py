@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from consilium.board.run import run_board
 from consilium.cases import load_case
 from consilium.cli import main
-from consilium.graphs.board import BoardConfig
 from consilium.models import ModelRequest
 from consilium.models.backends.scripted import ScriptedModel
-from consilium.simulate import RunModels
-from consilium.traces.io import read_trace
-from consilium.traces.schema import BoardTrace, TurnTrace
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BoardConfig
+from consilium.protocols.board.run import run_board
+from consilium.protocols.board.trace import BoardTrace, TurnTrace
+from consilium.protocols.registry import read_trace
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"

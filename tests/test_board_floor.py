@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from consilium.cli import main
-from consilium.traces.io import read_trace
-from consilium.traces.schema import BoardTrace
+from consilium.protocols.board.trace import BoardTrace
+from consilium.protocols.registry import read_trace
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"

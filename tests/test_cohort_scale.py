@@ -22,7 +22,6 @@ from consilium.cohort.progress import ArmTally
 from consilium.cohort.run import CohortArm, CohortRun, append_jsonl, model_folder, run_cohort
 from consilium.cohort.tables import CsvLog
 from consilium.errors import UserError
-from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Rubric, load_rubric
@@ -30,8 +29,9 @@ from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.models import ChatModel, ModelRequest, ModelResponse
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.wrappers import ConcurrencyLimitedModel
-from consilium.simulate import RunModels
-from consilium.traces.io import read_trace
+from consilium.protocols.base import RunModels
+from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
@@ -264,8 +264,8 @@ class Cohort:
 
     def run(self) -> list[dict[str, Any]]:
         self.reads, self.rows = [], []
-        run = CohortRun(run_dir=self.run_dir, run_id="r", config=ConsiliumConfig(), on_done=self.on_done,
-                        index=ArmIndex.read(self.run_dir / "arms.jsonl"), read=self.read)
+        run = CohortRun(run_dir=self.run_dir, run_id="r", configs={"consilium": ConsiliumConfig()},
+                        on_done=self.on_done, index=ArmIndex.read(self.run_dir / "arms.jsonl"), read=self.read)
         model = ScriptedModel(Script.model_validate(PANEL))
         asyncio.run(run_cohort(self.arms, {"scripted:p": RunModels(model, model)}, run, parallel_arms=2))
         return self.rows

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from consilium.cli import main
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema, for_run
 from consilium.models.factory import ModelOptions, build_model
-from consilium.traces.io import read_trace
-from consilium.traces.schema import BoardTrace
+from consilium.protocols.board.trace import BoardTrace
+from consilium.protocols.registry import read_trace
 
 pytestmark = pytest.mark.embedded
 

@@ -14,18 +14,18 @@ import pytest
 
 from consilium import aio
 from consilium.agents.schemas import opinion_schema, report_schema, revision_schema
-from consilium.graphs.consilium import ConsiliumConfig
-from consilium.graphs.consilium.config import DEFAULT_BUDGET_CHARS
 from consilium.models.backends.llama import GRAMMAR_MAX_LENGTH, grammar_safe
 from consilium.models.wrappers import ConcurrencyLimitedModel
-from consilium.simulate import RunModels, run_case
-from consilium.traces.schema import Trace
+from consilium.protocols.base import RunModels
+from consilium.protocols.consilium.config import DEFAULT_BUDGET_CHARS, ConsiliumConfig
+from consilium.protocols.consilium.run import run_case
+from consilium.protocols.consilium.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from embedded import LlamaSlot, cached_share  # noqa: E402  (benchmarks/embedded.py)
-from suite import cases  # noqa: E402
+from workload import cases  # noqa: E402
 
 
 def _cohort(keep_loaded_case: bool | None) -> tuple[LlamaSlot, list[Trace]]:

@@ -25,7 +25,7 @@ from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.wrappers.cache import CachedModel
-from consilium.traces.schema import Trace
+from consilium.protocols.consilium.trace import Trace
 
 RUBRIC = load_rubric("ai-consilium")
 RATED = (("panel-a", "structured"), ("panel-b", "free-form"))

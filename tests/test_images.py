@@ -17,11 +17,11 @@ from localserver import scripted_server
 from consilium.cli import main
 from consilium.judges.record import Judgement
 from consilium.models import ModelRequest
-from consilium.models.recording import request_hash
 from consilium.models.types import Message
 from consilium.models.wrappers.cache import cache_key
-from consilium.traces.io import read_trace
-from consilium.traces.schema import BoardTrace, TurnTrace
+from consilium.models.wrappers.recording import request_hash
+from consilium.protocols.board.trace import BoardTrace, TurnTrace
+from consilium.protocols.registry import read_trace
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"

@@ -27,7 +27,7 @@ from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import ModelRequest
 from consilium.models.backends.scripted import ScriptedModel
 from consilium.models.structured import OutputInvalid
-from consilium.traces.io import read_trace
+from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"  # clinical_trial: null

@@ -128,7 +128,7 @@ def test_a_turn_without_a_reference_answer_is_not_evaluable_unless_one_is_given(
 def test_one_question_put_to_two_roles_is_judged_against_each_roles_answer() -> None:
     """An answer naming a role matches only a turn put to that role (by label or catalogue category),
     before an answer naming none; the same question may have one answer per role."""
-    from consilium.cases.model import Reference
+    from consilium.cases import Reference
 
     reference = Reference.model_validate({"answers": [
         {"question": "Operable?", "answer": "Yes, by lobectomy.", "role": "Thoracic surgeon"},

@@ -32,8 +32,8 @@ from consilium.models.backends.replay import ReplayModel
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
 from consilium.models.wrappers import CachedModel, RetryingModel, RetryPolicy
 from consilium.models.wrappers.cache import cache_key
-from consilium.traces.io import read_trace
-from consilium.traces.schema import Trace
+from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSULT = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

@@ -20,7 +20,7 @@ from consilium.cli import main
 from consilium.cohort.manifest import RunLock
 from consilium.cohort.run import model_folder
 from consilium.models.factory import ModelOptions
-from consilium.traces.io import read_trace
+from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

@@ -24,9 +24,9 @@ from consilium.cli import main
 from consilium.errors import IncompleteAnswerError, ModelError, TransientModelError, UserError
 from consilium.models.backends.vllm_engine import MIN_VLLM, VLLMModel
 from consilium.models.factory import ModelOptions, build_model, for_run
-from consilium.models.recording import CallRecorder
 from consilium.models.structured import OutputSchema
 from consilium.models.types import CallTag, GenerationSettings, Message, ModelRequest
+from consilium.models.wrappers.recording import CallRecorder
 
 STANDIN = Path(__file__).resolve().parent / "vllm_standin"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases"

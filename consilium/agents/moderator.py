@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from consilium.agents.prompting import case_messages
+from consilium.agents.prompting import SHARED, case_messages
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
 from consilium.agents.schemas import (
     REPORT_SECTIONS,
@@ -30,7 +30,8 @@ def _slug(label: str) -> str:
 
 
 async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_roles: int,
-                       settings: GenerationSettings, preamble: str = "preamble") -> list[AssignedRole]:
+                       settings: GenerationSettings, preamble: str = "preamble",
+                       preamble_package: str = SHARED) -> list[AssignedRole]:
     """One primary and several supporting roles, each label mapped to a catalogue category.
 
     The exact label is kept beside its category (ai-consilium.txt, Fig. 2c).
@@ -41,7 +42,8 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
     prefix they all share.
     """
     request = ModelRequest(
-        messages=case_messages(case_text, "assign_roles", preamble=preamble, min_supporting=max(0, min_roles - 1),
+        messages=case_messages(case_text, "assign_roles", preamble=preamble, preamble_package=preamble_package,
+                               min_supporting=max(0, min_roles - 1),
                                max_supporting=max_roles - 1),
         settings=settings,
         schema=assignment_schema(min_roles, max_roles),
@@ -56,7 +58,8 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
             continue
         roles.append(role)
     while len(roles) < min_roles:
-        added = await _add_role(model, case_text, roles, min_roles - len(roles), settings, preamble)
+        added = await _add_role(model, case_text, roles, min_roles - len(roles), settings, preamble,
+                                  preamble_package)
         if added is None:
             log.warning("panel_smaller_than_minimum", roles=len(roles), min_roles=min_roles)
             break
@@ -72,7 +75,7 @@ def _make_role(label: str, justification: str, primary: bool) -> AssignedRole:
 
 
 async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole], needed: int,
-                    settings: GenerationSettings, preamble: str) -> AssignedRole | None:
+                    settings: GenerationSettings, preamble: str, preamble_package: str) -> AssignedRole | None:
     """Ask for one more role when the model repeated itself, offering only specialties not yet on the
     panel (as a schema enum), so the panel reaches its minimum size with distinct roles."""
     taken = {r.category for r in roles} | {normalise_label(r.label) for r in roles}
@@ -86,7 +89,8 @@ async def _add_role(model: ChatModel, case_text: str, roles: list[AssignedRole],
                        "justification": {"type": "string", "maxLength": 240}}})
     panel = "\n".join(f"- {r.label} ({'primary' if r.primary else 'supporting'})" for r in roles)
     request = ModelRequest(
-        messages=case_messages(case_text, "add_role", preamble=preamble, panel=panel, needed=needed,
+        messages=case_messages(case_text, "add_role", preamble=preamble, preamble_package=preamble_package,
+                               panel=panel, needed=needed,
                                offered="; ".join(offered)),
         settings=settings, schema=schema, tag=CallTag(stage="role_assignment", role="moderator"),
     )

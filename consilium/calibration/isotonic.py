@@ -20,7 +20,7 @@ from consilium.calibration.pairs import Pair
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic
 
-__all__ = ["CALIBRATION_KIND", "Calibration", "calibration_key", "fit_isotonic", "load_calibration", "split_cases"]
+__all__ = ["Calibration", "calibration_key", "fit_isotonic", "load_calibration", "split_cases"]
 
 
 class CriterionMap(BaseModel):
@@ -37,11 +37,6 @@ class CriterionMap(BaseModel):
         return float(np.interp(score, self.x, self.y))
 
 
-#: The file format: 2 fits one map per (component, criterion), keyed "component/criterion"; the first
-#: format pooled every component into one map per criterion and applied it to all (issue 15, item 3).
-CALIBRATION_KIND = "isotonic-calibration/2"
-
-
 def calibration_key(component: str, criterion: str) -> str:
     return f"{component}/{criterion}"
 
@@ -53,6 +48,8 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: The file format: 2 fits one map per (component, criterion), keyed "component/criterion"; the first
+    #: format pooled every component into one map per criterion and applied it to all (issue 15, item 3).
     kind: Literal["isotonic-calibration/2"] = "isotonic-calibration/2"
     rubric: str
     rubric_version: int
@@ -65,9 +62,6 @@ class Calibration(BaseModel):
         """The calibrated score, or None where no map was fitted (or the score is None)."""
         mapping = self.criteria.get(calibration_key(component, criterion))
         return None if score is None or mapping is None else mapping.apply(score)
-
-    def fitted(self, component: str) -> bool:
-        return any(key.startswith(f"{component}/") for key in self.criteria)
 
     def save(self, path: Path) -> Path:
         return write_json_atomic(path, self.model_dump(mode="json"))

@@ -83,7 +83,7 @@ def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
             raise UserError(f"{file}: line {number}: {first_error(exc)}") from None
         if rating.component not in COMPONENTS:
             raise UserError(f"{file}: line {number}: component: unknown component {rating.component!r}")
-        if rubric.scoring != "signed_criteria" and rating.criterion not in known:
+        if not rubric.kind.criteria_from_case and rating.criterion not in known:
             raise UserError(f"{file}: line {number}: criterion: {rating.criterion!r} is not a criterion of "
                             f"{rubric.name} ({', '.join(sorted(known))})")
         if rating.score not in rubric.scale:

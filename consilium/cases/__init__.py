@@ -18,17 +18,8 @@ from consilium.cases.loader import (
     save_case,
     validate_case_file,
 )
-from consilium.cases.model import (
-    SECTION_HEADINGS,
-    BoardDecisions,
-    Case,
-    CaseKind,
-    ClinicalSections,
-    CriterionKind,
-    Reference,
-    RubricCriterion,
-    Slide,
-)
+from consilium.cases.model import SECTION_HEADINGS, Case, CaseKind, ClinicalSections, Slide
+from consilium.cases.reference import BoardDecisions, CriterionKind, Reference, RubricCriterion
 
 __all__ = [
     "CASE_SUFFIXES",

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from consilium import aio
-from consilium.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.cases import load_case
 from consilium.cli.options import (
     add_model_arguments,
@@ -18,14 +17,14 @@ from consilium.cli.options import (
     run_config,
 )
 from consilium.fileio import make_folder
-from consilium.graphs.board import BoardConfig
-from consilium.graphs.board.config import BOARD_MAX_TOKENS
 from consilium.log import attach_run_log
 from consilium.models import ChatModel
 from consilium.models.factory import build_model
-from consilium.simulate import RunModels
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
+from consilium.protocols.board.run import resolve_role, run_board, run_turn, slide_images
+from consilium.protocols.board.trace import BoardTrace, TurnTrace
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
-from consilium.traces.schema import BoardTrace, TurnTrace
 
 __all__ = ["register", "run_board_command", "run_turn_command"]
 

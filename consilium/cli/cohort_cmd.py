@@ -16,7 +16,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from consilium import aio
 from consilium.agents.records import FORMATS, Format
-from consilium.board.run import slide_images
 from consilium.cases import Case, case_files
 from consilium.cli.judge_cmd import add_scope_argument
 from consilium.cli.options import (
@@ -56,8 +55,6 @@ from consilium.cohort.tables import CsvLog
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
-from consilium.graphs.board import BoardConfig
-from consilium.graphs.consilium import ConsiliumConfig
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
 from consilium.judges.many import judge_files
@@ -67,8 +64,11 @@ from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.log import attach_run_log, get_logger, log_file
 from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BoardConfig
+from consilium.protocols.board.run import slide_images
+from consilium.protocols.consilium.config import ConsiliumConfig
 from consilium.redact import redact_url
-from consilium.simulate import RunModels
 from consilium.traces.io import new_run_id
 
 __all__ = ["register", "run"]
@@ -410,7 +410,8 @@ def _execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], ju
                   flush=True)
 
     resumed = plan.manifest is not None
-    cohort = CohortRun(run_dir=run_dir, run_id=run_id, config=plan.config, on_done=on_done, layout=manifest.layout,
+    cohort = CohortRun(run_dir=run_dir, run_id=run_id, configs={s.protocol: plan.config}, on_done=on_done,
+                       layout=manifest.layout,
                        index=ArmIndex.read(run_dir / "arms.jsonl") if resumed else ArmIndex())
 
     async def go() -> None:

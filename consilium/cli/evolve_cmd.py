@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from consilium import aio
-from consilium.calibration.evolve import CriterionResult, Evaluation, RepeatResult, evolve_criterion, rated_items
+from consilium.calibration.evolution_results import CriterionResult, Evaluation, RepeatResult
+from consilium.calibration.evolve import evolve_criterion, rated_items
 from consilium.calibration.pairs import load_judgements
 from consilium.calibration.ratings import load_ratings
 from consilium.cli.options import add_model_arguments, finite_float, fraction, model_options, model_spec
@@ -56,7 +57,7 @@ def run_evolve(args: argparse.Namespace) -> int:
     if not 0 <= args.judge_temperature <= 2:
         raise UserError("--judge-temperature: must be between 0 and 2")
     rubric = load_rubric(args.rubric)
-    if rubric.scoring not in ("mean", "single", "weighted_decisions"):
+    if not rubric.kind.evolvable:
         raise UserError(f"--rubric: {rubric.name} has no criterion instructions to evolve")
     ratings = load_ratings(args.ratings, rubric)
     items, unmatched = rated_items(ratings, load_judgements(args.judgements, rubric.name), args.ratings)

@@ -25,7 +25,7 @@ from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_name
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
-from consilium.traces.io import read_trace
+from consilium.protocols.registry import read_trace
 
 __all__ = ["add_scope_argument", "judgement_path", "register", "run", "trace_files"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from consilium import aio
 from consilium.errors import ReplayDivergenceError
-from consilium.traces.io import read_trace
-from consilium.traces.replay import first_difference, older_checks, replay_trace
+from consilium.protocols.registry import protocol_of, read_trace
+from consilium.protocols.replay import first_difference, replay_trace
 
 __all__ = ["register", "run"]
 
@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
         difference = first_difference(trace, replayed)
         elapsed = time.perf_counter() - started
         if difference is None:
-            note = (f"; its format report, made by checks v{trace.validation.rules}, is today v"  # type: ignore[union-attr]
-                    f"{replayed.validation.rules}: not compared" if older_checks(trace, replayed) else "")  # type: ignore[union-attr]
+            note = protocol_of(trace).replay_note(trace, replayed)
+            note = f"; {note}" if note else ""
             print(f"{path}: identical ({model.served} recorded calls served, 0 model calls, {elapsed:.2f} s{note})")
         else:
             print(f"{path}: different: {difference}")

@@ -8,7 +8,8 @@ import json
 from pydantic import BaseModel
 
 from consilium.cases import Case
-from consilium.traces.schema import BoardTrace, Trace, TurnTrace
+from consilium.protocols.board.trace import BoardTrace, TurnTrace
+from consilium.protocols.consilium.trace import Trace
 
 __all__ = ["SCHEMAS", "register", "run"]
 

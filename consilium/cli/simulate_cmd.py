@@ -18,13 +18,13 @@ from consilium.cli.options import (
     run_config,
 )
 from consilium.fileio import make_folder
-from consilium.graphs.consilium import ConsiliumConfig
-from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
-from consilium.simulate import RunModels, run_case
+from consilium.protocols.base import RunModels
+from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS, ConsiliumConfig
+from consilium.protocols.consilium.run import run_case
+from consilium.protocols.consilium.trace import Trace
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
-from consilium.traces.schema import Trace
 
 __all__ = ["print_summary", "register", "run"]
 

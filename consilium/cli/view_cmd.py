@@ -8,8 +8,8 @@ from pathlib import Path
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.record import read_judgement
+from consilium.protocols.registry import read_trace
 from consilium.reports.viewer import render_page
-from consilium.traces.io import read_trace
 
 __all__ = ["register", "run"]
 

@@ -25,11 +25,12 @@ from consilium.cohort.run import CohortArm, CohortRun, Layout, arm_path, relativ
 from consilium.cohort.shard import partition
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.graphs.board import BoardConfig
-from consilium.graphs.consilium import ConsiliumConfig
 from consilium.models.factory import ModelOptions, build_model
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BoardConfig
+from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.registry import get_protocol
 from consilium.redact import register_secret
-from consilium.simulate import RunModels
 
 __all__ = ["Finished", "Partition", "connect", "partitions", "require_ray", "stream"]
 
@@ -69,7 +70,7 @@ def connect(address: str | None) -> bool:
 
 
 def _variant_file(arm: CohortArm, variant: str) -> str:
-    return f"board-{variant}" if arm.protocol == "board" else variant
+    return get_protocol(arm.protocol).arm_variant(variant)
 
 
 def partitions(arms: list[CohortArm], run_dir: Path, layout: Layout) -> list[Partition]:
@@ -108,7 +109,8 @@ def run_partition(part: Partition, options: ModelOptions, config: ConsiliumConfi
             fresh = bool(row.get("trace")) and not row.get("resumed")
             queue.put((row, (scratch / row["trace"]).read_text(encoding="utf-8") if fresh else None))
 
-        run = CohortRun(run_dir=scratch, run_id=run_id, config=config, on_done=on_done, layout=layout)
+        configs = {arm.protocol: config for arm in part.arms}
+        run = CohortRun(run_dir=scratch, run_id=run_id, configs=configs, on_done=on_done, layout=layout)
 
         async def go() -> None:
             try:

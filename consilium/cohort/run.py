@@ -15,28 +15,24 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from consilium.agents.prompting import prompt_hashes
-from consilium.board.run import run_board
 from consilium.cases import Case, case_files, load_case
 from consilium.cases.agentclinic import read_agentclinic
 from consilium.cohort.index import ArmIndex, file_sha256, settings_digest
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.graphs.board import BoardConfig
-from consilium.graphs.consilium import ConsiliumConfig
 from consilium.log import get_logger
+from consilium.protocols.base import RunConfig, RunModels
+from consilium.protocols.registry import AnyProtocol, get_protocol, protocol_of, read_trace
 from consilium.redact import redact
-from consilium.simulate import RunModels, run_case
-from consilium.traces.io import read_trace, write_trace
-from consilium.traces.schema import BoardTrace, Trace, TurnTrace
+from consilium.traces.io import write_trace
+from consilium.traces.schema import TraceBase
 
-AnyTrace = Trace | BoardTrace | TurnTrace
 log = get_logger(__name__)
 
 __all__ = [
@@ -48,13 +44,14 @@ __all__ = [
     "append_jsonl",
     "arm_path",
     "arm_row",
-    "board_row",
     "check_arm_paths",
+    "json_config",
     "load_cohort",
     "load_cohort_files",
     "model_folder",
     "relative",
     "run_cohort",
+    "same_setting",
     "write_csv",
 ]
 
@@ -88,12 +85,12 @@ def load_cohort_files(source: Path) -> list[tuple[Case, Path | None]]:
 
 @dataclass(frozen=True)
 class CohortArm:
-    """One case with one model, in every variant: consilium formats, or board modes."""
+    """One case with one model in one protocol, in each of its variants (consilium formats, board modes, …)."""
 
     case: Case
     model_spec: str
     formats: tuple[str, ...]
-    protocol: Literal["consilium", "board"] = "consilium"
+    protocol: str = "consilium"
     images: tuple[str, ...] = ()  # the case's slide images, resolved against its file's folder
 
 
@@ -145,7 +142,7 @@ def relative(path: Path, run_dir: Path) -> str:
         return str(path)
 
 
-def _common(trace: AnyTrace, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
+def _common(trace: TraceBase, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
     # As generated (a response-cache hit counts the call that produced it), then what this run spent.
     total = trace.usage.total
     spent = trace.usage.spent if trace.usage.spent is not None else total
@@ -158,34 +155,27 @@ def _common(trace: AnyTrace, model_spec: str, path: Path, run_dir: Path) -> dict
     }
 
 
-def arm_row(trace: Trace, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
-    rounds = trace.rounds
+def arm_row(trace: TraceBase, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
+    """A trace's row of arms.csv: what every protocol's row has, the protocol's own columns between."""
+    protocol = protocol_of(trace)
     return {
-        "case_id": trace.case_id, "model_spec": model_spec, "model": trace.model, "format": trace.format,
-        "status": trace.status, "stop_reason": trace.stop_reason or "", "rounds": len(rounds),
-        "r1_dissent": rounds[0].dissent_fraction if rounds else "", "roles": len(trace.roles),
-        **_common(trace, model_spec, path, run_dir),
+        "case_id": trace.case_id, "model_spec": model_spec, "model": trace.model, "protocol": protocol.name,
+        "format": protocol.arm_variant(protocol.variant(trace)), "status": trace.status,
+        **protocol.row(trace), **_common(trace, model_spec, path, run_dir),
     }
 
 
-def board_row(trace: BoardTrace, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
-    validation = trace.validation
-    return {
-        "case_id": trace.case_id, "model_spec": model_spec, "model": trace.model, "format": f"board-{trace.mode}",
-        "status": trace.status, "stop_reason": trace.stop_reason or "", "turns": len(trace.turns),
-        "roles": len({t.role for t in trace.turns}),
-        "format_exact": validation.exact if validation else "", "format_dense": validation.dense if validation else "",
-        "format_score": validation.score if validation else "",
-        "repetition_penalty": validation.repetition_penalty if validation else "",
-        **_common(trace, model_spec, path, run_dir),
-    }
+def json_config(config: RunConfig, protocol: AnyProtocol) -> dict[str, Any]:
+    """A run config as the protocol's traces record it (JSON values), prompt file hashes included."""
+    return {**config.model_dump(mode="json"), "prompts": protocol.prompt_hashes()}
 
 
-def _row(trace: AnyTrace, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
-    if isinstance(trace, BoardTrace):
-        return board_row(trace, model_spec, path, run_dir)
-    assert isinstance(trace, Trace)
-    return arm_row(trace, model_spec, path, run_dir)
+def same_setting(key: str, recorded: Any, expected: Any) -> bool:
+    """Whether a trace's recorded setting is the cohort's. The prompts need only agree on the files the
+    protocol uses: a trace made before each protocol kept its own prompts also hashed the others'."""
+    if key == "prompts" and isinstance(recorded, dict) and isinstance(expected, dict):
+        return all(recorded.get(name) == digest for name, digest in expected.items())
+    return bool(recorded == expected)
 
 
 def _log_unexpected(arm: CohortArm, exc: BaseException) -> None:
@@ -196,7 +186,8 @@ def _log_unexpected(arm: CohortArm, exc: BaseException) -> None:
 
 
 def _failed_row(arm: CohortArm, fmt: str, exc: BaseException) -> dict[str, Any]:
-    return {"case_id": arm.case.id, "model_spec": arm.model_spec, "format": fmt, "status": "failed",
+    return {"case_id": arm.case.id, "model_spec": arm.model_spec, "protocol": arm.protocol, "format": fmt,
+            "status": "failed",
             "error": redact(f"{type(exc).__name__}: {exc}"), "trace": ""}
 
 
@@ -208,22 +199,25 @@ class CohortRun:
 
     run_dir: Path
     run_id: str
-    config: ConsiliumConfig | BoardConfig
+    configs: Mapping[str, RunConfig]  # by protocol
     on_done: Callable[[dict[str, Any]], None]
     layout: Layout = "sharded"
     index: ArmIndex = field(default_factory=ArmIndex)
-    read: Callable[[Path], AnyTrace] = read_trace
+    read: Callable[[Path], TraceBase] = read_trace
 
     @cached_property
-    def expected(self) -> dict[str, Any]:
-        """The run settings a reusable trace records (its ``config``), prompt files included."""
-        return {**self.config.model_dump(mode="json"), "prompts": prompt_hashes()}
+    def _expected(self) -> dict[str, dict[str, Any]]:
+        return {name: json_config(config, get_protocol(name)) for name, config in self.configs.items()}
+
+    def expected(self, arm: CohortArm) -> dict[str, Any]:
+        """The run settings a reusable trace of the arm records (its ``config``), prompt files included."""
+        return self._expected[arm.protocol]
 
     def path(self, arm: CohortArm, variant: str) -> Path:
         return arm_path(self.run_dir, arm.case.id, arm.model_spec, variant, self.layout)
 
     def settings(self, arm: CohortArm) -> str:
-        return settings_digest(self.expected, arm.model_spec, arm.case.content_hash())
+        return settings_digest(self.expected(arm), arm.model_spec, arm.case.content_hash())
 
     def indexed(self, path: Path, arm: CohortArm, variant: str) -> dict[str, Any] | None:
         """The arm's row from ``arms.jsonl`` when its trace is unchanged since it was written there
@@ -233,7 +227,7 @@ class CohortRun:
             return None
         return self.index.reusable(key, relative(path, self.run_dir), path, self.settings(arm))
 
-    def finished(self, path: Path, arm: CohortArm) -> AnyTrace | None:
+    def finished(self, path: Path, arm: CohortArm) -> TraceBase | None:
         """The completed trace at ``path``, if there is one, after checking it was made for this arm
         under this cohort's settings; a trace made otherwise is refused, never silently reused."""
         if not path.is_file():
@@ -248,86 +242,68 @@ class CohortRun:
             raise UserError(f"{path}: case_hash: the trace was made from another version of case {arm.case.id!r}")
         if trace.model_spec is not None and trace.model_spec != arm.model_spec:
             raise UserError(f"{path}: model_spec: made with {trace.model_spec!r}, not {arm.model_spec!r}")
-        changed = sorted(k for k, v in self.expected.items() if trace.config.get(k) != v)
+        if protocol_of(trace).name != arm.protocol:
+            raise UserError(f"{path}: kind: a {trace.kind} trace, not one of protocol {arm.protocol!r}")  # type: ignore[attr-defined]
+        changed = sorted(k for k, v in self.expected(arm).items() if not same_setting(k, trace.config.get(k), v))
         if changed:
             raise UserError(f"{path}: config.{changed[0]}: the trace was made under other settings than this "
                             "cohort's (move it away to run the arm again)")
         return trace
 
-    def write(self, trace: AnyTrace, arm: CohortArm, path: Path) -> None:
+    def write(self, trace: TraceBase, arm: CohortArm, path: Path) -> None:
         trace = trace.model_copy(update={"model_spec": arm.model_spec})
         write_trace(path, trace)
         # The index fields go to arms.jsonl only (consilium/cohort/index.py): the file as written, and
         # the settings it was made under.
-        self.on_done({**_row(trace, arm.model_spec, path, self.run_dir), "resumed": False,
+        self.on_done({**arm_row(trace, arm.model_spec, path, self.run_dir), "resumed": False,
                       "trace_sha256": file_sha256(path) or "", "arm_settings": self.settings(arm)})
 
 
-async def _run_board_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
-    assert isinstance(run.config, BoardConfig)
-    for mode in arm.formats:
-        path = run.path(arm, f"board-{mode}")
-        row = run.indexed(path, arm, f"board-{mode}")
-        if row is not None:
-            run.on_done({**row, "resumed": True})
-            continue
-        done = run.finished(path, arm)
-        if done is not None:
-            run.on_done({**_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
-            continue
-        try:
-            trace = await run_board(arm.case, mode, models, run.config, run_id=run.run_id,  # type: ignore[arg-type]
-                                    images=arm.images)
-        except UserError:
-            raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
-        except Exception as exc:  # an arm's failure is recorded; the cohort goes on
-            _log_unexpected(arm, exc)
-            run.on_done(_failed_row(arm, f"board-{mode}", exc))
-            continue
-        run.write(trace, arm, path)
-
-
 async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
-    assert isinstance(run.config, ConsiliumConfig)
+    """The arm's variants that have no finished trace, run by its protocol; the finished ones are reused (their
+    rows from arms.jsonl when unchanged since, else read again) and handed to the protocol, which may take what
+    the variants share from them (the consilium's role assignment, ai-consilium.txt Fig. 2a)."""
+    protocol = get_protocol(arm.protocol)
     todo: list[str] = []
-    roles, shared_calls = None, None
+    reused: list[TraceBase] = []
     indexed: list[str] = []
-    for fmt in arm.formats:
-        path = run.path(arm, fmt)
-        row = run.indexed(path, arm, fmt)  # unchanged since arms.jsonl recorded it: reused unread
+    for variant in arm.formats:
+        name = protocol.arm_variant(variant)
+        path = run.path(arm, name)
+        row = run.indexed(path, arm, name)  # unchanged since arms.jsonl recorded it: reused unread
         if row is not None:
-            indexed.append(fmt)
+            indexed.append(name)
             run.on_done({**row, "resumed": True})
             continue
         done = run.finished(path, arm)
         if done is None:
-            todo.append(fmt)
+            todo.append(variant)
             continue
-        assert isinstance(done, Trace)  # re-use a finished format's role assignment
-        roles, shared_calls = done.roles, [c for c in done.calls if c.stage == "role_assignment"]
+        reused.append(done)
         run.on_done({**arm_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
-    if todo and roles is None and indexed:  # a format must run: it needs the assignment of one reused unread
-        done = run.finished(run.path(arm, indexed[0]), arm)
-        if isinstance(done, Trace):
-            roles, shared_calls = done.roles, [c for c in done.calls if c.stage == "role_assignment"]
     if not todo:
         return
+    if not reused and indexed:  # a variant must run: it may need what a variant reused unread holds
+        done = run.finished(run.path(arm, indexed[0]), arm)
+        reused += [done] if done is not None else []
     written: set[str] = set()
 
-    def write(trace: Trace) -> None:
-        run.write(trace, arm, run.path(arm, trace.format))
-        written.add(trace.format)
+    def write(trace: TraceBase) -> None:
+        name = protocol.arm_variant(protocol.variant(trace))
+        run.write(trace, arm, run.path(arm, name))
+        written.add(name)
 
     try:
-        await run_case(arm.case, todo, models, run.config, run_id=run.run_id,  # type: ignore[arg-type]
-                       shared_roles=roles, shared_calls=shared_calls, on_trace=write)
+        await protocol.run_arm(arm.case, todo, models, run.configs[arm.protocol], run_id=run.run_id,
+                               images=arm.images, reuse=reused, on_trace=write)
     except UserError:
         raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
     except Exception as exc:  # an arm's failure is recorded; the cohort goes on
         _log_unexpected(arm, exc)
-        for fmt in todo:
-            if fmt not in written:
-                run.on_done(_failed_row(arm, fmt, exc))
+        for variant in todo:
+            name = protocol.arm_variant(variant)
+            if name not in written:
+                run.on_done(_failed_row(arm, name, exc))
 
 
 async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], run: CohortRun, *,
@@ -338,10 +314,7 @@ async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], run: C
 
     async def one(arm: CohortArm) -> None:
         async with gate:
-            if arm.protocol == "board":
-                await _run_board_arm(arm, models[arm.model_spec], run)
-            else:
-                await _run_arm(arm, models[arm.model_spec], run)
+            await _run_arm(arm, models[arm.model_spec], run)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -374,8 +347,8 @@ def append_jsonl(path: Path, row: dict[str, Any]) -> None:
 
 
 #: The columns every arms.csv has, even with no arm finished (a cohort stopped at once).
-ARM_COLUMNS = ("case_id", "model_spec", "model", "format", "status", "stop_reason", "input_tokens", "output_tokens",
-               "calls", "cached_tokens", "cache_hits", "spent_input_tokens", "spent_output_tokens",
+ARM_COLUMNS = ("case_id", "model_spec", "model", "protocol", "format", "status", "stop_reason", "input_tokens",
+               "output_tokens", "calls", "cached_tokens", "cache_hits", "spent_input_tokens", "spent_output_tokens",
                "spent_cached_tokens", "spent_calls", "wall_s", "failed_stage", "error", "trace", "resumed")
 
 

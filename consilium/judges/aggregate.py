@@ -1,4 +1,5 @@
-"""From judge items to each component's score, by the rubric's scoring rule; text-overlap metrics."""
+"""From judge items to each component's score, by the rubric's scoring kind (kinds.py); text-overlap
+metrics; the summary across judged traces."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from consilium.cases import Case
 from consilium.judges.components import TurnReference
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
-from consilium.judges.scoring import mean_score, pass_at_k, signed_score, weighted_decisions, wilson_interval
+from consilium.judges.scoring import wilson_interval
 from consilium.judges.similarity import semantic_similarity
 
 __all__ = ["aggregate", "overlap_metrics", "summarise"]
@@ -24,71 +25,8 @@ def _by_component(items: list[JudgementItem]) -> dict[str, list[JudgementItem]]:
 
 def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, Any]:
     not_evaluable = sum(i.not_evaluable for i in items)
-    result: dict[str, Any] = {"items": len(items), "not_evaluable": not_evaluable}
-    if rubric.scoring == "mean":
-        per_criterion = [i for i in items if not i.detail.get("whole_case")]
-        result["mean"] = mean_score(i.score for i in per_criterion)
-        result["scores"] = {i.criterion: i.score for i in per_criterion}
-        result["whole_case"] = {i.criterion: i.score for i in items if i.detail.get("whole_case")}
-    elif rubric.scoring == "single":
-        [item] = items
-        result["score"] = item.score
-        result.update(item.flags)
-    elif rubric.scoring == "weighted_decisions":
-        result.update(_decisions(rubric, items))
-    elif rubric.scoring == "signed_criteria":
-        met = [i for i in items if i.score == 1.0]
-        requirements = [i.detail["weight"] for i in met if i.detail["kind"] == "requirement"]
-        majors = sum(1 for i in met if i.detail["kind"] == "major_error")
-        minors = sum(1 for i in met if i.detail["kind"] == "minor_error")
-        majors_total = sum(1 for i in items if i.detail.get("kind") == "major_error")
-        minors_total = sum(1 for i in items if i.detail.get("kind") == "minor_error")
-        result["score"] = signed_score(requirements, majors, minors) if not not_evaluable else None
-        # Eq. A8: an error rate is the share of responses with at least one error of that
-        # severity, so each response contributes whether it has one; both Eq. A7 and A8 run over
-        # V, the responses with a valid judgement for every criterion, so one not evaluable has neither.
-        evaluable = not not_evaluable
-        result.update(majors_present=majors, majors_total=majors_total, minors_present=minors,
-                      minors_total=minors_total, has_major_error=majors > 0 if evaluable else None,
-                      has_minor_error=minors > 0 if evaluable else None)
-    elif rubric.scoring == "diagnosis_match":
-        ranked = sorted(items, key=lambda i: i.detail.get("rank", 1))
-        matches = [i.score == 1.0 for i in ranked]
-        result["matches"] = matches
-        if items and items[0].criterion.startswith("rank_"):
-            result["pass@1"] = _pass_at(ranked, matches, 1)
-            result[f"pass@{k}"] = _pass_at(ranked, matches, k)
-        else:
-            result["match"] = matches[0] if matches and not not_evaluable else None
-    return result
-
-
-def _decisions(rubric: Rubric, items: list[JudgementItem]) -> dict[str, Any]:
-    """App. E.2 L194: Σ w·(s/5) / Σ w over the dimensions in scope. ``scope`` is the protocol used
-    (frozen: ``locked`` were fixed at −1 from the case's labelling; judge: the judge decided); a
-    dimension not evaluable enters neither sum, as one out of scope does, and is listed apart, so it
-    never voids the others; ``in_scope`` is the dimensions the mean is over."""
-    weights = {c.id: c.weight for c in rubric.criteria}
-    scores = {i.criterion: i.score for i in items}
-    judged = {name: int(s) for name, s in scores.items() if s is not None}
-    scopes = sorted({str(i.detail["scope"]) for i in items if "scope" in i.detail})
-    return {"scores": scores, "scope": scopes[0] if len(scopes) == 1 else None,
-            "locked": sorted(i.criterion for i in items if i.detail.get("locked")),
-            "in_scope": sorted(name for name, s in judged.items() if s != -1),
-            "not_evaluable_dimensions": sorted(i.criterion for i in items
-                                               if i.score is None and i.criterion in weights),
-            "weighted_mean": weighted_decisions(judged, weights)}
-
-
-def _pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
-    """pass@k when the first k candidates decide it: a match among them, or all of them judged without
-    one; None when a candidate there is not evaluable and no match comes before it (a judge failure
-    is not a miss)."""
-    if not matches:
-        return None
-    if pass_at_k(matches, k):
-        return True
-    return False if all(i.score is not None for i in ranked[:k]) else None
+    return {"items": len(items), "not_evaluable": not_evaluable,
+            **rubric.kind.aggregate(rubric, items, not_evaluable, k)}
 
 
 def aggregate(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, dict[str, Any]]:

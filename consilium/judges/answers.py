@@ -153,7 +153,7 @@ def decision_scope(requested: Scope | None, case: Case, where: str) -> tuple[Sco
 def check_scope(requested: Scope | None, rubrics: Iterable[Rubric], cases: Iterable[tuple[str, Case]]) -> None:
     """Before anything is judged: ``--scope frozen`` with a four-decision rubric needs every case to
     label its decisions; the first that does not is a one-line :class:`UserError` naming its file."""
-    if requested != "frozen" or not any(r.scoring == "weighted_decisions" for r in rubrics):
+    if requested != "frozen" or not any(r.kind.takes_scope for r in rubrics):
         return
     for where, case in cases:
         decision_scope(requested, case, where)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from consilium.agents.records import render_sections
 from consilium.cases.model import Case
-from consilium.traces.schema import BoardTrace, Trace, TurnTrace
+from consilium.protocols.board.trace import BoardTrace, TurnTrace
+from consilium.protocols.consilium.trace import Trace
 
 __all__ = ["TurnReference", "component_texts", "leading_diagnosis", "missing_turn_reference", "ranked_candidates",
            "ranked_differential", "turn_reference"]

@@ -17,7 +17,7 @@ from consilium.errors import UserError
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup, judge_trace
-from consilium.traces.io import read_trace
+from consilium.protocols.registry import read_trace
 
 __all__ = ["Done", "judge_files"]
 

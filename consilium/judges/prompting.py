@@ -16,11 +16,14 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
+import yaml
+from pydantic import BaseModel, ConfigDict
+
 from consilium.judges.rubric import Criterion, Rubric
 from consilium.models import Message
 
-__all__ = ["SECTIONS", "anchors_text", "escape", "judge_messages", "judge_prompt_hash", "load_judge_prompt",
-           "untrusted"]
+__all__ = ["SECTIONS", "JudgeSentences", "anchors_text", "escape", "judge_messages", "judge_prompt_hash",
+           "judge_sentences", "load_judge_prompt", "untrusted"]
 
 
 #: Characters a judge model may read as an angle bracket, written as character references instead.
@@ -48,19 +51,50 @@ def load_judge_prompt(name: str) -> str:
     return resources.files("consilium.judges").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8").strip()
 
 
+class JudgeSentences(BaseModel):
+    """The short sentences the task templates are filled with (prompts/sentences.yaml), byte for byte."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flag: str
+    rationale_required: str
+    not_evaluable: str
+    dimension: str
+    scope_frozen: str
+    scope_frozen_locked: str
+    scope_frozen_none: str
+    scope_judge: str
+    signed_error: str
+    signed_requirement: str
+    diagnosis_final: str
+    diagnosis_ranked: str
+    diagnosis_leading: str
+    turn_role: str
+    rules: str
+    rule: str
+
+
+@cache
+def judge_sentences() -> JudgeSentences:
+    text = resources.files("consilium.judges").joinpath("prompts", "sentences.yaml").read_text(encoding="utf-8")
+    return JudgeSentences.model_validate(yaml.safe_load(text))
+
+
 def judge_prompt_hash(rubric: Rubric) -> str:
+    """sha256 (12 hex) of the rubric and every judge prompt file: the templates and their sentences."""
     digest = hashlib.sha256(rubric.model_dump_json().encode("utf-8"))
     folder = resources.files("consilium.judges").joinpath("prompts")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".md"):
+        if entry.name.endswith((".md", ".yaml")):
             digest.update(entry.read_bytes())
     return digest.hexdigest()[:12]
 
 
 def _preamble(rubric: Rubric) -> str:
-    rules = "\n".join(f"- {rule}" for rule in rubric.rules)
+    said = judge_sentences()
+    rules = "\n".join(said.rule.format(rule=rule) for rule in rubric.rules)
     return load_judge_prompt("preamble").format(rubric_title=rubric.title, instructions=rubric.instructions.strip(),
-                                                rules=f"Rules:\n{rules}" if rules else "")
+                                                rules=said.rules.format(rules=rules) if rules else "")
 
 
 def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candidate: str,

@@ -9,10 +9,13 @@ formulas follow the papers cited in each file's ``source``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
+from importlib.metadata import EntryPoint, entry_points
+from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -20,16 +23,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 
+if TYPE_CHECKING:
+    from consilium.judges.kinds import ScoringKind
+
 __all__ = [
     "COMPONENTS",
+    "RUBRIC_ENTRY_POINTS",
     "AnswerShape",
     "Component",
     "Criterion",
     "Flag",
     "Rubric",
     "Scoring",
+    "builtin_rubric_names",
     "load_rubric",
     "parse_rubric",
+    "plugin_rubric_names",
     "rubric_names",
 ]
 
@@ -109,7 +118,7 @@ class Rubric(_Strict):
         unknown = sorted(set(self.scale_anchors) - set(self.scale))
         if unknown:
             raise ValueError(f"scale_anchors outside the scale: {unknown}")
-        if self.scoring != "signed_criteria" and not self.criteria:
+        if not self.kind.criteria_from_case and not self.criteria:
             raise ValueError("a rubric needs criteria (only signed_criteria takes them from the case)")
         return self
 
@@ -117,10 +126,16 @@ class Rubric(_Strict):
         return [c for c in self.criteria if component in c.components]
 
     @property
+    def kind(self) -> ScoringKind:
+        """The strategy of the rubric's ``scoring`` (consilium/judges/kinds.py)."""
+        # Imported here: the strategies build judge calls from rubrics, so their module imports this one.
+        from consilium.judges.kinds import scoring_kind
+
+        return scoring_kind(self.scoring)
+
+    @property
     def components(self) -> list[str]:
-        if self.scoring == "signed_criteria":
-            return ["conclusion", "answer"]
-        return [c for c in COMPONENTS if any(c in crit.components for crit in self.criteria)]
+        return self.kind.components(self)
 
 
 def parse_rubric(text: str, origin: str) -> Rubric:
@@ -134,19 +149,85 @@ def parse_rubric(text: str, origin: str) -> Rubric:
         raise UserError(f"{origin}: {first_error(exc)}") from None
 
 
-def rubric_names() -> list[str]:
+#: The entry-point group a package adds rubrics under: the entry point's name is the rubric's name, its
+#: object a path to the rubric's YAML file or a callable returning a path, a Rubric or the rubric's data.
+RUBRIC_ENTRY_POINTS = "consilium.rubrics"
+
+
+def builtin_rubric_names() -> list[str]:
+    """The rubrics shipped in consilium/judges/rubrics/."""
     folder = resources.files("consilium.judges").joinpath("rubrics")
     return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
 
 
 @cache
+def _plugins() -> dict[str, EntryPoint]:
+    """Installed packages' rubrics by name; a built-in name wins over a plugin's (never shadowed)."""
+    builtin = set(builtin_rubric_names())
+    return {ep.name: ep for ep in entry_points(group=RUBRIC_ENTRY_POINTS) if ep.name not in builtin}
+
+
+def plugin_rubric_names() -> list[str]:
+    """The rubrics installed packages add through the ``consilium.rubrics`` entry points."""
+    return sorted(_plugins())
+
+
+def rubric_names() -> list[str]:
+    """Every rubric ``--rubric NAME`` finds: the built-in ones and the plugins'."""
+    return sorted({*builtin_rubric_names(), *plugin_rubric_names()})
+
+
+def _plugin_rubric(ep: EntryPoint, flag: str) -> Rubric:
+    """The rubric a plugin's entry point gives; anything wrong with it is a UserError naming the plugin."""
+    where = f"{flag}: rubric plugin {ep.name!r} (entry point {ep.value!r} in group {RUBRIC_ENTRY_POINTS})"
+    try:
+        found: Any = ep.load()
+    except Exception as exc:  # a plugin's import can fail in any way; the user must see which plugin
+        raise UserError(f"{where}: cannot be loaded ({type(exc).__name__}: {exc})") from None
+    if callable(found) and not isinstance(found, (str, PathLike)):
+        make: Callable[[], Any] = found
+        try:
+            found = make()
+        except Exception as exc:
+            raise UserError(f"{where}: raised {type(exc).__name__}: {exc}") from None
+    if isinstance(found, (str, PathLike)):
+        path = Path(found)
+        if not path.is_file():
+            raise UserError(f"{where}: no such rubric file {path}")
+        rubric = parse_rubric(path.read_text(encoding="utf-8"), str(path))
+    elif isinstance(found, Rubric):
+        rubric = found
+    elif isinstance(found, Mapping):
+        try:
+            rubric = Rubric.model_validate(dict(found))
+        except ValidationError as exc:
+            raise UserError(f"{where}: {first_error(exc)}") from None
+    else:
+        raise UserError(f"{where}: gives a {type(found).__name__}, not a rubric file path, a Rubric or a "
+                        "callable returning one")
+    if rubric.name != ep.name:
+        raise UserError(f"{where}: name: {rubric.name!r} differs from the entry point's name")
+    return rubric
+
+
+def _unknown(name: str, flag: str) -> UserError:
+    plugins = plugin_rubric_names()
+    return UserError(f"{flag}: unknown rubric {name!r} (built-in: {', '.join(builtin_rubric_names())}; "
+                     f"plugins: {', '.join(plugins) if plugins else 'none installed'}; or a rubric YAML file)")
+
+
+@cache
 def load_rubric(name_or_path: str, *, flag: str = "--rubric") -> Rubric:
-    """A shipped rubric by name, or a rubric file by path; ``flag`` names the option in an error."""
+    """A shipped rubric by name, a plugin's by name (entry points ``consilium.rubrics``), or a rubric
+    file by path; ``flag`` names the option in an error."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.exists():
         return parse_rubric(path.read_text(encoding="utf-8"), str(path))
-    if name_or_path not in rubric_names():
-        raise UserError(f"{flag}: unknown rubric {name_or_path!r} (known: {', '.join(rubric_names())})")
+    if name_or_path not in builtin_rubric_names():
+        plugin = _plugins().get(name_or_path)
+        if plugin is None:
+            raise _unknown(name_or_path, flag)
+        return _plugin_rubric(plugin, flag)
     text = resources.files("consilium.judges").joinpath("rubrics", f"{name_or_path}.yaml").read_text("utf-8")
     rubric = parse_rubric(text, f"consilium/judges/rubrics/{name_or_path}.yaml")
     if rubric.name != name_or_path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["mean_score", "pass_at_k", "signed_score", "unit_from_1_5", "weighted_decisions", "wilson_interval"]
+__all__ = ["mean_score", "pass_at_k", "signed_score", "weighted_decisions", "wilson_interval"]
 
 
 def mean_score(scores: Iterable[float | None]) -> float | None:
@@ -59,8 +59,3 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def unit_from_1_5(score: float) -> float:
-    """A 1–5 score mapped onto 0–1, as App. E.2 maps conclusion alignment."""
-    return (score - 1) / 4

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.board.run import slide_captions
 from consilium.cases import Case
 from consilium.judges.rubric import Rubric
 from consilium.models import ChatModel
+from consilium.protocols.board.run import slide_captions
 
 __all__ = ["JudgeSlides", "judge_slides"]
 

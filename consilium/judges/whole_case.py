@@ -23,7 +23,7 @@ from typing import Any
 
 from consilium.models import Message
 from consilium.models.tokens import count_message_tokens
-from consilium.traces.schema import Trace
+from consilium.protocols.consilium.trace import Trace
 
 __all__ = ["FLOOR_CHARS", "SECTION_TAGS", "TOKEN_MARGIN", "Stage", "fit_stages", "fit_whole_case", "prompt_room",
            "prompt_tokens", "shorten", "whole_case_stages"]

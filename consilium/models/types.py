@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -16,7 +16,16 @@ from pydantic import (
 from consilium.models.structured import OutputSchema
 from consilium.models.usage import Usage
 
-__all__ = ["CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse"]
+__all__ = ["STAGES", "CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse", "Stage"]
+
+#: Every stage a model call can have; a call's tag names one, so a misspelt stage is refused, never a
+#: new ledger key. Consilium: role_assignment, opinion, synthesis, vote, revision (the single-specialist
+#: baseline: role_assignment, opinion). Tumor board: board_turn (a turn, or a whole single-mode
+#: meeting), conclusion, specialist_turn. Judges: judge; their calibration: calibration; ``models
+#: check`` and a request with no tag: check.
+Stage = Literal["role_assignment", "opinion", "synthesis", "vote", "revision", "board_turn", "conclusion",
+                "specialist_turn", "judge", "calibration", "check"]
+STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
 class Message(BaseModel):
@@ -37,7 +46,7 @@ class Message(BaseModel):
     @model_serializer(mode="wrap")
     def _without_empty_captions(self, handler: SerializerFunctionWrapHandler) -> Any:
         # A message without captions dumps as it did before captions existed, so the request hash
-        # (models/recording.py) of every older recorded call, and hence its replay, is unchanged.
+        # (models/wrappers/recording.py) of every older recorded call, and hence its replay, is unchanged.
         data = handler(self)
         if isinstance(data, dict) and not self.captions:
             data.pop("captions", None)
@@ -64,7 +73,7 @@ class CallTag(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    stage: str
+    stage: Stage
     role: str | None = None
     round: int | None = None
 

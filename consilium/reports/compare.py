@@ -13,6 +13,7 @@ The work is in :mod:`consilium.reports.consilium`; this module keeps the names o
 
 from __future__ import annotations
 
+from consilium.reports.consilium.coverage import table10, table11, table12
 from consilium.reports.consilium.data import (
     CONSILIUM_RUBRIC,
     STOPS,
@@ -24,6 +25,7 @@ from consilium.reports.consilium.data import (
     read_arms,
     trace_location,
 )
+from consilium.reports.consilium.judged import COMPONENT_FORMATS
 from consilium.reports.consilium.outcomes import (
     models_of,
     panel_sizes,
@@ -32,20 +34,8 @@ from consilium.reports.consilium.outcomes import (
     table3,
     table4,
 )
-from consilium.reports.consilium.scores import (
-    COMPONENT_FORMATS,
-    MEAN_CRITERION,
-    output_means,
-    paired_differences,
-    scores_table,
-    table6,
-    table7,
-    table8,
-    table9,
-    table10,
-    table11,
-    table12,
-)
+from consilium.reports.consilium.paired import MEAN_CRITERION, paired_differences
+from consilium.reports.consilium.scores import output_means, scores_table, table6, table7, table8, table9
 from consilium.reports.consilium.stats import POOLED
 
 __all__ = [

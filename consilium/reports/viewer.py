@@ -12,7 +12,9 @@ from html import escape
 
 from consilium.cases import Case
 from consilium.judges.record import Judgement
-from consilium.traces.schema import BoardTrace, Trace, TurnTrace
+from consilium.protocols.registry import protocol_of
+from consilium.protocols.view import Block, Heading, Note, Table, Text
+from consilium.traces.schema import TraceBase
 
 __all__ = ["render_page"]
 
@@ -43,7 +45,7 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _usage(trace: Trace | BoardTrace | TurnTrace) -> str:
+def _usage(trace: TraceBase) -> str:
     rows = [(stage, u.input_tokens, u.output_tokens, u.calls) for stage, u in trace.usage.by_stage.items()]
     total = trace.usage.total
     rows.append(("total" + (" (estimated)" if total.estimated else ""), total.input_tokens, total.output_tokens,
@@ -51,49 +53,28 @@ def _usage(trace: Trace | BoardTrace | TurnTrace) -> str:
     return "<h3>Tokens by stage</h3>" + _table(("stage", "input", "output", "calls"), rows)
 
 
-def _consilium(trace: Trace) -> str:
-    parts = ["<h3>Panel</h3>", _table(("role", "category", "kind", "justification"),
-                                      [(r.label, r.category_name, "primary" if r.primary else "supporting",
-                                        r.justification) for r in trace.roles])]
-    labels = {r.id: r.label for r in trace.roles}
-    parts.append("<h3>Independent opinions</h3>")
-    for opinion in trace.opinions:
-        parts.append(f"<h4>{_e(labels.get(opinion.role, opinion.role))}</h4>{_pre(opinion.text)}")
-    previous = None
-    for report in trace.reports:
-        title = "Initial report" if report.version == 1 else f"Report version {report.version} (after round " \
-                                                             f"{report.round})"
-        parts.append(f"<h3>{_e(title)}</h3>")
-        if report.change_summary:
-            parts.append(f"<p><em>Change: {_e(report.change_summary)}</em></p>")
-        parts.append(_pre(report.text))
-        if previous is not None:
-            # HtmlDiff escapes the text it shows.
-            diff = difflib.HtmlDiff(wrapcolumn=70).make_table(previous.text.splitlines(), report.text.splitlines(),
-                                                              f"v{previous.version}", f"v{report.version}",
-                                                              context=True, numlines=1)
-            parts.append(f"<details><summary>Differences from version {previous.version}</summary>{diff}</details>")
-        previous = report
-    for rnd in trace.rounds:
-        parts.append(f"<h3>Review round {rnd.round} (report v{rnd.report_version}, dissent "
-                     f"{rnd.dissent_fraction:.0%})</h3>")
-        rows = "".join(f"<tr><td>{_e(labels.get(v.role, v.role))}</td><td class=\"{_e(v.vote)}\">{_e(v.vote)}</td>"
-                       f"<td>{_e(v.reason)}</td><td>{_e(v.requested_change or '')}</td></tr>" for v in rnd.votes)
-        parts.append(f"<table><tr><th>role</th><th>vote</th><th>reason</th><th>requested change</th></tr>{rows}"
-                     "</table>")
-    parts.append(f"<p><strong>Stop reason:</strong> {_e(trace.stop_reason or '-')}</p>")
-    return "".join(parts)
-
-
-def _board(trace: BoardTrace) -> str:
-    parts = [f"<p>Mode: {_e(trace.mode)}; stop: {_e(trace.stop_reason or '-')}</p>", "<h3>Transcript</h3>",
-             _pre(trace.transcript)]
-    if trace.validation is not None:
-        parts.append(_table(("check", "passed", "detail"),
-                            [(c.name, "yes" if c.passed else "no", c.detail) for c in trace.validation.checks]))
-    for note in trace.notes:
-        parts.append(f"<p><em>{_e(note)}</em></p>")
-    return "".join(parts)
+def _block(block: Block) -> str:
+    """One of a protocol's view blocks as HTML, every text escaped."""
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{_e(block.text)}</h{block.level}>"
+    if isinstance(block, Text):
+        return _pre(block.text)
+    if isinstance(block, Note):
+        text = f"<strong>{_e(block.label)}</strong> {_e(block.text)}" if block.label else _e(block.text)
+        text = f"<em>{text}</em>" if block.emphasis else text
+        return f"<p class=\"{_e(block.tone)}\">{text}</p>" if block.tone else f"<p>{text}</p>"
+    if isinstance(block, Table):
+        if not block.classes:
+            return _table(block.headers, block.rows)
+        head = "".join(f"<th>{_e(h)}</th>" for h in block.headers)
+        body = "".join("<tr>" + "".join(f"<td class=\"{_e(k)}\">{_e(c)}</td>" if k else f"<td>{_e(c)}</td>"
+                                        for c, k in zip(row, kinds, strict=True)) + "</tr>"
+                       for row, kinds in zip(block.rows, block.classes, strict=True))
+        return f"<table><tr>{head}</tr>{body}</table>"
+    # HtmlDiff escapes the text it shows.
+    diff = difflib.HtmlDiff(wrapcolumn=70).make_table(block.old.splitlines(), block.new.splitlines(), block.old_label,
+                                                      block.new_label, context=True, numlines=1)
+    return f"<details><summary>{_e(block.summary)}</summary>{diff}</details>"
 
 
 def _judgements(judgements: list[Judgement]) -> str:
@@ -107,24 +88,19 @@ def _judgements(judgements: list[Judgement]) -> str:
     return "".join(parts)
 
 
-def render_page(title: str, entries: list[tuple[str, Trace | BoardTrace | TurnTrace, list[Judgement]]]) -> str:
+def render_page(title: str, entries: list[tuple[str, TraceBase, list[Judgement]]]) -> str:
     body = [f"<h1>{_e(title)}</h1>"]
     for name, trace, judgements in entries:
         case = Case.model_validate(trace.case)
-        variant = getattr(trace, "format", None) or getattr(trace, "mode", None) or trace.kind
-        body.append(f"<details open><summary>{_e(case.id)} · {_e(trace.kind)} · {_e(variant)} · {_e(trace.model)} · "
+        protocol = protocol_of(trace)
+        variant = protocol.variant(trace)
+        body.append(f"<details open><summary>{_e(case.id)} · {_e(protocol.name)} · {_e(variant)} · {_e(trace.model)} · "
                     f"{_e(trace.status)}</summary>")
         body.append(f"<p><small>{_e(name)}</small></p>")
         if trace.error:
             body.append(f"<p class=\"dissent\">Error: {_e(trace.error)}</p>")
         body.append("<h3>Case</h3>" + _pre(case.render()))
-        if isinstance(trace, Trace):
-            body.append(_consilium(trace))
-        elif isinstance(trace, BoardTrace):
-            body.append(_board(trace))
-        else:
-            body.append(f"<h3>Question</h3>{_pre(trace.question)}<h3>Answer ({_e(trace.role)})</h3>"
-                        f"{_pre(trace.answer or '')}")
+        body.append("".join(_block(block) for block in protocol.view(trace)))
         body.append(_judgements(judgements) + _usage(trace) + "</details>")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"

@@ -1,7 +1,7 @@
 """The role catalogue (data in catalogue.yaml) and the mapping of free-text role labels to categories.
 
 The paper keeps every model-assigned label together with its category
-(ai-consilium.txt, Fig. 2c caption); :func:`map_label` is that mapping, made
+(ai-consilium.txt, Fig. 2c caption); :meth:`Catalogue.map_label` is that mapping, made
 deterministic: exact alias match first, then the specialty-aware matcher of
 :mod:`consilium.roles.mapping`, else ``other``.
 """
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from consilium.roles.mapping import Practice, best_category, canonical
 
-__all__ = ["Catalogue", "RoleCategory", "load_catalogue", "map_label", "normalise_label"]
+__all__ = ["Catalogue", "RoleCategory", "load_catalogue", "normalise_label"]
 
 
 def normalise_label(label: str) -> str:
@@ -82,7 +82,3 @@ class Catalogue(BaseModel):
 def load_catalogue() -> Catalogue:
     text = resources.files("consilium.roles").joinpath("catalogue.yaml").read_text(encoding="utf-8")
     return Catalogue.model_validate(yaml.safe_load(text))
-
-
-def map_label(label: str) -> RoleCategory:
-    return load_catalogue().map_label(label)

@@ -1,8 +1,7 @@
-"""Trace files: atomic writes, the run manifest, and a reader that names what is wrong."""
+"""Trace files: atomic writes and the run manifest (the reader asks the protocols: consilium/protocols/registry.py)."""
 
 from __future__ import annotations
 
-import json
 import secrets
 import subprocess
 from datetime import UTC, datetime
@@ -11,15 +10,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
-from consilium.datafiles import first_error
-from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
-from consilium.traces.schema import SCHEMA_VERSION, AnyTrace, BoardTrace, Trace, TurnTrace
-from consilium.traces.versions import TRACE_STEPS, upgrade
+from consilium.traces.schema import TraceBase
 
-__all__ = ["new_run_id", "package_versions", "read_trace", "trace_path", "write_manifest", "write_trace"]
+__all__ = ["new_run_id", "package_versions", "trace_path", "write_manifest", "write_trace"]
 
 
 def new_run_id(case_id: str) -> str:
@@ -31,33 +25,8 @@ def trace_path(out_dir: Path, run_id: str, case_id: str, fmt: str) -> Path:
     return out_dir / run_id / f"{case_id}.{fmt}.trace.json"
 
 
-_READER: TypeAdapter[Trace | BoardTrace | TurnTrace] = TypeAdapter(AnyTrace)
-
-
-def write_trace(path: Path, trace: Trace | BoardTrace | TurnTrace) -> Path:
+def write_trace(path: Path, trace: TraceBase) -> Path:
     return write_text_atomic(path, trace.model_dump_json(indent=2) + "\n")
-
-
-def read_trace(path: str | Path) -> Trace | BoardTrace | TurnTrace:
-    file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{file}: trace not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{file}: not a readable JSON trace ({exc})") from None
-    data = upgrade(data, current=SCHEMA_VERSION, steps=TRACE_STEPS, where=str(file))
-    try:
-        return _READER.validate_python(data)
-    except ValidationError as exc:
-        raise UserError(f"{file}: {first_error(exc)}") from None
-
-
-def read_consilium_trace(path: str | Path) -> Trace:
-    trace = read_trace(path)
-    if not isinstance(trace, Trace):
-        raise UserError(f"{path}: kind: expected a consilium trace, got {trace.kind!r}")
-    return trace
 
 
 def package_versions() -> dict[str, str]:

@@ -8,16 +8,13 @@ or a field's meaning changes; the reader upgrades every older version it knows
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
-from consilium.board.transcript import Turn
-from consilium.board.validate import FormatReport
 from consilium.models import CallRecord, Usage, UsageLedger
 
-__all__ = ["SCHEMA_VERSION", "AnyTrace", "BoardTrace", "Trace", "TraceBase", "TurnTrace", "UsageSummary"]
+__all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 
 #: 1.1: ``model_spec`` (the spec the trace was made with); calls may carry ``stage_limit`` and
 #: ``finish_reason: "repetition"``; an empty or cut-off answer is a failed attempt, never a result.
@@ -87,52 +84,3 @@ class TraceBase(BaseModel):
             return data
         hits = sum(1 for c in calls if c.get("cached"))
         return {**data, "usage": {**usage, "spent": spent.model_dump(), "cache_hits": hits}}
-
-
-class Trace(TraceBase):
-    """One consilium run of one case in one format."""
-
-    kind: Literal["consilium"] = "consilium"
-    format: Format
-    moderator_model: str
-    roles: list[AssignedRole]
-    role_assignment_shared: bool = Field(
-        default=False, description="true when the roles were assigned in the other format's run of this case")
-    opinions: list[Opinion]
-    reports: list[Report] = Field(description="every report version, initial first")
-    rounds: list[Round]
-    stop_reason: StopReason | None
-    final_report: Report | None
-
-
-class BoardTrace(TraceBase):
-    """One tumor-board run (opentumorboard.txt, §2.4, App. B.2)."""
-
-    kind: Literal["board"] = "board"
-    mode: Literal["agents", "single"]
-    roles: list[AssignedRole] = Field(description="the specialists at the table (agents mode)")
-    turns: list[Turn]
-    transcript: str = Field(description="<discussion>…</discussion><conclusion>…</conclusion>")
-    conclusion: str | None
-    stop_reason: Literal["moderator_closed", "turn_limit", "single_call"] | None
-    validation: FormatReport | None = Field(description="App. E.2 format checks of the transcript")
-    images_sent: bool = Field(description="whether slide images went to the model as image parts")
-    moderator_images_sent: bool | None = Field(
-        default=None, description="whether they went to the moderator's model (agents mode); null: as images_sent "
-                                  "(traces older than 1.3, single mode)")
-    notes: list[str] = []
-
-
-class TurnTrace(TraceBase):
-    """One Specialist Turn answer (opentumorboard.txt, App. B.1)."""
-
-    kind: Literal["turn"] = "turn"
-    role: str
-    role_category: str
-    question: str
-    answer: str | None
-    images_sent: bool
-    notes: list[str] = []
-
-
-AnyTrace = Annotated[Trace | BoardTrace | TurnTrace, Field(discriminator="kind")]

@@ -22,8 +22,8 @@ def _trace_1_0(data: dict[str, Any]) -> dict[str, Any]:
     """1.0 → 1.1: ``model_spec`` was not recorded (null: unknown). 1.0 ignored a ``max_tokens`` entry for a
     stage its protocol does not have (a misspelt ``opinon``); 1.1 refuses one, so the upgrade drops it,
     which keeps the settings the run really had."""
-    from consilium.graphs.board.config import BOARD_MAX_TOKENS
-    from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
+    from consilium.protocols.board.config import BOARD_MAX_TOKENS
+    from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS
 
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("max_tokens"), dict):

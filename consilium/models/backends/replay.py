@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from consilium.datafiles import first_error
 from consilium.errors import ReplayDivergenceError, UserError
-from consilium.models.recording import CallRecord, request_hash
 from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.recording import CallRecord, request_hash
 
 __all__ = ["ReplayModel", "load_trace_calls"]
 

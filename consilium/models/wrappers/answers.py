@@ -23,6 +23,7 @@ from consilium.log import get_logger
 from consilium.models.answers import answer_problem
 from consilium.models.protocol import ChatModel
 from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
 
 __all__ = ["AnswerCheckModel", "with_max_tokens"]
 
@@ -33,7 +34,7 @@ def with_max_tokens(request: ModelRequest, max_tokens: int) -> ModelRequest:
     return request.model_copy(update={"settings": request.settings.model_copy(update={"max_tokens": max_tokens})})
 
 
-class AnswerCheckModel:
+class AnswerCheckModel(WrapperModel):
     """``retries`` further attempts after an empty, truncated or filtered answer.
 
     ``accept_truncated`` (``models check``) returns a cut-off answer as it is, for the caller to report.
@@ -42,11 +43,7 @@ class AnswerCheckModel:
     def __init__(self, inner: ChatModel, *, retries: int = 2, accept_truncated: bool = False) -> None:
         if retries < 0:
             raise ValueError("retries must not be negative")
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.endpoint = inner.endpoint
-        self.supports_images = inner.supports_images
-        self.stage_max_tokens = inner.stage_max_tokens
+        super().__init__(inner)
         self.retries = retries
         self.accept_truncated = accept_truncated
         #: Attempts made again because of an unusable answer (all calls of this wrapper).
@@ -81,6 +78,3 @@ class AnswerCheckModel:
         raise IncompleteAnswerError(
             f"stage {tag.stage} (role {tag.role}, round {tag.round}): {reason} after {len(budgets)} attempts{room}",
             kind=kind, stage=tag.stage, last_text=response.text)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

@@ -33,9 +33,10 @@ from consilium.log import get_logger
 from consilium.models.answers import answer_problem
 from consilium.models.images import image_digest
 from consilium.models.protocol import ChatModel
-from consilium.models.recording import request_hash
 from consilium.models.structured import OutputInvalid
 from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
+from consilium.models.wrappers.recording import request_hash
 
 __all__ = ["CACHE_KEY_VERSION", "CachedModel", "cache_key"]
 
@@ -128,13 +129,9 @@ class _Writer(threading.Thread):
         self.committed([row[0] for row in rows])
 
 
-class CachedModel:
+class CachedModel(WrapperModel):
     def __init__(self, inner: ChatModel, path: str | Path) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.endpoint = inner.endpoint
-        self.supports_images = inner.supports_images
-        self.stage_max_tokens = inner.stage_max_tokens
+        super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -206,4 +203,4 @@ class CachedModel:
             atexit.unregister(self._flush_now)
             with self._lock:
                 self._db.close()
-        await self.inner.aclose()
+        await super().aclose()

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 
 from consilium.models.protocol import ChatModel
 from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
 
 __all__ = ["HOLD_S", "KEEP_LOADED_CASE", "ConcurrencyLimitedModel", "current_work_key", "work_item"]
 
@@ -82,7 +83,7 @@ def current_work_key() -> str | None:
 _Waiter = tuple[int, int, asyncio.Future[None], _WorkItem | None]
 
 
-class ConcurrencyLimitedModel:
+class ConcurrencyLimitedModel(WrapperModel):
     """At most ``max_concurrency`` calls in flight, the least advanced work item first; one at a time, the
     loaded item first, for a backend that declares ``slots = 1`` (unless ``keep_loaded_case`` is False)."""
 
@@ -92,11 +93,7 @@ class ConcurrencyLimitedModel:
         keep = KEEP_LOADED_CASE if keep_loaded_case is None else keep_loaded_case
         #: The one-slot policy is on: one call at a time, the loaded work item's first.
         self.keeps_loaded_case = keep and getattr(inner, "slots", None) == 1
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.endpoint = inner.endpoint
-        self.supports_images = inner.supports_images
-        self.stage_max_tokens = inner.stage_max_tokens
+        super().__init__(inner)
         self.max_concurrency = max_concurrency
         self._free = 1 if self.keeps_loaded_case else max_concurrency
         self._waiting: list[_Waiter] = []
@@ -185,6 +182,3 @@ class ConcurrencyLimitedModel:
         finally:
             self.in_flight -= 1
             self._release()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

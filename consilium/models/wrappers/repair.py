@@ -11,6 +11,7 @@ from consilium.errors import ModelOutputError
 from consilium.models.protocol import ChatModel
 from consilium.models.structured import OutputInvalid
 from consilium.models.types import Message, ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
 
 __all__ = ["StructuredOutputModel", "repair_message"]
 
@@ -21,13 +22,9 @@ def repair_message(error: OutputInvalid, schema_name: str, instruction: str | No
             f"object that matches the {schema_name} schema, with no text before or after it."))
 
 
-class StructuredOutputModel:
+class StructuredOutputModel(WrapperModel):
     def __init__(self, inner: ChatModel, max_repairs: int = 2) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.endpoint = inner.endpoint
-        self.supports_images = inner.supports_images
-        self.stage_max_tokens = inner.stage_max_tokens
+        super().__init__(inner)
         self.max_repairs = max_repairs
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -58,6 +55,3 @@ class StructuredOutputModel:
             f"{self.max_repairs + 1} attempts: {last_error}",
             stage=tag.stage, last_text=last_text,
         )
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

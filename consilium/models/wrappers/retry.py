@@ -16,6 +16,7 @@ from consilium.errors import ModelError, TransientModelError
 from consilium.log import get_logger
 from consilium.models.protocol import ChatModel
 from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
 
 __all__ = ["RetryPolicy", "RetryingModel"]
 
@@ -36,15 +37,11 @@ class RetryPolicy:
         return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
 
 
-class RetryingModel:
+class RetryingModel(WrapperModel):
     def __init__(self, inner: ChatModel, policy: RetryPolicy | None = None, *,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, seed: int | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.policy = policy or RetryPolicy()
-        self.model_id = inner.model_id
-        self.endpoint = inner.endpoint
-        self.supports_images = inner.supports_images
-        self.stage_max_tokens = inner.stage_max_tokens
         self._sleep = sleep
         self._rng = random.Random(seed)
         self.retries = 0
@@ -63,6 +60,3 @@ class RetryingModel:
                 self.retries += 1
                 await self._sleep(wait)
                 attempt += 1
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

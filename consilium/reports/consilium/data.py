@@ -14,8 +14,8 @@ from consilium.errors import UserError
 from consilium.judges.coverage import coverage_of
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
-from consilium.traces.io import read_trace
-from consilium.traces.schema import Trace
+from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.registry import read_trace
 
 __all__ = [
     "CONSILIUM_RUBRIC",

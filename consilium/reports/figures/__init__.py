@@ -18,9 +18,7 @@ from consilium.reports.figures.dynamics import (
     draw_fig3a,
     draw_fig3b,
     draw_fig3c,
-    draw_fig4,
     outcomes_by_model,
-    stop_counts,
 )
 from consilium.reports.figures.panels import draw_fig2b, draw_fig2c, role_shares
 from consilium.reports.figures.scores import (
@@ -31,6 +29,7 @@ from consilium.reports.figures.scores import (
     draw_fig8,
     rounds_groups,
 )
+from consilium.reports.figures.stops import draw_fig4, stop_counts
 from consilium.reports.figures.style import paper_style, remove_figure
 from consilium.reports.figures.tokens import draw_fig5a, draw_fig5b, tokens_by_model, tokens_by_stage
 

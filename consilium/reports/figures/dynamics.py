@@ -1,5 +1,6 @@
-"""The consilium's dynamics (ai-consilium.txt Fig. 3a–c) and its stop reasons (Fig. 4), over completed
-arms: a failed arm has no rounds and no stop reason, so it is counted apart and named in the figure.
+"""The consilium's dynamics (ai-consilium.txt Fig. 3a–c) over completed arms: consensus by round,
+dissent before and after each revision, and the outcomes by model. The stop reasons (Fig. 4) are in
+:mod:`consilium.reports.figures.stops`.
 
 Dissent in a round is the share of the panel's votes that dissent (the trace's ``dissent_fraction``),
 recomputed from the recorded votes.
@@ -13,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from consilium.reports.compare import STOPS, CohortData
+from consilium.reports.compare import CohortData
 from consilium.reports.consilium.stats import cluster_bootstrap
 from consilium.reports.figures.style import (
     FORMAT_COLOURS,
@@ -32,15 +33,12 @@ __all__ = [
     "ConsensusByRound",
     "DissentReduction",
     "ModelOutcome",
-    "StopCounts",
     "consensus_by_round",
     "dissent_reductions",
     "draw_fig3a",
     "draw_fig3b",
     "draw_fig3c",
-    "draw_fig4",
     "outcomes_by_model",
-    "stop_counts",
 ]
 
 
@@ -145,31 +143,6 @@ def outcomes_by_model(data: CohortData) -> list[ModelOutcome]:
     return rows
 
 
-@dataclass(frozen=True)
-class StopCounts:
-    """Fig. 4: one format's completed arms by stop reason (``failed`` arms have none)."""
-
-    format: str
-    counts: dict[str, int]
-    arms: int
-    failed: int
-
-    def pct(self, stop: str) -> float:
-        return 100 * self.counts[stop] / self.arms if self.arms else 0.0
-
-
-def stop_counts(data: CohortData) -> list[StopCounts]:
-    """Per format: every stop reason of :data:`STOPS` (zero where none), then any other recorded."""
-    rows = []
-    for fmt in formats_of(a["format"] for a in data.arms):
-        done = [a for a in completed_arms(data) if a["format"] == fmt]
-        seen = Counter(a["stop_reason"] for a in done)
-        counts = {s: seen[s] for s in [*STOPS, *sorted(set(seen) - set(STOPS))]}
-        failed = sum(1 for a in data.arms if a["format"] == fmt and a.get("status") != "completed")
-        rows.append(StopCounts(fmt, counts, len(done), failed))
-    return rows
-
-
 def draw_fig3a(rows: list[ConsensusByRound], out: Path) -> Path:
     """Cumulative % at consensus by round, one line per format, and the arms entering each round."""
     figure, axis = new_figure(5.6, 3.8)
@@ -260,43 +233,3 @@ def draw_fig3c(rows: list[ModelOutcome], out: Path) -> Path:
     figure.suptitle("Consilium outcomes by model and format, pooled row last (ai-consilium.txt Fig. 3c); "
                     "n = completed arms, F free-form, S structured", fontsize=9)
     return save_figure(figure, out, "fig3c_outcomes_by_model")
-
-
-_STOP_COLOURS = {"consensus": "#4daf4a", "no_change": "#377eb8", "round_limit": "#e41a1c"}
-_STOP_NAMES = {"consensus": "consensus", "no_change": "no substantive change", "round_limit": "round limit"}
-
-
-def draw_fig4(rows: list[StopCounts], out: Path) -> Path:
-    """One 100 % stacked bar per format; each segment labelled with its count and %; a narrow segment's
-    label repeated in a column at right, in its colour."""
-    figure, (axis, side) = new_figure(7.6, 1.5 + 0.6 * len(rows), columns=2, sharey=True,
-                                      gridspec_kw={"width_ratios": [5, 1]})
-    stops = list(dict.fromkeys(s for r in rows for s in r.counts))
-    for y, row in enumerate(rows):
-        left = 0.0
-        narrow = []
-        for stop in stops:
-            pct = row.pct(stop)
-            axis.barh(y, pct, left=left, color=_STOP_COLOURS.get(stop, "#999999"), edgecolor="white",
-                      label=_STOP_NAMES.get(stop, stop) if y == 0 else None)
-            text = f"{row.counts[stop]} ({pct:.1f}%)"
-            if pct >= 15:
-                axis.text(left + pct / 2, y, text, ha="center", va="center", fontsize=7.5, color="white")
-            else:
-                narrow.append((stop, text))
-            left += pct
-        for i, (stop, text) in enumerate(narrow):
-            side.text(0.0, y - 0.2 * (len(narrow) - 1) + 0.4 * i, f"■ {text}", va="center", fontsize=7.5,
-                      color=_STOP_COLOURS.get(stop, "#999999"))
-    side.set_xlim(0, 1)
-    side.axis("off")
-    axis.set_yticks(range(len(rows)), [f"{format_label(r.format)}\n(n = {r.arms}" + (f"; {r.failed} failed)"
-                                                                                     if r.failed else ")")
-                                       for r in rows])
-    axis.set_ylim(len(rows) - 0.5, -0.5)
-    axis.set_xlim(0, 100)
-    axis.set_xlabel("completed arms (%)")
-    figure.suptitle("Controller-recorded stop reasons by format (ai-consilium.txt Fig. 4)", fontsize=9.5,
-                    fontweight="bold")
-    figure.legend(loc="outside lower center", ncols=len(stops))
-    return save_figure(figure, out, "fig4_stop_reasons")

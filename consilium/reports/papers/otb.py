@@ -14,10 +14,10 @@ from consilium.cases import Case
 from consilium.judges.components import component_texts
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scoring import weighted_decisions
+from consilium.protocols.registry import read_trace
 from consilium.reports.compare import CohortData, trace_location
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import mean, pct, rate, sd
-from consilium.traces.io import read_trace
 
 __all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment", "decision_dimensions",
            "four_decision", "rouge_l", "specialist_turn", "weights"]

@@ -29,7 +29,6 @@ class Response:
     rubric: str
     items: tuple[JudgementItem, ...]
     aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    from_record: bool = True
 
 
 def _item(row: dict[str, str]) -> JudgementItem:
@@ -51,8 +50,7 @@ def judged_responses(run_dir: Path, data: CohortData) -> list[Response]:
             responses.append(Response(model, variant, case_id, rubric, tuple(judgement.items),
                                       judgement.aggregates))
         else:
-            responses.append(Response(model, variant, case_id, rubric, tuple(_item(r) for r in group_rows),
-                                      from_record=False))
+            responses.append(Response(model, variant, case_id, rubric, tuple(_item(r) for r in group_rows)))
     return responses
 
 

@@ -1,1 +1,0 @@
-"""The tumor board (OpenTumorBoard protocol): transcript format, format checks, runs."""

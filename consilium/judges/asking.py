@@ -1,0 +1,69 @@
+"""Making a judge call and turning its outcome into an item.
+
+Invalid judge output goes back to the judge with the validation error a bounded number of times with
+the schema described in the prompt only (``relaxed``); then one schema-constrained attempt
+(``strict``: grammar or response_format, where the backend has it); then the item is recorded as not
+evaluable with the reason. A score is never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from consilium.errors import BudgetExceededError, ModelError, ModelOutputError
+from consilium.judges.kinds import ScoringKind
+from consilium.judges.record import JudgementItem
+from consilium.judges.tasks import Answer, JudgeTask
+from consilium.models import ChatModel
+
+__all__ = ["ask", "not_evaluable"]
+
+_PLACE = re.compile(r"^stage \S+ \(role [^,]*, round [^)]*\): ")
+_ATTEMPTS = re.compile(r"^invalid \S+ output after \d+ attempts: ")  # the reason says it already
+
+
+def _unplaced(message: str) -> str:
+    """An error message without the call's place (``stage judge (role conclusion:c1, round None): ``):
+    the item already names its component and criterion, and reasons that read alike across items
+    can be counted together (:mod:`consilium.judges.coverage`)."""
+    return _PLACE.sub("", message, count=1)
+
+
+def not_evaluable(task: JudgeTask, reason: str) -> JudgementItem:
+    return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
+                         reason=reason, detail=task.detail)
+
+
+async def _answer(relaxed: ChatModel, strict: ChatModel, task: JudgeTask) -> Answer:
+    """The validated answer (None when it stayed invalid, or what ``task.once`` salvages of it) and
+    the last validation error."""
+    schema = task.request.output_schema
+    assert schema is not None
+    error, last_text = "", ""
+    for model, request in ((relaxed, task.request.model_copy(update={"schema_": schema.unenforced()})),
+                           (strict, task.request)):
+        try:
+            return (await model.generate(request)).parsed, ""
+        except ModelOutputError as exc:
+            error, last_text = _ATTEMPTS.sub("", _unplaced(str(exc)), count=1), exc.last_text
+    salvaged = task.once.salvage(last_text) if task.once and task.once.salvage else None
+    return salvaged, error
+
+
+async def ask(kind: ScoringKind, relaxed: ChatModel, strict: ChatModel, task: JudgeTask) -> JudgementItem:
+    """The item of one task: its call made (or awaited, when several items read one call), read by the
+    rubric's scoring ``kind``."""
+    if task.unfit is not None:
+        return not_evaluable(task, task.unfit)
+    try:
+        if task.once is None:
+            parsed, error = await _answer(relaxed, strict, task)
+        else:
+            parsed, error = await task.once.answer(lambda: _answer(relaxed, strict, task))
+    except (ModelError, BudgetExceededError) as exc:
+        # One failed call voids its own item only: a long whole-case prompt a server refuses (its
+        # context unknown here) must not take the per-output criteria of the trace with it.
+        return not_evaluable(task, f"judge call failed: {_unplaced(str(exc))}")
+    if parsed is None:
+        return not_evaluable(task, f"invalid judge output, also under schema-constrained decoding: {error}")
+    return kind.read(task, parsed, error)

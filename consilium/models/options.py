@@ -1,0 +1,52 @@
+"""What a backend and the shared layers are built with: server, key, timeouts, concurrency, cache, retries."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from consilium.models.wrappers.retry import RetryPolicy
+from consilium.redact import MASK, redact_url, register_secret
+
+__all__ = ["ModelOptions"]
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    base_url: str | None = None
+    api_key: str | None = None
+    schema_dialect: str = "json_schema"
+    http_client: str = "aiohttp"
+    timeout_s: float = 120.0
+    max_concurrency: int = 4
+    cache: bool = True
+    cache_path: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    n_ctx: int = 8192
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)  # masked wherever it could be printed or stored (consilium/redact.py)
+
+    def __repr__(self) -> str:
+        """Every field but the key itself; a base URL's credentials masked."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        shown["api_key"] = MASK if self.api_key else None
+        if self.base_url:
+            shown["base_url"] = redact_url(self.base_url)
+        return f"ModelOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> ModelOptions:
+        """Options with OPENAI_BASE_URL / OPENAI_API_KEY / CONSILIUM_CACHE filled in from the environment."""
+        values: dict[str, object] = {
+            "base_url": os.environ.get("OPENAI_BASE_URL") or None,
+            "api_key": os.environ.get("OPENAI_API_KEY") or None,
+        }
+        cache_env = os.environ.get("CONSILIUM_CACHE", "")
+        if cache_env.lower() in ("0", "off", "no", "false"):
+            values["cache"] = False
+        elif cache_env:
+            values["cache_path"] = Path(cache_env)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]

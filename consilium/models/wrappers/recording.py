@@ -1,0 +1,127 @@
+"""Recording of every model call, for the trace and the usage ledger (the last wrapper before the model)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from consilium.models.answers import answer_problem
+from consilium.models.protocol import ChatModel
+from consilium.models.structured import OutputInvalid
+from consilium.models.tokens import count_message_tokens
+from consilium.models.types import CallTag, GenerationSettings, Message, ModelRequest, ModelResponse
+from consilium.models.usage import Usage, UsageLedger
+from consilium.models.wrappers.base import WrapperModel
+
+__all__ = ["CallRecord", "CallRecorder", "RecordingModel", "request_hash"]
+
+
+def request_hash(request: ModelRequest) -> str:
+    """A digest of what the model was asked: messages, settings (but not the timeout) and schema."""
+    schema = request.output_schema
+    payload = {
+        "messages": [m.model_dump() for m in request.messages],
+        "settings": request.settings.model_dump(exclude={"timeout_s"}),
+        "schema": (schema.json_schema or {"check": schema.name}) if schema else None,
+        "enforce": schema.enforce if schema else None,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CallRecord(BaseModel):
+    """One model call as the trace stores it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    # Free text, not types.Stage: a record reads whatever stage the trace it comes from names (a new
+    # call's tag is checked when it is made).
+    stage: str
+    role: str | None = None
+    round: int | None = None
+    model: str
+    messages: list[Message]
+    settings: GenerationSettings
+    schema_name: str | None = None
+    request_hash: str
+    response: str
+    parsed: Any = Field(default=None, description="the validated JSON value, when a schema was requested")
+    usage: Usage
+    latency_ms: float
+    cached: bool = False
+    finish_reason: str | None = None
+    error: str | None = Field(default=None, description="why this attempt's answer was not used: empty, cut off "
+                                                        "(then asked again) or invalid (then repaired)")
+    stage_limit: int | None = Field(default=None, description="the model's own output budget for this stage "
+                                                              "(ChatModel.stage_max_tokens), if it has one")
+    started_at: float
+
+
+class CallRecorder:
+    """Collects call records and feeds the usage ledger; one per run."""
+
+    def __init__(self, ledger: UsageLedger | None = None) -> None:
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.calls: list[CallRecord] = []
+        #: The tag of the latest call attempted (recorded or not): where a failed run stopped.
+        self.last_attempt: CallTag | None = None
+
+    def adopt(self, call: CallRecord) -> None:
+        """Take in a call made elsewhere (a shared role assignment), renumbered for this run."""
+        self.calls.append(call.model_copy(update={"index": len(self.calls)}))
+        self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round, cached=call.cached)
+
+    def record(self, request: ModelRequest, response: ModelResponse, started_at: float,
+               stage_limit: int | None = None) -> Any:
+        """Record the call; returns the validated value when a schema was requested and met by a
+        complete answer (an empty or cut-off one is never used, whatever it holds)."""
+        tag = request.tag
+        schema = request.output_schema
+        parsed, error = None, None
+        problem = answer_problem(response)
+        if problem is not None:
+            error = problem[1]
+        elif schema is not None:
+            # Validated here too, so each attempt's record says what was wrong with it.
+            try:
+                parsed = schema.validate(response.text)
+            except OutputInvalid as exc:
+                error = str(exc)
+        self.calls.append(CallRecord(
+            index=len(self.calls), stage=tag.stage, role=tag.role, round=tag.round,
+            model=response.model, messages=list(request.messages), settings=request.settings,
+            schema_name=schema.name if schema else None, request_hash=request_hash(request),
+            response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
+            cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
+            parsed=parsed, error=error, stage_limit=stage_limit,
+        ))
+        self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round, cached=response.cached)
+        return parsed
+
+
+class RecordingModel(WrapperModel):
+    """Wraps a model so that every call (each repair attempt included) is recorded.
+
+    The budget is checked before each call, so a run stops before overspending.
+    """
+
+    def __init__(self, inner: ChatModel, recorder: CallRecorder) -> None:
+        super().__init__(inner)
+        self.recorder = recorder
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        self.recorder.last_attempt = request.tag
+        if self.recorder.ledger.budget_tokens is not None:  # counting tokens costs time; only with a budget
+            projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens
+            self.recorder.ledger.check_budget(request.tag.stage, projected=projected)
+        started_at = time.time()
+        response = await self.inner.generate(request)
+        parsed = self.recorder.record(request, response, started_at,
+                                      stage_limit=self.stage_max_tokens.get(request.tag.stage))
+        # Hand the validated value on, so the repair wrapper does not validate twice.
+        return response.model_copy(update={"parsed": parsed}) if parsed is not None else response

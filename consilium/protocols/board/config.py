@@ -1,0 +1,35 @@
+"""Settings of a board or Specialist Turn run; stored in every trace so it replays exactly."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from consilium.protocols.base import RunConfig, StageTokens
+
+__all__ = ["BOARD_MAX_TOKENS", "BoardConfig"]
+
+BOARD_MAX_TOKENS: dict[str, int] = {
+    "role_assignment": 768,
+    "board_turn": 384,  # one moderator or specialist turn (agents mode)
+    "board_single": 3072,  # the whole meeting in one call (single mode)
+    "conclusion": 512,
+    "specialist_turn": 384,
+}
+
+
+class BoardConfig(RunConfig):
+    STAGE_TOKENS: ClassVar[dict[str, int]] = BOARD_MAX_TOKENS
+
+    max_turns: int = Field(default=12, ge=2, description="turns (moderator and specialists) before the limit "
+                                                         "closes the meeting")
+    discussion: Literal["open", "alternating"] = Field(
+        default="open", description="open: the moderator may pass the floor for a specialist to reply directly to "
+                                    "another, and the turn limit ends with the moderator's closing turn; "
+                                    "alternating: moderator and specialist strictly alternate (the protocol of "
+                                    "board traces before schema 1.3, kept so they replay)")
+    min_roles: int = Field(default=2, ge=1)
+    max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
+                                    description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
+                                                + "); a stage left out keeps its default")

@@ -1,0 +1,132 @@
+"""The consilium state machine.
+
+assign_roles ─► opinion × roles (parallel, isolated) ─► synthesise ─► vote × roles (round r) ─► tally
+tally: all accept → consensus; r == max_rounds → round_limit; else revise
+revise: no clinically meaningful revision → no_change; else round r + 1 → vote × roles
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from consilium.agents import moderator, specialist
+from consilium.agents.records import Format, Round
+from consilium.models import ChatModel
+from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.consilium.state import ConsiliumState, OpinionTask, VoteTask
+
+__all__ = ["RECURSION_LIMIT", "ConsiliumContext", "consilium_graph"]
+
+# Each review round takes three supersteps (vote, tally, revise).
+RECURSION_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ConsiliumContext:
+    """What the nodes need besides the state: the models (per named role), the case and the settings."""
+
+    panel_model: ChatModel
+    moderator_model: ChatModel
+    case_text: str
+    format: Format
+    config: ConsiliumConfig
+
+
+async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    if state.get("roles"):  # shared assignment from the other format
+        return {}
+    ctx, cfg = runtime.context, runtime.context.config
+    roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
+                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"))
+    return {"roles": roles}
+
+
+async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    written = await specialist.write_opinion(ctx.panel_model, ctx.case_text, task["role"], ctx.format,
+                                             ctx.config.settings("opinion"), ctx.config.budget_chars("opinion"))
+    return {"opinions": [written]}
+
+
+async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    report = await moderator.synthesise(ctx.moderator_model, ctx.case_text, state["roles"],
+                                        state.get("opinions", []), ctx.format, ctx.config.settings("synthesis"),
+                                        ctx.config.budget_chars("synthesis"))
+    return {"reports": [report], "round": 1}
+
+
+async def vote(task: VoteTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    cast = await specialist.cast_vote(ctx.panel_model, ctx.case_text, task["role"], task["report"],
+                                      task["round"], ctx.config.settings("vote"))
+    return {"votes": [cast]}
+
+
+async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    r = state["round"]
+    order = {role.id: i for i, role in enumerate(state["roles"])}
+    votes = sorted((v for v in state.get("votes", []) if v.round == r), key=lambda v: order.get(v.role, 0))
+    dissent = sum(v.vote == "dissent" for v in votes)
+    record = Round(round=r, report_version=state["reports"][-1].version, votes=votes,
+                   dissent_fraction=round(dissent / len(votes), 6) if votes else 0.0)
+    update: dict[str, Any] = {"rounds": [record]}
+    if dissent == 0:
+        update["stop_reason"] = "consensus"
+    elif r >= runtime.context.config.max_rounds:
+        update["stop_reason"] = "round_limit"
+    return update
+
+
+async def revise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+    ctx, r = runtime.context, state["round"]
+    report = await moderator.revise(ctx.moderator_model, ctx.case_text, state["roles"], state["reports"][-1],
+                                    state["rounds"][-1].votes, r, ctx.format, ctx.config.settings("revision"),
+                                    ctx.config.budget_chars("revision"))
+    if report is None:
+        return {"stop_reason": "no_change"}
+    return {"reports": [report], "round": r + 1}
+
+
+async def fan_out_opinions(state: ConsiliumState) -> list[Send]:
+    return [Send("opinion", OpinionTask(role=role)) for role in state["roles"]]
+
+
+async def fan_out_votes(state: ConsiliumState) -> list[Send] | str:
+    if state.get("stop_reason"):
+        return END
+    report = state["reports"][-1]
+    return [Send("vote", VoteTask(role=role, report=report, round=state["round"])) for role in state["roles"]]
+
+
+async def after_tally(state: ConsiliumState) -> str:
+    return END if state.get("stop_reason") else "revise"
+
+
+@cache
+def consilium_graph() -> CompiledStateGraph[Any, ConsiliumContext, Any, Any]:
+    """The compiled graph, built once per process; each run passes its :class:`ConsiliumContext`
+    as LangGraph's run context (compiling per run cost several milliseconds per run)."""
+    graph = StateGraph(ConsiliumState, context_schema=ConsiliumContext)
+    graph.add_node("assign_roles", assign_roles)
+    # Send-target nodes take their task payload, not the graph state; langgraph's stubs cannot express that.
+    graph.add_node("opinion", opinion)  # type: ignore[call-overload]
+    graph.add_node("synthesise", synthesise)
+    graph.add_node("vote", vote)  # type: ignore[call-overload]
+    graph.add_node("tally", tally)
+    graph.add_node("revise", revise)
+    graph.add_edge(START, "assign_roles")
+    graph.add_conditional_edges("assign_roles", fan_out_opinions, ["opinion"])
+    graph.add_edge("opinion", "synthesise")
+    graph.add_conditional_edges("synthesise", fan_out_votes, ["vote", END])
+    graph.add_edge("vote", "tally")
+    graph.add_conditional_edges("tally", after_tally, ["revise", END])
+    graph.add_conditional_edges("revise", fan_out_votes, ["vote", END])
+    return graph.compile(name="consilium")

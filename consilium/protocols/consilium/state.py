@@ -1,0 +1,31 @@
+"""Typed state of the consilium graph; every list field has an explicit reducer (STYLE.md 5)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, TypedDict
+
+from consilium.agents.records import AssignedRole, Opinion, Report, Round, StopReason, Vote
+from consilium.graphs.reducers import replace
+
+__all__ = ["ConsiliumState", "OpinionTask", "VoteTask"]
+
+
+class ConsiliumState(TypedDict, total=False):
+    roles: Annotated[list[AssignedRole], replace]
+    opinions: Annotated[list[Opinion], operator.add]
+    reports: Annotated[list[Report], operator.add]
+    votes: Annotated[list[Vote], operator.add]
+    rounds: Annotated[list[Round], operator.add]
+    round: int
+    stop_reason: StopReason | None
+
+
+class OpinionTask(TypedDict):
+    role: AssignedRole
+
+
+class VoteTask(TypedDict):
+    role: AssignedRole
+    report: Report
+    round: int

@@ -1,0 +1,29 @@
+"""Each rubric scoring kind is one strategy object in one table (issue 17): the table covers every kind
+a rubric may name, and each shipped rubric's kind says what the judge runner, --scope, calibrate and
+evolve used to decide with if/elif chains on the kind's name."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from consilium.judges.kinds import KINDS, ScoringKind, scoring_kind
+from consilium.judges.rubric import Scoring, builtin_rubric_names, load_rubric
+
+
+def test_every_scoring_kind_has_one_strategy() -> None:
+    assert sorted(KINDS) == sorted(get_args(Scoring))
+    assert all(isinstance(kind, ScoringKind) and kind.name == name for name, kind in KINDS.items())
+
+
+def test_each_kind_decides_what_the_chains_decided() -> None:
+    facts = {name: (k.needs_reference, k.criteria_from_case, k.takes_scope, k.evolvable) for name, k in KINDS.items()}
+    assert facts == {"mean": (False, False, False, True), "single": (True, False, False, True),
+                     "weighted_decisions": (True, False, True, True), "signed_criteria": (True, True, False, False),
+                     "diagnosis_match": (True, False, False, False)}
+    components = {name: load_rubric(name).components for name in builtin_rubric_names()}
+    assert components == {"ai-consilium": ["role_reasoning", "role_opinion", "conclusion"],
+                          "nmb-diagnosis-match": ["conclusion", "differential"],
+                          "npc-signed-criteria": ["conclusion", "answer"],
+                          "otb-clinical-equivalence": ["answer"], "otb-conclusion-alignment": ["conclusion"],
+                          "otb-four-decision": ["conclusion"]}
+    assert all(load_rubric(name).kind is scoring_kind(load_rubric(name).scoring) for name in builtin_rubric_names())
