@@ -17,10 +17,11 @@ from test_cohort import PANEL, read_csv, write
 
 from consilium.cases import load_case
 from consilium.cli import main
+from consilium.cohort.arms import CohortArm, model_folder
 from consilium.cohort.index import ArmIndex
 from consilium.cohort.progress import ArmTally
-from consilium.cohort.run import CohortArm, CohortRun, append_jsonl, model_folder, run_cohort
-from consilium.cohort.tables import CsvLog
+from consilium.cohort.run import CohortRun, run_cohort
+from consilium.cohort.tables import CsvLog, append_jsonl
 from consilium.errors import UserError
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement, read_judgement
@@ -326,7 +327,7 @@ def test_traces_are_sharded_by_a_hash_of_the_case_id(tmp_path: Path) -> None:
         assert arm["trace"] == f"arms/{folder}/{shard}/{arm['case_id']}.{arm['format']}.trace.json"
         assert (run_dir / arm["trace"]).is_file()
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert (manifest["schema_version"], manifest["layout"]) == ("1.2", "sharded")
+    assert (manifest["schema_version"], manifest["layout"]) == ("1.3", "sharded")
     assert sorted(manifest["traces"]) == sorted(a["trace"] for a in arms)
 
 
@@ -359,7 +360,7 @@ def test_an_old_flat_cohort_still_resumes(tmp_path: Path, capsys: pytest.Capture
     assert "8 arms (8 completed, 0 failed, 7 resumed)" in capsys.readouterr().out
     assert victim.is_file() and not list(run_dir.glob("arms/*/*/*.trace.json"))  # still flat
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert (manifest["schema_version"], manifest["layout"]) == ("1.2", "flat")
+    assert (manifest["schema_version"], manifest["layout"]) == ("1.3", "flat")
     arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
     assert all((run_dir / a["trace"]).is_file() and a["trace"].count("/") == 2 for a in arms)
 
@@ -378,12 +379,15 @@ def test_a_manifest_from_before_the_shared_budget_and_open_floor_reads_as_what_i
     [run_dir] = list(out.iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())
     del manifest["layout"]
+    settings = manifest["settings"]  # as 1.1 had it: one protocol and its config
+    settings["config"] = settings.pop("configs")["consilium"]
+    del settings["protocols"]
     manifest["settings"]["protocol"] = protocol
     manifest["settings"]["config"].pop("lengths", None)
     manifest["settings"]["config"].pop("discussion", None)
     manifest.update(schema_version="1.1")
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert read_manifest(run_dir).settings.config[key] == kept
+    assert read_manifest(run_dir).settings.configs[protocol][key] == kept
     manifest["settings"]["config"][key] = "set-by-then"  # a 1.1 cohort that recorded it keeps its own
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert read_manifest(run_dir).settings.config[key] == "set-by-then"
+    assert read_manifest(run_dir).settings.configs[protocol][key] == "set-by-then"

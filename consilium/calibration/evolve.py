@@ -33,9 +33,8 @@ from consilium.judges.rubric import Criterion, Rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallRecorder, CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models import for_run as run_layers
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
+from consilium.traces.schema import TraceBase
 
 __all__ = ["REEVALUATION_SEED_OFFSET", "Item", "evolve_criterion", "judge_seeds", "rated_items"]
 
@@ -54,7 +53,7 @@ class Item:
 
     case_id: str
     component: str
-    trace: Trace | BoardTrace | TurnTrace
+    trace: TraceBase
     target: float
     label: str = ""  # the judged trace: run, panel model, variant, trace file
     ratings: int = 1
@@ -76,7 +75,7 @@ def rated_items(ratings: list[Rating], judgements: Sequence[tuple[Path, Judgemen
         judged_by_path[judged.path] = judged
         groups[(judged.path, rating.component, rating.criterion)].append(rating.score)
     items: dict[str, list[Item]] = {}
-    traces: dict[Path, Trace | BoardTrace | TurnTrace] = {}
+    traces: dict[Path, TraceBase] = {}
     for (path, component, criterion), scores in sorted(groups.items()):
         judged = judged_by_path[path]
         if path not in traces:

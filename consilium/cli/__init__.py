@@ -73,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except UserError as exc:  # e.g. a plugin that cannot be loaded
+        print(f"consilium: error: {_one_line(exc, None)}", file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, --version, usage errors

@@ -91,8 +91,8 @@ def run_board_command(args: argparse.Namespace) -> int:
     attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
-    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
-                   seed=config.seed)
+    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config.model_dump(mode="json"),
+                   traces=[path], seed=config.seed)
     _print_board(trace, path)
     return 0 if trace.status == "completed" else 1
 
@@ -114,8 +114,8 @@ def run_turn_command(args: argparse.Namespace) -> int:
     attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     trace = aio.run(go())
     path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
-    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config, traces=[path],
-                   seed=config.seed)
+    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config.model_dump(mode="json"),
+                   traces=[path], seed=config.seed)
     print(f"== {trace.case_id} · Specialist Turn · {trace.role} [{trace.role_category}] · {trace.model} · "
           f"{trace.status}")
     print(f"  question: {trace.question}")

@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {'similarity':<15} {cosine} ({similarity['model']})")
     if len(judgements) > 1:
         print("== summary over the judged traces (rates with 95% Wilson intervals)")
-        for row in summarise(judgements):
+        rows = summarise(judgements)
+        several = len({row["protocol"] for row in rows}) > 1  # then each line names its protocol
+        for row in rows:
             stats = []
             for key, value in row.items():
                 if isinstance(value, dict) and "rate" in value:
@@ -141,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
                     stats.append(f"{key}={value['rate']:.3f} [{low:.3f}, {high:.3f}] (n={value['n']})")
                 elif isinstance(value, dict) and value.get("mean") is not None:
                     stats.append(f"{key}={value['mean']:.3f} (n={value['n']})")
-            print(f"  {row['variant']:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
+            label = f"{row['protocol']} {row['variant']}" if several else row["variant"]
+            print(f"  {label:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
                   + ", ".join(stats))
     # A rubric that could not be applied at all is a failure, not an empty result.
     return 1 if print_coverage(judging_coverage(judgements, [rubric.name])) else 0

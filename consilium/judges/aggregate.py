@@ -62,15 +62,17 @@ def overlap_metrics(case: Case, texts: dict[str, str], answer: TurnReference | N
 
 
 def summarise(judgements: list[Judgement]) -> list[dict[str, Any]]:
-    """Across judged traces, per (variant, component): the mean of each numeric aggregate and, for
-    each yes/no aggregate (match, pass@k, has_major_error…), the rate with its 95 % Wilson interval."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    """Across judged traces, per (protocol, variant, component): the mean of each numeric aggregate and, for
+    each yes/no aggregate (match, pass@k, has_major_error…), the rate with its 95 % Wilson interval. A
+    consilium's and a single specialist's free-form answers are never pooled."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for judgement in judgements:
         for component, summary in judgement.aggregates.items():
-            groups.setdefault((judgement.variant or "-", component), []).append(summary)
+            protocol = getattr(judgement, "trace_kind", None) or "-"  # a record built unvalidated may lack it
+            groups.setdefault((protocol, judgement.variant or "-", component), []).append(summary)
     rows = []
-    for (variant, component), summaries in sorted(groups.items()):
-        row: dict[str, Any] = {"variant": variant, "component": component, "n": len(summaries),
+    for (protocol, variant, component), summaries in sorted(groups.items()):
+        row: dict[str, Any] = {"protocol": protocol, "variant": variant, "component": component, "n": len(summaries),
                                "not_evaluable": sum(s.get("not_evaluable", 0) for s in summaries)}
         keys = sorted({k for s in summaries for k, v in s.items() if k not in ("items", "not_evaluable")})
         for key in keys:

@@ -1,12 +1,13 @@
-"""What a judge scores in a trace: the texts of its components.
+"""What a judge scores in a trace: the texts of its components, which the trace's protocol gives.
 
 From ai-consilium.txt, Table 10 and Table 29: *role_reasoning* is the primary
 role's structured opinion without its final conclusion, *role_opinion* is that
 final conclusion alone (both exist only in the structured format), and
 *conclusion* is the final report. A board's *conclusion* is its board
-conclusion; a Specialist Turn's *answer* is its answer. *differential* is the
-final report's ranked differential, one candidate per item, judged after the
-report's leading diagnosis (its final opinion), which is rank 1.
+conclusion; a Specialist Turn's *answer* is its answer; the single-specialist
+baseline's answer is its *conclusion*. *differential* is the final report's
+ranked differential, one candidate per item, judged after the report's leading
+diagnosis (its final opinion), which is rank 1.
 
 A Specialist Turn is judged against the reference expert answer to its own question
 (opentumorboard.txt §2.4 L58, App. C.1 L170): :func:`turn_reference` takes it from the case's
@@ -18,10 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from consilium.agents.records import render_sections
 from consilium.cases.model import Case
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.registry import protocol_of
+from consilium.traces.schema import TraceBase
 
 __all__ = ["TurnReference", "component_texts", "leading_diagnosis", "missing_turn_reference", "ranked_candidates",
            "ranked_differential", "turn_reference"]
@@ -62,12 +62,11 @@ def _same_diagnosis(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def leading_diagnosis(trace: Trace | BoardTrace | TurnTrace) -> str | None:
-    """The report's most likely diagnosis: the structured final report's final opinion (the task asks for
-    "your most likely diagnosis, differential diagnoses", neural-medbench.txt L403); None without one."""
-    if not isinstance(trace, Trace) or trace.final_report is None:
-        return None
-    return (trace.final_report.sections or {}).get("final_opinion", "").strip() or None
+def leading_diagnosis(trace: TraceBase) -> str | None:
+    """The answer's most likely diagnosis, as its protocol names it: the structured final report's final opinion
+    (the task asks for "your most likely diagnosis, differential diagnoses", neural-medbench.txt L403); None
+    without one."""
+    return protocol_of(trace).leading_diagnosis(trace)
 
 
 def ranked_candidates(leading: str | None, differential: str, k: int) -> list[tuple[str, str]]:
@@ -82,25 +81,10 @@ def ranked_candidates(leading: str | None, differential: str, k: int) -> list[tu
     return [("final_opinion", leading), *(("final_differential", item) for item in items)][:k]
 
 
-def component_texts(trace: Trace | BoardTrace | TurnTrace) -> dict[str, str]:
-    """Component name → text, for the components this trace has (a failed run may have none)."""
-    if isinstance(trace, TurnTrace):
-        return {"answer": trace.answer} if trace.answer else {}
-    if isinstance(trace, BoardTrace):
-        return {"conclusion": trace.conclusion} if trace.conclusion else {}
-    texts: dict[str, str] = {}
-    if trace.final_report is not None:
-        texts["conclusion"] = trace.final_report.text
-        differential = (trace.final_report.sections or {}).get("final_differential")
-        if differential:
-            texts["differential"] = differential
-    primary = next((r for r in trace.roles if r.primary), None)
-    opinion = next((o for o in trace.opinions if primary and o.role == primary.id), None)
-    if opinion is not None and opinion.sections:
-        reasoning = {k: v for k, v in opinion.sections.items() if k != "final_conclusion"}
-        texts["role_reasoning"] = render_sections(reasoning)
-        texts["role_opinion"] = opinion.sections.get("final_conclusion", "")
-    return {name: text for name, text in texts.items() if text.strip()}
+def component_texts(trace: TraceBase) -> dict[str, str]:
+    """Component name → text, for the components this trace has (a failed run may have none), as its
+    protocol gives them (consilium/protocols/*/protocol.py, ``components``)."""
+    return protocol_of(trace).components(trace)
 
 
 @dataclass(frozen=True)
@@ -112,14 +96,15 @@ class TurnReference:
     source: str
 
 
-def turn_reference(trace: Trace | BoardTrace | TurnTrace, case: Case, given: str | None) -> TurnReference | None:
+def turn_reference(trace: TraceBase, case: Case, given: str | None) -> TurnReference | None:
     """A turn's reference answer: the case's answer to its question put to its role
     (:meth:`Reference.answer_to`, exact after whitespace and case normalisation). ``given``
     (``--reference-answer``) stands in only for a case without ``reference.answers``: a case that lists
     its answers and none for this question makes the turn not evaluable, never judged against another
     question's answer. For another trace, ``given`` alone."""
-    if isinstance(trace, TurnTrace) and case.reference is not None and case.reference.answers:
-        match = case.reference.answer_to(trace.question, trace.role, trace.role_category)
+    asked = protocol_of(trace).question(trace)
+    if asked is not None and case.reference is not None and case.reference.answers:
+        match = case.reference.answer_to(*asked)
         return TurnReference(match[1], f"reference.answers.{match[0]}") if match is not None else None
     return TurnReference(given, "--reference-answer") if given else None
 

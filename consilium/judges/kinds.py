@@ -33,9 +33,9 @@ from consilium.judges.task_text import (
     whole_case_task,
 )
 from consilium.judges.tasks import JudgeInputs, JudgeTask, SharedCall
-from consilium.judges.whole_case import fit_whole_case, whole_case_stages
+from consilium.judges.whole_case import fit_whole_case
 from consilium.models.tokens import context_window
-from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.registry import protocol_of
 
 __all__ = ["KINDS", "ScoringKind", "scoring_kind"]
 
@@ -85,7 +85,7 @@ class _PerCriterion(ScoringKind):
         # ai-consilium.txt Table 29 (L260): the whole-case scores are judged on every stage; the record
         # is fitted once, to the longest of their tasks, so the three see the same one.
         whole = {c.id: whole_case_task(rubric, c, component) for c in criteria if c.whole_case}
-        stages = whole_case_stages(trace) if whole and isinstance(trace, Trace) else []
+        stages = protocol_of(trace).whole_case_record(trace) if whole and trace is not None else []
         if stages:
             sections, record = fit_whole_case(
                 stages, partial(judge_messages, rubric, inputs.case_text, inputs.reference, text,

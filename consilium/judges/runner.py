@@ -26,13 +26,13 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
 from consilium.judges.tasks import JudgeInputs, JudgeTask
 from consilium.models import CallRecorder, ChatModel, GenerationSettings, for_run
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
-from consilium.traces.schema import UsageSummary
+from consilium.protocols.registry import protocol_of
+from consilium.traces.schema import TraceBase, UsageSummary
 
 __all__ = ["JudgeSetup", "judge_trace", "reference_for"]
 
-AnyTrace = Trace | BoardTrace | TurnTrace
+#: Any protocol's trace (the judge asks the trace's protocol what it offers).
+AnyTrace = TraceBase
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ def _no_reference(rubric: Rubric, tasks: list[JudgeTask], reason: str | None = N
 async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: JudgeSetup,
                       components: list[str] | None = None) -> Judgement:
     case = Case.model_validate(trace.case)
+    protocol = protocol_of(trace)
     texts = component_texts(trace)
     wanted = [c for c in (components or rubric.components) if c in rubric.components]
     answer = turn_reference(trace, case, setup.reference_answer)  # a turn's own reference answer (App. C.1)
@@ -95,7 +96,7 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     # criterion, so a case without one is still judged. The others compare with the reference.
     if (reference is None and kind.needs_reference) or (kind.criteria_from_case and not tasks):
         items = _no_reference(rubric, tasks, missing_turn_reference(case) if answer is None and
-                              isinstance(trace, TurnTrace) and rubric.reference == "answer" else None) or [
+                              protocol.question(trace) is not None and rubric.reference == "answer" else None) or [
             JudgementItem(component=c, criterion="*", score=None, not_evaluable=True,
                           reason=f"the case has no reference {rubric.reference.replace('_', ' ')}")
             for c in wanted if c in texts]
@@ -105,10 +106,10 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
         # The trace has none of the components asked for (a board rubric on a consilium trace, a failed
         # run): recorded as not evaluable, so the rubric shows in the coverage instead of vanishing.
         items = [JudgementItem(component=c, criterion="*", score=None, not_evaluable=True,
-                               reason=f"the {trace.kind} trace has no {c}") for c in wanted]
+                               reason=f"the {protocol.name} trace has no {c}") for c in wanted]
     return Judgement(
-        trace=trace_name, trace_kind=trace.kind, trace_run_id=trace.run_id, case_id=trace.case_id,
-        variant=getattr(trace, "format", None) or getattr(trace, "mode", None), rubric=rubric.name,
+        trace=trace_name, trace_kind=protocol.name, trace_run_id=trace.run_id, case_id=trace.case_id,
+        variant=protocol.variant(trace) if protocol.variants else None, rubric=rubric.name,
         rubric_version=rubric.version, rubric_source=rubric.source, judge_model=setup.model.model_id,
         settings=setup.settings, prompt_hash=judge_prompt_hash(rubric), items=items,
         notes=list(judge_slides(rubric, trace, case, setup.model).notes),  # slides a text-only judge was not sent

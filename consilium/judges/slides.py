@@ -30,8 +30,7 @@ class JudgeSlides:
 def judge_slides(rubric: Rubric, trace: Any, case: Case, model: ChatModel) -> JudgeSlides:
     """The trace's slide images (``config.images``, paired in order with the case's captioned slides)
     as the judge model can take them."""
-    config = getattr(trace, "config", None)
-    images = tuple(str(p) for p in (config.get("images") or ())) if isinstance(config, dict) else ()
+    images = tuple(str(p) for p in getattr(trace.config, "images", ()))  # a board's or a turn's (TurnRecord)
     if not images or not rubric.slide_images:
         return JudgeSlides()
     if not model.supports_images:

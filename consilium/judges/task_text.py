@@ -11,8 +11,8 @@ from consilium.judges.answers import Scope, criterion_shape, decisions_shape
 from consilium.judges.components import turn_reference
 from consilium.judges.prompting import anchors_text, judge_sentences, load_judge_prompt
 from consilium.judges.rubric import Criterion, Rubric
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.registry import protocol_of
+from consilium.traces.schema import TraceBase
 
 __all__ = ["criterion_task", "decisions_task", "diagnosis_task", "signed_task", "turn_inputs", "whole_case_task"]
 
@@ -72,14 +72,16 @@ def diagnosis_task(rubric: Rubric, rank: int | None = None, leading: bool = Fals
     return load_judge_prompt("diagnosis").format(which=which, rules=" ".join(rubric.rules))
 
 
-def turn_inputs(trace: Trace | BoardTrace | TurnTrace | None, case: Case, given: str | None) \
+def turn_inputs(trace: TraceBase | None, case: Case, given: str | None) \
         -> tuple[Sections, str, dict[str, Any]]:
     """A Specialist Turn's question and target role as data sections, the task's note on them, and the
     item detail naming the reference answer used (opentumorboard.txt App. C.1 L170: the judge is given
     "the supplied case evidence, question, target specialist role, and reference expert answer")."""
-    if not isinstance(trace, TurnTrace):
+    asked = protocol_of(trace).question(trace) if trace is not None else None
+    if trace is None or asked is None:
         return (), "", {}
+    question, role_label, category = asked
     answer = turn_reference(trace, case, given)
-    role = judge_sentences().turn_role.format(role=trace.role, category=trace.role_category)
-    return ((("question", trace.question), ("role", role)),
+    role = judge_sentences().turn_role.format(role=role_label, category=category)
+    return ((("question", question), ("role", role)),
             load_judge_prompt("turn") + "\n\n", {"reference_answer": answer.source if answer else None})

@@ -19,8 +19,7 @@ from consilium.judges.prompting import judge_messages
 from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
+from consilium.traces.schema import TraceBase
 
 __all__ = ["Answer", "JudgeInputs", "JudgeTask", "SharedCall"]
 
@@ -61,7 +60,7 @@ class JudgeInputs:
     case: Case
     case_text: str
     reference: str
-    trace: Trace | BoardTrace | TurnTrace | None
+    trace: TraceBase | None
     model: ChatModel
     settings: GenerationSettings
     max_repairs: int

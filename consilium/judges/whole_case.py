@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from consilium.models import Message
 from consilium.models.tokens import count_message_tokens
-from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.record import RecordSection, shorten
 
-__all__ = ["FLOOR_CHARS", "SECTION_TAGS", "TOKEN_MARGIN", "Stage", "fit_stages", "fit_whole_case", "prompt_room",
-           "prompt_tokens", "shorten", "whole_case_stages"]
+__all__ = ["FLOOR_CHARS", "SECTION_TAGS", "TOKEN_MARGIN", "fit_stages", "fit_whole_case", "prompt_room",
+           "prompt_tokens", "shorten"]
 
 #: The prompt sections the stages go in (each is in :data:`consilium.judges.prompting.SECTIONS`).
 SECTION_TAGS = ("panel", "opinion", "report_version", "review_round")
@@ -42,98 +41,6 @@ REPAIR_TOKENS = 128
 
 Sections = tuple[tuple[str, str], ...]
 
-#: How the run stopped, in the paper's words (ai-consilium.txt, Figure 4 caption, L63).
-_STOPS = {"consensus": "consensus, every member accepting the reviewed report",
-          "no_change": "no substantive change, the moderator finding no further clinically meaningful revision",
-          "round_limit": "the round limit, with dissent persisting through the last review round"}
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One section of the record: ``head`` is ours and kept whole; ``body`` may be shortened, stages of
-    a lower ``group`` first (None: never)."""
-
-    tag: str
-    name: str
-    head: str
-    body: str
-    group: int | None
-
-    def text(self, keep: int | None = None) -> str:
-        body = self.body if keep is None else shorten(self.body, keep)[0]
-        return f"{self.head}\n{body}" if body else self.head
-
-
-def _vote_line(label: str, vote: str, reason: str, change: str | None) -> str:
-    line = f"- {label}: {vote}. Reason: {reason.strip()}"
-    return f"{line.rstrip('.')}. Requested change: {change.strip()}" if change and change.strip() else line
-
-
-def whole_case_stages(trace: Trace) -> list[Stage]:
-    """The panel, every pre-consilium opinion, and each report version followed by its review round, in
-    the order they happened; none for a run without a final report."""
-    final = trace.final_report
-    if final is None:
-        return []
-    roles = {r.id: r for r in trace.roles}
-    order = {r.id: n for n, r in enumerate(trace.roles)}  # opinions in panel order, the primary first
-
-    def who(role_id: str) -> str:
-        role = roles.get(role_id)
-        return f"{role.label} ({'primary' if role.primary else 'supporting'})" if role else role_id
-
-    shared = " The roles were assigned in the other format's run of this case." if trace.role_assignment_shared else ""
-    panel = "\n".join(f"- {r.label}: {'primary' if r.primary else 'supporting'} specialist "
-                      f"(catalogue category: {r.category_name}). Justification: {r.justification.strip()}"
-                      for r in trace.roles)
-    stages = [Stage("panel", "panel", f"The panel assigned to this case ({len(trace.roles)} specialists).{shared}",
-                    panel, None)]
-    stages += [Stage("opinion", f"opinion of {who(o.role)}", f"Pre-consilium opinion of {who(o.role)}:",
-                     o.text.strip(), 0) for o in sorted(trace.opinions, key=lambda o: order.get(o.role, len(order)))]
-    versions = sorted(trace.reports, key=lambda r: r.version)
-    last = versions[-1].version if versions else final.version
-    for group, report in enumerate(versions, 1):
-        made = ("the moderator's initial synthesis" if report.version == 1
-                else f"revised after review round {report.round}")
-        change = f"\nChange summary: {report.change_summary.strip()}" if report.change_summary else ""
-        if report.version == final.version:
-            stop = f" The consilium stopped at {_STOPS[trace.stop_reason]}." if trace.stop_reason else ""
-            stages.append(Stage("report_version", f"report version {report.version}",
-                                f"Report version {report.version} of {last}, {made}: the final report, given "
-                                f"whole in the candidate section.{stop}{change}", "", None))
-        else:
-            stages.append(Stage("report_version", f"report version {report.version}",
-                                f"Report version {report.version} of {last}, {made}:{change}",
-                                report.text.strip(), group))
-        for rnd in (r for r in trace.rounds if r.report_version == report.version):
-            dissent = sum(v.vote == "dissent" for v in rnd.votes)
-            votes = "\n".join(_vote_line(who(v.role), v.vote, v.reason, v.requested_change) for v in rnd.votes)
-            stages.append(Stage("review_round", f"review round {rnd.round}",
-                                f"Review round {rnd.round}, on report version {rnd.report_version}: {dissent} of "
-                                f"{len(rnd.votes)} dissent (dissent fraction {rnd.dissent_fraction:.2f}).",
-                                votes, len(versions) + 1))
-    return stages
-
-
-def shorten(text: str, keep: int) -> tuple[str, int]:
-    """``text`` with at most ``keep`` of its characters, its start and its end, and a marker where the
-    middle was cut, and the number kept; ``text`` itself when it is no longer than that."""
-    if keep >= len(text):
-        return text, len(text)
-    keep = max(keep, 0)
-    head = text[:math.ceil(keep * 2 / 3)]
-    tail = text[len(text) - (keep - len(head)):] if keep > len(head) else ""
-    # end the head and start the tail at a word boundary when one is near
-    if head.rfind(" ") >= len(head) // 2 > 0:
-        head = head[:head.rfind(" ")]
-    if 0 <= tail.find(" ") < len(tail) // 2:
-        tail = tail[tail.find(" ") + 1:]
-    head, tail = head.rstrip(), tail.lstrip()
-    kept = len(head) + len(tail)
-    marker = f"[… shortened: {kept} of {len(text)} characters kept …]"
-    return "\n".join(part for part in (head, marker, tail) if part), kept
-
-
 def prompt_tokens(messages: Sequence[Message]) -> int:
     """A prompt's size as fitted: our token count times :data:`TOKEN_MARGIN`."""
     return math.ceil(count_message_tokens(list(messages)) * TOKEN_MARGIN)
@@ -147,11 +54,11 @@ def prompt_room(context: int | None, max_tokens: int, max_repairs: int) -> int |
     return context - max_tokens - max_repairs * (max_tokens + REPAIR_TOKENS)
 
 
-def _sections(stages: Sequence[Stage], keep: dict[int, int]) -> Sections:
+def _sections(stages: Sequence[RecordSection], keep: dict[int, int]) -> Sections:
     return tuple((s.tag, s.text(keep.get(i))) for i, s in enumerate(stages))
 
 
-def _shortened(stages: Sequence[Stage], count: Callable[[Sections], int], room: int) -> dict[int, int]:
+def _shortened(stages: Sequence[RecordSection], count: Callable[[Sections], int], room: int) -> dict[int, int]:
     """Characters to keep per stage index (absent: all) for the prompt to fit ``room``, or as close as the
     stages allow."""
     keep: dict[int, int] = {}
@@ -177,7 +84,7 @@ def _shortened(stages: Sequence[Stage], count: Callable[[Sections], int], room: 
     return keep
 
 
-def fit_stages(stages: Sequence[Stage], count: Callable[[Sections], int], room: int | None,
+def fit_stages(stages: Sequence[RecordSection], count: Callable[[Sections], int], room: int | None,
                context: int | None) -> tuple[Sections, dict[str, Any]]:
     """The stages as prompt sections, shortened until ``count`` of the prompt is at most ``room``, and
     the record of it for the judgement item. Group by group, earliest first, each stage is first cut
@@ -199,8 +106,8 @@ def fit_stages(stages: Sequence[Stage], count: Callable[[Sections], int], room: 
     return _sections(stages, keep), record
 
 
-def fit_whole_case(stages: Sequence[Stage], messages: Callable[[Sections], Sequence[Message]], context: int | None,
-                   max_tokens: int, max_repairs: int) -> tuple[Sections, dict[str, Any]]:
+def fit_whole_case(stages: Sequence[RecordSection], messages: Callable[[Sections], Sequence[Message]],
+                   context: int | None, max_tokens: int, max_repairs: int) -> tuple[Sections, dict[str, Any]]:
     """:func:`fit_stages` for a judge call: ``messages`` builds its prompt from the sections, ``context``
     is the judge model's window (:func:`consilium.models.tokens.context_window`; None: unknown, sent
     whole)."""

@@ -15,83 +15,26 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel
 
 from consilium.agents.prompting import prompt_hashes
 from consilium.cases import Case
 from consilium.errors import BudgetExceededError, ModelError, UserError
 from consilium.log import get_logger
-from consilium.models import CallRecorder, ChatModel, GenerationSettings
+from consilium.models import CallRecorder, ChatModel
 from consilium.models.backends.replay import ReplayModel
+from consilium.protocols.record import RecordSection
 from consilium.protocols.view import Block
 from consilium.traces.build import base_fields
+from consilium.traces.config import RunConfig
 from consilium.traces.schema import TraceBase
 
-__all__ = ["NOT_SETTINGS", "RUN_CONFIG", "OnTrace", "Protocol", "RunConfig", "RunModels", "RunOutcome", "StageTokens",
-           "config_record", "known_stages", "run_recorded", "settings_of", "start_run"]
+__all__ = ["OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record", "run_recorded",
+           "start_run"]
 
 log = get_logger(__name__)
-
-# Run settings come from users' files: a number must be a number (YAML's `true` is not 1, "3" is not 3),
-# finite (no .nan / .inf), and an unknown key is an error rather than silently ignored.
-RUN_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-StageTokens = dict[str, Annotated[int, Field(ge=1)]]
-"""Output tokens per call, by stage; each at least 1."""
-
-
-def known_stages(limits: dict[str, int], stages: dict[str, int]) -> dict[str, int]:
-    """``limits`` if every key is one of ``stages``: a misspelt stage must not be silently ignored."""
-    unknown = [name for name in limits if name not in stages]
-    if unknown:
-        raise PydanticCustomError("unknown_stage", "unknown stage {unknown} (the stages are {known})",
-                                  {"unknown": ", ".join(repr(n) for n in unknown), "known": ", ".join(stages)})
-    return limits
-
-
-class RunConfig(BaseModel):
-    """The settings every protocol's run has; a protocol's config adds its own and sets ``STAGE_TOKENS``,
-    its stages' default max_tokens."""
-
-    model_config = RUN_CONFIG
-    STAGE_TOKENS: ClassVar[dict[str, int]] = {}
-
-    min_roles: int = Field(default=3, ge=1)
-    max_roles: int = Field(default=6, ge=1, validate_default=True)  # checked against min_roles
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    seed: int = 0
-    max_repairs: int = Field(default=2, ge=0)
-    timeout_s: float = Field(default=120.0, gt=0)
-    wall_limit_s: float | None = Field(default=None, gt=0, description="stop a run after this many seconds and "
-                                                                        "record it as failed")
-
-    @field_validator("max_tokens", check_fields=False)
-    @classmethod
-    def _stages(cls, value: dict[str, int]) -> dict[str, int]:
-        """Every key of a protocol's ``max_tokens`` must be one of its stages."""
-        return known_stages(value, cls.STAGE_TOKENS)
-
-    @field_validator("max_roles")
-    @classmethod
-    def _roles(cls, value: int, info: ValidationInfo) -> int:
-        """``max_roles`` if it is at least ``min_roles`` (reported at max_roles, so the error names a field)."""
-        min_roles = info.data.get("min_roles")
-        if isinstance(min_roles, int) and value < min_roles:
-            raise PydanticCustomError("roles_order", "min_roles ({min}) exceeds max_roles ({max})",
-                                      {"min": min_roles, "max": value})
-        return value
-
-    def tokens_for(self, stage: str) -> int:
-        tokens: dict[str, int] = getattr(self, "max_tokens", {})
-        return tokens.get(stage, self.STAGE_TOKENS.get(stage, 512))
-
-    def settings(self, stage: str) -> GenerationSettings:
-        return GenerationSettings(temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
-                                  max_tokens=self.tokens_for(stage))
-
 
 @dataclass(frozen=True)
 class RunModels:
@@ -144,15 +87,6 @@ def config_record(config: BaseModel, *prompt_packages: str) -> dict[str, Any]:
     return {**config.model_dump(), "prompts": prompt_hashes(*prompt_packages)}
 
 
-#: What a trace's config holds besides the run's settings.
-NOT_SETTINGS = ("prompts", "images", "mode", "moderator_model")
-
-
-def settings_of(config: dict[str, Any]) -> dict[str, Any]:
-    """A recorded config without what is not a run setting (prompt hashes, images, …): what replay runs with."""
-    return {k: v for k, v in config.items() if k not in NOT_SETTINGS}
-
-
 T = TypeVar("T", bound=TraceBase)
 C = TypeVar("C", bound=RunConfig)
 
@@ -176,6 +110,8 @@ class Protocol(ABC, Generic[T, C]):
     compared_fields: ClassVar[tuple[str, ...]] = ("status",)
     #: Columns a cohort row of this protocol adds to arms.csv's shared ones.
     row_columns: ClassVar[tuple[str, ...]] = ()
+    #: Whether its runs are shown the case's slide images (a cohort resolves them against each case's file).
+    uses_slides: ClassVar[bool] = False
     #: Packages whose ``prompts/`` folders hold the protocol's own prompts (besides the shared ones).
     prompt_packages: ClassVar[tuple[str, ...]] = ()
 
@@ -219,6 +155,10 @@ class Protocol(ABC, Generic[T, C]):
     def components(self, trace: T) -> dict[str, str]:
         """Component name → text a judge scores, for the components this trace has (a failed run may have none)."""
 
+    def summary(self, trace: T) -> list[str]:
+        """The lines ``simulate`` prints about the run between its heading and its token counts."""
+        return []
+
     @abstractmethod
     def view(self, trace: T) -> list[Block]:
         """What the viewer shows of the run, below the case."""
@@ -232,10 +172,7 @@ class Protocol(ABC, Generic[T, C]):
         the case's reference answer to that question; None otherwise."""
         return None
 
-    def whole_case(self, trace: T) -> bool:
-        """Whether the trace has a deliberation record a whole-case criterion can judge."""
-        return False
-
-    def images(self, trace: T) -> tuple[str, ...]:
-        """The slide images the run was given (replayed with them)."""
-        return tuple(getattr(trace, "config", {}).get("images", []))
+    def whole_case_record(self, trace: T) -> list[RecordSection]:
+        """The run's whole record as the whole-case criteria are judged on it, section by section; none when
+        the protocol has no deliberation to judge (or the run none to show)."""
+        return []

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from consilium.models import CallRecord, Usage, UsageLedger
+from consilium.traces.config import ConfigRecord
 
 __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 
@@ -58,7 +59,8 @@ class TraceBase(BaseModel):
     model: str = Field(description="the (panel) model's id")
     model_spec: str | None = Field(default=None, description="the model spec it was run with, e.g. openai:gpt-4o "
                                                              "(null in traces older than 1.1)")
-    config: dict[str, Any] = Field(description="the run's settings plus prompt file hashes")
+    config: ConfigRecord = Field(description="the run's settings plus prompt file hashes (each protocol's trace "
+                                             "type narrows it to its own record type)")
     status: Literal["completed", "failed"]
     error: str | None = None
     failed_stage: str | None = Field(default=None, description="the stage of the call a failed run stopped at")

@@ -17,17 +17,19 @@ __all__ = ["JUDGEMENT_STEPS", "TRACE_STEPS", "upgrade"]
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 
+#: The stages a 1.0 trace's ``max_tokens`` could name, by protocol: as 1.0 knew them (a step upgrades what
+#: was written then, so it must not follow today's stage lists).
+_CONSILIUM_STAGES_1_0 = ("role_assignment", "opinion", "synthesis", "vote", "revision")
+_BOARD_STAGES_1_0 = ("role_assignment", "board_turn", "board_single", "conclusion", "specialist_turn")
+
 
 def _trace_1_0(data: dict[str, Any]) -> dict[str, Any]:
     """1.0 → 1.1: ``model_spec`` was not recorded (null: unknown). 1.0 ignored a ``max_tokens`` entry for a
     stage its protocol does not have (a misspelt ``opinon``); 1.1 refuses one, so the upgrade drops it,
     which keeps the settings the run really had."""
-    from consilium.protocols.board.config import BOARD_MAX_TOKENS
-    from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS
-
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("max_tokens"), dict):
-        known = BOARD_MAX_TOKENS if data.get("kind") in ("board", "turn") else DEFAULT_MAX_TOKENS
+        known = _BOARD_STAGES_1_0 if data.get("kind") in ("board", "turn") else _CONSILIUM_STAGES_1_0
         config = {**config, "max_tokens": {k: v for k, v in config["max_tokens"].items() if k in known}}
         data = {**data, "config": config}
     return {**data, "model_spec": data.get("model_spec"), "schema_version": "1.1"}

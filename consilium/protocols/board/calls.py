@@ -36,12 +36,12 @@ class TurnContext:
     question: str
 
 
-async def write_board(state: SingleState, runtime: Runtime[BoardCall]) -> dict[str, Any]:
+async def write_board(state: SingleState, runtime: Runtime[BoardCall]) -> SingleState:
     transcript, valid = await board.write_single_board(runtime.context)
     return {"transcript": transcript, "valid": valid}
 
 
-async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
+async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     ctx = runtime.context
     return {"answer": await board.answer_turn(ctx.call, ctx.role, ctx.question)}
 

@@ -6,9 +6,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from consilium.protocols.base import RunConfig, StageTokens
+from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
-__all__ = ["BOARD_MAX_TOKENS", "BoardConfig"]
+__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "TurnRecord"]
 
 BOARD_MAX_TOKENS: dict[str, int] = {
     "role_assignment": 768,
@@ -33,3 +33,20 @@ class BoardConfig(RunConfig):
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
                                                 + "); a stage left out keeps its default")
+
+
+class TurnRecord(ConfigRecord, BoardConfig):
+    """A Specialist Turn trace's ``config``: the run's settings, its prompts' hashes and the slide images it had."""
+
+    RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts", "images")
+
+    images: list[str] = Field(default_factory=list, description="the slide image files the run was given")
+
+
+class BoardRecord(TurnRecord):
+    """A board trace's ``config``: as a turn's, with the mode and the moderator's model."""
+
+    RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts", "images", "mode", "moderator_model")
+
+    mode: Literal["agents", "single"] = "agents"
+    moderator_model: str = ""

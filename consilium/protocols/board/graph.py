@@ -43,7 +43,7 @@ class BoardContext:
     config: BoardConfig
 
 
-async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:
     if state.get("roles"):
         return {}
     call, cfg = runtime.context.assignment_call, runtime.context.config
@@ -53,7 +53,7 @@ async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> dic
     return {"roles": roles}
 
 
-async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:
     turns = state.get("turns", [])
     cfg = runtime.context.config
     left = cfg.max_turns - len(turns)
@@ -80,7 +80,7 @@ async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> dict[st
             "floor": floor}
 
 
-async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:
     floor = state["floor"]
     assert floor is not None
     turns = state.get("turns", [])
@@ -89,14 +89,14 @@ async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, 
                                          passed=floor["passed"])
     how: dict[str, Any] = {"floor": "passed" if floor["passed"] else "asked",
                            "responds_to": floor["responds_to"]} if floor["open"] else {}
-    update: dict[str, Any] = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text, **how)],
+    update: BoardState = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text, **how)],
                               "floor": None}
     if len(turns) + 1 >= runtime.context.config.max_turns:
         update["stop_reason"] = "turn_limit"
     return update
 
 
-async def conclude(state: BoardState, runtime: Runtime[BoardContext]) -> dict[str, Any]:
+async def conclude(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:
     conclusion = await board.write_conclusion(runtime.context.conclusion_call, state["roles"],
                                               state.get("turns", []))
     return {"conclusion": conclusion}

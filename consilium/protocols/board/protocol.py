@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 from consilium.cases import Case
-from consilium.models import ModelRequest, ModelResponse
 from consilium.models.backends.replay import ReplayModel
-from consilium.protocols.base import OnTrace, Protocol, RunModels, settings_of
+from consilium.models.wrappers import WrapperModel
+from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.board.config import BoardConfig
 from consilium.protocols.board.run import Mode, run_board, run_turn
 from consilium.protocols.board.trace import BoardTrace, TurnTrace
@@ -29,6 +29,7 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
     prompt_packages = ("consilium.protocols.board",)
     row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
+    uses_slides = True
 
     def variant(self, trace: BoardTrace) -> str:
         return trace.mode
@@ -50,8 +51,8 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     async def replay(self, trace: BoardTrace, replay: ReplayModel) -> BoardTrace:
         chair = _AsSeenBy(replay, trace.moderator_images_sent)
         return await run_board(Case.model_validate(trace.case), trace.mode, RunModels(panel=replay, moderator=chair),
-                               BoardConfig.model_validate(settings_of(trace.config)), run_id=trace.run_id,
-                               images=self.images(trace))
+                               BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
+                               images=tuple(trace.config.images))
 
     def compared(self, recorded: BoardTrace, replayed: BoardTrace) -> tuple[str, ...]:
         """A format report made by an older version of the checks than today's is not compared: the
@@ -114,8 +115,8 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
 
     async def replay(self, trace: TurnTrace, replay: ReplayModel) -> TurnTrace:
         return await run_turn(Case.model_validate(trace.case), trace.role, trace.question, replay,
-                              BoardConfig.model_validate(settings_of(trace.config)), run_id=trace.run_id,
-                              images=self.images(trace))
+                              BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
+                              images=tuple(trace.config.images))
 
     def row(self, trace: TurnTrace) -> dict[str, Any]:
         return {"stop_reason": ""}
@@ -131,20 +132,17 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
         return [Heading("Question"), Text(trace.question), Heading(f"Answer ({trace.role})"), Text(trace.answer or "")]
 
 
-class _AsSeenBy:
+class _AsSeenBy(WrapperModel):
     """The replay model as the board's moderator saw it: the same recorded calls, served and counted by
     the one replay model, with the moderator model's own image support (issue 15, item 12)."""
 
     def __init__(self, inner: ReplayModel, supports_images: bool | None) -> None:
-        self.inner = inner
-        self.model_id, self.endpoint, self.stage_max_tokens = inner.model_id, inner.endpoint, inner.stage_max_tokens
-        self.supports_images = inner.supports_images if supports_images is None else supports_images
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        return await self.inner.generate(request)
+        super().__init__(inner)
+        if supports_images is not None:
+            self.supports_images = supports_images
 
     async def aclose(self) -> None:
-        return None
+        return None  # the replay model is shared with the panel; whoever made it closes it
 
 
 BOARD = BoardProtocol()

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from consilium.agents.records import AssignedRole
+from consilium.protocols.board.config import BoardRecord, TurnRecord
 from consilium.protocols.board.transcript import Turn
 from consilium.protocols.board.validate import FormatReport
 from consilium.traces.schema import TraceBase
@@ -18,6 +19,8 @@ class BoardTrace(TraceBase):
     """One tumor-board run (opentumorboard.txt, §2.4, App. B.2)."""
 
     kind: Literal["board"] = "board"
+    config: BoardRecord = Field(description="the run's settings, prompt file hashes, mode, moderator model and "
+                                            "slide images")
     mode: Literal["agents", "single"]
     roles: list[AssignedRole] = Field(description="the specialists at the table (agents mode)")
     turns: list[Turn]
@@ -36,6 +39,7 @@ class TurnTrace(TraceBase):
     """One Specialist Turn answer (opentumorboard.txt, App. B.1)."""
 
     kind: Literal["turn"] = "turn"
+    config: TurnRecord = Field(description="the run's settings, prompt file hashes and slide images")
     role: str
     role_category: str
     question: str

@@ -7,10 +7,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from consilium.protocols.base import RunConfig, StageTokens
+from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
 __all__ = ["BUDGETED_STAGES", "CHARS_PER_TOKEN", "DEFAULT_BUDGET_CHARS", "DEFAULT_MAX_TOKENS", "FRAME_TOKENS",
-           "MIN_BUDGET_CHARS", "ConsiliumConfig", "budget_max_tokens"]
+           "MIN_BUDGET_CHARS", "ConsiliumConfig", "ConsiliumRecord", "budget_max_tokens"]
 
 #: The length budget, in characters, of one opinion and of one report (the initial synthesis and each
 #: revision), the same in both formats (docs/consilium.md, "Length budget"). 4800 is the six 800-character
@@ -119,3 +119,15 @@ class ConsiliumConfig(RunConfig):
             return budget_max_tokens(stage, budget)
         defaults = _LEGACY_MAX_TOKENS if self.lengths == "legacy" else DEFAULT_MAX_TOKENS
         return defaults.get(stage, 512)
+
+
+class ConsiliumRecord(ConfigRecord, ConsiliumConfig):
+    """A consilium trace's ``config``: the run's settings and the hashes of the prompts it used."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_before_the_budget(cls, data: Any) -> Any:
+        """A trace whose config has no ``lengths`` was recorded before the shared length budget: its caps."""
+        if isinstance(data, dict) and "lengths" not in data:
+            return {**data, "lengths": "legacy"}
+        return data

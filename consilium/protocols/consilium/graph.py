@@ -39,7 +39,7 @@ class ConsiliumContext:
     config: ConsiliumConfig
 
 
-async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     if state.get("roles"):  # shared assignment from the other format
         return {}
     ctx, cfg = runtime.context, runtime.context.config
@@ -48,14 +48,14 @@ async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]
     return {"roles": roles}
 
 
-async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     ctx = runtime.context
     written = await specialist.write_opinion(ctx.panel_model, ctx.case_text, task["role"], ctx.format,
                                              ctx.config.settings("opinion"), ctx.config.budget_chars("opinion"))
     return {"opinions": [written]}
 
 
-async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     ctx = runtime.context
     report = await moderator.synthesise(ctx.moderator_model, ctx.case_text, state["roles"],
                                         state.get("opinions", []), ctx.format, ctx.config.settings("synthesis"),
@@ -63,21 +63,21 @@ async def synthesise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) 
     return {"reports": [report], "round": 1}
 
 
-async def vote(task: VoteTask, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def vote(task: VoteTask, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     ctx = runtime.context
     cast = await specialist.cast_vote(ctx.panel_model, ctx.case_text, task["role"], task["report"],
                                       task["round"], ctx.config.settings("vote"))
     return {"votes": [cast]}
 
 
-async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     r = state["round"]
     order = {role.id: i for i, role in enumerate(state["roles"])}
     votes = sorted((v for v in state.get("votes", []) if v.round == r), key=lambda v: order.get(v.role, 0))
     dissent = sum(v.vote == "dissent" for v in votes)
     record = Round(round=r, report_version=state["reports"][-1].version, votes=votes,
                    dissent_fraction=round(dissent / len(votes), 6) if votes else 0.0)
-    update: dict[str, Any] = {"rounds": [record]}
+    update: ConsiliumState = {"rounds": [record]}
     if dissent == 0:
         update["stop_reason"] = "consensus"
     elif r >= runtime.context.config.max_rounds:
@@ -85,7 +85,7 @@ async def tally(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> di
     return update
 
 
-async def revise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> dict[str, Any]:
+async def revise(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     ctx, r = runtime.context, state["round"]
     report = await moderator.revise(ctx.moderator_model, ctx.case_text, state["roles"], state["reports"][-1],
                                     state["rounds"][-1].votes, r, ctx.format, ctx.config.settings("revision"),

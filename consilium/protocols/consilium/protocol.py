@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
-from consilium.agents.records import FORMATS, Format, render_sections
+from consilium.agents.records import FORMATS, Format, Report, render_sections
 from consilium.cases import Case
 from consilium.models.backends.replay import ReplayModel
-from consilium.protocols.base import OnTrace, Protocol, RunModels, settings_of
+from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.consilium.record import whole_case_record
 from consilium.protocols.consilium.run import run_case, run_format
 from consilium.protocols.consilium.trace import Trace
+from consilium.protocols.record import RecordSection
 from consilium.protocols.view import Block, Diff, Heading, Note, Table, Text
 
 __all__ = ["CONSILIUM"]
@@ -39,8 +41,7 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
                               shared_roles=roles, shared_calls=calls, on_trace=on_trace)
 
     async def replay(self, trace: Trace, replay: ReplayModel) -> Trace:
-        # A trace whose config has no ``lengths`` was recorded before the shared length budget: its caps.
-        config = ConsiliumConfig.model_validate({"lengths": "legacy", **settings_of(trace.config)})
+        config = ConsiliumConfig.model_validate(trace.config.run_settings())
         return await run_format(Case.model_validate(trace.case), trace.format, RunModels(replay, replay), config,
                                 run_id=trace.run_id)
 
@@ -74,8 +75,19 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
             return None
         return (trace.final_report.sections or {}).get("final_opinion", "").strip() or None
 
-    def whole_case(self, trace: Trace) -> bool:
-        return True
+    def whole_case_record(self, trace: Trace) -> list[RecordSection]:
+        return whole_case_record(trace)
+
+    def summary(self, trace: Trace) -> list[str]:
+        lines = [f"role: {r.label} [{r.category}] ({'primary' if r.primary else 'supporting'})" for r in trace.roles]
+        dissent = ", ".join(f"r{r.round} {r.dissent_fraction:.2f}" for r in trace.rounds)
+        stop = trace.stop_reason or "-"
+        lines.append(f"rounds: {len(trace.rounds)} (dissent fraction {dissent or '-'}); stop: {stop}")
+        if trace.error:
+            lines.append(f"error: {trace.error}")
+        if trace.final_report is not None:
+            lines.append(f"final conclusion: {conclusion_line(trace.final_report)}")
+        return lines
 
     def view(self, trace: Trace) -> list[Block]:
         blocks: list[Block] = [
@@ -107,6 +119,11 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
                                 tuple(("", v.vote, "", "") for v in rnd.votes)))
         blocks.append(Note(trace.stop_reason or "-", label="Stop reason:"))
         return blocks
+
+
+def conclusion_line(report: Report) -> str:
+    """A report's final opinion (its text when free-form) on one line of at most 400 characters."""
+    return " ".join(((report.sections or {}).get("final_opinion") or report.text).split())[:400]
 
 
 CONSILIUM = ConsiliumProtocol()

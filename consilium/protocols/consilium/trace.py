@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
+from consilium.protocols.consilium.config import ConsiliumRecord
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Trace"]
@@ -16,6 +17,7 @@ class Trace(TraceBase):
     """One consilium run of one case in one format."""
 
     kind: Literal["consilium"] = "consilium"
+    config: ConsiliumRecord = Field(description="the run's settings plus prompt file hashes")
     format: Format
     moderator_model: str
     roles: list[AssignedRole]

@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from consilium.protocols.base import RunConfig, StageTokens
+from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
-__all__ = ["SINGLE_MAX_TOKENS", "SingleConfig", "answer_max_tokens"]
+__all__ = ["SINGLE_MAX_TOKENS", "SingleConfig", "SingleRecord", "answer_max_tokens"]
 
 #: The answer's length budget: the consilium's report budget (docs/consilium.md, "Length budget"), so that the
 #: baseline's answer and the panel's final report have the same room.
@@ -49,3 +49,7 @@ class SingleConfig(RunConfig):
         if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 300:
             tokens["opinion"] = answer_max_tokens(budget)
         return {**data, "max_tokens": {**tokens, **data.get("max_tokens", {})}}
+
+
+class SingleRecord(ConfigRecord, SingleConfig):
+    """A single-specialist trace's ``config``: the run's settings and the hashes of the prompts it used."""

@@ -40,14 +40,14 @@ class SingleContext:
     config: SingleConfig
 
 
-async def assign_roles(state: SingleState, runtime: Runtime[SingleContext]) -> dict[str, Any]:
+async def assign_roles(state: SingleState, runtime: Runtime[SingleContext]) -> SingleState:
     ctx, cfg = runtime.context, runtime.context.config
     roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
                                          max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"))
     return {"roles": roles}
 
 
-async def answer(state: SingleState, runtime: Runtime[SingleContext]) -> dict[str, Any]:
+async def answer(state: SingleState, runtime: Runtime[SingleContext]) -> SingleState:
     ctx = runtime.context
     primary = next(r for r in state["roles"] if r.primary)
     structured = ctx.format == "structured"

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, cast
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case
 from consilium.models.backends.replay import ReplayModel
-from consilium.protocols.base import OnTrace, Protocol, RunModels, settings_of
+from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.single.config import SingleConfig
 from consilium.protocols.single.run import run_single, run_single_case
 from consilium.protocols.single.trace import SingleTrace
@@ -40,7 +40,7 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
 
     async def replay(self, trace: SingleTrace, replay: ReplayModel) -> SingleTrace:
         return await run_single(Case.model_validate(trace.case), trace.format, RunModels(replay, replay),
-                                SingleConfig.model_validate(settings_of(trace.config)), run_id=trace.run_id)
+                                SingleConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id)
 
     def row(self, trace: SingleTrace) -> dict[str, Any]:
         return {"stop_reason": "", "roles": 1 if trace.specialist else 0}
@@ -58,6 +58,16 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
         if trace.answer is None:
             return None
         return (trace.answer.sections or {}).get("final_opinion", "").strip() or None
+
+    def summary(self, trace: SingleTrace) -> list[str]:
+        lines = [f"specialist: {r.label} [{r.category}] (alone; no panel)" for r in trace.roles
+                 if r.id == trace.specialist]
+        if trace.error:
+            lines.append(f"error: {trace.error}")
+        if trace.answer is not None:
+            opinion = (trace.answer.sections or {}).get("final_opinion") or trace.answer.text
+            lines.append("answer: " + " ".join(opinion.split())[:400])
+        return lines
 
     def view(self, trace: SingleTrace) -> list[Block]:
         primary = next((r for r in trace.roles if r.id == trace.specialist), None)

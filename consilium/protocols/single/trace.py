@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from consilium.agents.records import AssignedRole, Format, Report
+from consilium.protocols.single.config import SingleRecord
 from consilium.traces.schema import TraceBase
 
 __all__ = ["SingleTrace"]
@@ -16,6 +17,7 @@ class SingleTrace(TraceBase):
     """One case answered by its primary specialist alone, in one format."""
 
     kind: Literal["single"] = "single"
+    config: SingleRecord = Field(description="the run's settings plus prompt file hashes")
     format: Format
     moderator_model: str = Field(description="the model that assigned the roles")
     roles: list[AssignedRole] = Field(description="the panel the moderator assigned; only the primary answers")

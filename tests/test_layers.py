@@ -1,0 +1,125 @@
+"""The package's layers: no module imports from a layer above its own (docs/architecture.md, "Layers").
+
+Each top-level part of ``consilium`` has a rank; a module may import its own part and any part of a lower
+rank, never one above. Within ``protocols``, each protocol's package may import only the shared protocol
+modules (base, view, record) and itself: a protocol never reaches into another's package; the registry and replay,
+which know them all, sit above them. Imports inside functions count as well (a lazy import is still an edge).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
+
+#: Lowest first. A part's modules may import parts of the same or a lower rank.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "redact"),
+    ("fileio", "log", "aio", "datafiles"),
+    ("models",),
+    ("roles", "cases"),
+    ("agents", "graphs", "traces"),
+    ("protocols",),
+    ("judges",),
+    ("calibration", "reports", "cohort"),
+    ("cli", "__main__", "__init__"),
+]
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+#: Parts of the same rank that may import each other, lower → higher (a DAG inside a rank).
+SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
+                     ("graphs", "agents"), ("cohort", "reports"), ("fileio", "errors"), ("log", "errors"),
+                     ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
+                     ("__main__", "cli")}
+#: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
+PROTOCOL_SHARED = {"base", "view", "record"}
+PROTOCOL_TOP = {"registry", "replay"}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names if alias.name.startswith("consilium")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")[: -node.level]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.startswith("consilium"):
+                # ``from consilium.protocols.board import agents`` imports a submodule: count it as such.
+                found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _edges() -> list[tuple[str, int, str]]:
+    edges = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        edges += [(module, line, target) for line, target in _imports(path)]
+    return edges
+
+
+def _violation(source: str, target: str) -> str | None:
+    src, dst = _part(source), _part(target)
+    if target == "consilium" or target.startswith("consilium.__version__"):
+        return None
+    if src not in RANK or dst not in RANK:
+        return f"{src if src not in RANK else dst} is in no layer (add it to LAYERS)"
+    if src == dst:
+        return _protocol_violation(source, target) if src == "protocols" else None
+    if RANK[dst] > RANK[src]:
+        return f"{src} (layer {RANK[src]}) imports {dst} (layer {RANK[dst]}), a layer above"
+    if RANK[dst] == RANK[src] and (src, dst) not in SAME_RANK_ALLOWED:
+        return f"{src} imports {dst}, a part of its own layer not listed in SAME_RANK_ALLOWED"
+    return None
+
+
+def _protocol_violation(source: str, target: str) -> str | None:
+    src, dst = source.split(".")[2:3], target.split(".")[2:3]
+    if not src or not dst:
+        return None
+    src_part, dst_part = src[0], dst[0]
+    if src_part == dst_part or dst_part in PROTOCOL_SHARED:
+        return None
+    if src_part in PROTOCOL_TOP:
+        return None
+    if src_part in PROTOCOL_SHARED:
+        return f"protocols.{src_part} (shared) imports protocols.{dst_part}"
+    return f"protocol package {src_part} imports protocols.{dst_part} (a protocol needs nothing but base and view)"
+
+
+def test_no_module_imports_from_a_layer_above() -> None:
+    problems = [f"{source}:{line}: {why}" for source, line, target in _edges()
+                if (why := _violation(source, target)) is not None]
+    assert problems == []
+
+
+@pytest.mark.parametrize(("source", "target", "expected"), [
+    ("consilium.models.factory", "consilium.protocols.base", "a layer above"),
+    ("consilium.traces.io", "consilium.protocols.registry", "a layer above"),
+    ("consilium.protocols.single.run", "consilium.protocols.consilium.config", "needs nothing but base and view"),
+    ("consilium.protocols.base", "consilium.protocols.board.trace", "(shared) imports"),
+    ("consilium.judges.runner", "consilium.reports.summary", "a layer above"),
+    ("consilium.reports.viewer", "consilium.protocols.registry", None),
+    ("consilium.protocols.registry", "consilium.protocols.single.protocol", None),
+])
+def test_the_rule_catches_an_upward_edge(source: str, target: str, expected: str | None) -> None:
+    found = _violation(source, target)
+    assert (found is None) if expected is None else (found is not None and expected in found)
+
+
+def test_no_module_passes_300_lines() -> None:
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300}
+    assert long == {}

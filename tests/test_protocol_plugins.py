@@ -1,0 +1,156 @@
+"""A third-party protocol, added by an installed package's ``consilium.protocols`` entry point, runs
+everywhere the built-in ones do: simulate writes its traces, replay re-runs them identically, view shows them
+(consilium/protocols/registry.py; docs/architecture.md, "Add a protocol")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from plugin_install import ROOT, install, run_consilium
+
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"
+
+#: A protocol outside consilium: the primary specialist's independent opinion alone (the consilium's own
+#: opinion agent), after the consilium's own role assignment.
+PLUGIN = '''
+from typing import Any, ClassVar, Literal
+
+from consilium.agents import moderator, specialist
+from consilium.agents.records import FORMATS, AssignedRole, Opinion
+from consilium.cases import Case
+from consilium.models import CallRecorder, for_run
+from consilium.protocols.base import Protocol, RunModels, config_record, run_recorded, start_run
+from consilium.protocols.view import Heading, Text
+from consilium.traces.config import ConfigRecord, RunConfig
+from consilium.traces.schema import TraceBase
+
+
+class OpinionConfig(RunConfig):
+    STAGE_TOKENS: ClassVar[dict[str, int]] = {"role_assignment": 768, "opinion": 400}
+    max_tokens: dict[str, int] = {"role_assignment": 768, "opinion": 400}
+
+
+class OpinionRecord(ConfigRecord, OpinionConfig):
+    pass
+
+
+class OpinionTrace(TraceBase):
+    kind: Literal["first-opinion"] = "first-opinion"
+    config: OpinionRecord
+    format: Literal["free-form", "structured"]
+    roles: list[AssignedRole]
+    opinion: Opinion | None
+
+
+async def run_one(case, fmt, models, config, run_id):
+    recorder = CallRecorder()
+    model = for_run(models.panel, recorder, max_repairs=config.max_repairs)
+    state: dict[str, Any] = {}
+
+    async def body() -> None:
+        state["roles"] = await moderator.assign_roles(model, case.render(), min_roles=config.min_roles,
+                                                      max_roles=config.max_roles,
+                                                      settings=config.settings("role_assignment"))
+        primary = next(r for r in state["roles"] if r.primary)
+        state["opinion"] = await specialist.write_opinion(model, case.render(), primary, fmt,
+                                                          config.settings("opinion"), 1200)
+
+    outcome = await run_recorded(body, start_run(recorder), wall_limit_s=config.wall_limit_s, event="failed")
+    return OpinionTrace(**outcome.trace_fields(case, run_id=run_id, model=models.panel.model_id,
+                                               config=config_record(config)),
+                        format=fmt, roles=state.get("roles", []), opinion=state.get("opinion"))
+
+
+class FirstOpinion(Protocol):
+    name: ClassVar[str] = "first-opinion"
+    trace_model = OpinionTrace
+    config_model = OpinionConfig
+    variants = FORMATS
+    compared_fields = ("status", "roles", "opinion")
+
+    def variant(self, trace):
+        return trace.format
+
+    def arm_variant(self, variant):
+        return f"first-{variant}"
+
+    async def run_arm(self, case, variants, models, config, *, run_id, images=(), reuse=(), on_trace=None):
+        return [await run_one(case, fmt, models, config, run_id) for fmt in variants]
+
+    async def replay(self, trace, replay):
+        config = OpinionConfig.model_validate(trace.config.run_settings())
+        return await run_one(Case.model_validate(trace.case), trace.format, RunModels(replay, replay), config,
+                             trace.run_id)
+
+    def row(self, trace):
+        return {"stop_reason": ""}
+
+    def components(self, trace):
+        return {"conclusion": trace.opinion.text} if trace.opinion else {}
+
+    def summary(self, trace):
+        return [f"first opinion: {trace.opinion.text[:60]}" if trace.opinion else "no opinion"]
+
+    def view(self, trace):
+        return [Heading("First opinion"), Text(trace.opinion.text if trace.opinion else "")]
+
+
+PROTOCOL = FirstOpinion()
+TAKEN = type("Taken", (FirstOpinion,), {"name": "consilium"})()
+'''
+
+
+def _plugins(tmp_path: Path, entry_points: str) -> Path:
+    return install(tmp_path / "site", "consilium-protocol-demo", {"consilium_protocol_demo": PLUGIN,
+                                                                  "consilium_protocol_broken": "raise ImportError('no')"},
+                   entry_points)
+
+
+def test_a_plugin_protocol_simulates_replays_and_is_viewed(tmp_path: Path) -> None:
+    plugins = _plugins(tmp_path, "[consilium.protocols]\nfirst-opinion = consilium_protocol_demo:PROTOCOL\n")
+    done = run_consilium(plugins, "simulate", "--protocol", "first-opinion", "--format", "free-form", "--case",
+                         str(CASE), "--model", f"scripted:{PANEL}", "--out", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    assert "first opinion: Opinion of" in done.stdout
+    [path] = list((tmp_path / "runs").glob("*/*.first-free-form.trace.json"))
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert trace["kind"] == "first-opinion" and trace["status"] == "completed"
+    assert [c["stage"] for c in trace["calls"]] == ["role_assignment", "opinion"]
+    replayed = run_consilium(plugins, "replay", str(path))
+    assert replayed.returncode == 0 and "identical (2 recorded calls served, 0 model calls" in replayed.stdout
+    page = tmp_path / "view.html"
+    viewed = run_consilium(plugins, "view", str(path), "--out", str(page))
+    assert viewed.returncode == 0, viewed.stderr
+    html = page.read_text(encoding="utf-8")
+    assert "<h3>First opinion</h3>" in html and "first-opinion · free-form" in html
+
+
+def test_without_the_plugin_its_traces_are_refused_by_kind(tmp_path: Path) -> None:
+    plugins = _plugins(tmp_path, "[consilium.protocols]\nfirst-opinion = consilium_protocol_demo:PROTOCOL\n")
+    done = run_consilium(plugins, "simulate", "--protocol", "first-opinion", "--format", "free-form", "--case",
+                         str(CASE), "--model", f"scripted:{PANEL}", "--out", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    [path] = list((tmp_path / "runs").glob("*/*.trace.json"))
+    empty = tmp_path / "none"
+    empty.mkdir()
+    done = run_consilium(empty, "replay", str(path))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("kind: 'first-opinion' is not a known protocol (known: consilium, board, "
+                                        "turn, single)")
+    assert "Traceback" not in done.stderr
+
+
+def test_a_broken_or_clashing_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
+    trace = tmp_path / "a.trace.json"  # reading it asks the registry, which loads every protocol plugin
+    trace.write_text(json.dumps({"schema_version": "1.3", "kind": "consilium"}), encoding="utf-8")
+    broken = _plugins(tmp_path / "a", "[consilium.protocols]\nbad = consilium_protocol_broken:PROTOCOL\n")
+    done = run_consilium(broken, "replay", str(trace))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "entry point 'bad' (consilium_protocol_broken:PROTOCOL) in group consilium.protocols: cannot be " \
+           "loaded (ImportError: no)" in done.stderr
+    clash = _plugins(tmp_path / "b", "[consilium.protocols]\ntaken = consilium_protocol_demo:TAKEN\n")
+    done = run_consilium(clash, "replay", str(trace))
+    assert done.returncode == 2
+    assert "protocol 'consilium' is already defined (built-in or another plugin)" in done.stderr

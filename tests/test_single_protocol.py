@@ -1,0 +1,122 @@
+"""The single-specialist baseline (``--protocol single``, consilium/protocols/single/): the primary role
+alone answers the case, in either format, with no panel, synthesis or voting; it simulates, replays,
+is judged as a conclusion, and is viewed like every other protocol."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from consilium.cli import main
+from consilium.judges.record import Judgement
+from consilium.protocols.registry import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
+
+#: The panel's primary is a cardiologist; the baseline's answer names edoxaban (structured) or warfarin
+#: (free-form), so the judge's two scores below differ by format.
+PANEL: dict[str, Any] = {"model": "scripted-panel", "rules": [
+    {"stage": "role_assignment", "json": {
+        "primary": {"label": "Cardiologist", "justification": "rhythm"},
+        "supporting": [{"label": "Neurologist", "justification": "stroke"},
+                       {"label": "Clinical pharmacologist", "justification": "drugs"}]}},
+    {"stage": "opinion", "contains_all": ["No panel meets on this case", '"final_opinion"'], "json": {
+        "final_opinion": "Start edoxaban", "summary": "AF, CHA2DS2-VASc 4",
+        "final_differential": "1. Atrial fibrillation\n2. Atrial flutter", "diagnostic_plan": "echo",
+        "management_plan": "edoxaban 60 mg daily", "safety_warnings": "bleeding"}},
+    {"stage": "opinion", "contains": "No panel meets on this case", "response": "Start warfarin, INR 2-3."},
+]}
+JUDGE: dict[str, Any] = {"model": "scripted-judge", "rules": [
+    {"stage": "judge", "contains": "edoxaban", "json": {"rationale": "same plan", "score": 5}},
+    {"stage": "judge", "json": {"rationale": "other drug", "score": 2}},
+]}
+
+
+def _simulate(tmp_path: Path, *extra: str) -> Path:
+    panel = tmp_path / "panel.json"
+    panel.write_text(json.dumps(PANEL), encoding="utf-8")
+    out = tmp_path / "runs"
+    assert main(["simulate", "--protocol", "single", "--case", str(CASE), "--model", f"scripted:{panel}",
+                 "--out", str(out), *extra]) == 0
+    [run_dir] = list(out.iterdir())
+    return run_dir
+
+
+def test_the_primary_alone_answers_in_both_formats(tmp_path: Path, capsys: Any) -> None:
+    run_dir = _simulate(tmp_path)
+    paths = sorted(run_dir.glob("*.trace.json"))
+    assert [p.name.split(".")[1] for p in paths] == ["single-free-form", "single-structured"]
+    free, structured = (read_trace(p) for p in paths)
+    for trace in (free, structured):
+        assert trace.kind == "single" and trace.status == "completed"
+        assert trace.specialist == "cardiologist"
+        # One role assignment (the consilium's own call) and one answer: no opinions of others, no synthesis,
+        # no votes.
+        assert [(c.stage, c.role) for c in trace.calls] == [("role_assignment", "moderator"),
+                                                            ("opinion", "cardiologist")]
+        assert trace.config.prompts and "answer_structured" in trace.config.prompts
+    assert free.answer is not None and free.answer.text == "Start warfarin, INR 2-3." and free.answer.sections is None
+    assert structured.answer is not None and structured.answer.sections is not None
+    assert structured.answer.sections["final_opinion"] == "Start edoxaban"
+    out = capsys.readouterr().out
+    assert "· single-structured · scripted-panel · completed" in out
+    assert "specialist: Cardiologist [cardiology] (alone; no panel)" in out and "answer: Start edoxaban" in out
+    # The answer's budget is the consilium report's: 4800 characters, at 2.5 characters per token plus 128.
+    assert structured.config.max_tokens["opinion"] == 4800 * 2 // 5 + 128
+
+
+def test_it_replays_identically_with_no_model_call(tmp_path: Path, capsys: Any) -> None:
+    run_dir = _simulate(tmp_path)
+    capsys.readouterr()
+    assert main(["replay", *map(str, sorted(run_dir.glob("*.trace.json")))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all("identical (2 recorded calls served, 0 model calls" in line for line in lines)
+
+
+def test_a_changed_answer_is_a_replay_difference(tmp_path: Path, capsys: Any) -> None:
+    run_dir = _simulate(tmp_path, "--format", "free-form")
+    [path] = list(run_dir.glob("*.trace.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["answer"]["text"] = "Start aspirin."
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["replay", str(path)]) == 1
+    assert "different: answer.text: recorded 'Start aspirin.', replayed 'Start warfarin, INR 2-3.'" in \
+        capsys.readouterr().out
+
+
+def test_its_answer_is_judged_as_a_conclusion(tmp_path: Path) -> None:
+    run_dir = _simulate(tmp_path)
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps(JUDGE), encoding="utf-8")
+    assert main(["judge", str(run_dir), "--rubric", "otb-conclusion-alignment", "--judge-model",
+                 f"scripted:{judge}"]) == 0
+    found = {p.name.split(".")[1]: Judgement.model_validate_json(p.read_text(encoding="utf-8"))
+             for p in run_dir.glob("*.judge.otb-conclusion-alignment.json")}
+    assert set(found) == {"single-free-form", "single-structured"}
+    for variant, score in (("single-structured", 5), ("single-free-form", 2)):
+        judgement = found[variant]
+        assert judgement.trace_kind == "single"
+        assert [(i.component, i.score) for i in judgement.items] == [("conclusion", score)]
+
+
+def test_a_consilium_only_flag_is_refused_naming_it(tmp_path: Path, capsys: Any) -> None:
+    assert main(["simulate", "--protocol", "single", "--case", str(CASE), "--model", "scripted:x.json",
+                 "--max-rounds", "2", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("--max-rounds: not a setting of protocol 'single'")
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["consilium.log.jsonl"])  # no run folder, no trace
+
+
+def test_it_is_viewed_and_has_a_schema(tmp_path: Path, capsys: Any) -> None:
+    run_dir = _simulate(tmp_path, "--format", "structured")
+    page = tmp_path / "page.html"
+    assert main(["view", str(run_dir), "--out", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "single · structured" in html and "<h3>Specialist</h3>" in html and "Start edoxaban" in html
+    capsys.readouterr()
+    assert main(["schema", "single-trace"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["properties"]["kind"]["const"] == "single"
