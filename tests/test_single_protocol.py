@@ -120,3 +120,22 @@ def test_it_is_viewed_and_has_a_schema(tmp_path: Path, capsys: Any) -> None:
     assert main(["schema", "single-trace"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema["properties"]["kind"]["const"] == "single"
+
+
+def test_the_whole_case_criteria_are_not_evaluable_without_a_deliberation(tmp_path: Path) -> None:
+    """ai-consilium.txt Table 29 (L260): the whole-case criteria are judged on every stage of the deliberation;
+    the baseline has none, so they are not evaluable, unsent; its answer's own criteria are scored."""
+    run_dir = _simulate(tmp_path, "--format", "structured")
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"model": "scripted-judge", "rules": [
+        {"stage": "judge", "json": {"rationale": "adequate", "score": 2}}]}), encoding="utf-8")
+    assert main(["judge", str(run_dir), "--rubric", "ai-consilium", "--judge-model", f"scripted:{judge}"]) == 0
+    [path] = list(run_dir.glob("*.judge.ai-consilium.json"))
+    judgement = Judgement.model_validate_json(path.read_text(encoding="utf-8"))
+    whole = [i for i in judgement.items if i.detail.get("whole_case")]
+    scored = [i for i in judgement.items if not i.detail.get("whole_case")]
+    assert len(whole) == 3 and all(i.not_evaluable and i.score is None for i in whole)
+    assert all("the single trace has no deliberation record" in (i.reason or "") for i in whole)
+    assert scored and all(i.component == "conclusion" and i.score == 2 for i in scored)
+    # Only the answer's own criteria were sent to the judge.
+    assert judgement.usage.total.calls == len(scored)

@@ -101,6 +101,13 @@ class _PerCriterion(ScoringKind):
             if criterion.id in whole and stages:
                 tasks.append(replace(inputs.task(component, criterion.id, text, whole[criterion.id], schema,
                                                  {**detail, "whole_case_input": record}, sections), unfit=unfit))
+            elif criterion.id in whole and trace is not None:
+                # A protocol without a deliberation (the single-specialist baseline) has no record to judge
+                # the whole case on: not evaluable, unsent, rather than judged on the answer alone.
+                name = protocol_of(trace).name
+                tasks.append(replace(inputs.task(component, criterion.id, text, whole[criterion.id], schema, detail),
+                                     unfit=f"the {name} trace has no deliberation record (panel, opinions, report "
+                                           "versions, review rounds) to judge the whole case on"))
             else:
                 tasks.append(inputs.task(component, criterion.id, text,
                                          note + criterion_task(rubric, criterion, component), schema, detail, extra))
