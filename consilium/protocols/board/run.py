@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from consilium.cases import Case
 from consilium.errors import UserError
-from consilium.graphs.running import stream_states
+from consilium.graphs.running import Latest
 from consilium.models import CallRecorder, ChatModel, for_run
 from consilium.models.wrappers import work_item
 from consilium.protocols.base import RunModels, config_record, run_recorded, start_run
@@ -81,16 +81,13 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
     # The moderator and the conclusion writer get the slides by their own model's ability (issue 15, item 12).
     (chair_sent, chair_captions), chair_notes = _image_policy(models.moderator, images, captions)
     text = case.render()
-    state: dict[str, Any] = {}
+    state = Latest()
 
     async def single() -> None:
-        nonlocal state
         call = BoardCall(panel, text, sent, config.settings("board_single"), sent_captions)
-        async for values in stream_states(single_graph(), {}, call, recursion_limit=RECURSION_LIMIT):
-            state = values
+        await state.follow(single_graph(), call, recursion_limit=RECURSION_LIMIT)
 
     async def agents() -> None:
-        nonlocal state
         notes.extend(note for note in chair_notes if note not in notes)
         context = BoardContext(
             moderator_call=BoardCall(chair, text, chair_sent, config.settings("board_turn"), chair_captions),
@@ -98,8 +95,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
             conclusion_call=BoardCall(chair, text, chair_sent, config.settings("conclusion"), chair_captions),
             assignment_call=BoardCall(chair, text, (), config.settings("role_assignment")),
             config=config)
-        async for values in stream_states(board_graph(), {}, context, recursion_limit=RECURSION_LIMIT):
-            state = values
+        await state.follow(board_graph(), context, recursion_limit=RECURSION_LIMIT)
 
     outcome = await run_recorded(single if mode == "single" else agents, start_run(recorder),
                                  wall_limit_s=config.wall_limit_s, event="board_failed", case=case.id, mode=mode)
@@ -108,7 +104,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
     stop: Any = state.get("stop_reason")
     if mode == "single":
         stop, transcript = "single_call", state.get("transcript", "")
-        if "valid" in state and not state["valid"]:
+        if state.get("valid") is False:
             notes.append(f"the transcript still broke the format after {config.max_repairs} repair(s)")
         parsed = parse_transcript(transcript) if transcript else None
         if parsed is not None:
@@ -149,14 +145,9 @@ async def run_turn(case: Case, role: str, question: str, model: ChatModel, confi
     (sent, captions), notes = _image_policy(model, images, slide_captions(case))
     context = TurnContext(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"), captions),
                           role, question)
-    state: dict[str, Any] = {}
-
-    async def body() -> None:
-        nonlocal state
-        async for values in stream_states(turn_graph(), {}, context, recursion_limit=RECURSION_LIMIT):
-            state = values
-
-    outcome = await run_recorded(body, start_run(recorder), wall_limit_s=config.wall_limit_s, event="turn_failed",
+    state = Latest()
+    outcome = await run_recorded(lambda: state.follow(turn_graph(), context, recursion_limit=RECURSION_LIMIT),
+                                 start_run(recorder), wall_limit_s=config.wall_limit_s, event="turn_failed",
                                  case=case.id, role=role)
     return TurnTrace(
         **outcome.trace_fields(case, run_id=run_id, model=model.model_id, config=_config(config, images)),

@@ -15,7 +15,7 @@ from typing import Any
 
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
-from consilium.graphs.running import stream_states
+from consilium.graphs.running import Latest
 from consilium.models import CallRecord, CallRecorder, UsageLedger, for_run
 from consilium.models.wrappers import work_item
 from consilium.protocols.base import RunModels, config_record, run_recorded, start_run
@@ -42,16 +42,15 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
         moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
         case_text=case.render(), format=fmt, config=config,
     )
-    state: dict[str, Any] = {"roles": shared_roles} if shared_roles else {}
+    state = Latest({"roles": shared_roles} if shared_roles else {})
 
-    async def body() -> None:
-        nonlocal state
-        async for values in stream_states(consilium_graph(), state, ctx, recursion_limit=RECURSION_LIMIT):
-            if on_roles is not None and values.get("roles") and not state.get("roles"):
-                on_roles(values["roles"], [c for c in recorder.calls if c.stage == "role_assignment"])
-            state = values
+    def step(before: dict[str, Any], after: dict[str, Any]) -> None:
+        if on_roles is not None and after.get("roles") and not before.get("roles"):
+            on_roles(after["roles"], [c for c in recorder.calls if c.stage == "role_assignment"])
 
-    outcome = await run_recorded(body, start_run(recorder), wall_limit_s=config.wall_limit_s,
+    outcome = await run_recorded(
+        lambda: state.follow(consilium_graph(), ctx, recursion_limit=RECURSION_LIMIT, on_step=step),
+        start_run(recorder), wall_limit_s=config.wall_limit_s,
                                  event="consilium_failed", case=case.id, format=fmt)
     reports = list(state.get("reports", []))
     error = outcome.error

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from consilium.agents.records import Format
 from consilium.cases import Case
-from consilium.graphs.running import stream_states
+from consilium.graphs.running import Latest
 from consilium.models import CallRecorder, for_run
 from consilium.models.wrappers import work_item
 from consilium.protocols.base import RunModels, config_record, run_recorded, start_run
@@ -27,14 +26,9 @@ async def run_single(case: Case, fmt: Format, models: RunModels, config: SingleC
     ctx = SingleContext(specialist_model=for_run(models.panel, recorder, max_repairs=config.max_repairs),
                         moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
                         case_text=case.render(), format=fmt, config=config)
-    state: dict[str, Any] = {}
-
-    async def body() -> None:
-        nonlocal state
-        async for values in stream_states(single_graph(), {}, ctx, recursion_limit=RECURSION_LIMIT):
-            state = values
-
-    outcome = await run_recorded(body, start_run(recorder), wall_limit_s=config.wall_limit_s, event="single_failed",
+    state = Latest()
+    outcome = await run_recorded(lambda: state.follow(single_graph(), ctx, recursion_limit=RECURSION_LIMIT),
+                                 start_run(recorder), wall_limit_s=config.wall_limit_s, event="single_failed",
                                  case=case.id, format=fmt)
     roles = list(state.get("roles") or [])
     primary = next((r for r in roles if r.primary), None)
