@@ -18,7 +18,7 @@ from corpus_cases import BAD_CASES, GOOD, GOOD_DATA, alias_bomb, case_file, with
 
 from consilium.cases import case_files, load_case, read_agentclinic, validate_case_file
 from consilium.cli import main
-from consilium.cohort.run import load_cohort
+from consilium.cohort.cases import load_cohort
 from consilium.datafiles import MAX_DEPTH, DataError, parse_data
 from consilium.errors import UserError
 

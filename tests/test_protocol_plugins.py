@@ -103,9 +103,8 @@ TAKEN = type("Taken", (FirstOpinion,), {"name": "consilium"})()
 
 
 def _plugins(tmp_path: Path, entry_points: str) -> Path:
-    return install(tmp_path / "site", "consilium-protocol-demo", {"consilium_protocol_demo": PLUGIN,
-                                                                  "consilium_protocol_broken": "raise ImportError('no')"},
-                   entry_points)
+    modules = {"consilium_protocol_demo": PLUGIN, "consilium_protocol_broken": "raise ImportError('no')"}
+    return install(tmp_path / "site", "consilium-protocol-demo", modules, entry_points)
 
 
 def test_a_plugin_protocol_simulates_replays_and_is_viewed(tmp_path: Path) -> None:

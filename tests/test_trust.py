@@ -17,8 +17,8 @@ import pytest
 from localserver import scripted_server
 
 from consilium.cli import main
+from consilium.cohort.arms import model_folder
 from consilium.cohort.manifest import RunLock
-from consilium.cohort.run import model_folder
 from consilium.models.factory import ModelOptions
 from consilium.protocols.registry import read_trace
 
@@ -387,7 +387,8 @@ def test_an_experiment_and_a_config_file_are_layered_not_dropped(tmp_path: Path)
     config.write_text("max_rounds: 3\n")
     run_dir = _cohort(tmp_path, "--experiment", str(experiment), "--config", str(config))
     settings = json.loads((run_dir / "manifest.json").read_text())["settings"]
-    assert settings["config"]["max_rounds"] == 3 and settings["config"]["temperature"] == 0.5
+    config = settings["configs"]["consilium"]
+    assert config["max_rounds"] == 3 and config["temperature"] == 0.5
     assert settings["variants"] == ["free-form"]
 
 

@@ -53,5 +53,6 @@ def _prompt_hashes(package: str) -> dict[str, str]:
     import hashlib
 
     folder = resources.files(package).joinpath("prompts")
+    # A Markdown prompt by its name; a data file of prompt sentences (YAML) by its file name.
     return {entry.name.removesuffix(".md"): hashlib.sha256(entry.read_bytes()).hexdigest()[:12]
-            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".md")}
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith((".md", ".yaml"))}

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from consilium.cohort.merge import check_caches, merge_caches, merge_shards
+from consilium.cohort.caches import check_caches, merge_caches
+from consilium.cohort.merge import merge_shards
 from consilium.errors import UserError
 
 __all__ = ["register", "run"]

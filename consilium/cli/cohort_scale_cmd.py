@@ -3,7 +3,7 @@
 ``--shard`` runs the cases of one partition (consilium/cohort/shard.py) as an ordinary local cohort
 whose manifest records the shard; ``cohort merge`` joins the shards. ``--ray`` runs the partitions as
 Ray tasks (consilium/cohort/ray_run.py) and writes here, from each arm streamed back, the run folder a
-local cohort writes. Both take the plan from the local cohort (consilium/cli/cohort_cmd.py), so a flag
+local cohort writes. Both take the plan from the local cohort (consilium/cli/cohort_plan.py), so a flag
 means the same with and without them, and a resume of either folder is an ordinary ``--resume``.
 """
 
@@ -15,25 +15,23 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from consilium import aio
+from consilium.cli.cohort_execute import arm_count, execute, open_manifest, prepare, record_abort, sorted_rows
+from consilium.cli.cohort_finish import finish
+from consilium.cli.cohort_plan import Plan, new_plan, resume_plan
 from consilium.cohort import ray_run
+from consilium.cohort.arms import CohortArm
 from consilium.cohort.index import INDEX_FIELDS
-from consilium.cohort.manifest import (
-    MANIFEST,
-    CohortManifest,
-    RunLock,
-)
-from consilium.cohort.run import ARM_COLUMNS, CohortArm, append_jsonl, write_csv
+from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock
+from consilium.cohort.rows import ARM_COLUMNS
 from consilium.cohort.shard import Shard
+from consilium.cohort.tables import append_jsonl, write_csv
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import get_logger
 from consilium.models import ChatModel
-
-if TYPE_CHECKING:
-    from consilium.cli.cohort_cmd import Plan
 
 __all__ = ["run", "wanted"]
 
@@ -72,14 +70,12 @@ def _shard_plan(plan: Plan, flag: Shard | None) -> Plan:
 
 
 def run(args: argparse.Namespace) -> int:
-    from consilium.cli import cohort_cmd as local  # it dispatches here: imported late, no cycle
-
     address: str | None = getattr(args, "ray", None)
     if address is not None:
         ray_run.require_ray()  # before anything is read or written
-    plan = _shard_plan(local._resume_plan(args) if args.resume is not None else local._new_plan(args),
+    plan = _shard_plan(resume_plan(args) if args.resume is not None else new_plan(args),
                        getattr(args, "shard", None))
-    arms, models, judge = local.prepare(plan)
+    arms, models, judge = prepare(plan)
     joined = False
     if address is not None:
         aio.run(_close(models))  # each Ray worker opens its own
@@ -87,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
     make_folder(plan.run_dir)
     try:
         with RunLock(plan.run_dir):
-            manifest = local.open_manifest(plan)
+            manifest = open_manifest(plan)
             try:
                 if address is None:
-                    return int(local._execute(plan, arms, models, judge, manifest))
+                    return execute(plan, arms, models, judge, manifest)
                 return _execute_on_ray(plan, arms, judge, manifest)
             except Exception as exc:
-                local.record_abort(plan, manifest, exc)
+                record_abort(plan, manifest, exc)
                 raise
     finally:
         if joined:
@@ -106,23 +102,21 @@ async def _close(models: dict[str, ChatModel]) -> None:
 
 
 def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, manifest: CohortManifest) -> int:
-    """What the local cohort's ``_execute`` does, with the arms run by Ray tasks: each streamed arm's
+    """What the local cohort's ``execute`` does, with the arms run by Ray tasks: each streamed arm's
     trace is written at its relative path, then its row appended, as a local arm's is."""
-    from consilium.cli import cohort_cmd as local
-
     run_dir, s = plan.run_dir, plan.settings
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    total = len(arms) * len(s.variants)
+    total = arm_count(arms)
     started = time.perf_counter()
     root = run_dir.resolve()
 
     def table() -> list[dict[str, Any]]:
-        return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
+        return sorted_rows(rows)
 
     parts = ray_run.partitions(arms, run_dir, manifest.layout)
     log.info("cohort_on_ray", run_id=run_dir.name, partitions=len(parts), arms=total)
     try:
-        for row, text in ray_run.stream(parts, plan.options, plan.config, run_dir.name, max(1, s.concurrency),
+        for row, text in ray_run.stream(parts, plan.options, plan.configs, run_dir.name, max(1, s.concurrency),
                                         manifest.layout):
             if text is not None:
                 target = (run_dir / row["trace"]).resolve()
@@ -140,4 +134,4 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
                   f"{row['status']}{note}", file=sys.stderr, flush=True)
     finally:
         write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)
-    return local.finish(plan, manifest, table, judge, started, f" on Ray ({len(parts)} partitions)")
+    return finish(plan, manifest, table, judge, started, f" on Ray ({len(parts)} partitions)")

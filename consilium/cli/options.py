@@ -202,17 +202,21 @@ def flag_name(field: str) -> str:
     return FLAG_NAMES.get(field, "--" + field.replace("_", "-"))
 
 
-def run_config(model: type[C], path: Path | None, flags: dict[str, Any]) -> C:
+def run_config(model: type[C], path: Path | None, flags: dict[str, Any], *, known_only: bool = False) -> C:
     """Run settings: the defaults, then a YAML file (``--config``), then flags given on the command line.
 
     ``flags`` is keyed by field. The file is checked on its own first, so a problem names the file and
-    field; a problem the flags bring in names the flag (see :func:`flag_name`).
+    field; a problem the flags bring in names the flag (see :func:`flag_name`). ``known_only`` takes
+    only the file's keys that ``model`` has (a cohort of several protocols, each taking its own share,
+    has checked that every key belongs to one of them: consilium/cohort/protocols.py).
     """
     values: dict[str, Any] = {}
     if path is not None:
         loaded = read_data_file(path, "config") or {}
         if not isinstance(loaded, dict):
             raise UserError(f"{path}: a config file must be a mapping of settings")
+        if known_only:
+            loaded = {key: value for key, value in loaded.items() if key in model.model_fields}
         try:
             model.model_validate(loaded)
         except ValidationError as exc:

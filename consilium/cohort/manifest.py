@@ -5,7 +5,10 @@ The manifest is written when a cohort starts (``status: running``) and completed
 setting the cohort ran with — never a secret: API keys come from the environment, and a base URL's
 credentials are masked — so ``cohort --resume RUN_DIR`` alone finishes the same cohort
 (docs/cohorts.md, "Resuming"). Version 1.2 records where the traces go (``layout``); a 1.1 manifest
-is upgraded on read to ``layout: flat``, the one folder per model it was made with.
+is upgraded on read to ``layout: flat``, the one folder per model it was made with. Version 1.3 runs
+several protocols side by side: ``protocols``, and ``configs`` by protocol (``variants`` are those asked
+for, each protocol running its own); a 1.2 manifest (one ``protocol`` and its ``config``) is upgraded on
+read to a cohort of one.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.protocols.registry import get_protocol
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
@@ -28,7 +33,7 @@ __all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ModelSettings", "Run
            "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
-COHORT_MANIFEST_VERSION = "1.2"
+COHORT_MANIFEST_VERSION = "1.3"
 
 
 def _manifest_1_1(data: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +50,18 @@ def _manifest_1_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.2", "layout": "flat"}
 
 
-MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1)}
+def _manifest_1_2(data: dict[str, Any]) -> dict[str, Any]:
+    """1.2 → 1.3: a 1.2 cohort ran one protocol; its run settings are that protocol's."""
+    settings = data.get("settings")
+    if isinstance(settings, dict) and "protocol" in settings:
+        rest = {k: v for k, v in settings.items() if k not in ("protocol", "config")}
+        name = settings["protocol"]
+        settings = {**rest, "protocols": [name], "configs": {name: settings.get("config")}}
+        data = {**data, "settings": settings}
+    return {**data, "schema_version": "1.3"}
+
+
+MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1), "1.2": ("1.3", _manifest_1_2)}
 
 
 class ModelSettings(BaseModel):
@@ -66,17 +82,18 @@ class ModelSettings(BaseModel):
 
 
 class CohortSettings(BaseModel):
-    """What the cohort runs: cases, models, variants, run settings, judges."""
+    """What the cohort runs: cases, models, protocols with their variants and run settings, judges."""
 
     model_config = ConfigDict(extra="forbid")
 
-    protocol: Literal["consilium", "board"]
-    variants: list[str]
+    protocols: list[str] = Field(min_length=1, description="run side by side, each on every case and model")
+    variants: list[str] = Field(description="the variants asked for (formats, modes): each protocol runs those "
+                                "that are its own (variants_of)")
     models: list[str]
     cases: str = Field(description="the --cases path, absolute")
     limit: int | None = None
     case_hashes: dict[str, str] = Field(description="case id → content hash, in cohort order")
-    config: dict[str, Any] = Field(description="the run settings (ConsiliumConfig or BoardConfig)")
+    configs: dict[str, dict[str, Any]] = Field(description="protocol → its run settings (ConsiliumConfig, …)")
     judges: list[str] = []
     judge_model: str | None = None
     judge_scope: Literal["frozen", "judge"] | None = Field(
@@ -86,11 +103,24 @@ class CohortSettings(BaseModel):
     shard: str | None = Field(default=None, description='"I/N": the folder holds shard I of N of the cases '
                               "(cohort --shard; consilium/cohort/shard.py); None: every case")
 
+    @model_validator(mode="after")
+    def _by_protocol(self) -> CohortSettings:
+        """Every protocol of the cohort has its run settings, and nothing else has."""
+        if sorted(self.configs) != sorted(self.protocols):
+            raise PydanticCustomError("by_protocol", "configs must name each protocol once ({protocols})",
+                                      {"protocols": ", ".join(self.protocols)})
+        return self
+
+    def variants_of(self, protocol: str) -> list[str]:
+        """The variants the protocol runs in: those asked for that are its own."""
+        own = get_protocol(protocol, flag="settings.protocols").variants
+        return [variant for variant in self.variants if variant in own]
+
 
 class CohortManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.2"] = "1.2"
+    schema_version: Literal["1.3"] = "1.3"
     kind: Literal["cohort"] = "cohort"
     run_id: str
     layout: Literal["sharded", "flat"] = Field(
@@ -100,7 +130,7 @@ class CohortManifest(BaseModel):
     updated_at: str
     command: list[str]
     settings: CohortSettings
-    # Kept from the 1.0 manifest's shape, for readers of that one.
+    # Kept from the 1.0 manifest's shape, for readers of that one: the first protocol's.
     config: dict[str, Any]
     seed: int
     git_revision: str | None
@@ -117,7 +147,8 @@ def write_cohort_manifest(run_dir: Path, manifest: CohortManifest) -> Path:
 
 def new_manifest(run_id: str, command: list[str], settings: CohortSettings, seed: int) -> CohortManifest:
     now = datetime.now(UTC).isoformat()
-    config = {**settings.config, "protocol": settings.protocol, "variants": settings.variants,
+    first = settings.protocols[0]
+    config = {**settings.configs[first], "protocol": first, "variants": settings.variants,
               "models": settings.models, "cases": settings.cases}
     return CohortManifest(run_id=run_id, status="running", created_at=now, updated_at=now, command=command,
                           settings=settings, config=config, seed=seed, git_revision=_git_revision(),

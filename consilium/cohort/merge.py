@@ -5,7 +5,8 @@ id, model spec, format), arms.jsonl, every trace and judgement at the relative p
 judgements.csv in the order a local cohort judges (rubric, then arm), and a manifest without a shard,
 ``completed`` only when every shard is. Folders made with other settings, a shard given twice or one
 missing are refused before anything is written; the folder is built under a temporary name beside
-``--out`` and renamed into place, and an existing ``--out`` is never touched.
+``--out`` and renamed into place, and an existing ``--out`` is never touched. The shards' response
+caches fold with consilium/cohort/caches.py.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ import csv
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock, read_manifest, write_cohort_manifest
-from consilium.cohort.run import ARM_COLUMNS, write_csv
+from consilium.cohort.rows import ARM_COLUMNS, counts
 from consilium.cohort.shard import Shard
+from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 
-__all__ = ["ShardFolder", "check_caches", "merge_caches", "merge_shards", "read_shards"]
+__all__ = ["ShardFolder", "merge_shards", "read_shards"]
 
 #: The files of a run folder that the merge builds rather than copies.
 BUILT = frozenset({MANIFEST, "arms.csv", "arms.jsonl", "judgements.csv", ".lock", "consilium.log.jsonl"})
@@ -187,12 +188,6 @@ def _copy_tree(shards: list[ShardFolder], into: Path) -> None:
             shutil.copy2(path, into / rel)
 
 
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    completed = sum(r["status"] == "completed" for r in rows)
-    return {"arms": len(rows), "completed": completed, "failed": len(rows) - completed,
-            "resumed": sum(str(r.get("resumed")) == "True" for r in rows)}
-
-
 def merge_shards(paths: list[Path], out: Path, command: list[str]) -> CohortManifest:
     """Join the shard folders ``paths`` into the new run folder ``out``; returns its manifest."""
     shards = read_shards(paths)
@@ -251,49 +246,4 @@ def _merged_manifest(shards: list[ShardFolder], run_id: str, command: list[str],
         "run_id": run_id, "status": "aborted" if unfinished else "completed", "error": error, "command": command,
         "created_at": min(f.manifest.created_at for f in shards),
         "settings": first.settings.model_copy(update={"shard": None}),
-        "traces": [r["trace"] for r in rows if r.get("trace")], "counts": _counts(rows)})
-
-
-def check_caches(sources: list[Path], target: Path) -> str:
-    """Refuse an existing ``target`` or a source that is not a response cache, before anything is
-    written; returns the caches' table schema."""
-    if target.exists() or target.is_symlink():
-        raise UserError(f"--cache-out: {target} exists; cohort merge writes a new cache and never overwrites one")
-    schema = None
-    for source in sources:
-        try:
-            if not source.is_file():
-                raise sqlite3.OperationalError("no such file")
-            with closing(sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True)) as db:
-                found = db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='responses'").fetchone()
-        except sqlite3.Error as exc:
-            raise UserError(f"--caches: {source}: not a readable SQLite file ({exc})") from None
-        if found is None:
-            raise UserError(f"--caches: {source}: not a consilium response cache (no responses table)")
-        schema = schema or str(found[0])
-    if schema is None:
-        raise UserError("--caches: no cache given")
-    return schema
-
-
-def merge_caches(sources: list[Path], target: Path) -> int:
-    """Fold shard response caches (SQLite, one per worker) into the new file ``target``; for a key in
-    two caches the first given wins. Returns how many responses it holds."""
-    schema = check_caches(sources, target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        with closing(sqlite3.connect(Path(tmp).resolve().as_uri(), uri=True)) as db:
-            db.execute(schema)
-            for i, source in enumerate(sources):
-                db.execute(f"ATTACH DATABASE ? AS s{i}", (source.resolve().as_uri() + "?mode=ro",))
-                db.execute(f"INSERT OR IGNORE INTO responses SELECT * FROM s{i}.responses")
-                db.commit()
-                db.execute(f"DETACH DATABASE s{i}")
-            count = int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-        os.rename(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+        "traces": [r["trace"] for r in rows if r.get("trace")], "counts": counts(rows)})

@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from consilium import aio
-from consilium.cohort.run import CohortArm, CohortRun, Layout, arm_path, relative, run_cohort
+from consilium.cohort.arms import CohortArm, Layout, arm_path, relative
+from consilium.cohort.run import CohortRun, run_cohort
 from consilium.cohort.shard import partition
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.models.factory import ModelOptions, build_model
 from consilium.protocols.base import RunModels
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.registry import get_protocol
 from consilium.redact import register_secret
+from consilium.traces.config import RunConfig
 
 __all__ = ["Finished", "Partition", "connect", "partitions", "require_ray", "stream"]
 
@@ -69,10 +68,6 @@ def connect(address: str | None) -> bool:
     return True
 
 
-def _variant_file(arm: CohortArm, variant: str) -> str:
-    return get_protocol(arm.protocol).arm_variant(variant)
-
-
 def partitions(arms: list[CohortArm], run_dir: Path, layout: Layout) -> list[Partition]:
     """One partition per CPU of the cluster (at most one per case), by case id; empty ones dropped."""
     ray = require_ray()
@@ -84,18 +79,19 @@ def partitions(arms: list[CohortArm], run_dir: Path, layout: Layout) -> list[Par
             continue
         finished = {}
         for arm in group:
-            for variant in arm.formats:
-                path = arm_path(run_dir, arm.case.id, arm.model_spec, _variant_file(arm, variant), layout)
+            for name in arm.names():
+                path = arm_path(run_dir, arm.case.id, arm.model_spec, name, layout)
                 if path.is_file():
                     finished[relative(path, run_dir)] = path.read_text(encoding="utf-8")
         parts.append(Partition(arms=group, finished=finished))
     return parts
 
 
-def run_partition(part: Partition, options: ModelOptions, config: ConsiliumConfig | BoardConfig, run_id: str,
+def run_partition(part: Partition, options: ModelOptions, configs: Mapping[str, RunConfig], run_id: str,
                   parallel_arms: int, layout: Layout, queue: Any) -> str | None:
-    """A Ray task's body: the partition's arms by the local cohort's code, each finished arm put on
-    ``queue``. Returns a user error's one line (the driver raises it), None when all arms ran."""
+    """A Ray task's body: the partition's arms by the local cohort's code (``configs``: each protocol's run
+    settings), each finished arm put on ``queue``. Returns a user error's one line (the driver raises it),
+    None when all arms ran."""
     register_secret(options.api_key)  # unpickled options skip __post_init__: mask the key here too
     scratch = Path(tempfile.mkdtemp(prefix="consilium-ray-"))
     try:
@@ -109,7 +105,6 @@ def run_partition(part: Partition, options: ModelOptions, config: ConsiliumConfi
             fresh = bool(row.get("trace")) and not row.get("resumed")
             queue.put((row, (scratch / row["trace"]).read_text(encoding="utf-8") if fresh else None))
 
-        configs = {arm.protocol: config for arm in part.arms}
         run = CohortRun(run_dir=scratch, run_id=run_id, configs=configs, on_done=on_done, layout=layout)
 
         async def go() -> None:
@@ -127,7 +122,7 @@ def run_partition(part: Partition, options: ModelOptions, config: ConsiliumConfi
     return None
 
 
-def stream(parts: list[Partition], options: ModelOptions, config: ConsiliumConfig | BoardConfig, run_id: str,
+def stream(parts: list[Partition], options: ModelOptions, configs: Mapping[str, RunConfig], run_id: str,
            parallel_arms: int, layout: Layout) -> Iterator[Finished]:
     """Run every partition as a Ray task and yield each finished arm as it arrives. A user error in
     any task cancels the others and is raised as itself."""
@@ -136,7 +131,7 @@ def stream(parts: list[Partition], options: ModelOptions, config: ConsiliumConfi
 
     queue = Queue(actor_options={"num_cpus": 0})
     task = ray.remote(num_cpus=1)(run_partition)
-    pending = [task.remote(part, options, config, run_id, parallel_arms, layout, queue) for part in parts]
+    pending = [task.remote(part, options, dict(configs), run_id, parallel_arms, layout, queue) for part in parts]
     try:
         while True:
             waiting = queue.qsize()

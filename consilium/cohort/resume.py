@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cohort.manifest import CohortManifest
+from consilium.cohort.protocols import split_settings
 from consilium.errors import UserError
+from consilium.protocols.registry import get_protocol
 from consilium.redact import MASK, redact_url
 
 __all__ = ["refuse_conflicts"]
@@ -25,7 +27,7 @@ def _conflict(flag: str, given: Any, kept: Any, run_dir: Path) -> UserError:
 
 
 def _same_config(values: dict[str, Any], kept: dict[str, Any]) -> str | None:
-    """The first run setting in ``values`` that differs from the cohort's, if any."""
+    """The first run setting in ``values`` that differs from the cohort's (one protocol's), if any."""
     for key, value in values.items():
         old = kept.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
@@ -36,45 +38,70 @@ def _same_config(values: dict[str, Any], kept: dict[str, Any]) -> str | None:
     return None
 
 
+def _same_configs(values: dict[str, Any], manifest: CohortManifest) -> str | None:
+    """The first run setting in ``values`` (one mapping for every protocol) that differs from the setting
+    of a protocol of the cohort that has it, if any."""
+    s = manifest.settings
+    for name, share in split_settings(values, s.protocols, "").items():
+        key = _same_config(share, s.configs.get(name, {}))
+        if key is not None:
+            return key
+    return None
+
+
+def _kept(manifest: CohortManifest, key: str) -> Any:
+    """A run setting every protocol has (``timeout_s``, ``wall_limit_s``), as the cohort kept it."""
+    s = manifest.settings
+    return s.configs.get(s.protocols[0], {}).get(key)
+
+
+def _kept_any(manifest: CohortManifest, key: str) -> Any:
+    """A run setting as the first protocol of the cohort that has it kept it."""
+    s = manifest.settings
+    return next((s.configs[n][key] for n in s.protocols if key in s.configs.get(n, {})), None)
+
+
 def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir: Path, *,
-                     variants: tuple[str, ...] | None, specs: list[str] | None,
+                     protocols: list[str] | None, variants: dict[str, list[str]] | None, specs: list[str] | None,
                      experiment: Any | None, config_values: dict[str, Any] | None,
                      model_options: Any | None = None) -> None:
     """Raise a :class:`UserError` naming the first flag given on the command line that disagrees with
-    the manifest. The caller parses the flags (so a malformed one is reported as for a new cohort)."""
+    the manifest. The caller parses the flags (so a malformed one is reported as for a new cohort);
+    ``variants`` holds the protocols whose variant flag was given, ``config_values`` a --config file's."""
     s = manifest.settings
     if args.out is not None and Path(args.out).resolve() != run_dir.resolve().parent:
         raise _conflict("--out", str(args.out), str(run_dir.resolve().parent), run_dir)
     if args.cases is not None and str(Path(args.cases).resolve()) != s.cases:
         raise _conflict("--cases", str(args.cases), s.cases, run_dir)
-    if args.protocol is not None and args.protocol != s.protocol:
-        raise _conflict("--protocol", args.protocol, s.protocol, run_dir)
+    if protocols is not None and protocols != s.protocols:
+        raise _conflict("--protocol", ",".join(protocols), ",".join(s.protocols), run_dir)
     if experiment is not None:
-        if experiment.protocol != s.protocol:
-            raise _conflict("--experiment", f"protocol {experiment.protocol}", s.protocol, run_dir)
-        key = _same_config(experiment.run, s.config)
+        if experiment.protocols != s.protocols:
+            raise _conflict("--experiment", f"protocol {','.join(experiment.protocols)}", ",".join(s.protocols),
+                            run_dir)
+        key = _same_configs(experiment.run, manifest)
         if key is not None:
-            raise _conflict("--experiment", f"run.{key}: {experiment.run[key]!r}", s.config.get(key), run_dir)
+            raise _conflict("--experiment", f"run.{key}: {experiment.run[key]!r}", _kept_any(manifest, key), run_dir)
         if not args.judge and experiment.judges and experiment.judges != s.judges:
             raise _conflict("--experiment", f"judges {experiment.judges}", s.judges, run_dir)
-    if variants is not None and list(variants) != s.variants:
-        flag = "--modes" if s.protocol == "board" else "--formats"
-        raise _conflict(flag, ",".join(variants), ",".join(s.variants), run_dir)
+    for name, chosen in (variants or {}).items():
+        if chosen != s.variants_of(name):
+            raise _conflict(get_protocol(name).variant_flag, ",".join(chosen), ",".join(s.variants_of(name)), run_dir)
     if specs is not None:
         if specs[0] != s.models[0]:
             raise _conflict("--model", specs[0], s.models[0], run_dir)
         if args.extra_model and specs[1:] != s.models[1:]:
             raise _conflict("--extra-model", specs[1:], s.models[1:], run_dir)
     if config_values:
-        key = _same_config(config_values, s.config)
+        key = _same_configs(config_values, manifest)
         if key is not None:
             raise _conflict(f"--config {args.config}" if args.config else "--config", f"{key}: "
-                            f"{config_values[key]!r}", s.config.get(key), run_dir)
+                            f"{config_values[key]!r}", _kept_any(manifest, key), run_dir)
     simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
               "--judge": (args.judge or None, s.judges), "--judge-model": (args.judge_model, s.judge_model),
               "--scope": (args.scope, s.judge_scope),
-              "--wall-limit": (args.wall_limit, s.config.get("wall_limit_s")),
-              "--timeout": (args.timeout, s.config.get("timeout_s")),
+              "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
+              "--timeout": (args.timeout, _kept(manifest, "timeout_s")),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
               "--http-client": (args.http_client, s.model.http_client),
               "--max-concurrency": (args.max_concurrency, s.concurrency),

@@ -1,16 +1,18 @@
-"""CSV tables that grow row by row while a cohort runs.
+"""A cohort's tables: CSV files that grow row by row while it runs, the ``arms.jsonl`` log, and a table
+written whole.
 
 A table is started with its header (written atomically), then each finished arm or judgement
 appends its rows with one ``write`` on a descriptor opened ``O_APPEND`` (never through a symbolic
 link), so the file is complete row by row at every moment: a cohort killed mid-way leaves every row
 it finished and no torn one. At the end the cohort rewrites the table atomically in its documented
-order (consilium/cli/cohort_cmd.py).
+order (consilium/cli/cohort_execute.py).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
 from types import TracebackType
@@ -20,7 +22,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.redact import redact
 
-__all__ = ["CsvLog"]
+__all__ = ["CsvLog", "append_jsonl", "write_csv"]
 
 
 class CsvLog:
@@ -63,3 +65,28 @@ class CsvLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def append_jsonl(path: Path, row: dict[str, Any]) -> None:
+    """Progress log: one line per finished arm, appended. A symlink in its place is refused, never
+    followed (it could point anywhere)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if path.is_symlink():
+            raise UserError(f"{path}: is a symbolic link; consilium appends only to a plain file") from None
+        raise UserError(f"{path}: cannot append ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(redact(json.dumps(row)) + "\n")
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], *, fields: tuple[str, ...] = ()) -> Path:
+    """Rows as CSV, atomically; the columns in order of appearance (``fields`` first when given)."""
+    columns: list[str] = list(fields) if not rows else []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return write_text_atomic(path, buffer.getvalue())

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from consilium.agents.prompting import case_messages
@@ -96,13 +99,30 @@ class TurnAnswer(BaseModel):
         return value
 
 
-#: The answer format of the alternating protocol, word for word as traces before schema 1.3 recorded it.
-_ALTERNATING_FORMAT = ('Answer with one JSON object: {"action": "ask" or "close", "speaker": "the specialist you give '
-                       'the floor to", "message": "what you say now, in the first person"}')
-_OPEN_FORMAT = ('Answer with one JSON object: {"action": "ask", "pass" or "close", "speaker": "the specialist who '
-                'speaks next", "responds_to": the number of the specialist\'s turn they should reply to, or null, '
-                '"message": "what you say now, in the first person (for pass: the point they should take up; it '
-                'is not said aloud)"}')
+class ModeratorSentences(BaseModel):
+    """The moderator's instructions and answer formats (prompts/moderator.yaml), byte for byte."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    open_meeting: str
+    time_up: str
+    alternating_ask_or_close: str
+    alternating_ask: str
+    move_on: str
+    either: str
+    joined_by: str
+    end: str
+    option_ask: str
+    option_pass: str
+    option_close: str
+    format_alternating: str
+    format_open: str
+
+
+@cache
+def moderator_sentences() -> ModeratorSentences:
+    text = resources.files(PROMPTS).joinpath("prompts", "moderator.yaml").read_text(encoding="utf-8")
+    return ModeratorSentences.model_validate(yaml.safe_load(text))
 
 
 def _moderator_schema(labels: list[str], actions: list[str], open_floor: bool) -> dict[str, Any]:
@@ -152,30 +172,18 @@ def _table(roles: list[AssignedRole]) -> str:
 
 
 def _instruction(turns: list[Turn], actions: list[str], open_floor: bool) -> str:
+    said = moderator_sentences()
     if not turns:
-        return ("Open the meeting: present the case in a few sentences and give the floor to the "
-                "specialist who should speak first, with your question (action \"ask\").")
+        return said.open_meeting
     if actions == ["close"]:
-        return "Time is up: close the meeting in one or two sentences (action \"close\")."
+        return said.time_up
     if not open_floor:
-        if "close" in actions:
-            return ("Move the meeting on: either give the floor to a specialist with a question (action "
-                    "\"ask\"), or, if the board has reached an actionable plan, close the meeting (action "
-                    "\"close\"; speaker is then ignored).")
-        return "Move the meeting on: give the floor to a specialist with a question (action \"ask\")."
+        return said.alternating_ask_or_close if "close" in actions else said.alternating_ask
     # Speakers take the floor more than once and a turn may answer the previous turn or disagree
     # (opentumorboard.txt App. B.2): the moderator may let a specialist reply to a colleague directly.
-    options = []
-    if "ask" in actions:
-        options.append("give the floor to a specialist with a question (action \"ask\"; set responds_to to a "
-                       "specialist's turn if your question is about it)")
-    if "pass" in actions:
-        options.append("let a specialist reply directly to another specialist's turn without speaking yourself "
-                       "(action \"pass\", responds_to that turn)")
-    if "close" in actions:
-        options.append("close the meeting once the board has reached an actionable plan (action \"close\"; "
-                       "speaker is then ignored)")
-    return "Move the meeting on: " + ("either " if len(options) > 1 else "") + ", or ".join(options) + "."
+    options = [text for action, text in (("ask", said.option_ask), ("pass", said.option_pass),
+                                         ("close", said.option_close)) if action in actions]
+    return said.move_on + (said.either if len(options) > 1 else "") + said.joined_by.join(options) + said.end
 
 
 async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list[Turn], *, may_close: bool,
@@ -200,7 +208,8 @@ async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list
                                images=call.images,
                                captions=call.captions, roles=_table(roles), transcript=render_turns(turns),
                                instruction=_instruction(turns, actions, open_floor),
-                               answer_format=_OPEN_FORMAT if open_floor else _ALTERNATING_FORMAT),
+                               answer_format=moderator_sentences().format_open if open_floor
+                               else moderator_sentences().format_alternating),
         settings=call.settings, schema=schema, tag=CallTag(stage="board_turn", role="moderator", round=len(turns) + 1),
     )
     parsed: dict[str, Any] = (await call.model.generate(request)).parsed

@@ -1,0 +1,135 @@
+"""Running a planned cohort in this process: its arms and models prepared, its manifest opened under the
+run folder's lock, every arm run with a progress bar (or one line per arm in a batch job's log), and
+arms.csv kept complete row by row; consilium/cli/cohort_finish.py then judges and closes it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from consilium import aio
+from consilium.cli.cohort_finish import finish
+from consilium.cohort.arms import CohortArm, check_arm_paths
+from consilium.cohort.index import INDEX_FIELDS, ArmIndex
+from consilium.cohort.manifest import CohortManifest, clean_temp_files, new_manifest, write_cohort_manifest
+from consilium.cohort.progress import ArmTally
+from consilium.cohort.rows import ARM_COLUMNS, variant_columns
+from consilium.cohort.run import CohortRun, run_cohort
+from consilium.cohort.tables import CsvLog, append_jsonl, write_csv
+from consilium.errors import UserError
+from consilium.log import attach_run_log, get_logger
+from consilium.models import ChatModel
+from consilium.models.factory import build_model
+from consilium.protocols.base import RunModels
+from consilium.protocols.registry import get_protocol
+
+if TYPE_CHECKING:
+    from consilium.cli.cohort_plan import Plan
+
+__all__ = ["execute", "open_manifest", "prepare", "record_abort"]
+
+log = get_logger(__name__)
+
+
+def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatModel | None]:
+    """The plan's arms, one per (case, model, protocol), refused if two would share a file, and its models,
+    every one opened before anything is written: a bad spec or model file leaves no run folder."""
+    s = plan.settings
+    arms = [CohortArm(case, spec, tuple(s.variants_of(name)), name,
+                      plan.images.get(case.id, ()) if get_protocol(name).uses_slides else ())
+            for case in plan.cases for spec in s.models for name in s.protocols]
+    check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
+    models = {spec: build_model(spec, plan.options) for spec in s.models}
+    judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
+    return arms, models, judge
+
+
+def open_manifest(plan: Plan) -> CohortManifest:
+    """Under the run's lock: the run log attached, a resumed folder's temp files cleaned, and the
+    manifest written as running before any call, so a killed cohort has its settings."""
+    attach_run_log(plan.run_dir)
+    if plan.manifest is not None:
+        removed = clean_temp_files(plan.run_dir)
+        log.info("cohort_resumed", run_id=plan.run_dir.name, temp_files_removed=removed)
+        manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
+    else:
+        seed = plan.configs[plan.settings.protocols[0]].seed
+        manifest = new_manifest(plan.run_dir.name, list(sys.argv), plan.settings, seed)
+    write_cohort_manifest(plan.run_dir, manifest)
+    return manifest
+
+
+def record_abort(plan: Plan, manifest: CohortManifest, exc: Exception) -> None:
+    """A user error (a refused key, a full disk) or a bug: the manifest says the cohort stopped, and
+    why; a user error is raised again as one line naming the stop (the caller re-raises a bug)."""
+    reason = str(exc) if isinstance(exc, UserError) else f"internal error: {type(exc).__name__}: {exc}"
+    write_cohort_manifest(plan.run_dir, manifest.model_copy(update={"status": "aborted", "error": reason}))
+    if isinstance(exc, UserError):
+        raise UserError(f"cohort stopped: {exc}") from None
+
+
+def arm_count(arms: list[CohortArm]) -> int:
+    """Rows the arms make: one per variant."""
+    return sum(len(arm.formats) for arm in arms)
+
+
+def sorted_rows(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """arms.csv's order: case id, model spec, format."""
+    return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
+
+
+def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], judge: ChatModel | None,
+            manifest: CohortManifest) -> int:
+    run_dir, s = plan.run_dir, plan.settings
+    run_id = run_dir.name
+    stacks = {spec: RunModels(panel=model, moderator=model) for spec, model in models.items()}  # one limit per spec
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    tally = ArmTally()  # running counts: re-summing every row on each arm is quadratic
+    total = arm_count(arms)
+    started = time.perf_counter()
+    on_terminal = sys.stderr.isatty()
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("failed {task.fields[failed]} · {task.fields[tokens]:,} tokens"),
+                        TimeRemainingColumn(), disable=not on_terminal, transient=True)
+    task = progress.add_task("arms", total=total, failed=0, tokens=0)
+    # arms.csv grows row by row as arms finish (complete at every moment), then is rewritten sorted.
+    arms_log = CsvLog(run_dir / "arms.csv", (*ARM_COLUMNS, *variant_columns(s.protocols)))
+
+    def on_done(row: dict[str, Any]) -> None:
+        key = (row["case_id"], row["model_spec"], row["format"])
+        if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
+            append_jsonl(run_dir / "arms.jsonl", row)
+        row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}
+        tally.add(row, rows.get(key))
+        rows[key] = row
+        arms_log.append([row])
+        progress.update(task, advance=1, failed=tally.failed, tokens=tally.tokens)
+        log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
+                 status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
+        if not on_terminal:  # a batch job's log shows progress, one line per arm, with the bar's counts
+            note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
+            print(f"[{tally.done}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
+                  f"{row['status']}{note} · failed {tally.failed} · {tally.tokens:,} tokens", file=sys.stderr,
+                  flush=True)
+
+    resumed = plan.manifest is not None
+    cohort = CohortRun(run_dir=run_dir, run_id=run_id, configs=plan.configs, on_done=on_done,
+                       layout=manifest.layout,
+                       index=ArmIndex.read(run_dir / "arms.jsonl") if resumed else ArmIndex())
+
+    async def go() -> None:
+        try:
+            await run_cohort(arms, stacks, cohort, parallel_arms=max(1, s.concurrency))
+        finally:
+            for model in models.values():
+                await model.aclose()
+
+    try:
+        with arms_log, progress:
+            aio.run(go())
+    finally:
+        write_csv(run_dir / "arms.csv", sorted_rows(rows), fields=ARM_COLUMNS)  # the arms finished, even if stopped
+    return finish(plan, manifest, lambda: sorted_rows(rows), judge, started)

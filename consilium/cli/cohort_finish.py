@@ -1,0 +1,100 @@
+"""After a cohort's arms: judge the completed ones, mark the manifest completed, print the summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from consilium import aio
+from consilium.cohort.arms import relative
+from consilium.cohort.manifest import CohortManifest, write_cohort_manifest
+from consilium.cohort.rows import counts
+from consilium.cohort.tables import CsvLog, write_csv
+from consilium.fileio import write_text_atomic
+from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
+from consilium.judges.many import judge_files
+from consilium.judges.record import Judgement
+from consilium.judges.rubric import Rubric
+from consilium.judges.runner import AnyTrace, JudgeSetup
+from consilium.log import log_file
+from consilium.models import ChatModel
+from consilium.protocols.registry import protocol_of
+
+if TYPE_CHECKING:
+    from consilium.cli.cohort_plan import Plan
+
+__all__ = ["JUDGEMENT_COLUMNS", "finish"]
+
+#: The columns of judgements.csv, in order.
+JUDGEMENT_COLUMNS = ("case_id", "model", "protocol", "format", "rubric", "component", "criterion", "score",
+                     "calibrated_score", "not_evaluable", "reason", "shortened_input", "judgement")
+
+
+def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[str, Any]]],
+           judge: ChatModel | None, started: float, where: str = "") -> int:
+    """After the arms (run here or on Ray, ``where`` says which): judge the completed ones, mark the
+    manifest completed with its traces and counts, print the summary; 1 when some arm failed."""
+    run_dir = plan.run_dir
+    arms_csv = run_dir / "arms.csv"
+    judged = _judge(table(), plan, run_dir, judge) if judge is not None else []
+    done_rows = table()
+    tally = counts(done_rows)
+    traces = [r["trace"] for r in done_rows if r.get("trace")]
+    write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
+                                                                "counts": tally}))
+    elapsed = time.perf_counter() - started
+    print(f"cohort {run_dir.name}: {len(done_rows)} arms ({tally['completed']} completed, {tally['failed']} "
+          f"failed, {tally['resumed']} resumed) in {elapsed:.1f} s{where}; {len(done_rows) / elapsed:.2f} arms/s")
+    print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
+    if tally["failed"]:
+        logged = log_file()
+        print(f"consilium: {tally['failed']} of {len(done_rows)} arms failed; their errors are in {arms_csv} "
+              f"(columns failed_stage, error)" + (f" and {logged}" if logged else ""), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel) -> list[Path]:
+    """Every completed arm with every rubric, as many judgements at a time as the cohort's concurrency,
+    each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
+    at the end the file is rewritten atomically in rubric, then arms.csv, order."""
+    setup = JudgeSetup(model=model, scope=plan.scope)
+    paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
+    jobs = [(rubric, path) for rubric in plan.rubrics for path in paths]
+    tables: dict[int, list[dict[str, Any]]] = {}
+    judgements: list[Judgement] = []
+    csv_log = CsvLog(run_dir / "judgements.csv", JUDGEMENT_COLUMNS)
+
+    def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
+        out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
+        write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
+        judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
+        protocol = protocol_of(trace)
+        variant = protocol.arm_variant(judgement.variant) if judgement.variant is not None else ""
+        tables[position] = [{"case_id": judgement.case_id, "model": trace.model, "protocol": protocol.name,
+                             "format": variant, "rubric": rubric.name, "component": item.component,
+                             "criterion": item.criterion, "score": item.score,
+                             "calibrated_score": item.calibrated_score,
+                             "not_evaluable": item.not_evaluable, "reason": item.reason or "",
+                             # kept/total characters of a whole-case record cut to fit the judge's context
+                             "shortened_input": shortened_input(item.detail),
+                             "judgement": relative(out, run_dir)} for item in judgement.items]
+        csv_log.append(tables[position])
+
+    async def go() -> None:
+        try:
+            await judge_files(jobs, setup, done, limit=max(1, plan.settings.concurrency))
+        finally:
+            await model.aclose()
+
+    with csv_log:
+        aio.run(go())
+    path = write_csv(run_dir / "judgements.csv", [row for position in sorted(tables) for row in tables[position]],
+                     fields=JUDGEMENT_COLUMNS)
+    # Per rubric and component: judged, not evaluable, the commonest reasons; a rubric of which nothing
+    # could be judged is a warning on stderr, never a rubric silently missing from the tables.
+    print_coverage(judging_coverage(judgements, [r.name for r in plan.rubrics]))
+    return [path]

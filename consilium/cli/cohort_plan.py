@@ -1,0 +1,206 @@
+"""A cohort ready to run, from the command line (a new cohort) or from its manifest (``--resume``).
+
+The plan holds the cases, each protocol's variants and run settings, the judges and how the models are
+reached; nothing is written while it is made, so a bad flag or file leaves no run folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consilium.cases import Case
+from consilium.cli.options import ModelConfigFile, model_options, model_spec, run_config
+from consilium.cohort.cases import case_places, cohort_images, load_cohort_files
+from consilium.cohort.experiment import Experiment, experiment_variants, load_experiment
+from consilium.cohort.manifest import CohortManifest, CohortSettings, ModelSettings, read_manifest
+from consilium.cohort.protocols import VARIANT_FLAGS, cohort_variants, split_settings
+from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
+from consilium.datafiles import load_data_file, read_data_file
+from consilium.errors import UserError
+from consilium.judges.answers import Scope, check_scope
+from consilium.judges.rubric import Rubric, load_rubric
+from consilium.models.factory import ModelOptions
+from consilium.protocols.registry import get_protocol
+from consilium.redact import redact_url
+from consilium.traces.config import RunConfig
+from consilium.traces.io import new_run_id
+
+__all__ = ["FILE_SPECS", "Plan", "absolute_spec", "new_plan", "resume_plan"]
+
+
+@dataclass
+class Plan:
+    """A cohort ready to run: new, or resumed from its manifest."""
+
+    run_dir: Path
+    settings: CohortSettings
+    cases: list[Case]
+    configs: dict[str, RunConfig]  # by protocol, in the cohort's order
+    rubrics: list[Rubric]
+    options: ModelOptions
+    manifest: CohortManifest | None = None  # the resumed cohort's
+    scope: Scope | None = None  # the four-decision scope protocol (--scope)
+    images: dict[str, tuple[str, ...]] = field(default_factory=dict)  # case id → its slide images (boards)
+
+
+FILE_SPECS = ("scripted", "gguf", "replay")
+
+
+def absolute_spec(spec: str) -> str:
+    """A spec that names a file (``scripted:``, ``gguf:``, ``replay:``) with its path made absolute, so a
+    resume from another folder runs the same model, never a like-named file there."""
+    kind, _, arg = spec.partition(":")
+    if kind in FILE_SPECS and arg and not Path(arg).is_absolute():
+        return f"{kind}:{Path(arg).resolve()}"
+    return spec
+
+
+def _rubric_ref(name: str) -> str:
+    """How a judge is recorded: a shipped rubric by name, a rubric file by absolute path."""
+    path = Path(name)
+    return str(path.resolve()) if path.suffix in (".yaml", ".yml") and path.exists() else name
+
+
+def _model_file(args: argparse.Namespace) -> ModelConfigFile | None:
+    path = getattr(args, "model_config", None)
+    return load_data_file(path, ModelConfigFile, "model config") if path is not None else None
+
+
+def _file_settings(path: Path) -> dict[str, Any]:
+    """A --config file's settings, every key checked to belong to a protocol of the cohort by the caller."""
+    loaded = read_data_file(path, "config") or {}
+    if not isinstance(loaded, dict):
+        raise UserError(f"{path}: a config file must be a mapping of settings")
+    return loaded
+
+
+def _given_variants(args: argparse.Namespace, experiment: Experiment | None, protocols: list[str]
+                    ) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The variants the experiment file sets, then the flags given (flag → names), and where each came from."""
+    given, where = experiment_variants(experiment, protocols, args.experiment) if experiment else ({}, {})
+    for flag, name in VARIANT_FLAGS.items():
+        text = getattr(args, name, None)
+        if text:
+            given[flag] = [part.strip() for part in text.split(",") if part.strip()]
+            where[flag] = flag
+    return given, where
+
+
+def _configs(protocols: list[str], args: argparse.Namespace, experiment: Experiment) -> dict[str, RunConfig]:
+    """Each protocol's run settings, in layers: the defaults, the experiment's run settings, a --config
+    file, then flags; each protocol takes the keys its config has."""
+    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
+    in_file = _file_settings(args.config) if args.config else {}
+    split_settings(in_file, protocols, f"{args.config}: ")  # a key no protocol has names the file
+    under = split_settings({k: v for k, v in experiment.run.items() if k not in in_file}, protocols,
+                           f"{args.experiment}: run.")
+    return {name: run_config(get_protocol(name).config_model, args.config, {**under[name], **flags}, known_only=True)
+            for name in protocols}
+
+
+def new_plan(args: argparse.Namespace) -> Plan:
+    if args.cases is None:
+        raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
+    experiment = load_experiment(args.experiment) if args.experiment else Experiment()
+    protocols: list[str] = args.protocol or experiment.protocols
+    found = load_cohort_files(args.cases)[: args.limit]
+    cases = [case for case, _ in found]
+    variants = cohort_variants(protocols, *_given_variants(args, experiment if args.experiment else None,
+                                                           protocols))
+    configs = _configs(protocols, args, experiment)
+    judges = args.judge or experiment.judges
+    if judges and not args.judge_model:
+        raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
+    rubrics = [load_rubric(name, flag="--judge") for name in judges]
+    check_scope(args.scope, rubrics, case_places(args.cases, cases))
+    specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
+    # --concurrency is the cohort's word for a model's --max-concurrency (calls in flight across all arms).
+    model_file = _model_file(args)
+    concurrency = (args.concurrency or args.max_concurrency or (model_file.max_concurrency if model_file else None)
+                   or 4)
+    options = model_options(args, max_concurrency=concurrency)
+    settings = CohortSettings(
+        protocols=protocols, variants=list(dict.fromkeys(v for chosen in variants.values() for v in chosen)),
+        models=specs, cases=str(args.cases.resolve()), limit=args.limit,
+        case_hashes={c.id: c.content_hash() for c in cases},
+        configs={name: config.model_dump(mode="json") for name, config in configs.items()},
+        judges=[_rubric_ref(name) for name in judges],
+        judge_model=args.judge_model, judge_scope=args.scope, concurrency=concurrency,
+        model=ModelSettings(
+            base_url=redact_url(options.base_url) if options.base_url else None,
+            schema_dialect=options.schema_dialect, http_client=options.http_client,
+            max_concurrency=options.max_concurrency, timeout=options.timeout_s,
+            max_attempts=options.retry.max_attempts, retry_base_delay=options.retry.base_delay_s,
+            no_cache=bool(args.no_cache), cache_path=str(args.cache_path.resolve()) if args.cache_path else None,
+            api_key_env=model_file.api_key_env if model_file else None))
+    return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
+                configs=configs, rubrics=rubrics, options=options, scope=args.scope,
+                images=cohort_images(protocols, found))
+
+
+def _refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir: Path) -> None:
+    """Parse what the resume's command line gives again (a malformed flag or file is reported as for a new
+    cohort), then refuse what differs from the manifest."""
+    s = manifest.settings
+    experiment = load_experiment(args.experiment) if args.experiment else None
+    given, where = _given_variants(args, experiment, s.protocols)
+    variants = None
+    if given:
+        resolved = cohort_variants(s.protocols, given, where)
+        variants = {name: v for name, v in resolved.items() if get_protocol(name).variant_flag in given}
+    specs = None
+    if args.model or args.model_config or args.extra_model:
+        first = absolute_spec(model_spec(args)) if (args.model or args.model_config) else s.models[0]
+        extra = [absolute_spec(spec) for spec in args.extra_model]
+        specs = list(dict.fromkeys([first, *extra])) if extra else [first, *s.models[1:]]
+    config_values = None
+    if args.config is not None:
+        config_values = _file_settings(args.config)
+        split_settings(config_values, s.protocols, f"{args.config}: ")
+        for name in s.protocols:
+            run_config(get_protocol(name).config_model, args.config, {}, known_only=True)
+    given_options = model_options(args, max_concurrency=s.concurrency) if args.model_config else None
+    refuse_conflicts(args, manifest, run_dir, protocols=args.protocol, variants=variants, specs=specs,
+                     experiment=experiment, config_values=config_values, model_options=given_options)
+
+
+def resume_plan(args: argparse.Namespace) -> Plan:
+    run_dir: Path = args.resume
+    manifest = read_manifest(run_dir)
+    s = manifest.settings
+    _refuse_conflicts(args, manifest, run_dir)
+    if not Path(s.cases).exists():
+        raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
+                        "started with")
+    found = load_cohort_files(Path(s.cases))[: s.limit]
+    cases = [case for case, _ in found]
+    hashes = {c.id: c.content_hash() for c in cases}
+    for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
+        if hashes.get(case_id) != s.case_hashes.get(case_id):
+            what = "is new" if case_id not in s.case_hashes else "is gone" if case_id not in hashes else "changed"
+            raise UserError(f"--resume: {s.cases}: case {case_id!r} {what} since the cohort started; a resumed "
+                            "cohort runs the cases it started with")
+    configs = {name: get_protocol(name, flag=f"{run_dir}/manifest.json: settings.protocols").config_model
+               .model_validate(s.configs[name]) for name in s.protocols}
+    rubrics = [load_rubric(name, flag="--judge") for name in s.judges]
+    check_scope(s.judge_scope, rubrics, case_places(Path(s.cases), cases))
+    kept = argparse.Namespace(
+        model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
+        schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
+        max_concurrency=s.model.max_concurrency,
+        timeout=s.model.timeout or s.configs[s.protocols[0]].get("timeout_s"),
+        max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay, no_cache=s.model.no_cache,
+        cache_path=Path(s.model.cache_path) if s.model.cache_path else None)
+    overrides: dict[str, object] = {"max_concurrency": s.concurrency}
+    if s.model.api_key_env:
+        key = os.environ.get(s.model.api_key_env)
+        if not key:
+            raise UserError(f"--resume: the cohort's key comes from ${s.model.api_key_env}, which is not set")
+        overrides["api_key"] = key
+    options = model_options(kept, **overrides)
+    return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
+                manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found))

@@ -1,0 +1,61 @@
+"""A cohort's rows: one line of arms.csv per (case, model, protocol, variant)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from consilium.cohort.arms import CohortArm, relative
+from consilium.protocols.registry import get_protocol, protocol_of
+from consilium.redact import redact
+from consilium.traces.schema import TraceBase
+
+__all__ = ["ARM_COLUMNS", "arm_row", "counts", "failed_row", "variant_columns"]
+
+#: The columns every arms.csv has, even with no arm finished (a cohort stopped at once).
+ARM_COLUMNS = ("case_id", "model_spec", "model", "protocol", "format", "status", "stop_reason", "input_tokens",
+               "output_tokens", "calls", "cached_tokens", "cache_hits", "spent_input_tokens", "spent_output_tokens",
+               "spent_cached_tokens", "spent_calls", "wall_s", "failed_stage", "error", "trace", "resumed")
+
+
+def _common(trace: TraceBase, path: Path, run_dir: Path) -> dict[str, Any]:
+    # As generated (a response-cache hit counts the call that produced it), then what this run spent.
+    total = trace.usage.total
+    spent = trace.usage.spent if trace.usage.spent is not None else total
+    return {
+        "input_tokens": total.input_tokens, "output_tokens": total.output_tokens, "calls": total.calls,
+        "cached_tokens": total.cached_tokens, "cache_hits": trace.usage.cache_hits or 0,
+        "spent_input_tokens": spent.input_tokens, "spent_output_tokens": spent.output_tokens,
+        "spent_cached_tokens": spent.cached_tokens, "spent_calls": spent.calls, "wall_s": trace.wall_s,
+        "failed_stage": trace.failed_stage or "", "error": trace.error or "", "trace": relative(path, run_dir),
+    }
+
+
+def arm_row(trace: TraceBase, model_spec: str, path: Path, run_dir: Path) -> dict[str, Any]:
+    """A trace's row of arms.csv: what every protocol's row has, the protocol's own columns between."""
+    protocol = protocol_of(trace)
+    return {
+        "case_id": trace.case_id, "model_spec": model_spec, "model": trace.model, "protocol": protocol.name,
+        "format": protocol.arm_variant(protocol.variant(trace)), "status": trace.status,
+        **protocol.row(trace), **_common(trace, path, run_dir),
+    }
+
+
+def failed_row(arm: CohortArm, name: str, exc: BaseException) -> dict[str, Any]:
+    """The row of an arm's variant (``name`` as arms.csv names it) whose run raised instead of recording."""
+    return {"case_id": arm.case.id, "model_spec": arm.model_spec, "protocol": arm.protocol, "format": name,
+            "status": "failed", "error": redact(f"{type(exc).__name__}: {exc}"), "trace": ""}
+
+
+def variant_columns(protocols: Iterable[str]) -> tuple[str, ...]:
+    """The columns the protocols' rows add to :data:`ARM_COLUMNS`, each once, in the protocols' order."""
+    columns = [column for name in protocols for column in get_protocol(name).row_columns]
+    return tuple(dict.fromkeys(columns))
+
+
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """A manifest's counts: arms, completed, failed (any other status) and resumed."""
+    completed = sum(r["status"] == "completed" for r in rows)
+    return {"arms": len(rows), "completed": completed, "failed": len(rows) - completed,
+            "resumed": sum(str(r.get("resumed")) == "True" for r in rows)}
