@@ -1,4 +1,5 @@
-"""``consilium compare RUN_DIR``: free-form vs structured over a cohort, as ai-consilium.txt reports it."""
+"""``consilium compare RUN_DIR``: free-form vs structured over a cohort, as ai-consilium.txt reports it, each
+protocol's arms apart (the consilium's, the single baseline's); and consilium − single on the same cases."""
 
 from __future__ import annotations
 
@@ -7,18 +8,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from consilium.agents.records import FORMATS
 from consilium.cli.options import positive_int
-from consilium.cohort.run import write_csv
+from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.coverage import coverage_table, coverage_warnings
+from consilium.protocols.registry import protocols
 from consilium.reports.compare import (
     CohortData,
+    deliberates,
     judgement_coverage,
     load_cohort_data,
     paired_differences,
     panel_sizes,
-    protocol_of,
+    protocol_differences,
+    protocols_in,
     read_arms,
     role_categories,
     role_label_mapping,
@@ -34,7 +39,10 @@ from consilium.reports.compare import (
 )
 from consilium.reports.figures import write_figures
 
-__all__ = ["coverage_section", "markdown_table", "register", "run", "tables_of"]
+__all__ = ["coverage_section", "markdown_table", "register", "run", "tables_of", "with_protocol"]
+
+#: The protocol a cohort's arms are compared with: the single-specialist baseline (MedAgentBoard).
+BASELINES = {"consilium": "single"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,11 +74,19 @@ def markdown_table(rows: list[dict[str, Any]], *, digits: int | None = None) -> 
     return "\n".join(lines) + "\n"
 
 
-def coverage_section(data: CohortData) -> tuple[list[str], list[dict[str, Any]]]:
-    """The "Judging coverage" Markdown section and its rows; a warning on stderr per rubric of which
-    nothing was judged (it would otherwise just be missing from the score tables)."""
-    coverage = judgement_coverage(data)
-    rows = coverage_table(coverage)
+def with_protocol(data: CohortData, rows: list[dict[str, Any]], several: bool) -> list[dict[str, Any]]:
+    """A table's rows of one protocol's arms: with a ``protocol`` column first when the folder holds several."""
+    return [{"protocol": data.protocol, **r} for r in rows] if several else rows
+
+
+def coverage_section(*parts: CohortData) -> tuple[list[str], list[dict[str, Any]]]:
+    """The "Judging coverage" Markdown section and its rows, of each protocol's arms (a ``protocol``
+    column when there are several); a warning on stderr per rubric of which nothing was judged (it would
+    otherwise just be missing from the score tables)."""
+    data = parts[0]
+    coverages = [judgement_coverage(part) for part in parts]
+    rows = [r for part, coverage in zip(parts, coverages, strict=True)
+            for r in with_protocol(part, coverage_table(coverage), len(parts) > 1)]
     source = {"records": "the judgement records beside the traces", "judgements.csv": "judgements.csv (no "
               "judgement record was found)", "none": ""}[data.judgements_from]
     md = ["## Judging coverage", ""]
@@ -82,8 +98,9 @@ def coverage_section(data: CohortData) -> tuple[list[str], list[dict[str, Any]]]
     if data.unmatched_records:
         md += [f"{len(data.unmatched_records)} judgement record(s) left out: their trace is not a completed arm "
                f"in arms.csv (first: {data.unmatched_records[0]}).", ""]
-    for line in coverage_warnings(coverage):
-        print(line, file=sys.stderr)
+    for part, coverage in zip(parts, coverages, strict=True):
+        for line in coverage_warnings(coverage):
+            print(line if len(parts) == 1 else f"{part.protocol} arms: {line}", file=sys.stderr)
     return md, rows
 
 
@@ -117,24 +134,58 @@ def tables_of(data: CohortData, *, bootstrap: int, seed: int) -> dict[str, tuple
     }
 
 
+def _parts(run_dir: Path) -> list[CohortData]:
+    """The folder's arms, one :class:`CohortData` per protocol; a protocol whose variants are not the two
+    formats (the board's modes) is refused."""
+    names = protocols_in(read_arms(run_dir, check=False))
+    known = protocols()
+    other = [n for n in names if n not in known or set(known[n].variants) != set(FORMATS)]
+    if other:
+        raise UserError(f"{run_dir}: a {' and '.join(other)} cohort: compare contrasts the consilium formats; "
+                        f"use `consilium report {run_dir}`")
+    return [load_cohort_data(run_dir, protocol=name) for name in names]
+
+
+def baseline_tables(parts: list[CohortData], *, bootstrap: int,
+                    seed: int) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """The protocol − baseline table of each protocol whose baseline's arms are in the folder too."""
+    by_name = {part.protocol: part for part in parts}
+    tables = {}
+    for name, baseline in BASELINES.items():
+        if name in by_name and baseline in by_name:
+            tables[f"{name}_vs_{baseline}"] = (
+                f"Paired differences, {name} − {baseline} within (model, format, case), with 95% CIs from a "
+                f"case-clustered bootstrap ({bootstrap} draws, seed {seed}); cases left out, and why",
+                protocol_differences(by_name[name], by_name[baseline], bootstrap=bootstrap, seed=seed))
+    return tables
+
+
 def run(args: argparse.Namespace) -> int:
-    if protocol_of(read_arms(args.run_dir, check=False)) == "board":
-        raise UserError(f"{args.run_dir}: a board cohort: compare contrasts the consilium formats; "
-                        f"use `consilium report {args.run_dir}`")
-    data = load_cohort_data(args.run_dir)
+    parts = _parts(args.run_dir)
+    several = len(parts) > 1
     out = args.out or args.run_dir / "compare"
-    tables = tables_of(data, bootstrap=args.bootstrap, seed=args.seed)
+    tables: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for part in parts:
+        for name, (title, rows) in tables_of(part, bootstrap=args.bootstrap, seed=args.seed).items():
+            tables.setdefault(name, (title, []))[1].extend(with_protocol(part, rows, several))
+    tables.update(baseline_tables(parts, bootstrap=args.bootstrap, seed=args.seed))
+    arms = [a for part in parts for a in part.arms]
+    counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
     md = [f"# Free-form vs structured: {args.run_dir.name}", "",
-          f"{len(data.arms)} arms; {sum(a.get('status') == 'completed' for a in data.arms)} completed.", ""]
-    coverage_md, coverage = coverage_section(data)
+          f"{len(arms)} arms{f' ({counts})' if several else ''}; "
+          f"{sum(a.get('status') == 'completed' for a in arms)} completed.", ""]
+    coverage_md, coverage = coverage_section(*parts)
     md += coverage_md
     paths = [write_csv(out / "judging_coverage.csv", coverage)] if coverage else []
     for name, (title, rows) in tables.items():
         md += [f"## {title}", "", markdown_table(rows, digits=3)]
         if rows:
             paths.append(write_csv(out / f"{name}.csv", rows))
-    figures = write_figures(data, out, bootstrap=args.bootstrap, seed=args.seed)
-    md += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figures]
+    # ai-consilium.txt's figures draw a deliberation: of each protocol with review rounds, apart
+    figures = [path for part in parts if deliberates(part.protocol)
+               for path in write_figures(part, out / part.protocol if several else out, bootstrap=args.bootstrap,
+                                         seed=args.seed)]
+    md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "compare.md", "\n".join(md) + "\n")
     print("\n".join(md[: md.index("## Figures")]))
     print(f"report: {report}\ntables: {', '.join(p.name for p in paths)}")

@@ -1,9 +1,11 @@
 """``consilium report RUN_DIR``: the summary tables and plots of a cohort, or of every cohort in a folder.
 
-A consilium cohort gets its outcomes, tokens and judge scores (ai-consilium.txt); a board cohort the
-OpenTumorBoard board results; a judged cohort, of either protocol, one summary per rubric judged
+A consilium cohort gets its outcomes, tokens and judge scores (ai-consilium.txt), and so does the
+single-specialist baseline (without the deliberation's columns and figures); a board cohort the
+OpenTumorBoard board results; a judged cohort, of any protocol, one summary per rubric judged
 (OpenTumorBoard, NPCBench, Neural-MedBench); a folder of several cohorts, or an ``arms.csv`` with arms
-of both protocols, all of these, each table with a ``cohort`` column.
+of several protocols, all of these, each table with ``cohort`` and ``protocol`` columns, and the
+consilium − single differences of a cohort holding both.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from consilium.cli.compare_cmd import coverage_section
+from consilium.cli.compare_cmd import baseline_tables, coverage_section
 from consilium.cli.options import positive_int
-from consilium.cohort.run import write_csv
+from consilium.cohort.tables import write_csv
 from consilium.fileio import write_text_atomic
-from consilium.reports.compare import scores_table, table3, table7
+from consilium.protocols.board.protocol import BOARD
+from consilium.reports.compare import deliberates, scores_table, table3, table7
 from consilium.reports.figures import write_figures
 from consilium.reports.papers.otb import ALIGNMENT
 from consilium.reports.papers.responses import judged_responses
@@ -54,7 +57,7 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     md += coverage_md
     tables = []
     responses = judged_responses(part.folder, data)
-    if part.protocol == "board":
+    if part.protocol == BOARD.name:
         board = board_tables(part.folder, data, responses)
         tables += board
         covered = {ALIGNMENT}  # its means are columns of board_summary
@@ -67,8 +70,8 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
                    Table("scores", "Judge scores (Tables 6, 8)", scores_table(data))]
         covered = {"ai-consilium"}
 
-        def figures(out: Path) -> list[Path]:
-            return write_figures(data, out)
+        def figures(out: Path) -> list[Path]:  # ai-consilium.txt's figures draw a deliberation
+            return write_figures(data, out) if deliberates(part.protocol) else []
     tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms)
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
@@ -79,10 +82,22 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     return md, tables, figures
 
 
+def _baselines(parts: list[CohortPart], args: argparse.Namespace) -> list[tuple[str, list[Table]]]:
+    """Per cohort holding the consilium's arms and the single baseline's: consilium − single (compare's table)."""
+    found = []
+    for folder in dict.fromkeys(part.name for part in parts):
+        tables = baseline_tables([p.data for p in parts if p.name == folder], bootstrap=args.bootstrap,
+                                 seed=args.seed)
+        if tables:
+            found.append((folder, [Table(name, title, rows) for name, (title, rows) in tables.items()]))
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     parts = cohort_parts(args.run_dir)  # every cohort is read and checked before anything is written
     several = len(parts) > 1
     built = [(part, *_part(part, args)) for part in parts]
+    baselines = _baselines(parts, args)
     out = args.out or args.run_dir / "report"
     md = [f"# Cohort report: {args.run_dir.name}", ""]
     merged: dict[str, list[dict[str, Any]]] = {}
@@ -96,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
                 else table.rows
             merged.setdefault(table.name, []).extend(rows)
         figures += draw(out / f"{part.name}-{part.protocol}" if several else out)
+    for folder, tables in baselines:
+        for table in tables:
+            md += [f"# {folder}: {table.title}", "", markdown(table.rows)]
+            merged.setdefault(table.name, []).extend({"cohort": folder, **r} for r in table.rows)
     paths = [write_csv(out / f"{name}.csv", rows) for name, rows in merged.items() if rows]
     md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "report.md", "\n".join(md) + "\n")

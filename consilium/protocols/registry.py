@@ -81,7 +81,7 @@ def trace_from_data(data: Any, where: str) -> TraceBase:
         raise UserError(f"{where}: {first_error(exc)}") from None
 
 
-def read_trace(path: str | Path) -> Any:
+def read_trace(path: str | Path) -> TraceBase:
     """The trace at ``path``, whatever its protocol; a missing, unreadable or invalid file is a user error."""
     file = Path(path)
     try:

@@ -1,4 +1,5 @@
-"""Free-form vs structured, as ai-consilium.txt reports it: every table, per model and pooled.
+"""Free-form vs structured, as ai-consilium.txt reports it: every table, per model and pooled, of one
+protocol's arms; and the consilium against the single-specialist baseline on the same cases.
 
 The work is in :mod:`consilium.reports.consilium`; this module keeps the names other callers import
 (``compare``, ``report``, the figures). Which function gives which table:
@@ -8,11 +9,16 @@ The work is in :mod:`consilium.reports.consilium`; this module keeps the names o
 - :func:`table6` Table 6, :func:`table7` Table 7, :func:`table8` / :func:`scores_table` Tables 8 and
   13–20, :func:`table9` Table 9, :func:`table10`, :func:`table11`, :func:`table12` Tables 10–12;
 - :func:`paired_differences`: structured − free-form per (model, case) with case-clustered
-  bootstrap intervals.
+  bootstrap intervals; :func:`protocol_differences`: consilium − single per (model, format, case).
+
+Each takes a :class:`CohortData` of one protocol (``load_cohort_data(run_dir, protocol=...)``), so no
+number mixes protocols; :func:`protocols_in` names those of a folder's arms.
 """
 
 from __future__ import annotations
 
+from consilium.reports.consilium.arm_protocols import arm_format, arm_protocol, deliberates, protocols_in
+from consilium.reports.consilium.baseline import protocol_differences
 from consilium.reports.consilium.coverage import table10, table11, table12
 from consilium.reports.consilium.data import (
     CONSILIUM_RUBRIC,
@@ -21,7 +27,6 @@ from consilium.reports.consilium.data import (
     RoleRow,
     judgement_coverage,
     load_cohort_data,
-    protocol_of,
     read_arms,
     trace_location,
 )
@@ -46,13 +51,17 @@ __all__ = [
     "STOPS",
     "CohortData",
     "RoleRow",
+    "arm_format",
+    "arm_protocol",
+    "deliberates",
     "judgement_coverage",
     "load_cohort_data",
     "models_of",
     "output_means",
     "paired_differences",
     "panel_sizes",
-    "protocol_of",
+    "protocol_differences",
+    "protocols_in",
     "read_arms",
     "role_categories",
     "role_label_mapping",

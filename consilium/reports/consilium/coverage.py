@@ -9,8 +9,8 @@ from typing import Any
 
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
 from consilium.reports.consilium.judged import (
-    COMPONENT_FORMATS,
     Row,
+    component_formats,
     consilium_items,
     models_and_pool,
     of_model,
@@ -38,7 +38,7 @@ def table10(data: CohortData) -> list[dict[str, Any]]:
         return []
     table = []
     for model in models_and_pool(data):
-        for component, fmt in COMPONENT_FORMATS:
+        for component, fmt in component_formats(data):
             criteria, arms = _applicable(component, whole_case=False), _arm_counts(data, model, fmt)
             if arms:
                 table.append({"model": model, "component": component, "format": fmt,
@@ -79,7 +79,7 @@ def table12(data: CohortData) -> list[dict[str, Any]]:
     for model in models_and_pool(data):
         mine = of_model(model, rows)
         for criterion in criteria.values():
-            for component, fmt in COMPONENT_FORMATS:
+            for component, fmt in component_formats(data):
                 arms = _arm_counts(data, model, fmt)
                 if component not in criterion.components or not arms:
                     continue

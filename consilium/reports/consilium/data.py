@@ -16,6 +16,8 @@ from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
+from consilium.reports.consilium.arm_protocols import arm_protocol, protocols_in
+from consilium.traces.schema import TraceBase
 
 __all__ = [
     "CONSILIUM_RUBRIC",
@@ -24,7 +26,6 @@ __all__ = [
     "RoleRow",
     "judgement_coverage",
     "load_cohort_data",
-    "protocol_of",
     "read_arms",
     "rubric_criteria",
     "trace_location",
@@ -48,12 +49,15 @@ class RoleRow(NamedTuple):
 
 @dataclass
 class CohortData:
-    # arms.csv rows; ``model`` is filled in for a failed arm without one (from its model_spec)
+    # arms.csv rows; ``model`` is filled in for a failed arm without one (from its model_spec), and
+    # ``protocol`` for a row of a folder written before arms.csv had that column (:func:`arm_protocol`)
     arms: list[dict[str, str]]
-    # (model, format, case, round, role, vote) for every vote of every completed arm
+    # the protocol of the arms (``load_cohort_data(run_dir, protocol=...)``); every table is of one protocol
+    protocol: str = "consilium"
+    # (model, format, case, round, role, vote) for every vote of every completed consilium arm
     votes: list[tuple[str, str, str, int, str, str]] = field(default_factory=list)
     tokens: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (model, format) -> stage tokens
-    # one row per judge item: case_id, model, format, rubric, component, criterion, score ("" when
+    # one row per judge item: case_id, model, protocol, format, rubric, component, criterion, score ("" when
     # not evaluable), not_evaluable, reason, whole_case ("True" for a whole-case criterion), judgement
     # (the record's file)
     judgements: list[dict[str, str]] = field(default_factory=list)
@@ -70,12 +74,9 @@ _COMPLETED: dict[str, dict[str, type | None]] = {
     "board": {"trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
               "format_exact": float, "format_dense": float},
 }
+_ANY_COMPLETED: dict[str, type | None] = {"model": None, "trace": None}  # a completed arm of another protocol
 _OPTIONAL = {"r1_dissent", "format_exact", "format_dense"}  # may be empty or absent
 _JUDGEMENT_COLUMNS = ("case_id", "model", "format", "rubric", "component", "criterion", "score", "not_evaluable")
-
-
-def protocol_of(arms: list[dict[str, str]]) -> str:
-    return "board" if any((a.get("format") or "").startswith("board-") for a in arms) else "consilium"
 
 
 @cache
@@ -104,19 +105,20 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 def read_arms(run_dir: Path, *, check: bool = True) -> list[dict[str, str]]:
-    """The rows of ``RUN_DIR/arms.csv``; with ``check``, a completed arm must have every column the
-    tables read, with numbers where numbers belong."""
+    """The rows of ``RUN_DIR/arms.csv``, each with its ``protocol`` (:func:`arm_protocol`); with ``check``,
+    a completed arm must have every column the tables of its protocol read, with numbers where numbers
+    belong."""
     arms_csv = run_dir / "arms.csv"
     if not arms_csv.is_file():
         raise UserError(f"{run_dir}: no arms.csv (run `consilium cohort` first)")
     arms = _read_csv(arms_csv, _ARM_COLUMNS)
     if not arms:
         raise UserError(f"{arms_csv}: no arms")
-    needed = _COMPLETED[protocol_of(arms)] if check else {}
     for line, arm in enumerate(arms, 2):
-        if arm.get("status") != "completed":
+        arm["protocol"] = arm_protocol(arm)
+        if not check or arm.get("status") != "completed":
             continue
-        for column, kind in needed.items():
+        for column, kind in _COMPLETED.get(arm["protocol"], _ANY_COMPLETED).items():
             value = arm.get(column)
             if value is None and column in _OPTIONAL:
                 continue
@@ -155,30 +157,36 @@ def trace_location(run_dir: Path, recorded: str) -> Path:
 
 
 def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
-                       data: CohortData) -> list[dict[str, str]]:
-    """Rows from the ``*.judge.<rubric>.json`` records beside the traces of completed arms."""
+                       data: CohortData) -> tuple[list[dict[str, str]], bool]:
+    """Rows from the ``*.judge.<rubric>.json`` records beside the traces of completed arms of
+    ``data.protocol``, and whether there is any record (of any arm)."""
     rows: list[dict[str, str]] = []
+    found = False
     for file in sorted(run_dir.rglob("*.judge.*.json")):
         if file.name.endswith(".trace.json") or not file.is_file():
             continue
+        found = True
         judgement = read_judgement(file)
         arm = by_trace.get((file.parent / judgement.trace).resolve())
         if arm is None:
             data.unmatched_records.append(file)
+            continue
+        if arm["protocol"] != data.protocol:  # another protocol's arm: its own part reads it
             continue
         criteria = rubric_criteria(judgement.rubric)
         for item in judgement.items:
             # Whole-case or C1-C8: the shipped rubric decides; the record's own note only for other rubrics.
             known = criteria.get(item.criterion)
             whole_case = known.whole_case if known is not None else bool(item.detail.get("whole_case"))
-            rows.append({"case_id": arm["case_id"], "model": arm["model"], "format": arm["format"],
+            rows.append({"case_id": arm["case_id"], "model": arm["model"], "protocol": arm["protocol"],
+                         "format": arm["format"],
                          "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
                          "score": "" if item.score is None else str(item.score),
                          "calibrated_score": "" if item.calibrated_score is None else str(item.calibrated_score),
                          "not_evaluable": str(item.not_evaluable), "reason": item.reason or "",
                          "whole_case": str(whole_case),
                          "judgement": str(file.relative_to(run_dir))})
-    return rows
+    return rows, found
 
 
 def _judgements_csv(path: Path) -> list[dict[str, str]]:
@@ -195,43 +203,63 @@ def _judgements_csv(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def _read_trace_data(data: CohortData, arm: dict[str, str], trace: Trace, panels: set[tuple[str, str]]) -> None:
+def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase, panels: set[tuple[str, str]]) -> None:
+    """The trace's tokens (any protocol's) and, of a consilium trace, its votes and its panel."""
     model, fmt, case = arm["model"], arm["format"], arm["case_id"]
-    for rnd in trace.rounds:
-        for vote in rnd.votes:
-            data.votes.append((model, fmt, case, rnd.round, vote.role, vote.vote))
     counter = data.tokens.setdefault((model, fmt), Counter())
     for stage, usage in trace.usage.by_stage.items():
         counter[f"{stage}:input"] += usage.input_tokens
         counter[f"{stage}:output"] += usage.output_tokens
     counter["cases"] += 1
+    if not isinstance(trace, Trace):
+        return
+    for rnd in trace.rounds:
+        for vote in rnd.votes:
+            data.votes.append((model, fmt, case, rnd.round, vote.role, vote.vote))
     if (model, case) not in panels and trace.roles:
         panels.add((model, case))
         data.roles += [RoleRow(model, case, r.label, r.category, r.category_name, r.primary) for r in trace.roles]
 
 
-def load_cohort_data(run_dir: Path) -> CohortData:
-    arms = read_arms(run_dir)
-    _name_models(arms)
-    data = CohortData(arms=arms)
+def _of_protocol(rows: list[dict[str, str]], arms: list[dict[str, str]], protocol: str) -> list[dict[str, str]]:
+    """The judgements.csv rows of one protocol's arms (a row without a ``protocol`` cell: its arm's)."""
+    owner = {(a["case_id"], a["model"], a["format"]): a["protocol"] for a in arms}
+    for row in rows:
+        row["protocol"] = row.get("protocol") or owner.get((row["case_id"], row["model"], row["format"]),
+                                                           arm_protocol(row))
+    return [r for r in rows if r["protocol"] == protocol]
+
+
+def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
+    """The arms of one protocol in RUN_DIR (by default its only one: an arms.csv mixing protocols needs
+    ``protocol``, so that no table mixes them), their traces' data and their judge items."""
+    every = read_arms(run_dir)
+    _name_models(every)
+    present = protocols_in(every)
+    if protocol is None:
+        if len(present) > 1:
+            raise UserError(f"{run_dir / 'arms.csv'}: arms of several protocols ({', '.join(present)}): "
+                            "read one protocol at a time")
+        protocol = present[0]
+    data = CohortData(arms=[a for a in every if a["protocol"] == protocol], protocol=protocol)
     by_trace: dict[Path, dict[str, str]] = {}
     panels: set[tuple[str, str]] = set()
-    for arm in arms:
+    for arm in every:
         if not arm.get("trace") or arm.get("status") != "completed":
             continue
         location = trace_location(run_dir, arm["trace"])
-        by_trace[location.resolve()] = arm
-        trace = read_trace(location)
-        if isinstance(trace, Trace):
-            _read_trace_data(data, arm, trace, panels)
+        by_trace[location.resolve()] = arm  # every protocol's: a record of another's arm is not unmatched
+        if arm["protocol"] == protocol:
+            _read_trace_data(data, arm, read_trace(location), panels)
     # The records are the source of truth: judgements made after the cohort count, and a stale
     # judgements.csv adds nothing. The CSV is read only when no record is left.
-    records = _judgement_records(run_dir, by_trace, data)
+    records, found = _judgement_records(run_dir, by_trace, data)
     judged = run_dir / "judgements.csv"
-    if records or data.unmatched_records:
+    if found:
         data.judgements, data.judgements_from = records, "records"
     elif judged.is_file():
-        data.judgements, data.judgements_from = _judgements_csv(judged), "judgements.csv"
+        data.judgements, data.judgements_from = _of_protocol(_judgements_csv(judged), every, protocol), \
+            "judgements.csv"
     return data
 
 

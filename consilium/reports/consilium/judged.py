@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from consilium.agents.records import FORMATS
+from consilium.judges.rubric import COMPONENTS
+from consilium.protocols.consilium.protocol import CONSILIUM
+from consilium.reports.consilium.arm_protocols import arm_format
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
 from consilium.reports.consilium.outcomes import models_of
 from consilium.reports.consilium.stats import POOLED
@@ -17,6 +21,7 @@ from consilium.reports.consilium.stats import POOLED
 __all__ = [
     "COMPONENT_FORMATS",
     "Row",
+    "component_formats",
     "consilium_items",
     "criterion_order",
     "is_whole_case",
@@ -32,6 +37,18 @@ COMPONENT_FORMATS = (("role_reasoning", "structured"), ("role_opinion", "structu
                      ("conclusion", "free-form"), ("conclusion", "structured"))
 
 Row = dict[str, str]
+
+
+def component_formats(data: CohortData) -> list[tuple[str, str]]:
+    """The (component, format) columns of Tables 6, 10–12 for the cohort's protocol: the consilium's are
+    :data:`COMPONENT_FORMATS`; another protocol's (the single baseline's answer, scored as a conclusion)
+    are the components the AI Consilium judge scored in each of its formats."""
+    if data.protocol == CONSILIUM.name:
+        return list(COMPONENT_FORMATS)
+    scored = {(r["component"], r["format"]) for r in consilium_items(data)}
+    formats = [f for v in FORMATS if (f := arm_format(data.protocol, v)) is not None]
+    formats += sorted({f for _, f in scored} - set(formats))
+    return [(c, f) for c in COMPONENTS for f in formats if (c, f) in scored]
 
 
 def score_of(row: Row) -> float | None:

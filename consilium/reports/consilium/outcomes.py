@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from consilium.agents.records import FORMATS
+from consilium.reports.consilium.arm_protocols import deliberates
 from consilium.reports.consilium.data import STOPS, CohortData, RoleRow
 from consilium.reports.consilium.stats import POOLED, number, percent
 
@@ -24,9 +25,12 @@ def _formats(data: CohortData) -> list[str]:
     return [f for f in FORMATS if f in seen] + sorted(seen - set(FORMATS))
 
 
-def _outcome_row(model: str, fmt: str, arms: list[dict[str, str]]) -> dict[str, Any]:
+def _outcome_row(model: str, fmt: str, arms: list[dict[str, str]], *, rounds: bool = True) -> dict[str, Any]:
     done = [a for a in arms if a.get("status") == "completed"]
     n = len(done)
+    if not rounds:  # a protocol without review rounds: the same columns, the deliberation ones empty
+        empty = dict.fromkeys(_outcome_row(model, fmt, []))
+        return {**empty, "model": model, "format": fmt, "arms": len(arms), "completed": n, "failed": len(arms) - n}
     dissent = [float(a["r1_dissent"]) for a in done if a.get("r1_dissent")]
     stops = Counter(a["stop_reason"] for a in done)
     unanimous = sum(d == 0 for d in dissent)
@@ -45,13 +49,13 @@ def table3(data: CohortData) -> list[dict[str, Any]]:
     ``arms`` (in arms.csv), ``completed``, ``failed``; over completed arms, the mean round-1 dissent
     (% of the panel dissenting), arms unanimous in round 1, the mean number of review rounds, and the
     arms stopping at consensus, with no change and at the round limit; each count with its % of the
-    completed arms."""
+    completed arms (empty for a protocol without review rounds, such as the single baseline)."""
     rows = []
     for model in [*models_of(data), POOLED]:
         for fmt in _formats(data):
             arms = [a for a in data.arms if a["format"] == fmt and model in (POOLED, a.get("model"))]
             if arms:
-                rows.append(_outcome_row(model, fmt, arms))
+                rows.append(_outcome_row(model, fmt, arms, rounds=deliberates(data.protocol)))
     return rows
 
 

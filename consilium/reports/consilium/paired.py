@@ -1,4 +1,4 @@
-"""Structured − free-form judge scores of a consilium cohort, paired within (model, case), with
+"""Structured − free-form judge scores of one protocol's arms, paired within (model, case), with
 case-clustered bootstrap intervals (ai-consilium.txt's paired format comparison).
 """
 
@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from consilium.judges.rubric import COMPONENTS
+from consilium.reports.consilium.arm_protocols import arm_format
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, score_of
 from consilium.reports.consilium.scores import output_means
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
-__all__ = ["MEAN_CRITERION", "paired_differences"]
+__all__ = ["MEAN_CRITERION", "paired_differences", "rubric_key_order"]
 
 #: The ``criterion`` of a paired difference of C1–C8 output means.
 MEAN_CRITERION = "mean"
@@ -36,21 +38,32 @@ def _pairs(data: CohortData) -> dict[tuple[str, str, str], dict[tuple[str, str],
     return pairs
 
 
+def rubric_key_order(keys: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """(rubric, component, criterion) keys in table order: by rubric, component, the output ``mean``
+    first, then the rubric's criteria in its order."""
+    keys = set(keys)
+    return sorted(keys, key=lambda k: (
+        k[0], COMPONENTS.index(k[1]) if k[1] in COMPONENTS else len(COMPONENTS), k[2] != MEAN_CRITERION,
+        criterion_order(k[0], [c for r, _, c in keys if r == k[0]]).index(k[2])))
+
+
 def paired_differences(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) -> list[dict[str, Any]]:
-    """Structured − free-form, paired within (model, case), per model and pooled, for each rubric,
-    component and criterion scored in both formats (and the C1–C8 output mean, criterion ``mean``):
-    ``cases`` paired (model, case) outputs, the mean difference and its 95 % interval from a bootstrap
-    that resamples cases (all of a case's models together), ``bootstrap`` draws seeded by ``seed``."""
+    """Structured − free-form (the protocol's arms of each format), paired within (model, case), per
+    model and pooled, for each rubric, component and criterion scored in both formats (and the C1–C8
+    output mean, criterion ``mean``): ``cases`` paired (model, case) outputs, the mean difference and
+    its 95 % interval from a bootstrap that resamples cases (all of a case's models together),
+    ``bootstrap`` draws seeded by ``seed``."""
+    free, structured = arm_format(data.protocol, "free-form"), arm_format(data.protocol, "structured")
+    if free is None or structured is None:
+        return []
     pairs = _pairs(data)
     table = []
     for model in models_and_pool(data):
-        for rubric, component, criterion in sorted(pairs, key=lambda k: (
-                k[0], COMPONENTS.index(k[1]) if k[1] in COMPONENTS else len(COMPONENTS), k[2] != MEAN_CRITERION,
-                criterion_order(k[0], [c for r, _, c in pairs if r == k[0]]).index(k[2]))):
+        for rubric, component, criterion in rubric_key_order(pairs):
             clusters: dict[str, list[float]] = defaultdict(list)
             for (m, case), by_format in pairs[(rubric, component, criterion)].items():
-                if model in (POOLED, m) and "free-form" in by_format and "structured" in by_format:
-                    clusters[case].append(by_format["structured"] - by_format["free-form"])
+                if model in (POOLED, m) and free in by_format and structured in by_format:
+                    clusters[case].append(by_format[structured] - by_format[free])
             if not clusters:
                 continue
             diffs = [d for values in clusters.values() for d in values]

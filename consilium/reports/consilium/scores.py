@@ -16,7 +16,7 @@ from typing import Any
 from consilium.judges.rubric import COMPONENTS
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
 from consilium.reports.consilium.judged import (
-    COMPONENT_FORMATS,
+    component_formats,
     consilium_items,
     criterion_order,
     is_whole_case,
@@ -39,7 +39,7 @@ def table6(data: CohortData) -> list[dict[str, Any]]:
         return []
     table = []
     for model in models_and_pool(data):
-        for component, fmt in COMPONENT_FORMATS:
+        for component, fmt in component_formats(data):
             group = [r for r in of_model(model, rows) if r["component"] == component and r["format"] == fmt]
             if group:
                 values = numbers(group)
@@ -135,7 +135,9 @@ def table9(data: CohortData) -> list[dict[str, Any]]:
         groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
         for arm in data.arms:
             key = (arm["model"], arm["format"], arm["case_id"])
-            if arm.get("status") == "completed" and key in means and model in (POOLED, arm["model"]):
+            # an arm without review rounds (the single baseline) has no row here
+            if arm.get("status") == "completed" and arm.get("rounds") and key in means \
+                    and model in (POOLED, arm["model"]):
                 groups[_rounds_group(int(arm["rounds"]))].append(key)
         for name in ("1", "2", ">=3"):
             if name not in groups:

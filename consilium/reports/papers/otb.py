@@ -14,8 +14,9 @@ from consilium.cases import Case
 from consilium.judges.components import component_texts
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scoring import weighted_decisions
+from consilium.protocols.board.protocol import BOARD
 from consilium.protocols.registry import read_trace
-from consilium.reports.compare import CohortData, trace_location
+from consilium.reports.compare import CohortData, arm_protocol, trace_location
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import mean, pct, rate, sd
 
@@ -89,7 +90,7 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
     (1–5, C.2) and the mean four-decision score (0–1, E.2), each with its count and not-evaluable count."""
     arms: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
     for arm in data.arms:
-        if arm.get("format", "").startswith("board-"):
+        if arm_protocol(arm) == BOARD.name:
             arms[(_model(arm), arm["format"])].append(arm)
     alignment, decisions = group(responses, ALIGNMENT), group(responses, DECISIONS)
     rows = []
@@ -125,7 +126,7 @@ def board_stops(data: CohortData) -> list[dict[str, Any]]:
     """Stop reasons of completed board arms per model and mode, as a count and % of completed arms."""
     done: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for arm in data.arms:
-        if arm.get("format", "").startswith("board-") and arm.get("status") == "completed":
+        if arm_protocol(arm) == BOARD.name and arm.get("status") == "completed":
             done[(_model(arm), arm["format"])][arm.get("stop_reason") or "-"] += 1
     return [{"model": model, "mode": variant.removeprefix("board-"), "stop_reason": stop, "arms": n,
              "pct": pct(n, sum(stops.values()))}
