@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypedDict
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -16,17 +16,9 @@ from langgraph.runtime import Runtime
 
 from consilium.protocols.board import agents as board
 from consilium.protocols.board.agents import BoardCall
+from consilium.protocols.board.state import SingleState, TurnState
 
-__all__ = ["SingleState", "TurnContext", "TurnState", "single_graph", "turn_graph"]
-
-
-class SingleState(TypedDict, total=False):
-    transcript: str
-    valid: bool
-
-
-class TurnState(TypedDict, total=False):
-    answer: str
+__all__ = ["TurnContext", "single_graph", "turn_graph"]
 
 
 @dataclass(frozen=True)

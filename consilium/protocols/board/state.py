@@ -9,7 +9,7 @@ from consilium.agents.records import AssignedRole
 from consilium.graphs.reducers import replace
 from consilium.protocols.board.transcript import Turn
 
-__all__ = ["BoardState", "Floor"]
+__all__ = ["BoardState", "Floor", "SingleState", "TurnState"]
 
 
 class Floor(TypedDict):
@@ -29,3 +29,16 @@ class BoardState(TypedDict, total=False):
     floor: Floor | None
     stop_reason: Literal["moderator_closed", "turn_limit"] | None
     conclusion: str | None
+
+
+class SingleState(TypedDict, total=False):
+    """Single mode: the whole meeting in one call, and whether it kept the format after its repairs."""
+
+    transcript: str
+    valid: bool
+
+
+class TurnState(TypedDict, total=False):
+    """The Specialist Turn: one answer."""
+
+    answer: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypedDict
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -15,20 +15,16 @@ from langgraph.runtime import Runtime
 
 from consilium.agents import moderator
 from consilium.agents.prompting import case_messages
-from consilium.agents.records import AssignedRole, Format, Report, render_sections
+from consilium.agents.records import Format, Report, render_sections
 from consilium.agents.schemas import REPORT_SECTIONS, free_text_schema, length_prompt, report_schema
 from consilium.models import CallTag, ChatModel, ModelRequest
 from consilium.protocols.single.config import SingleConfig
+from consilium.protocols.single.state import SingleState
 
-__all__ = ["PROMPTS", "SingleContext", "SingleState", "single_graph"]
+__all__ = ["PROMPTS", "SingleContext", "single_graph"]
 
 #: This protocol's prompts are in this package's ``prompts/`` folder.
 PROMPTS = "consilium.protocols.single"
-
-
-class SingleState(TypedDict, total=False):
-    roles: list[AssignedRole]
-    answer: Report
 
 
 @dataclass(frozen=True)
