@@ -45,17 +45,28 @@ def read_consilium_trace(path: str | Path) -> Trace:
     return trace
 
 
+def _json(stage: str, *, role: str | None = None, contains: str | None = None) -> Any:
+    """The JSON answer of the shipped panel's rule for ``stage`` with exactly that ``role`` and ``contains``
+    filter (None: the rule has none), found by what it says rather than where it stands in the file."""
+    for rule in RULES:
+        if rule.stage == stage and rule.role == role and rule.contains == contains and not rule.contains_all:
+            return rule.json_
+    raise LookupError(f"examples/models/scripted-panel.yaml has no {stage} rule with role {role!r} and "
+                      f"contains {contains!r}")
+
+
 # The same answers for the fake HTTP server, chosen by substrings of the prompt (it sees no call tags).
 HTTP_RULES: list[dict[str, Any]] = [
-    {"contains": ["Choose the panel of specialists"], "json": RULES[0].json_},
-    {"contains": ["Give your opinion now"], "json": RULES[1].json_},
+    {"contains": ["Choose the panel of specialists"], "json": _json("role_assignment")},
+    {"contains": ["Give your opinion now"], "json": _json("opinion", contains='"final_conclusion"')},
     {"contains": ["Write your opinion now"], "response": "Opinion: A is most likely; B is possible."},
-    {"contains": ['these string fields: "final_opinion"'], "json": RULES[3].json_},
+    {"contains": ['these string fields: "final_opinion"'], "json": _json("synthesis", contains='"final_opinion"')},
     {"contains": ["one shared consilium report in prose"], "response": "Report: A is most likely."},
-    {"contains": ["(version 1)", "You are the Radiologist on this panel. Cast your vote"], "json": RULES[5].json_},
-    {"contains": ["Cast your vote now"], "json": RULES[6].json_},
-    {"contains": ['"final_opinion": "..."'], "json": RULES[7].json_},
-    {"contains": ["the full revised report in prose"], "json": RULES[8].json_},
+    {"contains": ["(version 1)", "You are the Radiologist on this panel. Cast your vote"],
+     "json": _json("vote", role="radiologist")},
+    {"contains": ["Cast your vote now"], "json": _json("vote")},
+    {"contains": ['"final_opinion": "..."'], "json": _json("revision", contains='"final_opinion": "..."')},
+    {"contains": ["the full revised report in prose"], "json": _json("revision")},
 ]
 
 
