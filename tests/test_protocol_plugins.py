@@ -32,7 +32,7 @@ class OpinionConfig(RunConfig):
     max_tokens: dict[str, int] = {"role_assignment": 768, "opinion": 400}
 
 
-class OpinionRecord(ConfigRecord, OpinionConfig):
+class OpinionRecord(OpinionConfig, ConfigRecord):
     pass
 
 

@@ -38,3 +38,19 @@ def test_the_recorded_board_inputs_are_typed() -> None:
     assert board.config.mode == "single" and board.config.moderator_model == "scripted-panel"
     assert board.config.images == [] and board.config.discussion == "open"
     assert "images" not in board.config.run_settings() and "mode" not in board.config.run_settings()
+
+
+@pytest.mark.parametrize("name", ["consilium", "board", "turn", "single"])
+def test_a_record_has_its_protocols_defaults(name: str) -> None:
+    """A trace's config record must read a missing setting as the protocol's own default (a board's
+    min_roles is 2, not the shared 3), or an older trace would replay under other settings."""
+    from consilium.protocols.registry import get_protocol
+
+    protocol = get_protocol(name)
+    record = protocol.trace_model.model_fields["config"].annotation
+    config = protocol.config_model
+    assert isinstance(record, type) and issubclass(record, config)
+    for field, info in config.model_fields.items():
+        assert record.model_fields[field].get_default(call_default_factory=True) == \
+            info.get_default(call_default_factory=True), field
+    assert record.STAGE_TOKENS == config.STAGE_TOKENS

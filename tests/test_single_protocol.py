@@ -139,3 +139,21 @@ def test_the_whole_case_criteria_are_not_evaluable_without_a_deliberation(tmp_pa
     assert scored and all(i.component == "conclusion" and i.score == 2 for i in scored)
     # Only the answer's own criteria were sent to the judge.
     assert judgement.usage.total.calls == len(scored)
+
+
+def test_a_cohort_of_both_protocols_counts_their_judging_coverage_apart(tmp_path: Path, capsys: Any) -> None:
+    panel = ROOT / "examples" / "models" / "scripted-panel.yaml"  # plays the consilium and the baseline
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"model": "scripted-judge", "rules": [
+        {"stage": "judge", "json": {"rationale": "adequate", "score": 2}}]}), encoding="utf-8")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "c.yaml").write_text(CASE.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["cohort", "--cases", str(cases), "--protocol", "consilium,single", "--model", f"scripted:{panel}",
+                 "--judge", "ai-consilium", "--judge-model", f"scripted:{judge}", "--out", str(tmp_path / "runs")]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines() if "ai-consilium" in line and "items:" in line]
+    rows = {(words[0], words[2]): (int(words[3]), int(words[5]), int(words[7])) for words in lines}
+    # ai-consilium scores a conclusion on 8 output criteria and 3 whole-case ones (Table 29): 11 items per trace,
+    # two traces (formats) per protocol; the baseline's 3 whole-case items per trace are not evaluable.
+    assert rows[("consilium", "conclusion")] == (22, 22, 0)
+    assert rows[("single", "conclusion")] == (22, 16, 6)

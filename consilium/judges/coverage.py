@@ -79,7 +79,18 @@ def shortened_input(detail: dict[str, Any]) -> str:
 
 
 def judging_coverage(judgements: Iterable[Judgement], rubrics: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """:func:`coverage_of` over the items of judgement records."""
+    """:func:`coverage_of` over the items of judgement records. Records of several protocols (a consilium's and
+    a single specialist's) are counted apart, each row naming its ``protocol``: never pooled."""
+    by_protocol: dict[str, list[Judgement]] = {}
+    for judgement in judgements:
+        by_protocol.setdefault(judgement.trace_kind, []).append(judgement)
+    if len(by_protocol) <= 1:
+        return _coverage([j for group in by_protocol.values() for j in group], rubrics)
+    return [{"protocol": protocol, **row} for protocol, group in sorted(by_protocol.items())
+            for row in _coverage(group, rubrics)]
+
+
+def _coverage(judgements: list[Judgement], rubrics: Iterable[str]) -> list[dict[str, Any]]:
     return coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason, bool(shortened_input(i.detail)))
                         for j in judgements for i in j.items), rubrics)
 
@@ -127,7 +138,8 @@ def print_coverage(rows: list[dict[str, Any]], out: TextIO | None = None, err: T
     for row in rows:
         reasons = "; ".join(f"{text} ×{n}" for text, n in row["reasons"])
         cut = row.get("shortened", 0)
-        print(f"  {row['rubric']:<24} {row['component']:<15} {row['items']} items: {row['judged']} judged, "
+        protocol = f"{row['protocol']:<10} " if "protocol" in row else ""
+        print(f"  {protocol}{row['rubric']:<24} {row['component']:<15} {row['items']} items: {row['judged']} judged, "
               f"{row['not_evaluable']} not evaluable" + (f", {cut} on a shortened whole-case record" if cut else "")
               + (f" ({reasons})" if reasons else ""), file=out)
     warnings = coverage_warnings(rows)

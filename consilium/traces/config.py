@@ -71,8 +71,9 @@ class RunConfig(BaseModel):
 
 
 class ConfigRecord(RunConfig):
-    """A run's config as its trace records it. Each protocol's record type derives from this and from its run
-    config (``class ConsiliumRecord(ConfigRecord, ConsiliumConfig)``) and may add what the run was given."""
+    """A run's config as its trace records it. Each protocol's record type derives from its run config and from
+    this, the config first so that its defaults win (``class ConsiliumRecord(ConsiliumConfig, ConfigRecord)``),
+    and may add what the run was given."""
 
     #: Fields of the record that are not run settings (replay runs with the rest).
     RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts",)

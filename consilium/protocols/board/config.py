@@ -35,7 +35,7 @@ class BoardConfig(RunConfig):
                                                 + "); a stage left out keeps its default")
 
 
-class TurnRecord(ConfigRecord, BoardConfig):
+class TurnRecord(BoardConfig, ConfigRecord):
     """A Specialist Turn trace's ``config``: the run's settings, its prompts' hashes and the slide images it had."""
 
     RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts", "images")

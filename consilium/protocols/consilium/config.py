@@ -121,7 +121,7 @@ class ConsiliumConfig(RunConfig):
         return defaults.get(stage, 512)
 
 
-class ConsiliumRecord(ConfigRecord, ConsiliumConfig):
+class ConsiliumRecord(ConsiliumConfig, ConfigRecord):
     """A consilium trace's ``config``: the run's settings and the hashes of the prompts it used."""
 
     @model_validator(mode="before")

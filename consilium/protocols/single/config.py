@@ -51,5 +51,5 @@ class SingleConfig(RunConfig):
         return {**data, "max_tokens": {**tokens, **data.get("max_tokens", {})}}
 
 
-class SingleRecord(ConfigRecord, SingleConfig):
+class SingleRecord(SingleConfig, ConfigRecord):
     """A single-specialist trace's ``config``: the run's settings and the hashes of the prompts it used."""
