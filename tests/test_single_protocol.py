@@ -151,7 +151,8 @@ def test_a_cohort_of_both_protocols_counts_their_judging_coverage_apart(tmp_path
     (cases / "c.yaml").write_text(CASE.read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["cohort", "--cases", str(cases), "--protocol", "consilium,single", "--model", f"scripted:{panel}",
                  "--judge", "ai-consilium", "--judge-model", f"scripted:{judge}", "--out", str(tmp_path / "runs")]) == 0
-    lines = [line.split() for line in capsys.readouterr().out.splitlines() if "ai-consilium" in line and "items:" in line]
+    out = capsys.readouterr().out.splitlines()
+    lines = [line.split() for line in out if "ai-consilium" in line and "items:" in line]
     rows = {(words[0], words[2]): (int(words[3]), int(words[5]), int(words[7])) for words in lines}
     # ai-consilium scores a conclusion on 8 output criteria and 3 whole-case ones (Table 29): 11 items per trace,
     # two traces (formats) per protocol; the baseline's 3 whole-case items per trace are not evaluable.
