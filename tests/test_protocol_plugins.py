@@ -4,6 +4,7 @@ everywhere the built-in ones do: simulate writes its traces, replay re-runs them
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -142,14 +143,75 @@ def test_without_the_plugin_its_traces_are_refused_by_kind(tmp_path: Path) -> No
 
 
 def test_a_broken_or_clashing_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
-    trace = tmp_path / "a.trace.json"  # reading it asks the registry, which loads every protocol plugin
-    trace.write_text(json.dumps({"schema_version": "1.3", "kind": "consilium"}), encoding="utf-8")
+    """Named in one line when asked for, never taking the built-in protocols down with it."""
+    fixture = ROOT / "tests" / "fixtures" / "v1.3" / "diagnostic-myocarditis.structured.trace.json"
     broken = _plugins(tmp_path / "a", "[consilium.protocols]\nbad = consilium_protocol_broken:PROTOCOL\n")
-    done = run_consilium(broken, "replay", str(trace))
+    done = run_consilium(broken, "simulate", "--protocol", "bad", "--case", str(CASE), "--model",
+                         f"scripted:{PANEL}", "--out", str(tmp_path / "runs"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "entry point 'bad' (consilium_protocol_broken:PROTOCOL) in group consilium.protocols: cannot be " \
-           "loaded (ImportError: no)" in done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "entry point 'bad' (consilium_protocol_broken:PROTOCOL) in group consilium.protocols: cannot be loaded "
+        "(ImportError: no)")
+    still = run_consilium(broken, "replay", str(fixture))
+    assert still.returncode == 0 and "identical" in still.stdout
+    assert "protocol_plugin_skipped" in still.stderr  # the skipped plugin is said, as a warning
     clash = _plugins(tmp_path / "b", "[consilium.protocols]\ntaken = consilium_protocol_demo:TAKEN\n")
-    done = run_consilium(clash, "replay", str(trace))
+    done = run_consilium(clash, "simulate", "--protocol", "taken", "--case", str(CASE), "--model",
+                         f"scripted:{PANEL}", "--out", str(tmp_path / "runs"))
     assert done.returncode == 2
     assert "protocol 'consilium' is already defined (built-in or another plugin)" in done.stderr
+    assert run_consilium(clash, "replay", str(fixture)).returncode == 0  # the built-in consilium, not the clash
+
+
+def test_a_plugin_protocol_runs_in_a_cohort_beside_the_consilium(tmp_path: Path) -> None:
+    """Its run_arm returns its traces without telling of each (on_trace is optional): every one is still
+    written and counted, none vanishes."""
+    plugins = _plugins(tmp_path, "[consilium.protocols]\nfirst-opinion = consilium_protocol_demo:PROTOCOL\n")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("diagnostic-myocarditis.yaml", "consultation-afib-anticoagulation.yaml"):
+        (cases / name).write_text((ROOT / "examples" / "cases" / name).read_text(encoding="utf-8"), encoding="utf-8")
+    done = run_consilium(plugins, "cohort", "--cases", str(cases), "--protocol", "consilium,first-opinion",
+                         "--model", f"scripted:{PANEL}", "--no-cache", "--out", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    [arms] = list((tmp_path / "runs").glob("*/arms.csv"))
+    rows = list(csv.DictReader(arms.read_text(encoding="utf-8").splitlines()))
+    assert sorted((r["protocol"], r["format"], r["status"]) for r in rows) == sorted(
+        [("consilium", f, "completed") for f in ("free-form", "structured")] * 2
+        + [("first-opinion", f"first-{f}", "completed") for f in ("free-form", "structured")] * 2)
+    assert len(list((tmp_path / "runs").glob("*/arms/*/*/*.first-*.trace.json"))) == 4
+
+
+def test_a_plugin_that_fails_when_used_is_named_not_an_internal_error(tmp_path: Path) -> None:
+    """A backend plugin whose opener raises, and a protocol plugin whose constructor raises: one line naming
+    the plugin, exit 2 (a plugin's failure is its author's to fix, not a bug of consilium's)."""
+    source = '''
+from consilium.models.backends.registry import Backend
+from consilium.protocols.single.protocol import SingleProtocol
+
+
+def _open(arg, options):
+    raise RuntimeError("cannot open")
+
+
+BACKEND = Backend("boom", _open, "always fails", argument="MODEL")
+
+
+class Fragile(SingleProtocol):
+    name = "fragile"
+
+    def __init__(self):
+        raise RuntimeError("boom")
+'''
+    plugins = install(tmp_path / "site", "consilium-fragile", {"consilium_fragile": source},
+                      "[consilium.backends]\nboom = consilium_fragile:BACKEND\n"
+                      "[consilium.protocols]\nfragile = consilium_fragile:Fragile\n")
+    done = run_consilium(plugins, "simulate", "--case", str(CASE), "--model", "boom:x", "--out", str(tmp_path / "r"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "backend plugin 'boom': could not open 'x': RuntimeError: cannot open")
+    done = run_consilium(plugins, "simulate", "--protocol", "fragile", "--case", str(CASE), "--model",
+                         f"scripted:{PANEL}", "--out", str(tmp_path / "r"))
+    assert done.returncode == 2
+    assert "entry point 'fragile' (consilium_fragile:Fragile) in group consilium.protocols: cannot be loaded " \
+           "(RuntimeError: boom)" in done.stderr

@@ -159,8 +159,8 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
         written.add(name)
 
     try:
-        await protocol.run_arm(arm.case, todo, models, run.configs[arm.protocol], run_id=run.run_id,
-                               images=arm.images, reuse=reused, on_trace=write)
+        traces = await protocol.run_arm(arm.case, todo, models, run.configs[arm.protocol], run_id=run.run_id,
+                                        images=arm.images, reuse=reused, on_trace=write)
     except UserError:
         raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
     except Exception as exc:  # an arm's failure is recorded; the cohort goes on
@@ -169,6 +169,17 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
             name = protocol.arm_variant(variant)
             if name not in written:
                 run.on_done(failed_row(arm, name, exc))
+        return
+    # A protocol need not tell of each trace as it is done: what it returns and did not tell is written now,
+    # and a variant it ran without a trace is a failed arm, never one that vanishes.
+    for trace in traces:
+        if protocol.arm_variant(protocol.variant(trace)) not in written:
+            write(trace)
+    for variant in todo:
+        name = protocol.arm_variant(variant)
+        if name not in written:
+            run.on_done(failed_row(arm, name, RuntimeError(f"protocol {protocol.name!r} returned no trace for "
+                                                           f"variant {variant!r}")))
 
 
 async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], run: CohortRun, *,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from consilium.models.backends.registry import SPEC_HELP, Backend, resolve_spec
+from consilium.errors import ConsiliumError, UserError
+from consilium.models.backends.registry import BUILTIN_BACKENDS, SPEC_HELP, Backend, resolve_spec
 from consilium.models.options import ModelOptions
 from consilium.models.protocol import ChatModel
 from consilium.models.wrappers import (
@@ -37,7 +38,15 @@ def default_cache_path() -> Path:
 def _open(spec: str, options: ModelOptions) -> tuple[Backend, ChatModel]:
     backend, arg = resolve_spec(spec)
     backend.check_installed()
-    return backend, backend.open(arg, options)
+    if BUILTIN_BACKENDS.get(backend.prefix) is backend:
+        return backend, backend.open(arg, options)  # the built-ins raise typed errors of their own
+    try:
+        return backend, backend.open(arg, options)
+    except ConsiliumError:
+        raise
+    except Exception as exc:  # a plugin's opener failed in its own way: the plugin is named, no traceback
+        raise UserError(f"backend plugin {backend.prefix!r}: could not open {arg!r}: "
+                        f"{type(exc).__name__}: {exc}") from exc
 
 
 def open_backend(spec: str, options: ModelOptions | None = None) -> ChatModel:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.log import get_logger
 from consilium.protocols.base import Protocol
 from consilium.protocols.board.protocol import BOARD, TURN
 from consilium.protocols.consilium.protocol import CONSILIUM
@@ -24,6 +25,7 @@ __all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "cohort_protocols", "get_protocol", 
            "read_trace", "trace_from_data"]
 
 AnyProtocol = Protocol[Any, Any]
+log = get_logger(__name__)
 
 #: One line per protocol: its name is its ``--protocol`` value and its traces' ``kind``.
 BUILT_IN: tuple[AnyProtocol, ...] = (CONSILIUM, BOARD, TURN, SINGLE)
@@ -31,29 +33,50 @@ ENTRY_POINT_GROUP = "consilium.protocols"
 
 
 @cache
-def protocols() -> dict[str, AnyProtocol]:
-    """Every protocol by name, the built-in ones first; a plugin may not take a built-in's name."""
+def _registry() -> tuple[dict[str, AnyProtocol], dict[str, str]]:
+    """Every protocol that loads, by name, the built-in ones first; and, by entry-point name, why each plugin
+    that does not load was left out. A broken plugin never takes the others down with it: it is refused when
+    asked for by name (or when a trace of its kind is read)."""
     found: dict[str, AnyProtocol] = {p.name: p for p in BUILT_IN}
+    broken: dict[str, str] = {}
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        where = f"entry point {point.name!r} ({point.value}) in group {ENTRY_POINT_GROUP}"
-        try:
-            loaded = point.load()
-        except Exception as exc:  # a broken plugin is its author's to fix; say which one
-            raise UserError(f"{where}: cannot be loaded ({type(exc).__name__}: {exc})") from None
+        loaded = _load(point, found)
+        if isinstance(loaded, str):
+            broken[point.name] = loaded
+            log.warning("protocol_plugin_skipped", reason=loaded)
+        else:
+            found[loaded.name] = loaded
+    return found, broken
+
+
+def _load(point: EntryPoint, found: dict[str, AnyProtocol]) -> AnyProtocol | str:
+    """The plugin's protocol, or why it cannot be one (a broken plugin is its author's to fix: say which)."""
+    where = f"entry point {point.name!r} ({point.value}) in group {ENTRY_POINT_GROUP}"
+    try:
+        loaded = point.load()
         protocol = loaded() if isinstance(loaded, type) else loaded
-        if not isinstance(protocol, Protocol):
-            raise UserError(f"{where}: is not a consilium.protocols.base.Protocol")
-        if protocol.name in found:
-            raise UserError(f"{where}: protocol {protocol.name!r} is already defined (built-in or another plugin)")
-        found[protocol.name] = protocol
-    return found
+    except Exception as exc:
+        return f"{where}: cannot be loaded ({type(exc).__name__}: {exc})"
+    if not isinstance(protocol, Protocol):
+        return f"{where}: is not a consilium.protocols.base.Protocol"
+    if protocol.name in found:
+        return f"{where}: protocol {protocol.name!r} is already defined (built-in or another plugin)"
+    return protocol
+
+
+def protocols() -> dict[str, AnyProtocol]:
+    """Every protocol that loads, by name, the built-in ones first."""
+    return _registry()[0]
 
 
 def get_protocol(name: str, *, flag: str = "--protocol") -> AnyProtocol:
-    known = protocols()
-    if name not in known:
-        raise UserError(f"{flag}: unknown protocol {name!r} (known: {', '.join(known)})")
-    return known[name]
+    known, broken = _registry()
+    if name in known:
+        return known[name]
+    if name in broken:
+        raise UserError(broken[name])
+    problems = f"; plugins that did not load: {', '.join(sorted(broken))}" if broken else ""
+    raise UserError(f"{flag}: unknown protocol {name!r} (known: {', '.join(known)}{problems})")
 
 
 def cohort_protocols() -> list[str]:
@@ -72,7 +95,9 @@ def trace_from_data(data: Any, where: str) -> TraceBase:
     if not isinstance(data, dict):
         raise UserError(f"{where}: a trace is a JSON object")
     kind = data.get("kind")
-    known = protocols()
+    known, broken = _registry()
+    if isinstance(kind, str) and kind in broken:
+        raise UserError(f"{where}: kind: {kind!r}: {broken[kind]}")
     if kind not in known:
         raise UserError(f"{where}: kind: {kind!r} is not a known protocol (known: {', '.join(known)})")
     try:
