@@ -44,8 +44,12 @@ def _part(module: str) -> str:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
+    return _imports_of(path, PACKAGE.parent)
+
+
+def _imports_of(path: Path, root: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    module = ".".join(path.relative_to(root).with_suffix("").parts)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -59,7 +63,19 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             if name.startswith("consilium"):
                 # ``from consilium.protocols.board import agents`` imports a submodule: count it as such.
                 found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Call) and _imported_by_name(node):
+            found.append((node.lineno, node.args[0].value))  # type: ignore[attr-defined]
     return found
+
+
+def _imported_by_name(call: ast.Call) -> bool:
+    """``importlib.import_module("consilium.x")``, ``import_module(...)`` or ``__import__(...)`` with a
+    constant name: an import the statements above do not show."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    first = call.args[0] if call.args else None
+    return name in ("import_module", "__import__") and isinstance(first, ast.Constant) \
+        and isinstance(first.value, str) and first.value.startswith("consilium")
 
 
 def _edges() -> list[tuple[str, int, str]]:
@@ -117,6 +133,16 @@ def test_no_module_imports_from_a_layer_above() -> None:
 def test_the_rule_catches_an_upward_edge(source: str, target: str, expected: str | None) -> None:
     found = _violation(source, target)
     assert (found is None) if expected is None else (found is not None and expected in found)
+
+
+def test_an_import_by_name_is_an_edge_too(tmp_path: Path) -> None:
+    source = tmp_path / "consilium" / "models" / "lazy.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("import importlib\n\ndef f():\n    importlib.import_module('consilium.cli')\n"
+                      "    __import__('consilium.reports.viewer')\n", encoding="utf-8")
+    tree_imports = [target for _, target in _imports_of(source, tmp_path)]
+    assert tree_imports == ["consilium.cli", "consilium.reports.viewer"]
+    assert all(_violation("consilium.models.lazy", t) for t in tree_imports)
 
 
 def test_no_module_passes_300_lines() -> None:

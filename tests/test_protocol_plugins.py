@@ -215,3 +215,25 @@ class Fragile(SingleProtocol):
     assert done.returncode == 2
     assert "entry point 'fragile' (consilium_fragile:Fragile) in group consilium.protocols: cannot be loaded " \
            "(RuntimeError: boom)" in done.stderr
+
+
+def test_a_rubric_plugin_shadowed_by_a_built_in_is_said_and_two_of_one_name_refused(tmp_path: Path) -> None:
+    fixture = ROOT / "tests" / "fixtures" / "v1.3" / "diagnostic-myocarditis.structured.trace.json"
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"model": "j", "rules": [{"stage": "judge", "json": {"rationale": "r", "score": 4}}]}),
+                     encoding="utf-8")
+    shadow = install(tmp_path / "a", "consilium-rubric-shadow", {"consilium_rubric_shadow": "R = '/nope.yaml'\n"},
+                     "[consilium.rubrics]\notb-conclusion-alignment = consilium_rubric_shadow:R\n")
+    copy = tmp_path / "t.trace.json"
+    copy.write_text(fixture.read_text(encoding="utf-8"), encoding="utf-8")
+    done = run_consilium(shadow, "judge", str(copy), "--rubric", "otb-conclusion-alignment", "--judge-model",
+                         f"scripted:{judge}")
+    assert done.returncode == 0, done.stderr
+    assert "rubric_plugin_ignored" in done.stderr  # judged with the built-in, and said so
+    install(tmp_path / "a", "consilium-rubric-twin", {"consilium_rubric_twin": "R = '/nope.yaml'\n"},
+            "[consilium.rubrics]\nmine = consilium_rubric_twin:R\n")
+    install(tmp_path / "a", "consilium-rubric-twin2", {"consilium_rubric_twin2": "R = '/nope.yaml'\n"},
+            "[consilium.rubrics]\nmine = consilium_rubric_twin2:R\n")
+    done = run_consilium(shadow, "judge", str(copy), "--rubric", "mine", "--judge-model", f"scripted:{judge}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "rubric plugin 'mine': more than one installed package adds it" in done.stderr

@@ -158,3 +158,47 @@ def test_a_cohort_of_both_protocols_counts_their_judging_coverage_apart(tmp_path
     # two traces (formats) per protocol; the baseline's 3 whole-case items per trace are not evaluable.
     assert rows[("consilium", "conclusion")] == (22, 22, 0)
     assert rows[("single", "conclusion")] == (22, 16, 6)
+
+
+def test_both_formats_are_answered_by_one_specialist(tmp_path: Path, capsys: Any) -> None:
+    """The formats share one role assignment (as the consilium's do, ai-consilium.txt Fig. 2a), even when the
+    moderator would answer a second assignment otherwise; the second format's trace holds the copied call and
+    replays on its own."""
+    second = {"primary": {"label": "Neurologist", "justification": "stroke"},
+              "supporting": [{"label": "Cardiologist", "justification": "rhythm"},
+                             {"label": "Clinical pharmacologist", "justification": "drugs"}]}
+    panel = {**PANEL, "rules": [{"stage": "role_assignment",
+                                 "responses": [json.dumps(PANEL["rules"][0]["json"]), json.dumps(second)]},
+                                *PANEL["rules"][1:]]}
+    path = tmp_path / "panel.json"
+    path.write_text(json.dumps(panel), encoding="utf-8")
+    assert main(["simulate", "--protocol", "single", "--case", str(CASE), "--model", f"scripted:{path}",
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    free, structured = (read_trace(p) for p in sorted(run_dir.glob("*.trace.json")))
+    assert free.specialist == structured.specialist == "cardiologist"
+    assert (free.role_assignment_shared, structured.role_assignment_shared) == (False, True)
+    assert [c.stage for c in structured.calls] == ["role_assignment", "opinion"]
+    capsys.readouterr()
+    assert main(["replay", *map(str, sorted(run_dir.glob("*.trace.json")))]) == 0
+    assert capsys.readouterr().out.count("identical (2 recorded calls served") == 2
+
+
+def test_compare_leaves_a_mixed_cohorts_board_arms_out_and_says_so(tmp_path: Path, capsys: Any) -> None:
+    panel = ROOT / "examples" / "models" / "scripted-panel.yaml"
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    board_case = ROOT / "examples" / "cases" / "tumor-board-rectal-cancer.yaml"
+    (cases / board_case.name).write_text(board_case.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["cohort", "--cases", str(cases), "--protocol", "consilium,board,single", "--model",
+                 f"scripted:{panel}", "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    capsys.readouterr()
+    assert main(["compare", str(run_dir)]) == 0
+    err = capsys.readouterr().err
+    assert "note: the board arms are left out (compare contrasts the formats)" in err
+    import csv
+
+    rows = list(csv.DictReader((run_dir / "compare" / "table3_outcomes.csv").read_text(encoding="utf-8")
+                               .splitlines()))
+    assert sorted({r["protocol"] for r in rows}) == ["consilium", "single"]

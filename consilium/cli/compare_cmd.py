@@ -135,15 +135,19 @@ def tables_of(data: CohortData, *, bootstrap: int, seed: int) -> dict[str, tuple
 
 
 def _parts(run_dir: Path) -> list[CohortData]:
-    """The folder's arms, one :class:`CohortData` per protocol; a protocol whose variants are not the two
-    formats (the board's modes) is refused."""
+    """The folder's arms, one :class:`CohortData` per protocol whose variants are the two formats. The arms of
+    another protocol (the board's modes) are left out, with a note on stderr; a folder with none of the
+    formats' protocols is refused."""
     names = protocols_in(read_arms(run_dir, check=False))
     known = protocols()
     other = [n for n in names if n not in known or set(known[n].variants) != set(FORMATS)]
-    if other:
+    if other and len(other) == len(names):
         raise UserError(f"{run_dir}: a {' and '.join(other)} cohort: compare contrasts the consilium formats; "
                         f"use `consilium report {run_dir}`")
-    return [load_cohort_data(run_dir, protocol=name) for name in names]
+    if other:
+        print(f"note: the {' and '.join(other)} arms are left out (compare contrasts the formats); "
+              f"`consilium report {run_dir}` reports them", file=sys.stderr)
+    return [load_cohort_data(run_dir, protocol=name) for name in names if name not in other]
 
 
 def baseline_tables(parts: list[CohortData], *, bootstrap: int,

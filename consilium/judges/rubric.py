@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.log import get_logger
 
 if TYPE_CHECKING:
     from consilium.judges.kinds import ScoringKind
@@ -41,6 +42,8 @@ __all__ = [
     "plugin_rubric_names",
     "rubric_names",
 ]
+
+log = get_logger(__name__)
 
 #: What a judge can score. role_reasoning / role_opinion: the primary role's structured
 #: opinion without / with only its final conclusion; conclusion: the final report (consilium)
@@ -162,9 +165,26 @@ def builtin_rubric_names() -> list[str]:
 
 @cache
 def _plugins() -> dict[str, EntryPoint]:
-    """Installed packages' rubrics by name; a built-in name wins over a plugin's (never shadowed)."""
+    """Installed packages' rubrics by name. A built-in name wins over a plugin's (never shadowed; the plugin is
+    ignored with a warning), and a name two packages add is refused, naming both."""
     builtin = set(builtin_rubric_names())
-    return {ep.name: ep for ep in entry_points(group=RUBRIC_ENTRY_POINTS) if ep.name not in builtin}
+    found: dict[str, list[EntryPoint]] = {}
+    for ep in entry_points(group=RUBRIC_ENTRY_POINTS):
+        found.setdefault(ep.name, []).append(ep)
+    plugins = {}
+    for name, points in sorted(found.items()):
+        where = "; ".join(f"{ep.value}" for ep in points)
+        if name in builtin:
+            _shadowed[name] = where
+        elif len(points) > 1:
+            raise UserError(f"--rubric: rubric plugin {name!r}: more than one installed package adds it ({where})")
+        else:
+            plugins[name] = points[0]
+    return plugins
+
+
+#: Plugins a built-in rubric's name shadows: name → their entry points (said when the built-in is loaded).
+_shadowed: dict[str, str] = {}
 
 
 def plugin_rubric_names() -> list[str]:
@@ -228,6 +248,10 @@ def load_rubric(name_or_path: str, *, flag: str = "--rubric") -> Rubric:
         if plugin is None:
             raise _unknown(name_or_path, flag)
         return _plugin_rubric(plugin, flag)
+    _plugins()
+    if name_or_path in _shadowed:  # a plugin of a built-in's name is ignored, with a warning
+        log.warning("rubric_plugin_ignored", rubric=name_or_path, plugins=_shadowed[name_or_path],
+                    reason="a built-in rubric has this name")
     text = resources.files("consilium.judges").joinpath("rubrics", f"{name_or_path}.yaml").read_text("utf-8")
     rubric = parse_rubric(text, f"consilium/judges/rubrics/{name_or_path}.yaml")
     if rubric.name != name_or_path:

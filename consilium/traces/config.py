@@ -87,6 +87,15 @@ class ConfigRecord(RunConfig):
             raise KeyError(key)
         return getattr(self, key)
 
+    def __contains__(self, key: object) -> bool:
+        return key in type(self).model_fields
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+    def keys(self) -> list[str]:
+        return list(type(self).model_fields)
+
     def run_settings(self) -> dict[str, Any]:
         """The run's settings alone, as its protocol's config model takes them."""
         return self.model_dump(exclude=set(self.RECORD_ONLY))

@@ -35,8 +35,9 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
     async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: SingleConfig, *,
                       run_id: str, images: tuple[str, ...] = (), reuse: Sequence[SingleTrace] = (),
                       on_trace: OnTrace | None = None) -> list[SingleTrace]:
+        shared = next((t for t in reuse if t.specialist), None)  # a finished format's specialist answers all
         return await run_single_case(case, cast(list[Format], list(variants)), models, config, run_id=run_id,
-                                     on_trace=on_trace)
+                                     shared=shared, on_trace=on_trace)
 
     async def replay(self, trace: SingleTrace, replay: ReplayModel) -> SingleTrace:
         return await run_single(Case.model_validate(trace.case), trace.format, RunModels(replay, replay),

@@ -21,5 +21,7 @@ class SingleTrace(TraceBase):
     format: Format
     moderator_model: str = Field(description="the model that assigned the roles")
     roles: list[AssignedRole] = Field(description="the panel the moderator assigned; only the primary answers")
+    role_assignment_shared: bool = Field(
+        default=False, description="true when the roles were assigned in the other format's run of this case")
     specialist: str | None = Field(description="the id of the role that answered (the primary)")
     answer: Report | None = Field(description="the answer, in the shape of a consilium report (version 1)")
