@@ -44,7 +44,8 @@ CORPUS: dict[str, Builder] = {
         t, "e.yaml", "protocol: [consilium, poetry]\n")), "e.yaml: protocol: unknown protocol(s) 'poetry'"),
     "protocols: an experiment run key no protocol has": lambda t: (_cohort("--experiment", _file(
         t, "e.yaml", "protocol: single\nrun: {max_turns: 4}\n")), "e.yaml: run.max_turns: "),
-    "protocols: an experiment run value one refuses": lambda t: (_cohort("--experiment", _file(
-        t, "e.yaml", "protocol: [consilium, single]\nrun: {max_tokens: {vote: 10}}\n")),
-        "e.yaml: run.max_tokens: unknown stage 'vote'"),
+    # A stage budget goes to the protocols that have the stage (the consilium's vote): one no protocol has is refused.
+    "protocols: an experiment stage no protocol has": lambda t: (_cohort("--experiment", _file(
+        t, "e.yaml", "protocol: [consilium, single]\nrun: {max_tokens: {votes: 10}}\n")),
+        "e.yaml: run.max_tokens: unknown stage 'votes'"),
 }

@@ -54,3 +54,14 @@ def test_a_record_has_its_protocols_defaults(name: str) -> None:
         assert record.model_fields[field].get_default(call_default_factory=True) == \
             info.get_default(call_default_factory=True), field
     assert record.STAGE_TOKENS == config.STAGE_TOKENS
+
+
+def test_a_shard_row_from_before_the_protocol_column_gets_one_after_model() -> None:
+    from consilium.cohort.merge import with_protocol
+
+    row = {"case_id": "c", "model_spec": "m", "model": "x", "format": "board-agents", "status": "completed"}
+    assert list(with_protocol(row).items()) == [("case_id", "c"), ("model_spec", "m"), ("model", "x"),
+                                                ("protocol", "board"), ("format", "board-agents"),
+                                                ("status", "completed")]
+    assert with_protocol({"model": "x", "format": "structured"})["protocol"] == "consilium"
+    assert with_protocol({"model": "x", "protocol": "single", "format": "single-free-form"})["protocol"] == "single"

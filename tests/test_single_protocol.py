@@ -202,3 +202,23 @@ def test_compare_leaves_a_mixed_cohorts_board_arms_out_and_says_so(tmp_path: Pat
     rows = list(csv.DictReader((run_dir / "compare" / "table3_outcomes.csv").read_text(encoding="utf-8")
                                .splitlines()))
     assert sorted({r["protocol"] for r in rows}) == ["consilium", "single"]
+
+
+def test_a_cohorts_stage_budgets_go_to_the_protocols_that_have_the_stage(tmp_path: Path, capsys: Any) -> None:
+    panel = ROOT / "examples" / "models" / "scripted-panel.yaml"
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "c.yaml").write_text(CASE.read_text(encoding="utf-8"), encoding="utf-8")
+    config = tmp_path / "run.yaml"
+    config.write_text("max_tokens: {vote: 300, opinion: 900}\n", encoding="utf-8")
+    assert main(["cohort", "--cases", str(cases), "--protocol", "consilium,single", "--model", f"scripted:{panel}",
+                 "--config", str(config), "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    configs = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["settings"]["configs"]
+    assert configs["consilium"]["max_tokens"]["vote"] == 300 and configs["consilium"]["max_tokens"]["opinion"] == 900
+    assert configs["single"]["max_tokens"] == {"role_assignment": 768, "opinion": 900}
+    config.write_text("max_tokens: {votes: 300}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["cohort", "--cases", str(cases), "--protocol", "consilium,single", "--model", f"scripted:{panel}",
+                 "--config", str(config), "--out", str(tmp_path / "again")]) == 2
+    assert "max_tokens: unknown stage 'votes' (no protocol of this cohort has it" in capsys.readouterr().err

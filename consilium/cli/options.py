@@ -217,6 +217,9 @@ def run_config(model: type[C], path: Path | None, flags: dict[str, Any], *, know
             raise UserError(f"{path}: a config file must be a mapping of settings")
         if known_only:
             loaded = {key: value for key, value in loaded.items() if key in model.model_fields}
+            stages = getattr(model, "STAGE_TOKENS", None)
+            if stages and isinstance(loaded.get("max_tokens"), dict):  # its own stages' budgets, by stage
+                loaded["max_tokens"] = {k: v for k, v in loaded["max_tokens"].items() if k in stages}
         try:
             model.model_validate(loaded)
         except ValidationError as exc:

@@ -27,6 +27,7 @@ from consilium.cohort.shard import Shard
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.reports.consilium.arm_protocols import arm_protocol
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
 
@@ -139,8 +140,23 @@ def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
         had = {_key(row): list(row) for row in _jsonl_rows(folder.path / "arms.jsonl")}
         for row in _csv_rows(folder.path / "arms.csv"):
             keys = had.get(_key(row))  # arms.jsonl's own fields are not arms.csv columns
-            rows.append({k: row[k] for k in keys if k in row} if keys else row)
+            rows.append(with_protocol({k: row[k] for k in keys if k in row} if keys else row))
     return sorted(rows, key=_key)
+
+
+def with_protocol(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of a shard written before arms.csv and judgements.csv had a ``protocol`` column, given one
+    after ``model`` (told by its format: consilium/reports/consilium/arm_protocols.py), as a cohort writes
+    it today; a row that has one, unchanged."""
+    if "protocol" in row:
+        return row
+    protocol = arm_protocol(row)
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        out[key] = value
+        if key == "model":
+            out["protocol"] = protocol
+    return out if "protocol" in out else {**out, "protocol": protocol}
 
 
 def _judgement_rows(shards: list[ShardFolder],
@@ -154,9 +170,11 @@ def _judgement_rows(shards: list[ShardFolder],
 
     rubrics = [load_rubric(ref, flag="--judge").name for ref in shards[0].manifest.settings.judges]
     place = {row["trace"]: i for i, row in enumerate(arms) if row.get("trace")}
-    rows = [row for _, part in found for row in part]
+    rows = [with_protocol(row) for _, part in found for row in part]
     with (found[0][0].path / "judgements.csv").open(encoding="utf-8", newline="") as handle:
         header = tuple(next(csv.reader(handle), []))
+    if "protocol" not in header:  # a shard from before the column: placed as a cohort writes it today
+        header = tuple(rows[0]) if rows else (*header, "protocol")
 
     def order(row: dict[str, str]) -> tuple[int, int]:
         rubric = row.get("rubric", "")

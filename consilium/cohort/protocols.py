@@ -94,4 +94,17 @@ def split_settings(values: Mapping[str, Any], protocols: Sequence[str], where: s
         if not any(key in known for known in fields.values()):
             raise UserError(f"{where}{key}: Extra inputs are not permitted (no protocol of this cohort has this "
                             f"setting: {', '.join(protocols)})")
-    return {name: {k: v for k, v in values.items() if k in fields[name]} for name in protocols}
+    shares = {name: {k: v for k, v in values.items() if k in fields[name]} for name in protocols}
+    tokens = values.get("max_tokens")
+    if isinstance(tokens, dict):
+        # max_tokens is by stage: each protocol takes its own stages (the consilium's vote budget is not the
+        # single baseline's to refuse); a stage no protocol of the cohort has is still an error.
+        stages = {name: set(get_protocol(name).config_model.STAGE_TOKENS) for name in protocols}
+        for stage in tokens:
+            if not any(stage in known for known in stages.values()):
+                raise UserError(f"{where}max_tokens: unknown stage {stage!r} (no protocol of this cohort "
+                                f"has it: {', '.join(protocols)})")
+        for name in protocols:
+            if "max_tokens" in shares[name]:
+                shares[name]["max_tokens"] = {k: v for k, v in tokens.items() if k in stages[name]}
+    return shares

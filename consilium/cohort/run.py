@@ -172,8 +172,10 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
         return
     # A protocol need not tell of each trace as it is done: what it returns and did not tell is written now,
     # and a variant it ran without a trace is a failed arm, never one that vanishes.
+    asked = {protocol.arm_variant(variant) for variant in todo}
     for trace in traces:
-        if protocol.arm_variant(protocol.variant(trace)) not in written:
+        name = protocol.arm_variant(protocol.variant(trace))
+        if name in asked and name not in written:  # a variant it was asked for (never a reused one again)
             write(trace)
     for variant in todo:
         name = protocol.arm_variant(variant)

@@ -177,7 +177,7 @@ def _plugins() -> dict[str, EntryPoint]:
         if name in builtin:
             _shadowed[name] = where
         elif len(points) > 1:
-            raise UserError(f"--rubric: rubric plugin {name!r}: more than one installed package adds it ({where})")
+            _ambiguous[name] = where  # refused when asked for; the other rubrics stay usable
         else:
             plugins[name] = points[0]
     return plugins
@@ -185,6 +185,8 @@ def _plugins() -> dict[str, EntryPoint]:
 
 #: Plugins a built-in rubric's name shadows: name → their entry points (said when the built-in is loaded).
 _shadowed: dict[str, str] = {}
+#: Plugin rubric names more than one installed package adds: name → their entry points.
+_ambiguous: dict[str, str] = {}
 
 
 def plugin_rubric_names() -> list[str]:
@@ -245,6 +247,9 @@ def load_rubric(name_or_path: str, *, flag: str = "--rubric") -> Rubric:
         return parse_rubric(path.read_text(encoding="utf-8"), str(path))
     if name_or_path not in builtin_rubric_names():
         plugin = _plugins().get(name_or_path)
+        if name_or_path in _ambiguous:
+            raise UserError(f"{flag}: rubric plugin {name_or_path!r}: more than one installed package adds it "
+                            f"({_ambiguous[name_or_path]})")
         if plugin is None:
             raise _unknown(name_or_path, flag)
         return _plugin_rubric(plugin, flag)
