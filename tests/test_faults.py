@@ -37,12 +37,16 @@ def test_a_cohort_under_a_20_percent_fault_rate_loses_no_arm(tmp_path: Path,
     cases = shared_data("agentclinic_medqa.jsonl")
     out = tmp_path / "runs"
     with fault_server(SCRIPT, rate=0.2, seed=1, hang_s=1.0) as server:
-        assert main(["cohort", "--cases", str(cases), "--limit", "50", "--model", "openai:fault-panel",
+        code = main(["cohort", "--cases", str(cases), "--limit", "50", "--model", "openai:fault-panel",
                      "--base-url", server.base_url, "--schema-dialect", "none", "--timeout", "0.5",
                      "--max-attempts", "8", "--retry-base-delay", "0.01", "--concurrency", "16",
-                     "--judge", "ai-consilium", "--judge-model", "openai:fault-judge", "--out", str(out)]) == 0
+                     "--judge", "ai-consilium", "--judge-model", "openai:fault-judge", "--out", str(out)])
     [run_dir] = list(out.iterdir())
     arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
+    # An unusable answer (empty or cut off: 4 of the 16 faults) three times running fails its stage by design,
+    # about once in 8 000 calls, which the concurrency's interleaving makes land on an arm some runs: the
+    # cohort then says so by its exit code (1), and every arm is still recorded, completed or failed.
+    assert code == (1 if any(a["status"] == "failed" for a in arms) else 0)
     assert len(arms) == 100 and len({(a["case_id"], a["format"]) for a in arms}) == 100
     for arm in arms:
         assert arm["status"] in ("completed", "failed")
