@@ -25,14 +25,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("protocols",),
     ("judges",),
     ("calibration", "reports", "cohort"),
-    ("cli", "__main__", "__init__"),
+    ("api", "cli", "__main__", "__init__"),
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 #: Parts of the same rank that may import each other, lower → higher (a DAG inside a rank).
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
                      ("graphs", "agents"), ("cohort", "reports"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
-                     ("__main__", "cli")}
+                     ("__main__", "cli"), ("__init__", "api")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record"}
 PROTOCOL_TOP = {"registry", "replay"}

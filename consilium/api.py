@@ -1,0 +1,201 @@
+"""consilium as a library: run a protocol on a case, a Specialist Turn, judge and replay a trace, from a
+script or a notebook (docs/api.md).
+
+Every function returns the record objects the CLI writes (traces, judgements) and writes nothing unless told
+where (``out``). Models are spec strings (``"embedded"``, ``"openai:gpt-4o"``, ``"scripted:FILE"``) or
+:class:`~consilium.models.ChatModel` objects. Each ``a…`` coroutine has a plain twin that also works where
+an event loop is already running (Jupyter): there it runs the coroutine on a worker thread's own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from consilium import aio
+from consilium.cases import Case, load_case
+from consilium.datafiles import first_error
+from consilium.errors import UserError
+from consilium.judges.record import Judgement
+from consilium.judges.rubric import Rubric, load_rubric
+from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.models import ChatModel, GenerationSettings
+from consilium.models.factory import ModelOptions, build_model
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BoardConfig
+from consilium.protocols.board.run import run_turn
+from consilium.protocols.board.trace import TurnTrace
+from consilium.protocols.registry import get_protocol, protocol_of, read_trace
+from consilium.protocols.replay import first_difference, replay_trace
+from consilium.traces.config import RunConfig
+from consilium.traces.io import new_run_id, trace_path, write_trace
+from consilium.traces.schema import TraceBase
+
+__all__ = ["ReplayResult", "ajudge", "areplay", "arun", "aturn", "judge", "load_case", "read_trace", "replay", "run",
+           "turn"]
+
+T = TypeVar("T")
+Model = str | ChatModel
+
+
+def _sync(coro: Coroutine[Any, Any, T]) -> T:
+    """The coroutine's result: on a fresh loop, or, where one is running (a notebook), on a worker thread's."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return aio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(aio.run, coro).result()
+
+
+def _case(case: Case | str | Path) -> Case:
+    return case if isinstance(case, Case) else load_case(Path(case))
+
+
+def _model(model: Model, options: ModelOptions | None) -> tuple[ChatModel, bool]:
+    """The model stack, and whether this call built it (and so closes it)."""
+    if isinstance(model, str):
+        return build_model(model, options or ModelOptions.from_env()), True
+    return model, False
+
+
+def _config(model: type[RunConfig], config: RunConfig | Mapping[str, Any] | None) -> RunConfig:
+    if config is None:
+        return model()
+    if isinstance(config, model):
+        return config
+    if isinstance(config, RunConfig):
+        raise UserError(f"config: a {type(config).__name__}, not the protocol's {model.__name__}")
+    try:
+        return model.model_validate(dict(config))
+    except ValidationError as exc:
+        raise UserError(f"config: {first_error(exc)}") from None
+
+
+async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants: Sequence[str] | None = None,
+               model: Model = "embedded", moderator: Model | None = None,
+               config: RunConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None,
+               out: str | Path | None = None) -> list[TraceBase]:
+    """Run ``protocol`` (consilium, board, single or a plugin's) on ``case`` in each of ``variants`` (its
+    formats or modes; default all), and return its traces; with ``out``, each is also written as ``simulate``
+    writes it (``out/<run-id>/<case>.<variant>.trace.json``). A model failure is recorded in its trace
+    (status ``failed``), as on the command line."""
+    chosen = get_protocol(protocol)
+    if not chosen.variants:
+        raise UserError(f"protocol: {chosen.name!r} is not run on a case alone (use `turn` for a Specialist Turn)")
+    wanted = list(variants) if variants is not None else list(chosen.variants)
+    unknown = [v for v in wanted if v not in chosen.variants]
+    if unknown or not wanted:
+        raise UserError(f"variants: {unknown or wanted!r}: the {chosen.name} protocol runs in "
+                        f"{', '.join(chosen.variants)}")
+    the_case = _case(case)
+    settings = _config(chosen.config_model, config)
+    panel, own_panel = _model(model, options)
+    chair, own_chair = _model(moderator, options) if moderator is not None else (panel, False)
+    run_id = new_run_id(the_case.id)
+    try:
+        traces = list(await chosen.run_arm(the_case, wanted, RunModels(panel=panel, moderator=chair), settings,
+                                           run_id=run_id))
+    finally:
+        for stack, own in ((panel, own_panel), (chair, own_chair)):
+            if own:
+                await stack.aclose()
+    if out is not None:
+        for trace in traces:
+            write_trace(trace_path(Path(out), run_id, the_case.id, chosen.arm_variant(chosen.variant(trace))), trace)
+    return traces
+
+
+def run(case: Case | str | Path, *, protocol: str = "consilium", variants: Sequence[str] | None = None,
+        model: Model = "embedded", moderator: Model | None = None,
+        config: RunConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None,
+        out: str | Path | None = None) -> list[TraceBase]:
+    """:func:`arun`, from plain code or a notebook."""
+    return _sync(arun(case, protocol=protocol, variants=variants, model=model, moderator=moderator, config=config,
+                      options=options, out=out))
+
+
+async def aturn(case: Case | str | Path, role: str, question: str, *, model: Model = "embedded",
+                config: BoardConfig | Mapping[str, Any] | None = None,
+                options: ModelOptions | None = None) -> TurnTrace:
+    """The Specialist Turn (opentumorboard.txt App. B.1): ``role`` answers ``question`` on the case."""
+    the_case = _case(case)
+    settings = _config(BoardConfig, config)
+    assert isinstance(settings, BoardConfig)
+    answerer, own = _model(model, options)
+    try:
+        return await run_turn(the_case, role, question, answerer, settings, run_id=new_run_id(the_case.id))
+    finally:
+        if own:
+            await answerer.aclose()
+
+
+def turn(case: Case | str | Path, role: str, question: str, *, model: Model = "embedded",
+         config: BoardConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None) -> TurnTrace:
+    """:func:`aturn`, from plain code or a notebook."""
+    return _sync(aturn(case, role, question, model=model, config=config, options=options))
+
+
+def _trace(trace: TraceBase | str | Path) -> tuple[TraceBase, str]:
+    if isinstance(trace, TraceBase):
+        return trace, f"{trace.case_id}.{protocol_of(trace).variant(trace)}"
+    return read_trace(trace), Path(trace).name
+
+
+async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: Model,
+                 components: Sequence[str] | None = None, reference_answer: str | None = None,
+                 settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
+    """Score one trace (an object or a trace file) with a rubric (a name, a rubric file, or a :class:`Rubric`)
+    and a judge model; the judgement is returned, not written."""
+    record, name = _trace(trace)
+    used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+    judge_with, own = _model(judge_model, options)
+    setup = JudgeSetup(model=judge_with, reference_answer=reference_answer)
+    if settings is not None:  # else the judge's defaults (temperature 0, as the CLI's)
+        setup = dataclasses.replace(setup, settings=settings)
+    try:
+        return await judge_trace(record, name, used, setup, list(components) if components else None)
+    finally:
+        if own:
+            await judge_with.aclose()
+
+
+def judge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: Model,
+          components: Sequence[str] | None = None, reference_answer: str | None = None,
+          settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
+    """:func:`ajudge`, from plain code or a notebook."""
+    return _sync(ajudge(trace, rubric, judge_model=judge_model, components=components,
+                        reference_answer=reference_answer, settings=settings, options=options))
+
+
+class ReplayResult:
+    """A replayed trace: the re-run record, how many recorded calls served it, and the first difference from
+    the recorded one (None: identical)."""
+
+    def __init__(self, replayed: TraceBase, served: int, difference: str | None) -> None:
+        self.replayed, self.served, self.difference = replayed, served, difference
+
+    @property
+    def identical(self) -> bool:
+        return self.difference is None
+
+    def __repr__(self) -> str:
+        return f"ReplayResult(identical={self.identical}, served={self.served}, difference={self.difference!r})"
+
+
+async def areplay(trace: TraceBase | str | Path) -> ReplayResult:
+    """Re-run a trace from its recorded calls (no model is called) and compare it with the recorded one."""
+    record, _ = _trace(trace)
+    replayed, model = await replay_trace(record)
+    return ReplayResult(replayed, model.served, first_difference(record, replayed))
+
+
+def replay(trace: TraceBase | str | Path) -> ReplayResult:
+    """:func:`areplay`, from plain code or a notebook."""
+    return _sync(areplay(trace))
