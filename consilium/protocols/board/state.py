@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal
+
+from typing_extensions import TypedDict
 
 from consilium.agents.records import AssignedRole
 from consilium.graphs.reducers import replace

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from consilium.agents.records import AssignedRole, Opinion, Report, Round, StopReason, Vote
 from consilium.graphs.reducers import replace

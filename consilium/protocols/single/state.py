@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from consilium.agents.records import AssignedRole, Report
 from consilium.graphs.reducers import replace
