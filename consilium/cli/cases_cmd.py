@@ -3,19 +3,22 @@
 ``cases validate PATH...`` prints one ``file: field.path: reason`` line per
 problem and a summary, and exits 2 if any file is invalid; ``cases import
 agentclinic FILE.jsonl --out DIR`` converts AgentClinic OSCE vignettes into
-case files.
+case files; ``cases import table FILE --mapping MAP.yaml --out DIR`` converts a
+researcher's own JSON, JSONL or CSV table.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from consilium.cases import CaseProblem, case_files, import_agentclinic, load_case, validate_case_file
+from consilium.cases.table_import import import_table
 from consilium.cli.options import show_help
 
-__all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_validate"]
+__all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_import_table", "run_validate"]
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +54,20 @@ def register(subparsers: Any) -> None:
         "--format", dest="fmt", choices=("json", "yaml"), default="json", help="case file format (default: json)"
     )
     agentclinic.set_defaults(func=run_import_agentclinic)
+    table = sources.add_parser(
+        "table",
+        help="your own JSON, JSONL or CSV table -> one case file per good record, as a mapping file says",
+        description="Convert the records of a JSON (a list, or a list under a key), JSONL or CSV file into case "
+        "files, mapping columns to case fields as MAP.yaml says (docs/cases.md). A record that fails is one line "
+        "'file: record N (...): field: reason' and is not written; the exit status is 2 if any record failed.",
+    )
+    table.add_argument("file", metavar="FILE", help="data file: .json, .jsonl or .csv")
+    table.add_argument("--mapping", required=True, metavar="MAP.yaml", help="mapping file (docs/cases.md)")
+    table.add_argument("--out", required=True, metavar="DIR", help="directory for the case files")
+    table.add_argument(
+        "--format", dest="fmt", choices=("json", "yaml"), default="json", help="case file format (default: json)"
+    )
+    table.set_defaults(func=run_import_table)
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -84,6 +101,17 @@ def run_import_agentclinic(args: argparse.Namespace) -> int:
     written = import_agentclinic(args.file, args.out, fmt=args.fmt)
     print(f"wrote {len(written)} case{'' if len(written) == 1 else 's'} to {args.out}")
     return 0
+
+
+def run_import_table(args: argparse.Namespace) -> int:
+    """Import a table by a mapping; each failed record is one line on stderr, and any failure makes it exit 2."""
+    result = import_table(args.file, args.mapping, args.out, fmt=args.fmt)
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
+    written, failed = len(result.written), len(result.problems)
+    tail = f"; {failed} record{'' if failed == 1 else 's'} failed" if failed else ""
+    print(f"wrote {written} case{'' if written == 1 else 's'} to {args.out}{tail}")
+    return 2 if failed else 0
 
 
 def collect_case_files(path: Path) -> tuple[list[Path], CaseProblem | None]:

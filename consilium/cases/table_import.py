@@ -1,0 +1,262 @@
+"""Import a table of cases (JSON, JSONL or CSV) as case files, field by field as a mapping file says.
+
+Each record is converted on its own: a record that fails (a required column empty, JSON text that
+does not decode, a value the case model refuses, an id used twice) is reported as one
+:class:`RecordProblem` and not written, while the good records are written as case files. The
+mapping is in :mod:`consilium.cases.table_mapping`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from consilium.cases.loader import problems_from_validation, save_case
+from consilium.cases.model import Case
+from consilium.cases.table_mapping import TableFormat, TableMapping, case_path_takes_text, load_mapping
+from consilium.datafiles import DataError, DataSyntaxError, parse_json
+from consilium.errors import UserError
+
+__all__ = ["RecordProblem", "TableImport", "TableRecord", "convert_records", "import_table", "read_records"]
+
+_SUFFIX_FORMATS: dict[str, TableFormat] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """Why one record was not imported: ``<file>: record N (line L, id X): <field>: <reason>``."""
+
+    file: str
+    record: int
+    line: int | None
+    case_id: str | None
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = [f"line {self.line}"] if self.line is not None else []
+        where += [f"id {self.case_id}"] if self.case_id else []
+        place = f"record {self.record}" + (f" ({', '.join(where)})" if where else "")
+        return f"{self.file}: {place}: {self.field or '(record)'}: {self.reason}"
+
+
+@dataclass
+class TableImport:
+    """What an import did: the case files written and the records left out."""
+
+    written: list[Path] = field(default_factory=list)
+    problems: list[RecordProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    """One record as read: its 1-based number, its line where the format has lines, and its fields."""
+
+    number: int
+    line: int | None
+    data: Any  # a dict when well formed; anything else is reported
+    error: str | None = None  # a JSONL line that does not parse
+
+
+class _Failed(Exception):
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+def import_table(
+    path: str | os.PathLike[str],
+    mapping_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    fmt: Literal["json", "yaml"] = "json",
+) -> TableImport:
+    """Convert every record of ``path`` by the mapping; write the good ones to ``out_dir`` as ``<id>.<fmt>``."""
+    if fmt not in ("json", "yaml"):
+        raise UserError(f"unknown case format {fmt!r}; use json or yaml")
+    mapping = load_mapping(Path(mapping_path))
+    source = Path(path)
+    cases, problems = convert_records(source, read_records(source, mapping), mapping)
+    out = Path(out_dir)
+    written = [save_case(case, out / f"{case.id}.{fmt}") for case in cases]
+    return TableImport(written, problems)
+
+
+def read_records(source: Path, mapping: TableMapping) -> list[TableRecord]:
+    """The records of a data file in order; a file that cannot be read at all is a :class:`UserError`."""
+    fmt = mapping.format or _SUFFIX_FORMATS.get(source.suffix.lower())
+    if fmt is None:
+        raise UserError(f"{source}: cannot tell the table format from {source.suffix or '(no extension)'!r}; "
+                        "use .json, .jsonl or .csv, or set format in the mapping")
+    if mapping.records is not None and fmt != "json":
+        raise UserError(f"{source}: the mapping's records key applies to JSON files; this is read as {fmt}")
+    try:
+        text = source.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except FileNotFoundError:
+        raise UserError(f"{source}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UserError(f"{source}: cannot read the table ({exc.strerror or exc})") from None
+    records = {"json": _json_records, "jsonl": _jsonl_records, "csv": _csv_records}[fmt](source, text, mapping)
+    if not records:
+        raise UserError(f"{source}: no records found")
+    return records
+
+
+def _json_records(source: Path, text: str, mapping: TableMapping) -> list[TableRecord]:
+    try:
+        data = parse_json(text)
+    except DataSyntaxError as exc:
+        raise UserError(f"{source}: not valid JSON (line {exc.line}, column {exc.column}: {exc.message})") from None
+    except DataError as exc:
+        raise UserError(f"{source}: {exc}") from None
+    where = "the top level"
+    if mapping.records is not None:
+        for key in mapping.records.split("."):
+            if not isinstance(data, dict) or key not in data:
+                raise UserError(f"{source}: {mapping.records}: no such key (the mapping's records)")
+            data = data[key]
+        where = mapping.records
+    if not isinstance(data, list):
+        hint = "; name the key of the list as records in the mapping" if mapping.records is None else ""
+        raise UserError(f"{source}: {where} must be a list of records, not a {type(data).__name__}{hint}")
+    return [TableRecord(number, None, item) for number, item in enumerate(data, start=1)]
+
+
+def _jsonl_records(source: Path, text: str, mapping: TableMapping) -> list[TableRecord]:
+    records: list[TableRecord] = []
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        number = len(records) + 1
+        try:
+            records.append(TableRecord(number, line, parse_json(raw)))
+        except DataSyntaxError as exc:
+            records.append(TableRecord(number, line, None, f"not valid JSON (column {exc.column}: {exc.message})"))
+        except DataError as exc:
+            records.append(TableRecord(number, line, None, str(exc)))
+    return records
+
+
+def _csv_records(source: Path, text: str, mapping: TableMapping) -> list[TableRecord]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: Iterator[list[str]] = iter(reader)
+    try:
+        header = next(rows, None)
+        if header is None:
+            return []
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise UserError(f"{source}: line 1: column {repeated[0]!r} appears more than once in the header")
+        records: list[TableRecord] = []
+        for row in rows:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            number = len(records) + 1
+            if len(row) > len(header):
+                records.append(TableRecord(number, line, None, f"{len(row)} cells but {len(header)} columns"))
+                continue
+            records.append(TableRecord(number, line, dict(zip(header, row, strict=False))))
+    except csv.Error as exc:
+        raise UserError(f"{source}: line {reader.line_num}: not valid CSV ({exc})") from None
+    return records
+
+
+def convert_records(
+    source: Path, records: list[TableRecord], mapping: TableMapping
+) -> tuple[list[Case], list[RecordProblem]]:
+    """Map each record to a case; a record that fails becomes one problem and no case."""
+    cases: list[Case] = []
+    problems: list[RecordProblem] = []
+    seen: dict[str, int] = {}
+    for record in records:
+        case_id = _raw_id(record, mapping)
+        try:
+            case = _convert(record, mapping, source.name)
+            if case.id in seen:
+                raise _Failed("id", f"{case.id!r} is also the id of record {seen[case.id]}")
+        except _Failed as exc:
+            problems.append(RecordProblem(str(source), record.number, record.line, case_id, exc.field, exc.reason))
+            continue
+        seen[case.id] = record.number
+        cases.append(case)
+    return cases, problems
+
+
+def _raw_id(record: TableRecord, mapping: TableMapping) -> str | None:
+    spec = mapping.fields["id"]
+    value = record.data.get(spec.from_) if isinstance(record.data, dict) else None
+    return None if _blank(value) else f"{spec.prefix}{value}"
+
+
+def _convert(record: TableRecord, mapping: TableMapping, file_name: str) -> Case:
+    if record.error is not None:
+        raise _Failed("", record.error)
+    if not isinstance(record.data, dict):
+        raise _Failed("", f"a record must be an object of fields, not a {type(record.data).__name__}")
+    data: dict[str, Any] = {}
+    for path, value in mapping.values.items():
+        _put(data, path, value)
+    required = {name for name, info in Case.model_fields.items() if info.is_required()}
+    for path, spec in mapping.fields.items():
+        value = record.data.get(spec.from_)
+        if _blank(value):
+            if path in required:
+                raise _Failed(path, f"required, but {spec.from_!r} is missing or empty in this record")
+            continue
+        if spec.decode == "json":
+            value = _decode(path, spec.from_, value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and case_path_takes_text(path):
+            value = str(value)
+        if spec.prefix:
+            value = f"{spec.prefix}{value}"
+        _put(data, path, value)
+    metadata = data.setdefault("metadata", {})
+    if isinstance(metadata, dict):
+        metadata.setdefault("source_file", file_name)
+        metadata.setdefault("source_record", record.number)
+    try:
+        return Case.model_validate(data)
+    except ValidationError as exc:
+        first = problems_from_validation("", exc)[0]
+        raise _Failed(first.field, first.reason) from None
+
+
+def _decode(path: str, column: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        raise _Failed(path, f"{column!r} should hold JSON text (decode: json), not a {type(value).__name__}")
+    try:
+        return parse_json(value)
+    except DataSyntaxError as exc:
+        raise _Failed(path, f"{column!r} is not valid JSON (line {exc.line}, column {exc.column}: {exc.message})"
+                      ) from None
+    except DataError as exc:
+        raise _Failed(path, f"{column!r}: {exc}") from None
+
+
+def _put(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``data[a][b][c] = value`` for ``a.b.c``, merging with what earlier paths set."""
+    *parents, last = path.split(".")
+    target = data
+    for part in parents:
+        inner = target.setdefault(part, {})
+        if not isinstance(inner, dict):
+            raise _Failed(path, f"{part!r} already holds a single value, so it has no field {last!r}")
+        target = inner
+    if isinstance(value, dict) and isinstance(target.get(last), dict):
+        target[last] = {**value, **target[last]}  # a decoded object under fields set one by one
+    else:
+        target[last] = value
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
