@@ -24,6 +24,9 @@ class ModelOptions:
     cache_path: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     n_ctx: int = 8192
+    #: ``openai:`` requests for reasoning models (models/reasoning.py): None follows the model name's rule.
+    token_param: str | None = None
+    omit_settings: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # masked wherever it could be printed or stored (consilium/redact.py)

@@ -101,7 +101,9 @@ class ModelRequest(BaseModel):
 
 class ModelResponse(BaseModel):
     """What every backend returns. ``parsed`` holds the validated JSON value when a
-    schema was requested (set by the structured-output wrapper)."""
+    schema was requested (set by the structured-output wrapper). ``text`` is the answer alone: a
+    reasoning model's thinking is in ``reasoning`` (models/reasoning.py), and the request settings
+    a backend left out because the model refuses them are in ``omitted_settings``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -112,3 +114,5 @@ class ModelResponse(BaseModel):
     model: str = ""
     cached: bool = False
     finish_reason: str | None = None
+    reasoning: str | None = None
+    omitted_settings: tuple[str, ...] = ()

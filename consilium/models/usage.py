@@ -28,13 +28,15 @@ STAGES = (
 
 class Usage(BaseModel):
     """Tokens and calls. ``estimated`` is true when any part was counted with tiktoken
-    rather than reported by the server."""
+    rather than reported by the server. ``reasoning_tokens`` is the part of ``output_tokens`` a
+    reasoning model spent thinking (OpenAI counts it in ``completion_tokens``), not an addition."""
 
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    reasoning_tokens: int = 0
     calls: int = 0
     estimated: bool = False
 
@@ -49,6 +51,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             calls=self.calls + other.calls,
             estimated=self.estimated or other.estimated,
         )

@@ -10,6 +10,13 @@ Retries are the retry wrapper's (STYLE.md 12), so this backend only
 classifies failures as transient or not. The request travels by one of two
 transports (``--http-client``; see http_transports.py): aiohttp by default,
 or the official openai SDK.
+
+Reasoning models (models/reasoning.py): the output cap goes as ``max_tokens`` or
+``max_completion_tokens``, and sampling settings the model refuses are left out,
+both by the model name's rule unless ``token_param`` / ``omit_settings`` say
+otherwise; what was left out is on each response, for the trace. Reasoning text
+(``reasoning_content``, or a leading ``<think>`` block) is taken out of the answer
+and returned as ``reasoning``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from consilium.models.backends.http_transports import LOCAL_KEY, open_transport
 from consilium.models.backends.openai_wire import Completion, MalformedCompletion, parse_completion
 from consilium.models.images import image_data_url
 from consilium.models.protocol import NO_STAGE_LIMITS
+from consilium.models.reasoning import SAMPLING_SETTINGS, TOKEN_PARAMS, request_rule, split_reasoning
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
@@ -78,9 +86,16 @@ class OpenAICompatModel:
     stage_max_tokens = NO_STAGE_LIMITS
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 dialect: str = "json_schema", timeout_s: float = 120.0, http_client: str = "aiohttp") -> None:
+                 dialect: str = "json_schema", timeout_s: float = 120.0, http_client: str = "aiohttp",
+                 token_param: str | None = None, omit_settings: tuple[str, ...] | None = None) -> None:
         if dialect not in DIALECTS:
             raise UserError(f"unknown schema dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")
+        if token_param is not None and token_param not in TOKEN_PARAMS:
+            raise UserError(f"unknown token parameter {token_param!r} (expected one of {', '.join(TOKEN_PARAMS)})")
+        unknown = [s for s in omit_settings or () if s not in SAMPLING_SETTINGS]
+        if unknown:
+            raise UserError(f"omit_settings: {unknown[0]!r} is not a setting that can be left out "
+                            f"(expected some of {', '.join(SAMPLING_SETTINGS)})")
         if not model:
             raise UserError("openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
         if not api_key:
@@ -91,8 +106,12 @@ class OpenAICompatModel:
         self.dialect = dialect
         # Shown in messages, logs and cache keys: never a URL's user:password@ (docs/reliability.md).
         self.url = redact_url(base_url or "https://api.openai.com/v1")
-        # The dialect shapes every schema request, so it is part of the cache identity.
+        self.token_param, self.omitted = request_rule(model, token_param, omit_settings)
+        # The dialect shapes every schema request, so it is part of the cache identity; so is a request
+        # shaped for a reasoning model (said only when it differs, so a plain model's entries stay valid).
         self.endpoint = f"{self.url} (schema dialect {dialect})"
+        if self.token_param != "max_tokens" or self.omitted:
+            self.endpoint += f" ({self.token_param}; without {', '.join(self.omitted) or 'nothing'})"
         self.http_client = http_client
         self._transport = open_transport(http_client, base_url, api_key, timeout_s)
 
@@ -111,10 +130,11 @@ class OpenAICompatModel:
             "messages": [_wire_message(m) for m in request.messages],
             "temperature": settings.temperature,
             "top_p": settings.top_p,
-            "max_tokens": settings.max_tokens,
+            self.token_param: settings.max_tokens,
         }
         if settings.seed is not None:
             body["seed"] = settings.seed
+        omitted = tuple(name for name in self.omitted if body.pop(name, None) is not None)
         response_format = self._response_format(request)
         if response_format is not None:
             body["response_format"] = response_format
@@ -133,12 +153,16 @@ class OpenAICompatModel:
         except MalformedCompletion as exc:
             # Not the chat completion it should be (a broken proxy, a crashed replica, a buggy server).
             raise TransientModelError(f"{self.url}: malformed response ({exc})") from None
+        thought, answer = split_reasoning(completion.text)
+        reasoning = "\n\n".join(part for part in (completion.reasoning, thought) if part) or None
         return ModelResponse(
-            text=completion.text,
-            usage=_usage(completion, request),
+            text=answer,
+            usage=_usage(completion, request, answer, reasoning),
             latency_ms=latency_ms,
             model=completion.model or self.model_id,
             finish_reason=completion.finish_reason,
+            reasoning=reasoning,
+            omitted_settings=omitted,
         )
 
     def _raise_for_status(self, status: int, headers: Any, raw: bytes) -> None:
@@ -155,9 +179,17 @@ class OpenAICompatModel:
         await self._transport.aclose()
 
 
-def _usage(completion: Completion, request: ModelRequest) -> Usage:
-    """The server's counts; a count it leaves out is counted with tiktoken and marked estimated, never 0."""
-    prompt, output = completion.prompt_tokens, completion.completion_tokens
+def _usage(completion: Completion, request: ModelRequest, answer: str, reasoning: str | None) -> Usage:
+    """The server's counts; a count it leaves out is counted with tiktoken and marked estimated, never 0.
+    Reasoning tokens are part of the output tokens: reported in ``completion_tokens_details``, else
+    counted from the reasoning text when there is some (vLLM, a ``<think>`` block)."""
+    prompt, output, thinking = completion.prompt_tokens, completion.completion_tokens, completion.reasoning_tokens
+    reasoning_estimated = thinking is None and reasoning is not None
+    if thinking is None:
+        thinking = count_tokens(reasoning) if reasoning is not None else 0
+        if output is not None:  # an estimate never claims more than the server counted in all
+            thinking = min(thinking, output)
     return Usage(input_tokens=count_message_tokens(list(request.messages)) if prompt is None else prompt,
-                 output_tokens=count_tokens(completion.text) if output is None else output,
-                 cached_tokens=completion.cached_tokens, calls=1, estimated=prompt is None or output is None)
+                 output_tokens=count_tokens(answer) + thinking if output is None else output,
+                 cached_tokens=completion.cached_tokens, reasoning_tokens=thinking, calls=1,
+                 estimated=prompt is None or output is None or reasoning_estimated)

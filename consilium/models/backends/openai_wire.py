@@ -5,7 +5,10 @@ A server (or a proxy in front of it) can send anything: ``"model": 123``,
 surrogates, bytes that are not UTF-8. Each is a :class:`MalformedCompletion`
 naming the field, which the backend turns into a (retried) model error like
 any other bad response; none reaches a trace or the cache. A usage count the
-server leaves out is ``None`` here, for the backend to estimate.
+server leaves out is ``None`` here, for the backend to estimate. A reasoning
+model's thinking, when the server sends it apart from the content
+(``reasoning_content``: vLLM's reasoning parsers, DeepSeek's API; ``reasoning``:
+newer vLLM, OpenRouter), is ``reasoning``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 def _not_a_number(name: str) -> float:
@@ -89,8 +94,14 @@ def parse_completion(raw: bytes) -> Completion:
     message = _object(choice.get("message"), "choices[0].message")
     # content null: a tool_calls-only or refused answer; an empty answer, which the answer check rejects.
     text = _string(message.get("content"), "choices[0].message.content") or ""
+    # ``reasoning`` is no standard field: read when it is text, ignored in any other shape.
+    other = message.get("reasoning")
+    reasoning = (_string(message.get("reasoning_content"), "choices[0].message.reasoning_content")
+                 or _string(other if isinstance(other, str) else None, "choices[0].message.reasoning"))
     usage = _object(completion.get("usage"), "usage", optional=True)
     details = _object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details", optional=True)
+    output_details = _object(usage.get("completion_tokens_details"), "usage.completion_tokens_details",
+                             optional=True)
     return Completion(
         text=text,
         model=_string(completion.get("model"), "model"),
@@ -98,4 +109,7 @@ def parse_completion(raw: bytes) -> Completion:
         prompt_tokens=_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
         completion_tokens=_count(usage.get("completion_tokens"), "usage.completion_tokens"),
         cached_tokens=_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens") or 0,
+        reasoning=reasoning or None,
+        reasoning_tokens=_count(output_details.get("reasoning_tokens"),
+                                "usage.completion_tokens_details.reasoning_tokens"),
     )

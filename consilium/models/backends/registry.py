@@ -99,7 +99,8 @@ def _open_openai(arg: str, options: ModelOptions) -> ChatModel:
     urls: list[str | None] = [u.strip() for u in (options.base_url or "").split(",") if u.strip()] or [None]
     replicas: list[ChatModel] = [
         OpenAICompatModel(arg, base_url=url, api_key=options.api_key, dialect=options.schema_dialect,
-                          timeout_s=options.timeout_s, http_client=options.http_client) for url in urls]
+                          timeout_s=options.timeout_s, http_client=options.http_client,
+                          token_param=options.token_param, omit_settings=options.omit_settings) for url in urls]
     return replicas[0] if len(replicas) == 1 else PooledModel(replicas)
 
 

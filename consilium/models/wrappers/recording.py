@@ -59,6 +59,10 @@ class CallRecord(BaseModel):
                                                         "(then asked again) or invalid (then repaired)")
     stage_limit: int | None = Field(default=None, description="the model's own output budget for this stage "
                                                               "(ChatModel.stage_max_tokens), if it has one")
+    reasoning: str | None = Field(default=None, description="a reasoning model's thinking, kept out of "
+                                                            "``response`` (models/reasoning.py)")
+    omitted_settings: list[str] = Field(default_factory=list, description="settings not sent because the model "
+                                                                           "refuses them (e.g. temperature)")
     started_at: float
 
 
@@ -98,7 +102,8 @@ class CallRecorder:
             schema_name=schema.name if schema else None, request_hash=request_hash(request),
             response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
             cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
-            parsed=parsed, error=error, stage_limit=stage_limit,
+            parsed=parsed, error=error, stage_limit=stage_limit, reasoning=response.reasoning,
+            omitted_settings=list(response.omitted_settings),
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round, cached=response.cached)
         return parsed
