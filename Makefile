@@ -15,8 +15,15 @@ venv: $(BIN)/python
 install: venv
 	$(PIP) -e .
 
+# After the run: the next three commands to try, with the run's own paths (the newest folder under runs/).
 demo: install
 	$(BIN)/python -m consilium simulate --case $(CASE)
+	@run=$$(ls -td runs/*/ | head -1); run=$${run%/}; \
+	echo; echo "Next, try:"; \
+	echo "  $(BIN)/python -m consilium view $$run       # the run as one HTML page"; \
+	echo "  $(BIN)/python -m consilium replay" $$run/*.trace.json "  # re-run it, zero model calls"; \
+	echo "  $(BIN)/python -m consilium judge" $$run/*.structured.trace.json \
+	  "--rubric nmb-diagnosis-match --judge-model embedded  # score its diagnosis (about a minute)"
 
 dev: venv
 	$(PIP) -e '.[dev,ray]'

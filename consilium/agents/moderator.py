@@ -10,6 +10,7 @@ from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote
 from consilium.agents.schemas import (
     REPORT_SECTIONS,
     RoleAssignmentAnswer,
+    RoleLabels,
     assignment_schema,
     free_text_schema,
     length_prompt,
@@ -20,7 +21,7 @@ from consilium.log import get_logger
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.roles.catalogue import load_catalogue, normalise_label
 
-__all__ = ["assign_roles", "reports_equal", "revise", "synthesise"]
+__all__ = ["assign_roles", "catalogue_labels", "reports_equal", "revise", "synthesise"]
 
 log = get_logger(__name__)
 
@@ -31,7 +32,7 @@ def _slug(label: str) -> str:
 
 async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_roles: int,
                        settings: GenerationSettings, preamble: str = "preamble",
-                       preamble_package: str = SHARED) -> list[AssignedRole]:
+                       preamble_package: str = SHARED, role_labels: RoleLabels = "free") -> list[AssignedRole]:
     """One primary and several supporting roles, each label mapped to a catalogue category.
 
     The exact label is kept beside its category (ai-consilium.txt, Fig. 2c).
@@ -39,14 +40,15 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
     ``min_roles``, the moderator is asked for one more role at a time, from
     the catalogue specialties not yet on the panel. ``preamble`` is the system
     prompt of the meeting's other calls, so that the assignment starts the
-    prefix they all share.
+    prefix they all share. ``role_labels`` "catalogue" constrains each label to the catalogue's names.
     """
+    labels = catalogue_labels() if role_labels == "catalogue" else None
     request = ModelRequest(
         messages=case_messages(case_text, "assign_roles", preamble=preamble, preamble_package=preamble_package,
                                min_supporting=max(0, min_roles - 1),
                                max_supporting=max_roles - 1),
         settings=settings,
-        schema=assignment_schema(min_roles, max_roles),
+        schema=assignment_schema(min_roles, max_roles, labels),
         tag=CallTag(stage="role_assignment", role="moderator"),
     )
     answer = RoleAssignmentAnswer.model_validate((await model.generate(request)).parsed)
@@ -65,6 +67,11 @@ async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_
             break
         roles.append(added)
     return roles
+
+
+def catalogue_labels() -> tuple[str, ...]:
+    """The names a catalogue-labelled panel is chosen from: every category's but ``other``'s."""
+    return tuple(c.name for c in load_catalogue().categories if c.id != "other")
 
 
 def _make_role(label: str, justification: str, primary: bool) -> AssignedRole:

@@ -27,6 +27,7 @@ __all__ = [
     "REPORT_SECTIONS",
     "FreeFormRevision",
     "RoleAssignmentAnswer",
+    "RoleLabels",
     "RoleProposal",
     "StructuredOpinion",
     "StructuredReport",
@@ -58,6 +59,11 @@ SECTION = Field(max_length=800)
 PROSE = Field(max_length=6000)
 
 
+#: How the moderator names the panel: "catalogue" picks each label from the role catalogue's names (a schema
+#: enum), "free" names specialists freely, as in the paper (docs/consilium.md, "Role assignment").
+RoleLabels = Literal["catalogue", "free"]
+
+
 class RoleProposal(_Strict):
     label: str = LABEL
     justification: str = LINE
@@ -69,13 +75,16 @@ class RoleAssignmentAnswer(_Strict):
 
 
 @cache
-def assignment_schema(min_roles: int, max_roles: int) -> OutputSchema:
+def assignment_schema(min_roles: int, max_roles: int, labels: tuple[str, ...] | None = None) -> OutputSchema:
     """The assignment schema with the configured panel size as minItems/maxItems on ``supporting``,
-    so grammar-constrained backends cannot return a panel of the wrong size."""
+    so grammar-constrained backends cannot return a panel of the wrong size. ``labels`` (role_labels
+    "catalogue") makes every label an ``enum`` of those names; None leaves labels free text (the paper's)."""
     schema: dict[str, Any] = RoleAssignmentAnswer.model_json_schema()
     supporting = schema["properties"]["supporting"]
     supporting["minItems"] = max(0, min_roles - 1)
     supporting["maxItems"] = max_roles - 1
+    if labels is not None:
+        schema["$defs"]["RoleProposal"]["properties"]["label"] = {"type": "string", "enum": list(labels)}
     return OutputSchema(name="RoleAssignment", json_schema=schema, model=RoleAssignmentAnswer)
 
 

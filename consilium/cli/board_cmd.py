@@ -8,6 +8,7 @@ from pathlib import Path
 
 from consilium import aio
 from consilium.cases import load_case
+from consilium.cli.labels import add_role_labels_argument, with_role_labels
 from consilium.cli.options import (
     add_model_arguments,
     add_run_arguments,
@@ -50,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     board.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
     board.add_argument("--moderator-model", default=None, metavar="SPEC",
                        help="model for the moderator (default: the --model)")
+    add_role_labels_argument(board)
     board.set_defaults(func=run_board_command)
 
     turn = sub.add_parser("turn", help="answer one tumor-board question as a named specialist")
@@ -62,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _config(args: argparse.Namespace) -> BoardConfig:
     flags = {"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
              "timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
-    for name in ("max_turns", "min_roles", "max_roles", "discussion"):
+    for name in ("max_turns", "min_roles", "max_roles", "discussion", "role_labels"):
         flags[name] = getattr(args, name, None)
     return run_config(BoardConfig, args.config, flags)
 
@@ -74,7 +76,7 @@ async def _closing(*models: ChatModel) -> None:
 
 def run_board_command(args: argparse.Namespace) -> int:
     case = load_case(args.case)
-    config = _config(args)
+    config = with_role_labels(_config(args), args.moderator_model or model_spec(args))
     images = slide_images(case, args.case)
     options = model_options(args)
     panel = build_model(model_spec(args), options)

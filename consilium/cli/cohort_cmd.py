@@ -13,6 +13,7 @@ from pathlib import Path
 from consilium.cli.cohort_execute import execute, open_manifest, prepare, record_abort
 from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import add_scope_argument
+from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import add_model_arguments, positive_float, positive_int
 from consilium.cohort.manifest import RunLock
 from consilium.cohort.protocols import protocol_list
@@ -56,6 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_scope_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
+    add_role_labels_argument(parser)
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                         help="finish an interrupted cohort with its own settings (from its manifest.json)")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
+from consilium.cli.labels import with_role_labels
 from consilium.cli.options import ModelConfigFile, model_options, model_spec, run_config
 from consilium.cohort.cases import case_places, cohort_images, load_cohort_files
 from consilium.cohort.experiment import Experiment, experiment_variants, load_experiment
@@ -90,15 +91,18 @@ def _given_variants(args: argparse.Namespace, experiment: Experiment | None, pro
     return given, where
 
 
-def _configs(protocols: list[str], args: argparse.Namespace, experiment: Experiment) -> dict[str, RunConfig]:
+def _configs(protocols: list[str], args: argparse.Namespace, experiment: Experiment,
+             specs: list[str]) -> dict[str, RunConfig]:
     """Each protocol's run settings, in layers: the defaults, the experiment's run settings, a --config
-    file, then flags; each protocol takes the keys its config has."""
-    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
+    file, then flags; each protocol takes the keys its config has. Unset, role_labels follows the cohort's
+    models (every arm of a cohort has the same settings): catalogue only if all of them default to it."""
+    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit, "role_labels": args.role_labels}
     in_file = _file_settings(args.config) if args.config else {}
     split_settings(in_file, protocols, f"{args.config}: ")  # a key no protocol has names the file
     under = split_settings({k: v for k, v in experiment.run.items() if k not in in_file}, protocols,
                            f"{args.experiment}: run.")
-    return {name: run_config(get_protocol(name).config_model, args.config, {**under[name], **flags}, known_only=True)
+    return {name: with_role_labels(run_config(get_protocol(name).config_model, args.config, {**under[name], **flags},
+                                              known_only=True), *specs)
             for name in protocols}
 
 
@@ -111,13 +115,13 @@ def new_plan(args: argparse.Namespace) -> Plan:
     cases = [case for case, _ in found]
     variants = cohort_variants(protocols, *_given_variants(args, experiment if args.experiment else None,
                                                            protocols))
-    configs = _configs(protocols, args, experiment)
+    specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
+    configs = _configs(protocols, args, experiment, specs)
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
     check_scope(args.scope, rubrics, case_places(args.cases, cases))
-    specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
     # --concurrency is the cohort's word for a model's --max-concurrency (calls in flight across all arms).
     model_file = _model_file(args)
     concurrency = (args.concurrency or args.max_concurrency or (model_file.max_concurrency if model_file else None)

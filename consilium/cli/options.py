@@ -17,6 +17,7 @@ from consilium.errors import UserError
 from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
+from consilium.models.reasoning import TOKEN_PARAMS
 from consilium.models.wrappers import RetryPolicy
 
 __all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_run_arguments", "finite_float",
@@ -40,6 +41,10 @@ class ModelConfigFile(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
     api_key_env: str | None = Field(default=None, description="the environment variable holding the API key")
+    token_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
+        default=None, description="how openai: sends the output cap (default: by the model name, docs/models.md)")
+    omit_settings: list[Literal["temperature", "top_p", "seed"]] | None = Field(
+        default=None, description="settings the model refuses, left out of openai: requests (default: by name)")
 
     @field_validator("base_url")
     @classmethod
@@ -77,6 +82,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
                             "json_object (llama-cpp-python server) or none (default: json_schema)")
     group.add_argument("--http-client", choices=HTTP_CLIENTS, default=None,
                        help="how openai: requests travel: aiohttp (lean, the default) or sdk (the openai SDK)")
+    group.add_argument("--token-param", choices=TOKEN_PARAMS, default=None,
+                       help="how openai: sends the output cap: max_tokens, or max_completion_tokens (OpenAI's "
+                            "reasoning models); default: by the model name (docs/models.md, Reasoning models)")
     group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
     group.add_argument("--timeout", type=positive_float, default=None, help="seconds per model call (default 120)")
     group.add_argument("--max-attempts", type=positive_int, default=None,
@@ -112,6 +120,8 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
         "max_concurrency": args.max_concurrency or config.max_concurrency or 4,
         "timeout_s": args.timeout or config.timeout_s,
         "cache_path": args.cache_path,
+        "token_param": getattr(args, "token_param", None) or config.token_param,
+        "omit_settings": tuple(config.omit_settings) if config.omit_settings is not None else None,
     }
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)

@@ -10,6 +10,7 @@ from pathlib import Path
 from consilium import aio
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
+from consilium.cli.labels import add_role_labels_argument, with_role_labels
 from consilium.cli.options import (
     add_model_arguments,
     add_run_arguments,
@@ -50,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-roles", type=positive_int, default=None, help="largest panel (default 6)")
     parser.add_argument("--budget-tokens", type=positive_int, default=None,
                         help="stop a format's run before a call that could take it past this many tokens")
+    add_role_labels_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -61,12 +63,14 @@ def format_protocols() -> list[str]:
 def _config(args: argparse.Namespace, protocol: AnyProtocol) -> RunConfig:
     flags = {"max_rounds": args.max_rounds, "min_roles": args.min_roles, "max_roles": args.max_roles,
              "seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "budget_tokens": args.budget_tokens, "timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
+             "budget_tokens": args.budget_tokens, "timeout_s": args.timeout, "wall_limit_s": args.wall_limit,
+             "role_labels": args.role_labels}
     fields = protocol.config_model.model_fields
     for key, value in flags.items():
         if value is not None and key not in fields:
             raise UserError(f"{flag_name(key)}: not a setting of protocol {protocol.name!r}")
-    return run_config(protocol.config_model, args.config, {k: v for k, v in flags.items() if k in fields})
+    config = run_config(protocol.config_model, args.config, {k: v for k, v in flags.items() if k in fields})
+    return with_role_labels(config, args.moderator_model or model_spec(args))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -102,6 +102,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
               "--scope": (args.scope, s.judge_scope),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
               "--timeout": (args.timeout, _kept(manifest, "timeout_s")),
+              "--role-labels": (getattr(args, "role_labels", None), _kept(manifest, "role_labels") or "free"),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
               "--http-client": (args.http_client, s.model.http_client),
               "--max-concurrency": (args.max_concurrency, s.concurrency),

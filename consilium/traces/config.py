@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from consilium.agents.schemas import RoleLabels
 from consilium.models import GenerationSettings
 
 __all__ = ["RUN_CONFIG", "ConfigRecord", "RunConfig", "StageTokens", "known_stages"]
@@ -44,6 +45,12 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     wall_limit_s: float | None = Field(default=None, gt=0, description="stop a run after this many seconds and "
                                                                         "record it as failed")
+    # Not given, the CLI sets it by the moderator's model (consilium/cli/labels.py), so a new trace records
+    # the value it ran with; a config recorded before the setting has no key and reads as free, as it ran.
+    role_labels: RoleLabels = Field(
+        default="free", description="how the moderator names the panel: catalogue (each label one of the role "
+                                    "catalogue's names, by the schema) or free (free text, as in the paper); not "
+                                    "given, the CLI picks by the moderator's model (embedded: catalogue, else free)")
 
     @field_validator("max_tokens", check_fields=False)
     @classmethod

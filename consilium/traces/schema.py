@@ -25,7 +25,10 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: traces); agents-mode turns may carry ``floor`` and ``responds_to``; ``moderator_images_sent``; a call's
 #: message may carry ``captions`` beside its ``images``. ``usage.spent`` and ``usage.cache_hits``: what the run
 #: spent, response-cache hits left out (filled in from the calls when an older trace is read).
-SCHEMA_VERSION = "1.3"
+#: 1.4: a trace's ``kind`` may be any installed protocol's (``single`` among them) and its ``config`` is that
+#: protocol's record type, with ``role_labels`` ("free" when absent: how older runs assigned roles); a call may
+#: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent).
+SCHEMA_VERSION = "1.4"
 
 
 class UsageSummary(BaseModel):
@@ -51,7 +54,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.3"] = "1.3"
+    schema_version: Literal["1.4"] = "1.4"
     run_id: str
     case_id: str
     case_hash: str

@@ -54,9 +54,15 @@ def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.3"}
 
 
+def _trace_1_3(data: dict[str, Any]) -> dict[str, Any]:
+    """1.3 → 1.4: every new field has the default that says how the older run went (``role_labels`` free, no
+    reasoning, no setting left out, no reasoning tokens), so only the version changes."""
+    return {**data, "schema_version": "1.4"}
+
+
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
-                                            "1.2": ("1.3", _trace_1_2)}
+                                            "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3)}
 JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
 
 

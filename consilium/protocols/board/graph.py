@@ -49,7 +49,8 @@ async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> Boa
     call, cfg = runtime.context.assignment_call, runtime.context.config
     roles = await moderator.assign_roles(call.model, call.case_text, min_roles=cfg.min_roles,
                                          max_roles=cfg.max_roles, settings=call.settings,
-                                         preamble="board_preamble", preamble_package=board.PROMPTS)
+                                         preamble="board_preamble", preamble_package=board.PROMPTS,
+                                         role_labels=cfg.role_labels)
     return {"roles": roles}
 
 

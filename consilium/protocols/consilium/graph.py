@@ -44,7 +44,8 @@ async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]
         return {}
     ctx, cfg = runtime.context, runtime.context.config
     roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
-                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"))
+                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"),
+                                         role_labels=cfg.role_labels)
     return {"roles": roles}
 
 
