@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from consilium.agents.prompting import SHARED, case_messages
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
@@ -21,13 +21,32 @@ from consilium.log import get_logger
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.roles.catalogue import load_catalogue, normalise_label
 
-__all__ = ["assign_roles", "catalogue_labels", "reports_equal", "revise", "synthesise"]
+__all__ = ["PanelSettings", "assign_panel", "assign_roles", "catalogue_labels", "reports_equal", "revise", "synthesise"]
 
 log = get_logger(__name__)
 
 
 def _slug(label: str) -> str:
     return normalise_label(label).replace(" ", "-") or "role"
+
+
+class PanelSettings(Protocol):
+    """What a protocol's run config says about its panel (every protocol's RunConfig has it)."""
+
+    min_roles: int
+    max_roles: int
+    role_labels: RoleLabels
+
+    def settings(self, stage: str) -> GenerationSettings: ...
+
+
+async def assign_panel(model: ChatModel, case_text: str, config: PanelSettings, *, preamble: str = "preamble",
+                       preamble_package: str = SHARED) -> list[AssignedRole]:
+    """:func:`assign_roles` with a run config's panel size, label mode and role-assignment settings: the one
+    call every protocol that assigns a panel makes."""
+    return await assign_roles(model, case_text, min_roles=config.min_roles, max_roles=config.max_roles,
+                              settings=config.settings("role_assignment"), preamble=preamble,
+                              preamble_package=preamble_package, role_labels=config.role_labels)
 
 
 async def assign_roles(model: ChatModel, case_text: str, *, min_roles: int, max_roles: int,

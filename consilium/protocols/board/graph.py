@@ -46,12 +46,9 @@ class BoardContext:
 async def assign_roles(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:
     if state.get("roles"):
         return {}
-    call, cfg = runtime.context.assignment_call, runtime.context.config
-    roles = await moderator.assign_roles(call.model, call.case_text, min_roles=cfg.min_roles,
-                                         max_roles=cfg.max_roles, settings=call.settings,
-                                         preamble="board_preamble", preamble_package=board.PROMPTS,
-                                         role_labels=cfg.role_labels)
-    return {"roles": roles}
+    call = runtime.context.assignment_call  # its settings are the config's role-assignment settings
+    return {"roles": await moderator.assign_panel(call.model, call.case_text, runtime.context.config,
+                                                  preamble="board_preamble", preamble_package=board.PROMPTS)}
 
 
 async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState:

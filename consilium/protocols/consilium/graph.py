@@ -42,11 +42,8 @@ class ConsiliumContext:
 async def assign_roles(state: ConsiliumState, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:
     if state.get("roles"):  # shared assignment from the other format
         return {}
-    ctx, cfg = runtime.context, runtime.context.config
-    roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
-                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"),
-                                         role_labels=cfg.role_labels)
-    return {"roles": roles}
+    ctx = runtime.context
+    return {"roles": await moderator.assign_panel(ctx.moderator_model, ctx.case_text, ctx.config)}
 
 
 async def opinion(task: OpinionTask, runtime: Runtime[ConsiliumContext]) -> ConsiliumState:

@@ -39,11 +39,8 @@ class SingleContext:
 async def assign_roles(state: SingleState, runtime: Runtime[SingleContext]) -> SingleState:
     if state.get("roles"):  # the other format's assignment
         return {}
-    ctx, cfg = runtime.context, runtime.context.config
-    roles = await moderator.assign_roles(ctx.moderator_model, ctx.case_text, min_roles=cfg.min_roles,
-                                         max_roles=cfg.max_roles, settings=cfg.settings("role_assignment"),
-                                         role_labels=cfg.role_labels)
-    return {"roles": roles}
+    ctx = runtime.context
+    return {"roles": await moderator.assign_panel(ctx.moderator_model, ctx.case_text, ctx.config)}
 
 
 async def answer(state: SingleState, runtime: Runtime[SingleContext]) -> SingleState:
