@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from consilium.cli import main
 from consilium.judges.coverage import judging_coverage, print_coverage
@@ -48,9 +49,9 @@ def cases(tmp_path: Path, source: Path = CASE, n: int = 1) -> Path:
     return folder
 
 
-def cohort(tmp_path: Path, *extra: str, n: int = 1, source: Path = CASE) -> Path:
+def cohort(tmp_path: Path, *extra: str, n: int = 1, source: Path = CASE, panel: str = PANEL) -> Path:
     out = tmp_path / "runs"
-    assert main(["cohort", "--cases", str(cases(tmp_path, source, n)), "--model", PANEL, "--out", str(out),
+    assert main(["cohort", "--cases", str(cases(tmp_path, source, n)), "--model", panel, "--out", str(out),
                  *extra]) == 0
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
@@ -190,9 +191,13 @@ def test_a_moved_cohort_folder_compares_with_relative_absolute_or_old_paths(
 
 def test_compare_refuses_a_board_cohort_in_one_line_and_report_covers_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The shipped panel writes a valid single-mode meeting; without that rule its single mode answers one line.
+    shipped = yaml.safe_load((ROOT / "examples" / "models" / "scripted-panel.yaml").read_text())
+    shipped["rules"] = [r for r in shipped["rules"] if r.get("role") != "board"]
     run_dir = cohort(tmp_path, "--protocol", "board", "--judge", "otb-conclusion-alignment", "--judge-model",
                      script(tmp_path, "j.json", SCORES_4),
-                     source=ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml")
+                     source=ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml",
+                     panel=script(tmp_path, "no-single.json", shipped))
     capsys.readouterr()
     assert main(["compare", str(run_dir)]) == 2
     err = capsys.readouterr().err.strip()

@@ -1,10 +1,11 @@
 """The shipped scripted panel (examples/models/scripted-panel.yaml) answers more of the README's commands with no
-model at all: a Specialist Turn, `models check`, and every rubric in its own answer shape (issue 18, part 7). Its
-board in single mode still writes a transcript that breaks the format, on purpose: tests/test_judging_visible.py
-shows that failure."""
+model at all: a Specialist Turn, `models check`, a board in single mode with a transcript that passes every App. E.2
+check, `calibrate evolve`'s optimiser, and every rubric in its own answer shape (issue 18, part 7).
+tests/test_judging_visible.py takes the single-mode rule out to show a transcript that breaks the format."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,45 @@ def test_every_rubric_is_answered_in_its_own_shape(tmp_path: Path, rubric: str, 
     assert mine and not [i for i in mine if i.not_evaluable and "invalid judge output" in (i.reason or "")]
     aggregate = judgement.aggregates[component]
     assert {k: aggregate[k] for k in expected} == pytest.approx(expected)
+
+
+def test_a_board_in_single_mode_writes_a_valid_transcript(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path, "board", "--case", str(CASES / "tumor-board-nsclc.yaml"), "--mode", "single")
+    [trace] = [read_trace(p) for p in run_dir.glob("*.trace.json")]
+    assert trace.status == "completed"
+    record = trace.model_dump(mode="json")
+    # App. E.2: all seven checks hold, so exact = 1 and the score is 0.25·1 + 0.75·1 with no penalty.
+    assert record["validation"]["exact"] == 1 and record["validation"]["score"] == 1.0
+    assert record["conclusion"] == "The board advises CT. Treatment follows the result."
+
+
+def test_calibrate_evolve_runs_with_the_panel_as_judge_and_optimiser(tmp_path: Path) -> None:
+    run_dir = tmp_path / "judged"
+    run_dir.mkdir()
+    for n in range(4):
+        case = tmp_path / f"case-{n}.yaml"
+        case.write_text((CASES / "diagnostic-myocarditis.yaml").read_text().replace(
+            "id: diagnostic-myocarditis", f"id: case-{n}"))
+        made = _run(tmp_path, "simulate", "--case", str(case), "--format", "free-form")
+        for trace in made.glob("*.trace.json"):
+            trace.rename(run_dir / trace.name)
+    assert main(["judge", str(run_dir), "--rubric", "ai-consilium", "--judge-model", PANEL,
+                 "--component", "conclusion"]) == 0
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("case_id,component,criterion,rater,score\n"
+                       + "".join(f"case-{n},conclusion,c1,a,{1 + n % 3}\n" for n in range(4)))
+    assert main(["calibrate", "evolve", "--ratings", str(ratings), "--judgements", str(run_dir), "--rubric",
+                 "ai-consilium", "--judge-model", PANEL, "--optimiser-model", PANEL, "--criterion", "c1",
+                 "--population", "2", "--generations", "1", "--repeats", "1"]) == 0
+    [row] = read_csv(run_dir / "calibration" / "evolve.ai-consilium.table5.csv")
+    # The panel's judge scores 2 whatever the instruction, against physicians' 1, 2, 3, 1: errors 1, 0, 1, 1. Two
+    # cases train and two validate, so the two MAEs average to 3/4 whichever way the cases split, and the
+    # optimiser's rewording cannot help: the same MAE before and after, not promoted.
+    train, val = float(row["train_reeval_best_initial_mean"]), float(row["val_best_initial_mean"])
+    assert (train + val) / 2 == pytest.approx(3 / 4)
+    assert row["train_reeval_best_descendant_mean"] == row["train_reeval_best_initial_mean"]
+    assert row["promoted"] == "false" and row["decision"].startswith("not promoted")
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))

@@ -142,6 +142,21 @@ async def test_usage_and_finish_reason_come_from_the_outputs(standin: ModuleType
     await model.aclose()
 
 
+async def test_a_think_block_is_kept_out_of_the_answer_and_counted_as_reasoning(standin: ModuleType) -> None:
+    """DeepSeek-R1 / Qwen3 offline: the leading <think> block goes to ``reasoning``, the rest is the answer that is
+    parsed; its tokens (the stand-in's tokenizer is one token per character) are a part of the output tokens."""
+    content = "<think>Fever, then chest pain: viral.</think>\nAcute myocarditis."
+    standin.script.responder = lambda prompt, params: "Myocarditis." if "Plain" in prompt else content
+    model = VLLMModel("standin/tiny")
+    response = await model.generate(_request())
+    assert response.text == "Acute myocarditis." and response.reasoning == "Fever, then chest pain: viral."
+    assert response.usage.output_tokens == len(content)
+    assert response.usage.reasoning_tokens == len("Fever, then chest pain: viral.")
+    plain = await model.generate(_request("Plain, please."))
+    assert plain.reasoning is None and plain.usage.reasoning_tokens == 0
+    await model.aclose()
+
+
 async def test_partial_outputs_are_passed_over_for_the_final_one(standin: ModuleType) -> None:
     standin.script.stream_partials = True  # an engine that streams every step whatever was asked
     standin.script.responder = lambda prompt, params: "Acute viral myocarditis, most likely."

@@ -19,6 +19,7 @@ from typing import Any
 
 from consilium.errors import ConsiliumError, ModelError, TransientModelError, UserError
 from consilium.models.protocol import NO_STAGE_LIMITS
+from consilium.models.reasoning import split_reasoning
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 
@@ -141,14 +142,20 @@ class VLLMModel:
         finish = completion.finish_reason
         if finish in _ENGINE_ENDED:
             raise TransientModelError(f"vLLM ended the request (finish_reason {finish})")
+        # A reasoning model's <think> block (DeepSeek-R1, Qwen3) stays out of the answer that is parsed and judged;
+        # its tokens, a part of the output tokens, are the block's text counted with the engine's own tokenizer.
+        thought, answer = split_reasoning(completion.text)
+        output_tokens = len(completion.token_ids)
+        thinking = min(len(tokenizer.encode(thought, add_special_tokens=False)), output_tokens) if thought else 0
         return ModelResponse(
-            text=completion.text,
+            text=answer,
             usage=Usage(input_tokens=len(final.prompt_token_ids or prompt["prompt_token_ids"]),
-                        output_tokens=len(completion.token_ids),
+                        output_tokens=output_tokens, reasoning_tokens=thinking,
                         cached_tokens=int(getattr(final, "num_cached_tokens", 0) or 0), calls=1),
             latency_ms=latency_ms,
             model=self.model_id,
             finish_reason=finish,
+            reasoning=thought,
         )
 
     async def aclose(self) -> None:
