@@ -19,12 +19,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "redact"),
     ("fileio", "log", "aio", "datafiles"),
-    ("models",),
+    ("models", "observe"),
     ("roles", "cases"),
     ("agents", "graphs", "traces"),
     ("protocols",),
     ("judges",),
     ("calibration", "reports", "cohort"),
+    ("export",),
     ("api", "cli", "__main__", "__init__"),
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}

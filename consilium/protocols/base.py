@@ -25,6 +25,7 @@ from consilium.errors import BudgetExceededError, ModelError, UserError
 from consilium.log import get_logger
 from consilium.models import CallRecorder, ChatModel
 from consilium.models.backends.replay import ReplayModel
+from consilium.observe import observe_run
 from consilium.protocols.record import RecordSection
 from consilium.protocols.view import Block
 from consilium.traces.build import base_fields
@@ -67,7 +68,8 @@ async def run_recorded(body: Callable[[], Awaitable[None]], outcome: RunOutcome,
     with whatever state the body reached), never with an exception."""
     try:
         async with asyncio.timeout(wall_limit_s):
-            await body()
+            # LangSmith / OpenTelemetry see the run under its protocol's name, the prefix of ``event``.
+            await observe_run(body, event.removesuffix("_failed"), **where)
     except TimeoutError:
         outcome.error = f"WallClockLimit: the run exceeded its wall-clock limit of {wall_limit_s:g} s"
         outcome.timed_out = True
