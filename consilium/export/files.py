@@ -1,0 +1,81 @@
+"""Export files: written beside the target under a temporary name, then moved into place whole.
+
+Nothing is ever overwritten unless asked: every target is checked before anything is written, and the
+final move of a file that must be new is a hard link, which fails when the name has appeared meanwhile
+(``--force`` replaces with ``os.replace``). A failed write leaves no file and no temporary file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from consilium.errors import UserError
+from consilium.fileio import make_folder
+
+__all__ = ["check_targets", "new_file", "require"]
+
+
+def require(module: str, what: str) -> ModuleType:
+    """An optional package of the ``export`` extra, or a one-line error naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"{what} needs the export extra ({module} is not installed): "
+                        "pip install 'consilium[export]'") from None
+
+
+def check_targets(targets: list[Path], *, force: bool) -> None:
+    """Refuse, before anything is written, to replace a file that exists (unless ``force``)."""
+    if force:
+        return
+    existing = [t for t in targets if t.exists() or t.is_symlink()]
+    if existing:
+        more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
+        raise UserError(f"{existing[0]}: exists{more}; pass --force to replace the export (nothing was written)")
+
+
+def _mode() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return 0o666 & ~current
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def new_file(target: Path, *, force: bool) -> Iterator[Path]:
+    """A temporary path beside ``target`` to write to; on success it becomes ``target``."""
+    make_folder(target.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise UserError(f"{target}: cannot write ({exc.strerror or exc}); nothing was changed there") from None
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        os.chmod(tmp, _mode())  # mkstemp creates 0600; give the file what a plain open() would
+        yield tmp
+        _fsync(tmp)
+        if force:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise UserError(f"{target}: exists; pass --force to replace the export") from None
+    except OSError as exc:
+        raise UserError(f"{target}: cannot write ({exc.strerror or exc}); nothing was changed there") from None
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,186 @@
+"""A run folder as the exporters read it: its arms, and for each its trace and judgement records.
+
+Two kinds of folder: a cohort's (``arms.csv`` lists every arm, a failed one included, and its
+``manifest.json`` the settings) and a ``simulate`` / ``board`` / ``turn`` run's (``manifest.json`` lists
+its traces). Traces are read with the registry's reader and judgements with the judgement reader, one arm
+at a time, so a large cohort never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consilium.cohort.arms import relative
+from consilium.cohort.manifest import read_manifest
+from consilium.errors import UserError
+from consilium.judges.record import Judgement, read_judgement
+from consilium.protocols.registry import protocol_of, read_trace
+from consilium.reports.consilium.arm_protocols import arm_protocol
+from consilium.reports.consilium.data import read_arms, trace_location
+from consilium.traces.schema import TraceBase
+
+__all__ = ["Arm", "LoadedArm", "RunFolder", "open_run"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm as its folder lists it; ``trace`` is None for an arm that failed before writing one."""
+
+    case_id: str
+    model_spec: str | None  # None: a run whose traces did not record it (a simulate run's)
+    model: str
+    protocol: str
+    format: str
+    status: str
+    trace: Path | None
+    error: str | None = None
+    failed_stage: str | None = None
+    replicate: int | None = None
+
+    @property
+    def model_key(self) -> str:
+        """The model an arm's files and logs are grouped by: its spec, else its id."""
+        return self.model_spec or self.model
+
+
+@dataclass(frozen=True)
+class LoadedArm:
+    arm: Arm
+    trace: TraceBase | None
+    judgements: tuple[tuple[Path, Judgement], ...]
+
+
+@dataclass
+class RunFolder:
+    path: Path
+    kind: str  # "cohort" or "run"
+    run_id: str
+    created_at: str
+    updated_at: str | None
+    status: str  # "completed", "aborted", "running"
+    error: str | None
+    dataset: str
+    dataset_location: str | None
+    judge_model: str | None
+    git_revision: str | None
+    versions: dict[str, str]
+    command: list[str]
+    arms: list[Arm] = field(default_factory=list)
+
+    def relative(self, path: Path) -> str:
+        return relative(path, self.path)
+
+    def load(self, arm: Arm) -> LoadedArm:
+        """The arm's trace and the judgement records beside it (``<case>.<variant>.judge.<rubric>.json``)."""
+        if arm.trace is None:
+            return LoadedArm(arm, None, ())
+        trace = read_trace(arm.trace)
+        stem = arm.trace.name.removesuffix(".trace.json")
+        records = []
+        for file in sorted(arm.trace.parent.glob(f"{stem}.judge.*.json")):
+            judgement = read_judgement(file)
+            if judgement.trace == arm.trace.name:  # a record names the trace it scored
+                records.append((file, judgement))
+        return LoadedArm(arm, trace, tuple(records))
+
+    def loaded(self, arms: list[Arm] | None = None) -> Iterator[LoadedArm]:
+        for arm in self.arms if arms is None else arms:
+            yield self.load(arm)
+
+    def case_of(self, case_id: str) -> dict[str, Any] | None:
+        """A case as some trace of it embeds it (for an arm that left no trace of its own)."""
+        for arm in self.arms:
+            if arm.case_id == case_id and arm.trace is not None:
+                return read_trace(arm.trace).case
+        return None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _cohort_arms(run_dir: Path) -> list[Arm]:
+    rows = read_arms(run_dir, check=False)
+    # An arm that failed before its trace was made has only its spec: it takes the id its spec's other
+    # arms recorded (else the spec itself), as the reports name it.
+    ids = {r["model_spec"]: r["model"] for r in rows if r.get("model") and r.get("model_spec")}
+    arms = []
+    for row in rows:
+        spec = row.get("model_spec") or ""
+        arms.append(Arm(case_id=row["case_id"], model_spec=spec or None,
+                        model=row.get("model") or ids.get(spec, spec),
+                        protocol=arm_protocol(row), format=row["format"], status=row["status"],
+                        trace=trace_location(run_dir, row["trace"]) if row.get("trace") else None,
+                        error=row.get("error") or None, failed_stage=row.get("failed_stage") or None,
+                        replicate=_int(row.get("replicate"))))
+    return arms
+
+
+def _trace_arm(path: Path) -> Arm:
+    trace = read_trace(path)
+    protocol = protocol_of(trace)
+    return Arm(case_id=trace.case_id, model_spec=trace.model_spec, model=trace.model,
+               protocol=protocol.name, format=protocol.arm_variant(protocol.variant(trace)), status=trace.status,
+               trace=path, error=trace.error, failed_stage=trace.failed_stage)
+
+
+def _manifest_data(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a manifest (a JSON object)")
+    return data
+
+
+def _open_cohort(run_dir: Path) -> RunFolder:
+    arms = _cohort_arms(run_dir)
+    if not (run_dir / "manifest.json").is_file():  # a cohort older than 0.2 wrote it only at the end
+        first = next((read_trace(a.trace) for a in arms if a.trace is not None), None)
+        return RunFolder(path=run_dir, kind="cohort", run_id=run_dir.name,
+                         created_at=first.started_at if first else "", updated_at=None, status="completed",
+                         error=None, dataset=run_dir.name, dataset_location=None, judge_model=None,
+                         git_revision=None, versions=first.versions if first else {}, command=[], arms=arms)
+    manifest = read_manifest(run_dir)
+    cases = manifest.settings.cases
+    return RunFolder(path=run_dir, kind="cohort", run_id=manifest.run_id, created_at=manifest.created_at,
+                     updated_at=manifest.updated_at, status=manifest.status, error=manifest.error,
+                     dataset=Path(cases).name or cases, dataset_location=cases,
+                     judge_model=manifest.settings.judge_model, git_revision=manifest.git_revision,
+                     versions=manifest.versions, command=manifest.command, arms=arms)
+
+
+def _open_traces(run_dir: Path) -> RunFolder:
+    manifest = run_dir / "manifest.json"
+    data = _manifest_data(manifest)
+    names = data.get("traces")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
+        raise UserError(f"{manifest}: traces: no trace listed (not a run folder)")
+    arms = [_trace_arm(run_dir / name) for name in names]
+    cases = sorted({a.case_id for a in arms})
+    return RunFolder(path=run_dir, kind="run", run_id=str(data.get("run_id") or run_dir.name),
+                     created_at=str(data.get("created_at") or ""), updated_at=None, status="completed", error=None,
+                     dataset=", ".join(cases), dataset_location=None, judge_model=None,
+                     git_revision=data.get("git_revision") if isinstance(data.get("git_revision"), str) else None,
+                     versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
+                     command=[str(c) for c in data.get("command") or []], arms=arms)
+
+
+def open_run(run_dir: Path) -> RunFolder:
+    """A cohort folder (``arms.csv``) or a run folder (``manifest.json`` listing traces); anything else
+    is one line naming the path."""
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder")
+    if (run_dir / "arms.csv").is_file():
+        return _open_cohort(run_dir)
+    if (run_dir / "manifest.json").is_file():
+        return _open_traces(run_dir)
+    raise UserError(f"{run_dir}: not a run folder (no arms.csv and no manifest.json)")
