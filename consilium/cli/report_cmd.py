@@ -15,13 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from consilium.cli.compare_cmd import baseline_tables, coverage_section
+from consilium.cli.compare_cmd import baseline_tables, coverage_section, replicate_tables
 from consilium.cli.options import positive_int
 from consilium.cohort.tables import write_csv
 from consilium.fileio import write_text_atomic
 from consilium.protocols.board.protocol import BOARD
 from consilium.reports.compare import deliberates, scores_table, table3, table7
+from consilium.reports.consilium.cost import cost_by_stage, cost_points, cost_table, unknown_cost
 from consilium.reports.figures import write_figures
+from consilium.reports.figures.cost import write_cost_figure
 from consilium.reports.papers.otb import ALIGNMENT
 from consilium.reports.papers.responses import judged_responses
 from consilium.reports.sources import CohortPart, cohort_parts
@@ -73,13 +75,21 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
         def figures(out: Path) -> list[Path]:  # ai-consilium.txt's figures draw a deliberation
             return write_figures(data, out) if deliberates(part.protocol) else []
     tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms)
+    tables += [Table(name, title, rows) for name, (title, rows) in
+               replicate_tables(data, bootstrap=args.bootstrap, seed=args.seed).items()]
+    tables += [Table("cost", "Cost per case by model and format (USD at the prices the traces recorded; – unknown: "
+                     "a model without prices)", cost_table(data)),
+               Table("cost_by_stage", "Cost per case by stage (USD)", cost_by_stage(data))]
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
     for table in tables:
         md += [f"## {table.title}", "", markdown(table.rows)]
     if coverage:
         tables.insert(0, Table("judging_coverage", "Judging coverage", coverage))
-    return md, tables, figures
+    def with_cost(out: Path) -> list[Path]:
+        return [*figures(out), *write_cost_figure(cost_points(data), out, unknown_cost(data))]
+
+    return md, tables, with_cost
 
 
 def _baselines(parts: list[CohortPart], args: argparse.Namespace) -> list[tuple[str, list[Table]]]:

@@ -24,6 +24,7 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
+from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.base import RunModels
 from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS
 from consilium.protocols.registry import AnyProtocol, get_protocol, protocol_of, protocols
@@ -40,8 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--protocol", default="consilium",
                         help="consilium (default), single (the primary role alone answers, with no panel, "
                              "synthesis or voting: the single-specialist baseline), or a plugin's protocol")
-    parser.add_argument("--format", choices=[*FORMATS, "both"], default="both",
-                        help="response format; both shares one role assignment (default: both)")
+    parser.add_argument("--formats", "--format", dest="format", type=_formats, choices=[*FORMATS, "both"],
+                        default="both", help="response format(s): free-form, structured, or both (also written "
+                        "free-form,structured, as cohort takes it); both shares one role assignment (default: both)")
     add_model_arguments(parser)
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",
                         help="model for the moderator (default: the --model)")
@@ -53,6 +55,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="stop a format's run before a call that could take it past this many tokens")
     add_role_labels_argument(parser)
     parser.set_defaults(func=run)
+
+
+def _formats(text: str) -> str:
+    """``--formats``: one format, ``both``, or both formats comma-separated (as ``cohort --formats``)."""
+    names = {part.strip() for part in text.split(",") if part.strip()}
+    return "both" if "," in text and names == set(FORMATS) else text
 
 
 def format_protocols() -> list[str]:
@@ -111,11 +119,14 @@ def print_summary(trace: TraceBase, path: Path) -> None:
     print(f"== {trace.case_id} · {protocol.arm_variant(protocol.variant(trace))} · {trace.model} · {trace.status}")
     for line in protocol.summary(trace):
         print(f"  {line}")
-    print("  tokens by stage (input / output / calls):")
+    print("  tokens by stage (input / output / calls · cost, unknown without prices):")
+    costs = stage_costs(trace)
     for stage, usage in trace.usage.by_stage.items():
-        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}")
+        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}"
+              f" · {format_usd(costs.get(stage))}")
     total = trace.usage.total
     mark = " (estimated)" if total.estimated else ""
-    print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}{mark}")
+    print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}"
+          f" · {format_usd(trace_cost(trace))}{mark}")
     print(f"  wall time: {trace.wall_s:.1f} s")
     print(f"  trace: {path}")

@@ -3,10 +3,10 @@
 A spec string picks the backend (``embedded``, ``gguf:PATH``, ``openai:MODEL``,
 ``vllm:MODEL``, ``scripted:FILE``, ``replay:TRACE`` or an installed plugin's; see
 backends/registry.py). :func:`build_model` wraps it once per process in the shared
-layers (cache → retry → concurrency limit → backend; the cache only for a backend
+layers (prices → cache → retry → concurrency limit → backend; the cache only for a backend
 whose answers may be cached); :func:`for_run` adds the per-run layers
-(structured-output repair → answer check → recording), so each run gets its own
-record of calls.
+(structured-output repair → answer check → recording → observation, which tells
+LangChain's callbacks, e.g. LangSmith, of each call), so each run gets its own record of calls.
 """
 
 from __future__ import annotations
@@ -25,9 +25,12 @@ from consilium.models.wrappers import (
     RetryingModel,
     StructuredOutputModel,
 )
+from consilium.models.wrappers.observed import ObservedModel
+from consilium.models.wrappers.priced import PricedModel
 from consilium.models.wrappers.recording import CallRecorder, RecordingModel
 
-__all__ = ["SPEC_HELP", "ModelOptions", "build_model", "default_cache_path", "for_run", "open_backend"]
+__all__ = ["SPEC_HELP", "ModelOptions", "build_model", "default_cache_path", "for_run", "open_backend",
+           "shared_layers"]
 
 
 def default_cache_path() -> Path:
@@ -58,10 +61,21 @@ def build_model(spec: str, options: ModelOptions | None = None) -> ChatModel:
     """The backend with the shared layers; cached only where the backend allows it (not scripted or replay)."""
     options = options or ModelOptions()
     backend, model = _open(spec, options)
+    return shared_layers(model, options, cacheable=backend.cacheable, spec=spec)
+
+
+def shared_layers(model: ChatModel, options: ModelOptions, *, cacheable: bool = True,
+                  spec: str | None = None) -> ChatModel:
+    """A bare model (a backend, or a model object the API was given) in the shared layers. The response
+    cache is left out where ``cacheable`` is False or the model says ``cacheable = False`` (a LangChain
+    model without a stable identity); ``spec`` is what a price list's ``prices_spec`` is compared with."""
+    cached = options.cache and cacheable and getattr(model, "cacheable", True) is not False
     model = ConcurrencyLimitedModel(model, options.max_concurrency)
     model = RetryingModel(model, options.retry)
-    if options.cache and backend.cacheable:
+    if cached:
         model = CachedModel(model, options.cache_path or default_cache_path())
+    if options.prices is not None and options.prices_spec in (None, spec):
+        model = PricedModel(model, options.prices)
     return model
 
 
@@ -70,6 +84,6 @@ def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2, a
     """Per-run layers: every attempt is recorded; an empty or cut-off answer is asked again (at most
     ``answer_retries`` times, a cut-off one with twice the room) and then fails the stage; structured
     output is validated and repaired."""
-    checked = AnswerCheckModel(RecordingModel(model, recorder), retries=answer_retries,
+    checked = AnswerCheckModel(RecordingModel(ObservedModel(model), recorder), retries=answer_retries,
                                accept_truncated=accept_truncated)
     return StructuredOutputModel(checked, max_repairs=max_repairs)

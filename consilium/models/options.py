@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from consilium.models.pricing import Prices
 from consilium.models.wrappers.retry import RetryPolicy
 from consilium.redact import MASK, redact_url, register_secret
 
@@ -27,6 +28,11 @@ class ModelOptions:
     #: ``openai:`` requests for reasoning models (models/reasoning.py): None follows the model name's rule.
     token_param: str | None = None
     omit_settings: tuple[str, ...] | None = None
+    #: What the model's tokens cost (models/pricing.py); every call it answers records them. None: unknown.
+    prices: Prices | None = None
+    #: The spec ``prices`` are of: options shared by several models (a moderator, a cohort's extra models)
+    #: price that one alone. None: every model built with these options.
+    prices_spec: str | None = None
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # masked wherever it could be printed or stored (consilium/redact.py)

@@ -13,6 +13,7 @@ from pydantic import (
     model_validator,
 )
 
+from consilium.models.pricing import Prices
 from consilium.models.structured import OutputSchema
 from consilium.models.usage import Usage
 
@@ -116,3 +117,5 @@ class ModelResponse(BaseModel):
     finish_reason: str | None = None
     reasoning: str | None = None
     omitted_settings: tuple[str, ...] = ()
+    #: The answering model's prices, set by the shared stack's pricing layer (wrappers/priced.py).
+    prices: Prices | None = None

@@ -27,7 +27,8 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: spent, response-cache hits left out (filled in from the calls when an older trace is read).
 #: 1.4: a trace's ``kind`` may be any installed protocol's (``single`` among them) and its ``config`` is that
 #: protocol's record type, with ``role_labels`` ("free" when absent: how older runs assigned roles); a call may
-#: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent).
+#: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent); a call
+#: records its model's ``prices`` (null when absent: cost unknown, models/pricing.py).
 SCHEMA_VERSION = "1.4"
 
 

@@ -56,7 +56,7 @@ def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
 
 def _trace_1_3(data: dict[str, Any]) -> dict[str, Any]:
     """1.3 → 1.4: every new field has the default that says how the older run went (``role_labels`` free, no
-    reasoning, no setting left out, no reasoning tokens), so only the version changes."""
+    reasoning, no setting left out, no reasoning tokens, no prices: cost unknown), so only the version changes."""
     return {**data, "schema_version": "1.4"}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from consilium.models.answers import answer_problem
+from consilium.models.pricing import Prices
 from consilium.models.protocol import ChatModel
 from consilium.models.structured import OutputInvalid
 from consilium.models.tokens import count_message_tokens
@@ -63,6 +64,8 @@ class CallRecord(BaseModel):
                                                             "``response`` (models/reasoning.py)")
     omitted_settings: list[str] = Field(default_factory=list, description="settings not sent because the model "
                                                                            "refuses them (e.g. temperature)")
+    prices: Prices | None = Field(default=None, description="USD per 1M tokens of the model that answered "
+                                                            "(models/pricing.py); null: not priced")
     started_at: float
 
 
@@ -103,7 +106,7 @@ class CallRecorder:
             response=response.text, usage=response.usage, latency_ms=round(response.latency_ms, 3),
             cached=response.cached, finish_reason=response.finish_reason, started_at=started_at,
             parsed=parsed, error=error, stage_limit=stage_limit, reasoning=response.reasoning,
-            omitted_settings=list(response.omitted_settings),
+            omitted_settings=list(response.omitted_settings), prices=response.prices,
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round, cached=response.cached)
         return parsed

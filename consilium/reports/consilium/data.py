@@ -14,6 +14,8 @@ from consilium.errors import UserError
 from consilium.judges.coverage import coverage_of
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
+from consilium.models import Usage
+from consilium.models.pricing import stage_costs, trace_cost
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.arm_protocols import arm_protocol, protocols_in
@@ -22,6 +24,7 @@ from consilium.traces.schema import TraceBase
 __all__ = [
     "CONSILIUM_RUBRIC",
     "STOPS",
+    "ArmCost",
     "CohortData",
     "RoleRow",
     "judgement_coverage",
@@ -34,6 +37,19 @@ __all__ = [
 STOPS = ("consensus", "no_change", "round_limit")
 #: The rubric of Tables 6–12 (ai-consilium.txt, Tables 1, 10, 29).
 CONSILIUM_RUBRIC = "ai-consilium"
+
+
+class ArmCost(NamedTuple):
+    """One completed arm's dollars as generated (None: unknown; consilium/models/pricing.py), in all and per
+    stage, beside its tokens."""
+
+    model: str
+    format: str
+    case_id: str
+    cost: float | None
+    stages: dict[str, float | None]
+    usage: Usage
+    stage_usage: dict[str, Usage]
 
 
 class RoleRow(NamedTuple):
@@ -65,6 +81,7 @@ class CohortData:
     unmatched_records: list[Path] = field(default_factory=list)  # records of traces not completed arms
     # the panel of every (model, case) with a completed arm, once (its formats share it)
     roles: list[RoleRow] = field(default_factory=list)
+    costs: list[ArmCost] = field(default_factory=list)  # every completed arm's, in arms.csv's order
 
 
 _ARM_COLUMNS = ("case_id", "format", "status")
@@ -179,7 +196,7 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
             known = criteria.get(item.criterion)
             whole_case = known.whole_case if known is not None else bool(item.detail.get("whole_case"))
             rows.append({"case_id": arm["case_id"], "model": arm["model"], "protocol": arm["protocol"],
-                         "format": arm["format"],
+                         "format": arm["format"], "replicate": arm.get("replicate") or "",
                          "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
                          "score": "" if item.score is None else str(item.score),
                          "calibrated_score": "" if item.calibrated_score is None else str(item.calibrated_score),
@@ -211,6 +228,8 @@ def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase, pa
         counter[f"{stage}:input"] += usage.input_tokens
         counter[f"{stage}:output"] += usage.output_tokens
     counter["cases"] += 1
+    data.costs.append(ArmCost(model, fmt, case, trace_cost(trace), stage_costs(trace), trace.usage.total,
+                              trace.usage.by_stage))
     if not isinstance(trace, Trace):
         return
     for rnd in trace.rounds:
