@@ -1,4 +1,5 @@
-"""``consilium view RUN_DIR|TRACE``: one self-contained HTML file to read a run."""
+"""``consilium view RUN_DIR|TRACE``: static HTML to read a run: for a cohort folder (one with arms.csv) an
+index, a page per case and a page per arm in ``RUN_DIR/view/``; otherwise one self-contained file."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.record import read_judgement
 from consilium.protocols.registry import read_trace
+from consilium.reports.view_site import write_cohort_view
 from consilium.reports.viewer import render_page
 
 __all__ = ["register", "run"]
@@ -17,12 +19,17 @@ __all__ = ["register", "run"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("view", help="write a static HTML view of a run or a trace")
     parser.add_argument("path", type=Path, metavar="RUN_DIR|TRACE")
-    parser.add_argument("--out", type=Path, default=None, help="HTML file (default: view.html in the run folder)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="HTML file (default: view.html in the run folder, <trace>.view.html for a trace); for "
+                             "a cohort folder, the folder of its pages (default: RUN_DIR/view/)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     path: Path = args.path
+    if path.is_dir() and (path / "arms.csv").is_file():
+        print(write_cohort_view(path, args.out or path / "view"))
+        return 0
     if path.is_dir():
         traces = sorted(path.rglob("*.trace.json"))
         out = args.out or path / "view.html"

@@ -1,0 +1,132 @@
+"""What the cohort view shows of each arm: its arms.csv row, where its page goes, its cost, its judge scores
+per rubric and what it concluded; read one case at a time, so memory holds one case's traces."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from consilium.cases.model import CASE_ID_PATTERN
+from consilium.judges.record import Judgement, read_judgement
+from consilium.models.pricing import trace_cost
+from consilium.reports.consilium.data import rubric_criteria, trace_location
+from consilium.reports.view_reference import concluded
+from consilium.traces.schema import TraceBase
+
+__all__ = ["ArmView", "RubricScore", "arm_cost", "arm_judgements", "arm_page", "case_page", "case_rows",
+           "conclusion_of", "rubric_score"]
+
+
+#: A folder or file name a page path may keep (no ``..``, no separator, nothing a URL must quote but these).
+_SAFE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+@dataclass(frozen=True)
+class RubricScore:
+    """One rubric's judgement of one arm: the mean of its per-output items' scores (whole-case criteria,
+    such as case complexity, are not in the mean), how many items were scored, and how many items of
+    the judgement (whole-case ones included) were not evaluable."""
+
+    mean: float | None
+    scored: int
+    not_evaluable: int
+    items: int
+
+
+@dataclass
+class ArmView:
+    """One arm as the index and its case page show it."""
+
+    row: dict[str, str]  # its arms.csv row
+    page: str | None  # its page, relative to the view folder; None when the arm left no trace
+    trace: Path | None = None
+    conclusion: str = ""
+    cost: float | None = None
+    scores: dict[str, RubricScore] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str:
+        return self.row.get("model") or self.row.get("model_spec") or ""
+
+    @property
+    def replicate(self) -> str:
+        return self.row.get("replicate") or ""
+
+
+def arm_cost(trace: TraceBase) -> float | None:
+    """The arm's cost in dollars, as generated, at the prices its calls recorded; None (shown "—") when a
+    call has none (:func:`consilium.models.pricing.trace_cost`)."""
+    return trace_cost(trace)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+
+
+def case_page(case_id: str) -> str:
+    """``cases/<case>.html``; an id that is no valid case id (an edited arms.csv) is named by its hash, so
+    no page lands outside the view folder."""
+    return f"cases/{case_id}.html" if re.fullmatch(CASE_ID_PATTERN, case_id) else f"cases/case-{_digest(case_id)}.html"
+
+
+def arm_page(row: dict[str, str]) -> str | None:
+    """The arm's page beside the index: its trace's path under ``arms/`` with ``.html`` for ``.trace.json``
+    (so it is as unique as the trace); a trace outside ``arms/`` (or a path with ``..`` or odd characters)
+    goes to ``arms/other/``, named by a hash of its path. None for an arm that left no trace."""
+    recorded = row.get("trace") or ""
+    if not recorded:
+        return None
+    parts = PurePosixPath(recorded.replace("\\", "/")).parts
+    name = parts[-1].removesuffix(".trace.json").removesuffix(".json")
+    if "arms" in parts[:-1]:
+        start = len(parts) - 1 - parts[::-1].index("arms")
+        inner = parts[start + 1:-1]
+        if all(_SAFE_PART.fullmatch(part) for part in (*inner, name)):
+            return "/".join(("arms", *inner, f"{name}.html"))
+    safe = name if _SAFE_PART.fullmatch(name) else "arm"
+    return f"arms/other/{safe}-{_digest(recorded)}.html"
+
+
+def case_rows(run_dir: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, list[ArmView]]]:
+    """The arms of each case (in arms.csv's order of first appearance), each with its page and trace file."""
+    by_case: dict[str, list[ArmView]] = {}
+    for row in rows:
+        page = arm_page(row)
+        trace = trace_location(run_dir, row["trace"]) if page is not None else None
+        by_case.setdefault(row["case_id"], []).append(ArmView(row, page, trace))
+    yield from by_case.items()
+
+
+def arm_judgements(trace: Path) -> list[Judgement]:
+    """The judgement records beside a trace that name it, by rubric."""
+    stem = trace.name.removesuffix(".trace.json")
+    found = [read_judgement(p) for p in sorted(trace.parent.glob(f"{glob.escape(stem)}.judge.*.json"))]
+    return sorted((j for j in found if j.trace == trace.name), key=lambda j: j.rubric)
+
+
+def rubric_score(judgement: Judgement) -> RubricScore:
+    """:class:`RubricScore` of one judgement; whether a criterion is whole-case is the shipped rubric's
+    word, else the item's own ``detail.whole_case``."""
+    criteria = rubric_criteria(judgement.rubric)
+    scores = []
+    for item in judgement.items:
+        known = criteria.get(item.criterion)
+        whole_case = known.whole_case if known is not None else bool(item.detail.get("whole_case"))
+        if not whole_case and not item.not_evaluable and item.score is not None:
+            scores.append(item.score)
+    not_evaluable = sum(item.not_evaluable for item in judgement.items)
+    return RubricScore(sum(scores) / len(scores) if scores else None, len(scores), not_evaluable,
+                       len(judgement.items))
+
+
+def conclusion_of(trace: TraceBase) -> str:
+    """The text the case page shows for an arm: its conclusion (a turn's answer), else its first text."""
+    texts = concluded(trace)
+    for name in ("conclusion", "answer"):
+        if texts.get(name):
+            return texts[name]
+    return next(iter(texts.values()), "")

@@ -1,0 +1,136 @@
+"""The cohort view's own pages: the index (a row per arm, a header that counts them) and a page per case
+(the reference, then each protocol's variants side by side). Every cell is text, escaped; every link
+is relative (docs/cohorts.md, "Viewing a cohort")."""
+
+from __future__ import annotations
+
+from consilium.cases import Case
+from consilium.models.pricing import format_usd
+from consilium.protocols.registry import protocols
+from consilium.reports.view_cohort import ArmView, RubricScore, case_page
+from consilium.reports.view_html import esc, link, page, pre
+from consilium.reports.view_reference import reference_html
+
+__all__ = ["INDEX", "case_html", "cost_cell", "index_html", "rounds_cell", "score_cell", "status_cell",
+           "tokens_cell"]
+
+INDEX = "index.html"
+NONE = "—"
+
+
+def score_cell(score: RubricScore | None) -> str:
+    """``2.13 (22 scored, 1 not evaluable)``; ``—`` for an arm the rubric did not judge."""
+    if score is None:
+        return NONE
+    mean = NONE if score.mean is None else f"{score.mean:.2f}"
+    return f"{mean} ({score.scored} scored, {score.not_evaluable} not evaluable)"
+
+
+def status_cell(row: dict[str, str]) -> str:
+    status = row.get("status") or NONE
+    if status == "completed":
+        return status
+    stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
+    return f"{status}{stage}: {row['error']}" if row.get("error") else f"{status}{stage}"
+
+
+def rounds_cell(row: dict[str, str]) -> str:
+    """Review rounds (the consilium's), else a board's turns, else ``—``."""
+    if row.get("rounds"):
+        return row["rounds"]
+    return f"{row['turns']} turns" if row.get("turns") else NONE
+
+
+def tokens_cell(row: dict[str, str]) -> str:
+    """Input plus output tokens, as generated (arms.csv's ``input_tokens`` + ``output_tokens``)."""
+    try:
+        return f"{int(row['input_tokens']) + int(row['output_tokens']):,}"
+    except (KeyError, ValueError):
+        return NONE
+
+
+def cost_cell(cost: float | None) -> str:
+    """Dollars as :func:`consilium.models.pricing.format_usd` writes them; ``—`` when unknown."""
+    return format_usd(cost)
+
+
+def _has_replicates(arms: list[ArmView]) -> bool:
+    return any(arm.replicate for arm in arms)
+
+
+def _header(arms: list[ArmView]) -> str:
+    completed = sum(arm.row.get("status") == "completed" for arm in arms)
+    items = sum(s.items for arm in arms for s in arm.scores.values())
+    not_evaluable = sum(s.not_evaluable for arm in arms for s in arm.scores.values())
+    return (f"<p class=\"summary\">{len(arms)} arms · {completed} completed · {len(arms) - completed} failed · "
+            f"{items} judge items, {not_evaluable} not evaluable</p>")
+
+
+def index_html(title: str, arms: list[ArmView], rubrics: list[str]) -> str:
+    """The index: the header's counts, the cases, then one row per arm in arms.csv's order."""
+    replicates = _has_replicates(arms)
+    headers = ["case", "protocol", "model", "format", *(["replicate"] if replicates else []), "status",
+               "stop reason", "rounds", "tokens", "cost", *(f"score: {r}" for r in rubrics), "page"]
+    rows = []
+    for arm in arms:
+        row = arm.row
+        cells = [link(INDEX, case_page(row["case_id"]), row["case_id"]), esc(row.get("protocol", "")),
+                 esc(arm.model), esc(row.get("format", "")), *([esc(arm.replicate)] if replicates else []),
+                 esc(status_cell(row)), esc(row.get("stop_reason") or NONE), esc(rounds_cell(row)),
+                 esc(tokens_cell(row)), esc(cost_cell(arm.cost)),
+                 *(esc(score_cell(arm.scores.get(r))) for r in rubrics),
+                 link(INDEX, arm.page, "arm page") if arm.page else NONE]
+        status = " class=\"failed\"" if row.get("status") != "completed" else ""
+        rows.append(f"<tr{status}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    cases = " ".join(link(INDEX, case_page(c), c) for c in dict.fromkeys(a.row["case_id"] for a in arms))
+    body = (f"<h1>{esc(title)}</h1>{_header(arms)}<p>Cases: {cases}</p>"
+            f"<table class=\"arms\"><tr>{head}</tr>{''.join(rows)}</table>")
+    return page(title, body)
+
+
+def _variants(protocol: str, arms: list[ArmView]) -> list[str]:
+    """The protocol's variants these arms ran, in the protocol's order (as arms.csv names them)."""
+    present = list(dict.fromkeys(a.row.get("format", "") for a in arms))
+    known = protocols().get(protocol)
+    order = [known.arm_variant(v) for v in known.variants] if known is not None else []
+    return [v for v in order if v in present] + [v for v in present if v not in order]
+
+
+def _arm_cell(here: str, arm: ArmView | None, rubrics: list[str]) -> str:
+    if arm is None:
+        return f"<td>{NONE}</td>"
+    row = arm.row
+    known = protocols().get(row.get("protocol", ""))
+    columns = ("stop_reason", *(known.row_columns if known is not None else ()))
+    facts = " · ".join(f"{c}: {row[c]}" for c in dict.fromkeys(columns) if row.get(c))
+    scores = "".join(f"<br>{esc(r)}: {esc(score_cell(arm.scores[r]))}" for r in rubrics if r in arm.scores)
+    status = link(here, arm.page, status_cell(row)) if arm.page else esc(status_cell(row))
+    text = pre(arm.conclusion) if arm.conclusion else "<p class=\"muted\">no conclusion</p>"
+    return f"<td><p>{status}</p>{text}<p><small>{esc(facts)}{scores}</small></p></td>"
+
+
+def case_html(case_id: str, case: Case | None, arms: list[ArmView], rubrics: list[str]) -> str:
+    """A case's page: its reference and text, then per protocol one row per (model, replicate) with its
+    variants side by side: each arm's conclusion, its rounds (or turns) and stop reason, its scores."""
+    here = case_page(case_id)
+    title = f"Case {case_id}" + (f": {case.title}" if case is not None and case.title else "")
+    parts = [f"<h1>{esc(title)}</h1><nav>{link(here, INDEX, 'cohort index')}</nav>"]
+    if case is None:
+        parts.append("<p class=\"muted\">No arm of this case left a trace, so its text is not known here.</p>")
+    else:
+        parts.append("<h2>Reference (judge-only)</h2>" + reference_html(case.reference))
+        parts.append(f"<details><summary>Case text</summary>{pre(case.render())}</details>")
+    replicates = _has_replicates(arms)
+    for protocol in dict.fromkeys(a.row.get("protocol", "") for a in arms):
+        mine = [a for a in arms if a.row.get("protocol", "") == protocol]
+        variants = _variants(protocol, mine)
+        keys = list(dict.fromkeys((a.model, a.replicate) for a in mine))
+        head = "".join(f"<th>{esc(h)}</th>" for h in ["model", *(["replicate"] if replicates else []), *variants])
+        rows = []
+        for model, replicate in keys:
+            cells = {a.row.get("format", ""): a for a in mine if (a.model, a.replicate) == (model, replicate)}
+            rows.append(f"<tr><td>{esc(model)}</td>" + (f"<td>{esc(replicate)}</td>" if replicates else "")
+                        + "".join(_arm_cell(here, cells.get(v), rubrics) for v in variants) + "</tr>")
+        parts.append(f"<h2>{esc(protocol)}</h2><table class=\"variants\"><tr>{head}</tr>{''.join(rows)}</table>")
+    return page(title, "".join(parts))
