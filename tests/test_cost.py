@@ -329,3 +329,19 @@ def test_a_trace_without_prices_reads_with_cost_unknown(tmp_path: Path, capsys: 
         del call["prices"]  # as a trace written before prices were recorded
     path.write_text(json.dumps(trace), encoding="utf-8")
     assert trace_cost(read_trace(path)) is None
+
+
+def test_a_replayed_trace_costs_what_the_recorded_one_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The replay backend serves each call's recorded prices with its recorded usage, so a replayed run shows the
+    dollars of the run it reproduces, not unknown."""
+    from consilium.api import replay
+
+    prices = {"input": 2.0, "cached_input": 0.5, "output": 8.0}
+    config = _model_config(tmp_path / "m.yaml", EXAMPLE / "models" / "scripted-panel.yaml", prices)
+    _, recorded = _simulate(tmp_path, capsys, "--model-config", str(config))
+    [path] = list((tmp_path / "runs").rglob("*.trace.json"))
+    result = replay(path)
+    assert result.identical and result.served == len(recorded["calls"])
+    calls = [c.model_dump(mode="json") for c in result.replayed.calls]
+    assert [c["prices"] for c in calls] == [c["prices"] for c in recorded["calls"]]
+    assert dollars(calls, prices) == pytest.approx(dollars(recorded["calls"], prices)) and dollars(calls, prices) > 0

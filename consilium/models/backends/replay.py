@@ -82,7 +82,7 @@ class ReplayModel:
         self.served += 1
         return ModelResponse(text=record.response, usage=record.usage, latency_ms=0.0, model=record.model,
                              cached=record.cached, finish_reason=record.finish_reason, reasoning=record.reasoning,
-                             omitted_settings=tuple(record.omitted_settings))
+                             omitted_settings=tuple(record.omitted_settings), prices=record.prices)
 
     async def aclose(self) -> None:
         return None
