@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
 from consilium import aio
@@ -26,7 +28,8 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import ChatModel, GenerationSettings
-from consilium.models.factory import ModelOptions, build_model
+from consilium.models.backends.langchain_chat import LangChainChatModel
+from consilium.models.factory import ModelOptions, build_model, shared_layers
 from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BoardConfig
 from consilium.protocols.board.run import run_turn
@@ -41,7 +44,7 @@ __all__ = ["ReplayResult", "ajudge", "areplay", "arun", "aturn", "judge", "load_
            "turn"]
 
 T = TypeVar("T")
-Model = str | ChatModel
+Model = str | ChatModel | BaseChatModel
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -50,8 +53,9 @@ def _sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return aio.run(coro)
+    # In the caller's context, so its LangChain run config (callbacks, LangSmith parent) and --otel reach the run.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(aio.run, coro).result()
+        return pool.submit(contextvars.copy_context().run, aio.run, coro).result()
 
 
 def _case(case: Case | str | Path) -> Case:
@@ -59,9 +63,13 @@ def _case(case: Case | str | Path) -> Case:
 
 
 def _model(model: Model, options: ModelOptions | None) -> tuple[ChatModel, bool]:
-    """The model stack, and whether this call built it (and so closes it)."""
+    """The model stack, and whether this call built it (and so closes it): a spec, or a LangChain chat model
+    (bare or as a :class:`LangChainChatModel`) in the shared layers; a ChatModel object as given."""
     if isinstance(model, str):
         return build_model(model, options or ModelOptions.from_env()), True
+    if isinstance(model, BaseChatModel | LangChainChatModel):
+        bare = model if isinstance(model, LangChainChatModel) else LangChainChatModel(model)
+        return shared_layers(bare, options or ModelOptions.from_env(), spec=bare.model_id), True
     return model, False
 
 

@@ -50,7 +50,8 @@ def test_python_dash_m_entry_point_exits_2_without_traceback() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == ("consilium: error: unknown model spec 'bogus' (expected embedded, gguf:PATH, "
-                                   "openai:MODEL, vllm:MODEL, scripted:FILE or replay:TRACE)")
+                                   "openai:MODEL, vllm:MODEL, langchain:MODULE:FACTORY, scripted:FILE or "
+                                   "replay:TRACE)")
 
 
 def test_model_config_files_load_and_flags_override(tmp_path: Path, capsys: pytest.CaptureFixture[str],

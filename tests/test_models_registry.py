@@ -88,7 +88,8 @@ def simulate(plugins: Path, model: str, out: Path) -> list[dict[str, object]]:
 
 
 def test_the_built_in_backends_declare_themselves() -> None:
-    assert SPEC_HELP == "embedded, gguf:PATH, openai:MODEL, vllm:MODEL, scripted:FILE or replay:TRACE"
+    assert SPEC_HELP == ("embedded, gguf:PATH, openai:MODEL, vllm:MODEL, langchain:MODULE:FACTORY, scripted:FILE "
+                         "or replay:TRACE")
     assert {p for p, b in BUILTIN_BACKENDS.items() if not b.cacheable} == {"scripted", "replay"}
     assert BUILTIN_BACKENDS["vllm"].extra == "vllm" and BUILTIN_BACKENDS["embedded"].argument is None
     assert resolve_spec("scripted:a:b.yaml") == (BUILTIN_BACKENDS["scripted"], "a:b.yaml")

@@ -110,6 +110,12 @@ def _open_vllm(arg: str, options: ModelOptions) -> ChatModel:
     return VLLMModel(arg)
 
 
+def _open_langchain(arg: str, options: ModelOptions) -> ChatModel:
+    from consilium.models.backends.langchain_chat import load_chat_model
+
+    return load_chat_model(arg)
+
+
 def _open_scripted(arg: str, options: ModelOptions) -> ChatModel:
     from consilium.models.backends.scripted import ScriptedModel
 
@@ -130,6 +136,8 @@ BUILTIN_BACKENDS: Mapping[str, Backend] = {b.prefix: b for b in (
             argument="MODEL"),
     Backend("vllm", _open_vllm, "vLLM's async engine in this process (GPU)", argument="MODEL",
             extra="vllm", requires="vllm"),
+    Backend("langchain", _open_langchain, "the LangChain chat model a function in an importable module returns",
+            argument="MODULE:FACTORY"),
     Backend("scripted", _open_scripted, "answers from a script file, for tests and demos", argument="FILE",
             cacheable=False),
     Backend("replay", _open_replay, "the answers recorded in a trace", argument="TRACE", cacheable=False),
