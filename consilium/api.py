@@ -21,6 +21,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
 from consilium import aio
+from consilium.agents.labels import with_role_labels
 from consilium.cases import Case, load_case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
@@ -103,7 +104,10 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
         raise UserError(f"variants: {unknown or wanted!r}: the {chosen.name} protocol runs in "
                         f"{', '.join(chosen.variants)}")
     the_case = _case(case)
-    settings = _config(chosen.config_model, config)
+    # role_labels, unless the config sets it, as the moderator's model defaults to (a model object: free).
+    chair_spec = moderator if moderator is not None else model
+    settings = with_role_labels(_config(chosen.config_model, config), *([chair_spec] if isinstance(chair_spec, str)
+                                                                         else []))
     panel, own_panel = _model(model, options)
     chair, own_chair = _model(moderator, options) if moderator is not None else (panel, False)
     run_id = new_run_id(the_case.id)

@@ -189,3 +189,20 @@ def test_a_board_meeting_takes_the_setting(tmp_path: Path) -> None:
         assert trace.config["role_labels"] == labels
         assert [r.label for r in trace.roles] == ["Medical Oncology", "Radiology"]  # type: ignore[attr-defined]
         assert main(["replay", str(path)]) == 0
+
+
+def test_the_api_resolves_the_default_as_the_command_line_does(tmp_path: Path) -> None:
+    """consilium.run takes role_labels from its config when set, else from the moderator's spec by the same rule
+    as the CLI (agents/labels.py): a scripted spec is free, and so is a model object, whose spec is unknown."""
+    import consilium
+
+    script = tmp_path / "panel.json"
+    script.write_text(json.dumps(PANEL))
+
+    def labels(**kwargs: Any) -> str:
+        [trace] = consilium.run(CASE, variants=["free-form"], **kwargs)
+        return str(trace.config["role_labels"])
+
+    assert labels(model=f"scripted:{script}") == "free"
+    assert labels(model=f"scripted:{script}", config={"role_labels": "catalogue"}) == "catalogue"
+    assert labels(model=ScriptedModel(Script.model_validate(PANEL))) == "free"

@@ -25,6 +25,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from consilium.agents.labels import default_role_labels
 from consilium.agents.prompting import SHARED, load_prompt, prompt_hashes
 from consilium.agents.schemas import RoleLabels
 from consilium.cases import Case, load_case, problems_from_validation
@@ -41,11 +42,6 @@ __all__ = ["CaseInput", "StudioError", "StudioInput", "StudioJob", "StudioOutput
 
 CaseInput = str | dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
-
-#: The models whose panel is named from the role catalogue when ``role_labels`` is not given (as the CLI
-#: does, consilium/cli/labels.py): the bundled 135M model, left free, does not name specialties.
-_CATALOGUE_BY_DEFAULT = ("embedded",)
-
 
 class StudioError(UserError, ValueError):
     """A dev run's user error (a bad ``configurable`` value, a case that does not load, an unknown model). Also a
@@ -108,9 +104,8 @@ class StudioJob:
         keys = {"seed": "seed", "temperature": "temperature", "role_labels": "role_labels", **fields}
         values = {name: self.settings[key] for name, key in keys.items() if key in self.settings}
         if "role_labels" not in values:
-            specs = {self.settings.get("moderator_model") or self.settings.get("model") or "embedded"}
-            default = {spec.partition(":")[0] for spec in specs} <= set(_CATALOGUE_BY_DEFAULT)
-            values["role_labels"] = "catalogue" if default else "free"
+            values["role_labels"] = default_role_labels(
+                self.settings.get("moderator_model") or self.settings.get("model") or "embedded")
         try:
             return model.model_validate(values)
         except ValidationError as exc:
