@@ -10,15 +10,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.cli.cohort_execute import execute, open_manifest, prepare, record_abort
+from consilium.cli.cohort_execute import run_plan
 from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import add_scope_argument
 from consilium.cli.labels import add_role_labels_argument
-from consilium.cli.options import add_model_arguments, positive_float, positive_int
-from consilium.cohort.manifest import RunLock
+from consilium.cli.options import (
+    add_model_arguments,
+    add_otel_argument,
+    finite_float,
+    positive_float,
+    positive_int,
+)
 from consilium.cohort.protocols import protocol_list
 from consilium.errors import UserError
-from consilium.fileio import make_folder
 
 __all__ = ["protocol_arg", "register", "run"]
 
@@ -38,26 +42,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--config", type=Path, default=None,
                         help="YAML run settings (configs/consilium.yaml); each protocol takes the keys it has")
     parser.add_argument("--experiment", type=Path, default=None, metavar="FILE",
-                        help="an experiment setup (configs/experiments/*.yaml): protocol, variants, run settings, "
-                             "judges; flags override it")
+                        help="an experiment file (configs/experiments/*.yaml): cases, models, protocols, variants, "
+                             "run settings, judges, replicates; alone it runs the study, flags beside it override it")
     parser.add_argument("--protocol", type=protocol_arg, default=None, metavar="NAME[,NAME...]",
                         help="the protocols to run side by side, comma-separated: any with variants, e.g. "
                              "consilium (formats), single (formats), board (modes) (default: consilium)")
-    parser.add_argument("--formats", default=None,
+    parser.add_argument("--formats", "--format", dest="formats", default=None,
                         help="formats of the protocols run in formats (consilium, single), comma-separated "
                              "(default: both)")
     parser.add_argument("--modes", default=None, help="board modes, comma-separated (default: both)")
     add_model_arguments(parser)
     parser.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                         help="more panel models; each gets its own arms (repeatable)")
-    parser.add_argument("--concurrency", type=positive_int, default=None,
-                        help="model calls in flight across all arms (default 4)")
+    parser.add_argument("--moderator-model", default=None, metavar="SPEC",
+                        help="the moderator's model in every arm (default: the arm's panel model); not with --ray")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
     parser.add_argument("--judge-model", default=None, metavar="SPEC", help="the judge's model (needed with --judge)")
     add_scope_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    parser.add_argument("--temperature", type=finite_float, default=None,
+                        help="sampling temperature, 0 to 2 (default 0)")
+    parser.add_argument("--max-rounds", type=positive_int, default=None,
+                        help="review rounds of the protocols that have them (default 5)")
     add_role_labels_argument(parser)
+    add_otel_argument(parser)
     parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                         help="finish an interrupted cohort with its own settings (from its manifest.json)")
@@ -80,13 +90,4 @@ def run(args: argparse.Namespace) -> int:
 
     if cohort_scale_cmd.wanted(args):
         return cohort_scale_cmd.run(args)
-    plan = resume_plan(args) if args.resume is not None else new_plan(args)
-    arms, models, judge = prepare(plan)
-    make_folder(plan.run_dir)
-    with RunLock(plan.run_dir):
-        manifest = open_manifest(plan)
-        try:
-            return execute(plan, arms, models, judge, manifest)
-        except Exception as exc:
-            record_abort(plan, manifest, exc)
-            raise
+    return run_plan(resume_plan(args) if args.resume is not None else new_plan(args))

@@ -8,18 +8,17 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
 from consilium import aio
 from consilium.cli.cohort_finish import finish
-from consilium.cohort.arms import CohortArm, check_arm_paths
+from consilium.cohort.arms import CohortArm, check_arm_paths, replicated
 from consilium.cohort.index import INDEX_FIELDS, ArmIndex
-from consilium.cohort.manifest import CohortManifest, clean_temp_files, new_manifest, write_cohort_manifest
-from consilium.cohort.progress import ArmTally
-from consilium.cohort.rows import ARM_COLUMNS, variant_columns
+from consilium.cohort.manifest import CohortManifest, RunLock, clean_temp_files, new_manifest, write_cohort_manifest
+from consilium.cohort.progress import ArmTally, ItemProgress
+from consilium.cohort.rows import ARM_COLUMNS, REPLICATE_COLUMNS, row_key, variant_columns
 from consilium.cohort.run import CohortRun, run_cohort
 from consilium.cohort.tables import CsvLog, append_jsonl, write_csv
 from consilium.errors import UserError
+from consilium.fileio import make_folder
 from consilium.log import attach_run_log, get_logger
 from consilium.models import ChatModel
 from consilium.models.factory import build_model
@@ -29,7 +28,7 @@ from consilium.protocols.registry import get_protocol
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
 
-__all__ = ["execute", "open_manifest", "prepare", "record_abort"]
+__all__ = ["execute", "open_manifest", "prepare", "record_abort", "run_plan"]
 
 log = get_logger(__name__)
 
@@ -38,11 +37,12 @@ def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatMode
     """The plan's arms, one per (case, model, protocol), refused if two would share a file, and its models,
     every one opened before anything is written: a bad spec or model file leaves no run folder."""
     s = plan.settings
-    arms = [CohortArm(case, spec, tuple(s.variants_of(name)), name,
-                      plan.images.get(case.id, ()) if get_protocol(name).uses_slides else ())
-            for case in plan.cases for spec in s.models for name in s.protocols]
+    arms = replicated([CohortArm(case, spec, tuple(s.variants_of(name)), name,
+                                 plan.images.get(case.id, ()) if get_protocol(name).uses_slides else ())
+                       for case in plan.cases for spec in s.models for name in s.protocols], s.seeds)
     check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
-    models = {spec: build_model(spec, plan.options) for spec in s.models}
+    models = {spec: build_model(spec, plan.options)
+              for spec in dict.fromkeys([*s.models, *([s.moderator_model] if s.moderator_model else [])])}
     judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
     return arms, models, judge
 
@@ -76,44 +76,44 @@ def arm_count(arms: list[CohortArm]) -> int:
     return sum(len(arm.formats) for arm in arms)
 
 
-def sorted_rows(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """arms.csv's order: case id, model spec, format."""
-    return sorted(rows.values(), key=lambda r: (r["case_id"], r["model_spec"], r["format"]))
+def sorted_rows(rows: dict[tuple[str, str, str, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """arms.csv's order: case id, model spec, format, replicate."""
+    return sorted(rows.values(), key=row_key)
 
 
 def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], judge: ChatModel | None,
-            manifest: CohortManifest) -> int:
+            manifest: CohortManifest, kept: dict[tuple[str, str, str, int], dict[str, Any]] | None = None) -> int:
+    """Every arm of the plan, then judging and the summary (0, or 1 when an arm failed); ``kept``, when
+    given, receives the rows of arms.csv by arm (the Python API returns them)."""
     run_dir, s = plan.run_dir, plan.settings
     run_id = run_dir.name
-    stacks = {spec: RunModels(panel=model, moderator=model) for spec, model in models.items()}  # one limit per spec
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    # one limit per spec; --moderator-model: one moderator for every arm
+    stacks = {spec: RunModels(panel=models[spec], moderator=models[s.moderator_model or spec]) for spec in s.models}
+    rows: dict[tuple[str, str, str, int], dict[str, Any]] = {} if kept is None else kept
     tally = ArmTally()  # running counts: re-summing every row on each arm is quadratic
     total = arm_count(arms)
     started = time.perf_counter()
-    on_terminal = sys.stderr.isatty()
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("failed {task.fields[failed]} · {task.fields[tokens]:,} tokens"),
-                        TimeRemainingColumn(), disable=not on_terminal, transient=True)
-    task = progress.add_task("arms", total=total, failed=0, tokens=0)
+    # a bar on a terminal; a batch job's log shows one line per arm, with the bar's counts
+    progress = ItemProgress("arms", total, tail="failed 0 · 0 tokens", transient=True)
     # arms.csv grows row by row as arms finish (complete at every moment), then is rewritten sorted.
-    arms_log = CsvLog(run_dir / "arms.csv", (*ARM_COLUMNS, *variant_columns(s.protocols)))
+    arms_log = CsvLog(run_dir / "arms.csv", (*ARM_COLUMNS, *variant_columns(s.protocols),
+                                             *(REPLICATE_COLUMNS if s.seeds is not None else ())))
 
     def on_done(row: dict[str, Any]) -> None:
-        key = (row["case_id"], row["model_spec"], row["format"])
+        key = row_key(row)
         if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
             append_jsonl(run_dir / "arms.jsonl", row)
         row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}
         tally.add(row, rows.get(key))
         rows[key] = row
         arms_log.append([row])
-        progress.update(task, advance=1, failed=tally.failed, tokens=tally.tokens)
         log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
                  status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
-        if not on_terminal:  # a batch job's log shows progress, one line per arm, with the bar's counts
-            note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
-            print(f"[{tally.done}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
-                  f"{row['status']}{note} · failed {tally.failed} · {tally.tokens:,} tokens", file=sys.stderr,
-                  flush=True)
+        note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""
+        replicate = f" · r{row['replicate']}" if row.get("replicate") not in (None, "") else ""
+        progress.advance(f"{row['case_id']} · {row['format']}{replicate} · {row['model_spec']}",
+                         f"{row['status']}{note}",
+                         tail=f"failed {tally.failed} · {tally.tokens:,} tokens", done=tally.done)
 
     resumed = plan.manifest is not None
     cohort = CohortRun(run_dir=run_dir, run_id=run_id, configs=plan.configs, on_done=on_done,
@@ -133,3 +133,17 @@ def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], jud
     finally:
         write_csv(run_dir / "arms.csv", sorted_rows(rows), fields=ARM_COLUMNS)  # the arms finished, even if stopped
     return finish(plan, manifest, lambda: sorted_rows(rows), judge, started)
+
+
+def run_plan(plan: Plan, kept: dict[tuple[str, str, str, int], dict[str, Any]] | None = None) -> int:
+    """A planned cohort run here, as ``consilium cohort`` runs it: models opened before the folder is made,
+    the manifest written under the folder's lock, and a stop recorded in it (the CLI and the Python API)."""
+    arms, models, judge = prepare(plan)
+    make_folder(plan.run_dir)
+    with RunLock(plan.run_dir):
+        manifest = open_manifest(plan)
+        try:
+            return execute(plan, arms, models, judge, manifest, kept)
+        except Exception as exc:
+            record_abort(plan, manifest, exc)
+            raise

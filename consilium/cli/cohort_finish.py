@@ -63,10 +63,14 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
     setup = JudgeSetup(model=model, scope=plan.scope)
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
+    # A cohort run in replicates names each judgement's replicate, after format, as arms.csv does.
+    replicate = {run_dir / r["trace"]: {"replicate": r["replicate"]} for r in rows
+                 if r.get("trace") and r.get("replicate") not in (None, "")}
     jobs = [(rubric, path) for rubric in plan.rubrics for path in paths]
     tables: dict[int, list[dict[str, Any]]] = {}
     judgements: list[Judgement] = []
-    csv_log = CsvLog(run_dir / "judgements.csv", JUDGEMENT_COLUMNS)
+    columns = (*JUDGEMENT_COLUMNS[:4], "replicate", *JUDGEMENT_COLUMNS[4:]) if replicate else JUDGEMENT_COLUMNS
+    csv_log = CsvLog(run_dir / "judgements.csv", columns)
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
         out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
@@ -75,7 +79,8 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
         protocol = protocol_of(trace)
         variant = protocol.arm_variant(judgement.variant) if judgement.variant is not None else ""
         tables[position] = [{"case_id": judgement.case_id, "model": trace.model, "protocol": protocol.name,
-                             "format": variant, "rubric": rubric.name, "component": item.component,
+                             "format": variant, **replicate.get(path, {}), "rubric": rubric.name,
+                             "component": item.component,
                              "criterion": item.criterion, "score": item.score,
                              "calibrated_score": item.calibrated_score,
                              "not_evaluable": item.not_evaluable, "reason": item.reason or "",
@@ -93,7 +98,7 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     with csv_log:
         aio.run(go())
     path = write_csv(run_dir / "judgements.csv", [row for position in sorted(tables) for row in tables[position]],
-                     fields=JUDGEMENT_COLUMNS)
+                     fields=columns)
     # Per rubric and component: judged, not evaluable, the commonest reasons; a rubric of which nothing
     # could be judged is a warning on stderr, never a rubric silently missing from the tables.
     print_coverage(judging_coverage(judgements, [r.name for r in plan.rubrics]))

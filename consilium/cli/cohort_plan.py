@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
+from consilium.cli.cohort_experiment import apply_experiment
+from consilium.cli.concurrency import default_concurrency
 from consilium.cli.labels import with_role_labels
-from consilium.cli.options import ModelConfigFile, model_options, model_spec, run_config
-from consilium.cohort.cases import case_places, cohort_images, load_cohort_files
-from consilium.cohort.experiment import Experiment, experiment_variants, load_experiment
+from consilium.cli.options import (
+    ModelConfigFile,
+    flag_name,
+    model_options,
+    model_spec,
+    run_config,
+)
+from consilium.cohort.cases import case_places, cases_exist, cohort_images, load_cohort_files
+from consilium.cohort.experiment import FILE_SPECS, Experiment, experiment_variants, load_experiment, replicate_seeds
 from consilium.cohort.manifest import CohortManifest, CohortSettings, ModelSettings, read_manifest
 from consilium.cohort.protocols import VARIANT_FLAGS, cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
@@ -46,9 +54,6 @@ class Plan:
     manifest: CohortManifest | None = None  # the resumed cohort's
     scope: Scope | None = None  # the four-decision scope protocol (--scope)
     images: dict[str, tuple[str, ...]] = field(default_factory=dict)  # case id → its slide images (boards)
-
-
-FILE_SPECS = ("scripted", "gguf", "replay")
 
 
 def absolute_spec(spec: str) -> str:
@@ -96,40 +101,65 @@ def _configs(protocols: list[str], args: argparse.Namespace, experiment: Experim
     """Each protocol's run settings, in layers: the defaults, the experiment's run settings, a --config
     file, then flags; each protocol takes the keys its config has. Unset, role_labels follows the cohort's
     models (every arm of a cohort has the same settings): catalogue only if all of them default to it."""
-    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit, "role_labels": args.role_labels}
+    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit, "role_labels": args.role_labels,
+             **given_run_flags(args, protocols)}
     in_file = _file_settings(args.config) if args.config else {}
     split_settings(in_file, protocols, f"{args.config}: ")  # a key no protocol has names the file
     under = split_settings({k: v for k, v in experiment.run.items() if k not in in_file}, protocols,
                            f"{args.experiment}: run.")
-    return {name: with_role_labels(run_config(get_protocol(name).config_model, args.config, {**under[name], **flags},
-                                              known_only=True), *specs)
+    return {name: with_role_labels(run_config(get_protocol(name).config_model, args.config,
+                                              {**under[name], **_own(flags, name)}, known_only=True), *specs)
             for name in protocols}
 
 
+#: Run-settings flags a cohort shares with ``simulate`` (argparse dest → config field).
+RUN_FLAGS = {"seed": "seed", "temperature": "temperature", "max_rounds": "max_rounds"}
+
+
+def given_run_flags(args: argparse.Namespace, protocols: list[str]) -> dict[str, Any]:
+    """The ``--seed``, ``--temperature`` and ``--max-rounds`` given, by field; one that no protocol of the
+    cohort has is refused, as ``simulate`` refuses it."""
+    given = {key: getattr(args, dest, None) for dest, key in RUN_FLAGS.items()}
+    given = {key: value for key, value in given.items() if value is not None}
+    for key in given:
+        if not any(key in get_protocol(name).config_model.model_fields for name in protocols):
+            raise UserError(f"{flag_name(key)}: not a setting of protocol {', '.join(map(repr, protocols))}")
+    return given
+
+
+def _own(flags: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """The flags that are settings of ``protocol`` (``--max-rounds`` is the consilium's, not the board's)."""
+    fields = get_protocol(protocol).config_model.model_fields
+    return {key: value for key, value in flags.items() if key in fields}
+
+
 def new_plan(args: argparse.Namespace) -> Plan:
+    setup = apply_experiment(args)  # what the file sets, as the flags it stands for (a flag given wins)
+    experiment = setup.experiment
     if args.cases is None:
         raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
-    experiment = load_experiment(args.experiment) if args.experiment else Experiment()
     protocols: list[str] = args.protocol or experiment.protocols
     found = load_cohort_files(args.cases)[: args.limit]
     cases = [case for case, _ in found]
     variants = cohort_variants(protocols, *_given_variants(args, experiment if args.experiment else None,
                                                            protocols))
     specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
-    configs = _configs(protocols, args, experiment, specs)
+    moderator = absolute_spec(args.moderator_model) if args.moderator_model else None
+    configs = _configs(protocols, args, experiment, [moderator] if moderator else specs)  # who assigns the roles
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
     check_scope(args.scope, rubrics, case_places(args.cases, cases))
-    # --concurrency is the cohort's word for a model's --max-concurrency (calls in flight across all arms).
+    # --concurrency: model calls in flight across all arms, by default what suits the slowest backend.
     model_file = _model_file(args)
-    concurrency = (args.concurrency or args.max_concurrency or (model_file.max_concurrency if model_file else None)
-                   or 4)
-    options = model_options(args, max_concurrency=concurrency)
+    concurrency = (args.concurrency or (model_file.max_concurrency if model_file else None)
+                   or default_concurrency(*specs, *([moderator] if moderator else [])))
+    options = model_options(args, max_concurrency=concurrency, prices_spec=specs[0],  # the spec made absolute
+                            **setup.options)
     settings = CohortSettings(
         protocols=protocols, variants=list(dict.fromkeys(v for chosen in variants.values() for v in chosen)),
-        models=specs, cases=str(args.cases.resolve()), limit=args.limit,
+        models=specs, moderator_model=moderator, cases=str(args.cases.resolve()), limit=args.limit,
         case_hashes={c.id: c.content_hash() for c in cases},
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
@@ -140,7 +170,8 @@ def new_plan(args: argparse.Namespace) -> Plan:
             max_concurrency=options.max_concurrency, timeout=options.timeout_s,
             max_attempts=options.retry.max_attempts, retry_base_delay=options.retry.base_delay_s,
             no_cache=bool(args.no_cache), cache_path=str(args.cache_path.resolve()) if args.cache_path else None,
-            api_key_env=model_file.api_key_env if model_file else None))
+            api_key_env=model_file.api_key_env if model_file else setup.api_key_env),
+        seeds=replicate_seeds(experiment, configs[protocols[0]].seed), experiment=setup.record)
     return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
                 configs=configs, rubrics=rubrics, options=options, scope=args.scope,
                 images=cohort_images(protocols, found))
@@ -169,7 +200,8 @@ def _refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_di
             run_config(get_protocol(name).config_model, args.config, {}, known_only=True)
     given_options = model_options(args, max_concurrency=s.concurrency) if args.model_config else None
     refuse_conflicts(args, manifest, run_dir, protocols=args.protocol, variants=variants, specs=specs,
-                     experiment=experiment, config_values=config_values, model_options=given_options)
+                     experiment=experiment, config_values=config_values, model_options=given_options,
+                     moderator=absolute_spec(args.moderator_model) if args.moderator_model else None)
 
 
 def resume_plan(args: argparse.Namespace) -> Plan:
@@ -177,7 +209,7 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     manifest = read_manifest(run_dir)
     s = manifest.settings
     _refuse_conflicts(args, manifest, run_dir)
-    if not Path(s.cases).exists():
+    if not cases_exist(Path(s.cases)):
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
                         "started with")
     found = load_cohort_files(Path(s.cases))[: s.limit]
@@ -195,7 +227,7 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     kept = argparse.Namespace(
         model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
         schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
-        max_concurrency=s.model.max_concurrency,
+        concurrency=s.model.max_concurrency,
         timeout=s.model.timeout or s.configs[s.protocols[0]].get("timeout_s"),
         max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay, no_cache=s.model.no_cache,
         cache_path=Path(s.model.cache_path) if s.model.cache_path else None)

@@ -25,7 +25,7 @@ from consilium.cohort import ray_run
 from consilium.cohort.arms import CohortArm
 from consilium.cohort.index import INDEX_FIELDS
 from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock
-from consilium.cohort.rows import ARM_COLUMNS
+from consilium.cohort.rows import ARM_COLUMNS, row_key
 from consilium.cohort.shard import Shard
 from consilium.cohort.tables import append_jsonl, write_csv
 from consilium.errors import UserError
@@ -75,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         ray_run.require_ray()  # before anything is read or written
     plan = _shard_plan(resume_plan(args) if args.resume is not None else new_plan(args),
                        getattr(args, "shard", None))
+    if address is not None and plan.settings.moderator_model:
+        raise UserError("--moderator-model: not with --ray (each Ray worker opens the panel models alone); run "
+                        "the cohort in this process, or in shards (--shard)")
     arms, models, judge = prepare(plan)
     joined = False
     if address is not None:
@@ -105,7 +108,7 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
     """What the local cohort's ``execute`` does, with the arms run by Ray tasks: each streamed arm's
     trace is written at its relative path, then its row appended, as a local arm's is."""
     run_dir, s = plan.run_dir, plan.settings
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     total = arm_count(arms)
     started = time.perf_counter()
     root = run_dir.resolve()
@@ -126,7 +129,7 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
             if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
                 append_jsonl(run_dir / "arms.jsonl", row)
             row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}  # arms.jsonl's own
-            rows[(row["case_id"], row["model_spec"], row["format"])] = row
+            rows[row_key(row)] = row
             log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
                      status=row["status"], resumed=bool(row.get("resumed")), error=row.get("error") or None)
             note = " (resumed)" if row.get("resumed") else f": {row['error']}" if row["status"] != "completed" else ""

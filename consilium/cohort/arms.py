@@ -5,13 +5,15 @@ asks for. Traces go into ``arms/<model folder>/<2 hex of sha256(case id)>/``, 25
 no folder holds hundreds of thousands of files; cohorts made before (manifest 1.1) keep their flat
 folders. A trace's file name is the variant as the protocol names it in a cohort
 (:meth:`~consilium.protocols.base.Protocol.arm_variant`: ``free-form``, ``single-structured``,
-``board-agents``), so the arms of several protocols share a model's folders.
+``board-agents``), so the arms of several protocols share a model's folders; an arm of a cohort run in
+replicates (an experiment's ``replicates:``) adds its replicate index (``<case>.free-form.r2.trace.json``),
+so no replicate's file is another's.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +21,8 @@ from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["LAYOUTS", "CohortArm", "Layout", "arm_path", "check_arm_paths", "model_folder", "relative"]
+__all__ = ["LAYOUTS", "CohortArm", "Layout", "arm_path", "check_arm_paths", "model_folder", "relative",
+           "replicated"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class CohortArm:
     formats: tuple[str, ...]
     protocol: str = "consilium"
     images: tuple[str, ...] = ()  # the case's slide images, resolved against its file's folder
+    replicate: int | None = None  # its index (0, 1, …) in a cohort run in replicates; None: not replicated
+    seed: int | None = None  # the replicate's sampling seed, replacing the run settings' seed
 
     def names(self) -> list[str]:
         """The arm's variants as its cohort's files and tables name them."""
@@ -54,13 +59,23 @@ Layout = Literal["sharded", "flat"]
 LAYOUTS: tuple[Layout, ...] = ("sharded", "flat")
 
 
-def arm_path(run_dir: Path, case_id: str, model_spec: str, fmt: str, layout: Layout = "sharded") -> Path:
-    """``arms/<model folder>/<shard>/<case>.<variant>.trace.json``; the shard is the first two hex digits
-    of the case id's SHA-256, so a case's variants share a folder. ``flat`` leaves the shard out."""
+def arm_path(run_dir: Path, case_id: str, model_spec: str, fmt: str, layout: Layout = "sharded",
+             replicate: int | None = None) -> Path:
+    """``arms/<model folder>/<shard>/<case>.<variant>[.r<replicate>].trace.json``; the shard is the first
+    two hex digits of the case id's SHA-256, so a case's variants (and replicates) share a folder. ``flat``
+    leaves the shard out."""
     folder = run_dir / "arms" / model_folder(model_spec)
     if layout == "sharded":
         folder = folder / hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:2]
-    return folder / f"{case_id}.{fmt}.trace.json"
+    tail = "" if replicate is None else f".r{replicate}"
+    return folder / f"{case_id}.{fmt}{tail}.trace.json"
+
+
+def replicated(arms: list[CohortArm], seeds: list[int] | None) -> list[CohortArm]:
+    """Each arm once per replicate, replicate i with ``seeds[i]`` (None: the arms as they are)."""
+    if seeds is None:
+        return arms
+    return [replace(arm, replicate=i, seed=seed) for arm in arms for i, seed in enumerate(seeds)]
 
 
 def check_arm_paths(arms: list[CohortArm], layout: Layout = "sharded") -> None:
@@ -68,7 +83,7 @@ def check_arm_paths(arms: list[CohortArm], layout: Layout = "sharded") -> None:
     seen: dict[Path, tuple[str, str, str]] = {}
     for arm in arms:
         for name in arm.names():
-            path = arm_path(Path("."), arm.case.id, arm.model_spec, name, layout)
+            path = arm_path(Path("."), arm.case.id, arm.model_spec, name, layout, arm.replicate)
             key = Path(str(path).casefold())  # one file on a case-insensitive disk
             if key in seen:
                 other_spec, other_case, other_protocol = seen[key]

@@ -1,7 +1,9 @@
-"""A cohort's cases: a folder of case files, one case file or an AgentClinic-style JSONL file."""
+"""A cohort's cases: a folder of case files, one case file or an AgentClinic-style JSONL file, or a glob
+pattern (``cases/*.yaml``, ``data/**/*.jsonl``) naming several files, taken in sorted order."""
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 from consilium.cases import Case, case_files, load_case
@@ -10,7 +12,21 @@ from consilium.errors import UserError
 from consilium.protocols.board.run import slide_images
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["case_places", "cohort_images", "load_cohort", "load_cohort_files"]
+__all__ = ["case_places", "cases_exist", "cohort_images", "glob_files", "load_cohort", "load_cohort_files"]
+
+
+def glob_files(source: Path) -> list[Path] | None:
+    """The files a glob pattern matches, sorted; None when ``source`` is not a pattern (or names a real path)."""
+    text = str(source)
+    if source.exists() or not any(ch in text for ch in "*?["):
+        return None
+    return sorted(p for p in (Path(m) for m in glob.glob(text, recursive=True)) if p.is_file())
+
+
+def cases_exist(source: Path) -> bool:
+    """Whether ``source`` is a path that exists, or a pattern matching at least one file."""
+    files = glob_files(source)
+    return source.exists() if files is None else bool(files)
 
 
 def load_cohort(source: Path) -> list[Case]:
@@ -22,14 +38,15 @@ def load_cohort_files(source: Path) -> list[tuple[Case, Path | None]]:
     """:func:`load_cohort`, each case with the file it came from (None for a JSONL line), against whose
     folder its slide images resolve."""
     found: list[tuple[Case, Path | None]]
-    if source.is_dir():
+    files = glob_files(source)
+    if files is not None:
+        found = [pair for file in files for pair in _one_file(file)]
+    elif source.is_dir():
         found = [(load_case(p), p) for p in case_files(source)]
-    elif source.suffix == ".jsonl":
-        found = [(case, None) for case in read_agentclinic(source)]
     elif source.is_file():
-        found = [(load_case(source), source)]
+        found = _one_file(source)
     else:
-        raise UserError(f"{source}: --cases must be a folder of case files or a .jsonl file")
+        raise UserError(f"{source}: --cases must be a folder of case files, a .jsonl file or a glob pattern")
     cases = [case for case, _ in found]
     if not cases:
         raise UserError(f"{source}: no cases found")
@@ -40,8 +57,16 @@ def load_cohort_files(source: Path) -> list[tuple[Case, Path | None]]:
     return found
 
 
+def _one_file(source: Path) -> list[tuple[Case, Path | None]]:
+    if source.suffix == ".jsonl":
+        return [(case, None) for case in read_agentclinic(source)]
+    return [(load_case(source), source)]
+
+
 def case_places(source: Path, cases: list[Case]) -> list[tuple[str, Case]]:
     """Each case with the file it came from, for an error that names it."""
+    if glob_files(source) is not None:
+        return [(f"{source} (case {c.id})", c) for c in cases]
     if source.is_dir():
         return list(zip([str(p) for p in case_files(source)], cases, strict=False))
     return [(f"{source} (case {c.id})" if source.suffix == ".jsonl" else str(source), c) for c in cases]

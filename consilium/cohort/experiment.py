@@ -1,20 +1,35 @@
-"""An experiment setup file (configs/experiments/*.yaml): protocols, variants, run settings, judges."""
+"""An experiment file (configs/experiments/*.yaml): everything a study needs, so that ``consilium cohort
+--experiment FILE`` alone runs it again: the cases, the panel and judge models (a spec, or a mapping of a
+spec and the options a model config file takes), the protocols and their variants, the run settings, the
+judges (rubrics), and the replicates with their seeds. Paths (``cases``, a ``scripted:``/``gguf:``/
+``replay:`` file) are relative to the experiment file. docs/cohorts.md, "Experiment files", lists every field.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from consilium.agents.records import FORMATS, Format
+from consilium.cohort.cases import cases_exist, glob_files
 from consilium.cohort.protocols import VARIANT_FLAGS, protocol_problem, split_settings
 from consilium.datafiles import first_error, load_data_file
 from consilium.errors import UserError
+from consilium.judges.rubric import load_rubric
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["Experiment", "experiment_variants", "load_experiment"]
+__all__ = ["FILE_SPECS", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
+           "load_experiment", "replicate_seeds"]
+
+#: Model specs whose argument is a file (resolved against the experiment file's folder, recorded absolute).
+FILE_SPECS = ("scripted", "gguf", "replay")
+
+#: A model as an experiment names it: a spec, or a mapping of ``spec`` and a model config file's options
+#: (``base_url``, ``schema_dialect``, …; consilium/cli/options.py ``ModelConfigFile``, checked there).
+ModelEntry = str | dict[str, Any]
 
 Mode = Literal["agents", "single"]
 MODES: tuple[Mode, ...] = ("agents", "single")
@@ -32,7 +47,28 @@ class Experiment(BaseModel):
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     run: dict[str, Any] = Field(default_factory=dict, description="run settings; each protocol takes those of "
                                                                  "its config (ConsiliumConfig, BoardConfig, …)")
-    judges: list[str] = []
+    judges: list[str] = Field(default=[], description="the rubrics the arms are scored with")
+    cases: str | None = Field(default=None, min_length=1, description="a folder of case files, a case file, an "
+                              "AgentClinic .jsonl or a glob pattern of them, relative to the file")
+    models: list[ModelEntry] | None = Field(default=None, min_length=1, description="the panel models: the "
+                                            "first is --model, the others --extra-model")
+    moderator_model: ModelEntry | None = Field(default=None, description="every arm's moderator (default: the "
+                                               "arm's panel model)")
+    judge_model: ModelEntry | None = None
+    replicates: int | None = Field(default=None, ge=1, description="each arm run this many times, replicate i "
+                                   "with seed = run.seed + i (or seeds[i])")
+    seeds: list[int] | None = Field(default=None, min_length=1, description="the replicates' seeds, one each")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_match(cls, value: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        replicates = info.data.get("replicates")
+        if value is not None and replicates is not None and len(value) != replicates:
+            raise PydanticCustomError("seeds", "{n} seeds for {r} replicates (give one seed per replicate, or "
+                                      "leave one of the two out)", {"n": len(value), "r": replicates})
+        if value is not None and len(set(value)) != len(value):
+            raise PydanticCustomError("seeds", "a seed is repeated (each replicate needs its own)")
+        return value
 
     @field_validator("protocol")
     @classmethod
@@ -47,15 +83,64 @@ class Experiment(BaseModel):
         return [self.protocol] if isinstance(self.protocol, str) else list(self.protocol)
 
 
+def file_spec(spec: str, base: Path) -> str:
+    """A spec that names a file, with that file resolved against ``base`` (absolute); any other as it is."""
+    kind, _, arg = spec.partition(":")
+    if kind in FILE_SPECS and arg and not Path(arg).is_absolute():
+        return f"{kind}:{(base / arg).resolve()}"
+    return spec
+
+
+def entry_spec(entry: ModelEntry) -> str:
+    """A model entry's spec (a mapping's ``spec``; an entry without one is refused on load)."""
+    return entry if isinstance(entry, str) else str(entry["spec"])
+
+
+def _resolved(entry: ModelEntry, base: Path, where: str) -> ModelEntry:
+    spec = entry if isinstance(entry, str) else entry.get("spec")
+    if not isinstance(spec, str) or not spec:
+        raise UserError(f"{where}.spec: a model mapping needs its spec (a non-empty string)")
+    return file_spec(spec, base) if isinstance(entry, str) else {**entry, "spec": file_spec(spec, base)}
+
+
 def load_experiment(path: Path) -> Experiment:
-    """The file, with its ``run:`` checked by each protocol's config model on the keys that model has."""
+    """The file, with its ``run:`` checked by each protocol's config model on the keys that model has, its
+    rubrics known, its case path present, and its paths made absolute (against the file's folder)."""
     experiment = load_data_file(path, Experiment, "experiment")
     for name, values in split_settings(experiment.run, experiment.protocols, f"{path}: run.").items():
         try:
             get_protocol(name).config_model.model_validate(values)
         except ValidationError as exc:
             raise UserError(f"{path}: {first_error(exc, prefix='run.')}") from None
-    return experiment
+    for i, rubric in enumerate(experiment.judges):
+        load_rubric(rubric, flag=f"{path}: judges.{i}")
+    base = path.resolve().parent
+    update: dict[str, Any] = {}
+    if experiment.cases is not None:
+        cases = base / experiment.cases
+        cases = cases if glob_files(cases) is not None else cases.resolve()
+        if not cases_exist(cases):
+            raise UserError(f"{path}: cases: {cases}: " + ("matches no file" if glob_files(cases) is not None
+                                                           else "no such folder or file"))
+        update["cases"] = str(cases)
+    if experiment.models is not None:
+        update["models"] = [_resolved(m, base, f"{path}: models.{i}") for i, m in enumerate(experiment.models)]
+    for field in ("moderator_model", "judge_model"):
+        entry = getattr(experiment, field)
+        if entry is not None:
+            update[field] = _resolved(entry, base, f"{path}: {field}")
+    # model_copy keeps model_fields_set, so a field the file left out still sets nothing (experiment_variants).
+    return experiment.model_copy(update=update)
+
+
+def replicate_seeds(experiment: Experiment, base_seed: int) -> list[int] | None:
+    """The seed of each replicate: the file's ``seeds``, else ``base_seed + i`` for i < ``replicates``; None
+    when the file asks for neither (each arm runs once, with its run settings' seed)."""
+    if experiment.seeds is not None:
+        return list(experiment.seeds)
+    if experiment.replicates is not None:
+        return [base_seed + i for i in range(experiment.replicates)]
+    return None
 
 
 def experiment_variants(experiment: Experiment, protocols: list[str],

@@ -21,7 +21,7 @@ __all__ = ["INDEX_FIELDS", "ArmIndex", "file_sha256", "settings_digest"]
 #: Fields of an ``arms.jsonl`` line that are the index's own, kept out of ``arms.csv``.
 INDEX_FIELDS = ("trace_sha256", "arm_settings")
 
-ArmKey = tuple[str, str, str]  # case id, model spec, format (as arms.csv names it)
+ArmKey = tuple[str, str, str, int]  # case id, model spec, format (as arms.csv names it), replicate (-1: none)
 
 
 def file_sha256(path: Path) -> str | None:
@@ -40,6 +40,12 @@ def settings_digest(settings: dict[str, Any], model_spec: str, case_hash: str) -
     """What a reusable trace must have been made with, as 16 hex digits."""
     blob = json.dumps([settings, model_spec, case_hash], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _replicate(row: dict[str, Any]) -> int:
+    """A line's replicate index (consilium/cohort/rows.py, ``row_key``); -1 for a cohort without replicates."""
+    value = row.get("replicate")
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 class ArmIndex:
@@ -64,7 +70,7 @@ class ArmIndex:
                     continue
                 if isinstance(row, dict) and all(isinstance(row.get(k), str) for k in
                                                  ("case_id", "model_spec", "format")):
-                    rows[(row["case_id"], row["model_spec"], row["format"])] = row
+                    rows[(row["case_id"], row["model_spec"], row["format"], _replicate(row))] = row
         return cls(rows)
 
     def reusable(self, key: ArmKey, trace: str, path: Path, settings: str) -> dict[str, Any] | None:

@@ -8,7 +8,9 @@ credentials are masked — so ``cohort --resume RUN_DIR`` alone finishes the sam
 is upgraded on read to ``layout: flat``, the one folder per model it was made with. Version 1.3 runs
 several protocols side by side: ``protocols``, and ``configs`` by protocol (``variants`` are those asked
 for, each protocol running its own); a 1.2 manifest (one ``protocol`` and its ``config``) is upgraded on
-read to a cohort of one.
+read to a cohort of one. A 1.3 manifest may also record the experiment file the cohort was started from
+(``settings.experiment``: its path, SHA-256, resolved content and the flags that overrode it) and the seeds
+of its replicates (``settings.seeds``); both are optional, absent from a cohort started otherwise.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from consilium.protocols.registry import get_protocol
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
-__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ModelSettings", "RunLock", "clean_temp_files",
-           "read_manifest", "write_cohort_manifest"]
+__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings", "RunLock",
+           "clean_temp_files", "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
@@ -81,6 +83,18 @@ class ModelSettings(BaseModel):
     api_key_env: str | None = Field(default=None, description="the variable holding the key (never the key)")
 
 
+class ExperimentRecord(BaseModel):
+    """The experiment file a cohort was started from: what it said, so a reader knows exactly what ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="the file, absolute")
+    sha256: str = Field(description="of the file's bytes when the cohort started (a resume refuses another)")
+    content: dict[str, Any] = Field(description="the file as read, its paths resolved (cases, model files)")
+    overridden: list[str] = Field(default_factory=list, description="flags given beside it that replaced "
+                                  "what it set")
+
+
 class CohortSettings(BaseModel):
     """What the cohort runs: cases, models, protocols with their variants and run settings, judges."""
 
@@ -90,6 +104,8 @@ class CohortSettings(BaseModel):
     variants: list[str] = Field(description="the variants asked for (formats, modes): each protocol runs those "
                                 "that are its own (variants_of)")
     models: list[str]
+    moderator_model: str | None = Field(default=None, description="every arm's moderator (--moderator-model); "
+                                        "None: each arm's panel model")
     cases: str = Field(description="the --cases path, absolute")
     limit: int | None = None
     case_hashes: dict[str, str] = Field(description="case id → content hash, in cohort order")
@@ -102,6 +118,9 @@ class CohortSettings(BaseModel):
     model: ModelSettings
     shard: str | None = Field(default=None, description='"I/N": the folder holds shard I of N of the cases '
                               "(cohort --shard; consilium/cohort/shard.py); None: every case")
+    seeds: list[int] | None = Field(default=None, description="one per replicate, each arm run once with each; "
+                                    "None: not run in replicates (each arm once, with its run settings' seed)")
+    experiment: ExperimentRecord | None = Field(default=None, description="the --experiment file, if any")
 
     @model_validator(mode="after")
     def _by_protocol(self) -> CohortSettings:

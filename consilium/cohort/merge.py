@@ -128,8 +128,9 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str, str]:
-    return str(row.get("case_id", "")), str(row.get("model_spec", "")), str(row.get("format", ""))
+def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (str(row.get("case_id", "")), str(row.get("model_spec", "")), str(row.get("format", "")),
+            str(row.get("replicate", "")))
 
 
 def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:

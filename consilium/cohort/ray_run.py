@@ -80,7 +80,7 @@ def partitions(arms: list[CohortArm], run_dir: Path, layout: Layout) -> list[Par
         finished = {}
         for arm in group:
             for name in arm.names():
-                path = arm_path(run_dir, arm.case.id, arm.model_spec, name, layout)
+                path = arm_path(run_dir, arm.case.id, arm.model_spec, name, layout, arm.replicate)
                 if path.is_file():
                     finished[relative(path, run_dir)] = path.read_text(encoding="utf-8")
         parts.append(Partition(arms=group, finished=finished))

@@ -9,6 +9,7 @@ settings would be mixed in one table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from consilium.errors import UserError
 from consilium.protocols.registry import get_protocol
 from consilium.redact import MASK, redact_url
 
-__all__ = ["refuse_conflicts"]
+__all__ = ["refuse_changed_experiment", "refuse_conflicts"]
 
 
 def _conflict(flag: str, given: Any, kept: Any, run_dir: Path) -> UserError:
@@ -64,11 +65,12 @@ def _kept_any(manifest: CohortManifest, key: str) -> Any:
 def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir: Path, *,
                      protocols: list[str] | None, variants: dict[str, list[str]] | None, specs: list[str] | None,
                      experiment: Any | None, config_values: dict[str, Any] | None,
-                     model_options: Any | None = None) -> None:
+                     model_options: Any | None = None, moderator: str | None = None) -> None:
     """Raise a :class:`UserError` naming the first flag given on the command line that disagrees with
     the manifest. The caller parses the flags (so a malformed one is reported as for a new cohort);
     ``variants`` holds the protocols whose variant flag was given, ``config_values`` a --config file's."""
     s = manifest.settings
+    refuse_changed_experiment(args.experiment, manifest, run_dir)
     if args.out is not None and Path(args.out).resolve() != run_dir.resolve().parent:
         raise _conflict("--out", str(args.out), str(run_dir.resolve().parent), run_dir)
     if args.cases is not None and str(Path(args.cases).resolve()) != s.cases:
@@ -102,10 +104,13 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
               "--scope": (args.scope, s.judge_scope),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
               "--timeout": (args.timeout, _kept(manifest, "timeout_s")),
+              "--moderator-model": (moderator, s.moderator_model),
+              **{flag: (getattr(args, dest, None), _kept_any(manifest, dest))
+                 for flag, dest in (("--seed", "seed"), ("--temperature", "temperature"),
+                                    ("--max-rounds", "max_rounds"))},
               "--role-labels": (getattr(args, "role_labels", None), _kept(manifest, "role_labels") or "free"),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
               "--http-client": (args.http_client, s.model.http_client),
-              "--max-concurrency": (args.max_concurrency, s.concurrency),
               "--max-attempts": (args.max_attempts, s.model.max_attempts),
               "--retry-base-delay": (args.retry_base_delay, s.model.retry_base_delay),
               "--cache-path": (str(args.cache_path) if args.cache_path else None, s.model.cache_path),
@@ -123,6 +128,28 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
             kept = getattr(s.model, key)
             if kept is not None and value != kept:
                 raise _conflict(f"--model-config {args.model_config}", f"{key}: {value!r}", kept, run_dir)
+
+
+def refuse_changed_experiment(given: Path | None, manifest: CohortManifest, run_dir: Path) -> None:
+    """Refuse an experiment file that changed since the cohort started: the one given again (``--experiment``),
+    else the file the manifest names, while it is there. The manifest holds what the file said, so a file
+    gone since is no obstacle."""
+    record = manifest.settings.experiment
+    if record is None:
+        return
+    path = given if given is not None else Path(record.path)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        if given is None:
+            return
+        raise UserError(f"--experiment: {given}: not found") from None
+    except OSError as exc:
+        raise UserError(f"--experiment: {path}: cannot read it ({exc.strerror or exc})") from None
+    if digest != record.sha256:
+        raise UserError(f"--experiment: {path}: changed since the cohort started (sha256 {digest[:12]}…, the "
+                        f"manifest records {record.sha256[:12]}… in {run_dir}/manifest.json); a resumed cohort "
+                        "runs the experiment it started with: restore the file, or start a new cohort")
 
 
 def base_url_for_resume(args: argparse.Namespace, manifest: CohortManifest, env_url: str | None) -> str | None:

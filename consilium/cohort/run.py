@@ -19,7 +19,7 @@ from typing import Any
 
 from consilium.cohort.arms import CohortArm, Layout, arm_path, relative
 from consilium.cohort.index import ArmIndex, file_sha256, settings_digest
-from consilium.cohort.rows import arm_row, failed_row
+from consilium.cohort.rows import arm_row, failed_row, row_key
 from consilium.errors import UserError
 from consilium.log import get_logger
 from consilium.protocols.base import RunModels
@@ -73,12 +73,18 @@ class CohortRun:
     def _expected(self) -> dict[str, dict[str, Any]]:
         return {name: json_config(config, get_protocol(name)) for name, config in self.configs.items()}
 
+    def config(self, arm: CohortArm) -> RunConfig:
+        """The arm's run settings: its protocol's, with a replicate's own seed."""
+        config = self.configs[arm.protocol]
+        return config if arm.seed is None else config.model_copy(update={"seed": arm.seed})
+
     def expected(self, arm: CohortArm) -> dict[str, Any]:
         """The run settings a reusable trace of the arm records (its ``config``), prompt files included."""
-        return self._expected[arm.protocol]
+        expected = self._expected[arm.protocol]
+        return expected if arm.seed is None else {**expected, "seed": arm.seed}
 
     def path(self, arm: CohortArm, variant: str) -> Path:
-        return arm_path(self.run_dir, arm.case.id, arm.model_spec, variant, self.layout)
+        return arm_path(self.run_dir, arm.case.id, arm.model_spec, variant, self.layout, arm.replicate)
 
     def settings(self, arm: CohortArm) -> str:
         return settings_digest(self.expected(arm), arm.model_spec, arm.case.content_hash())
@@ -86,7 +92,8 @@ class CohortRun:
     def indexed(self, path: Path, arm: CohortArm, variant: str) -> dict[str, Any] | None:
         """The arm's row from ``arms.jsonl`` when its trace is unchanged since it was written there
         (same SHA-256, same settings): the trace is then not read again."""
-        key = (arm.case.id, arm.model_spec, variant)
+        key = row_key({"case_id": arm.case.id, "model_spec": arm.model_spec, "format": variant,
+                       "replicate": arm.replicate})
         if key not in self.index.rows:
             return None
         return self.index.reusable(key, relative(path, self.run_dir), path, self.settings(arm))
@@ -120,7 +127,7 @@ class CohortRun:
         write_trace(path, trace)
         # The index fields go to arms.jsonl only (consilium/cohort/index.py): the file as written, and
         # the settings it was made under.
-        self.on_done({**arm_row(trace, arm.model_spec, path, self.run_dir), "resumed": False,
+        self.on_done({**arm_row(trace, arm.model_spec, path, self.run_dir, arm), "resumed": False,
                       "trace_sha256": file_sha256(path) or "", "arm_settings": self.settings(arm)})
 
 
@@ -145,7 +152,7 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
             todo.append(variant)
             continue
         reused.append(done)
-        run.on_done({**arm_row(done, arm.model_spec, path, run.run_dir), "resumed": True})
+        run.on_done({**arm_row(done, arm.model_spec, path, run.run_dir, arm), "resumed": True})
     if not todo:
         return
     if not reused and indexed:  # a variant must run: it may need what a variant reused unread holds
@@ -159,7 +166,7 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
         written.add(name)
 
     try:
-        traces = await protocol.run_arm(arm.case, todo, models, run.configs[arm.protocol], run_id=run.run_id,
+        traces = await protocol.run_arm(arm.case, todo, models, run.config(arm), run_id=run.run_id,
                                         images=arm.images, reuse=reused, on_trace=write)
     except UserError:
         raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort

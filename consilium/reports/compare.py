@@ -9,7 +9,9 @@ The work is in :mod:`consilium.reports.consilium`; this module keeps the names o
 - :func:`table6` Table 6, :func:`table7` Table 7, :func:`table8` / :func:`scores_table` Tables 8 and
   13–20, :func:`table9` Table 9, :func:`table10`, :func:`table11`, :func:`table12` Tables 10–12;
 - :func:`paired_differences`: structured − free-form per (model, case) with case-clustered
-  bootstrap intervals; :func:`protocol_differences`: consilium − single per (model, format, case).
+  bootstrap intervals; :func:`protocol_differences`: consilium − single per (model, format, case);
+- :func:`replicate_sd`, :func:`replicate_case_sd`: in a cohort run in replicates, the between-replicate SD
+  and the score means with case-clustered intervals (:func:`has_replicates` tells such a cohort).
 
 Each takes a :class:`CohortData` of one protocol (``load_cohort_data(run_dir, protocol=...)``), so no
 number mixes protocols; :func:`protocols_in` names those of a folder's arms.
@@ -40,6 +42,7 @@ from consilium.reports.consilium.outcomes import (
     table4,
 )
 from consilium.reports.consilium.paired import MEAN_CRITERION, paired_differences
+from consilium.reports.consilium.replicates import has_replicates, replicate_case_sd, replicate_sd
 from consilium.reports.consilium.scores import output_means, scores_table, table6, table7, table8, table9
 from consilium.reports.consilium.stats import POOLED
 
@@ -54,6 +57,7 @@ __all__ = [
     "arm_format",
     "arm_protocol",
     "deliberates",
+    "has_replicates",
     "judgement_coverage",
     "load_cohort_data",
     "models_of",
@@ -63,6 +67,8 @@ __all__ = [
     "protocol_differences",
     "protocols_in",
     "read_arms",
+    "replicate_case_sd",
+    "replicate_sd",
     "role_categories",
     "role_label_mapping",
     "scores_table",

@@ -1,5 +1,8 @@
 """Structured − free-form judge scores of one protocol's arms, paired within (model, case), with
-case-clustered bootstrap intervals (ai-consilium.txt's paired format comparison).
+case-clustered bootstrap intervals (ai-consilium.txt's paired format comparison). In a cohort run in
+replicates each format's score of a (model, case) is first averaged over its replicates, so a case counts
+once however many replicates it has, and the bootstrap's clusters are still the cases (docs/cohorts.md,
+"Replicates").
 """
 
 from __future__ import annotations
@@ -12,30 +15,44 @@ from typing import Any
 from consilium.judges.rubric import COMPONENTS
 from consilium.reports.consilium.arm_protocols import arm_format
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
-from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, score_of
-from consilium.reports.consilium.scores import output_means
+from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
-__all__ = ["MEAN_CRITERION", "paired_differences", "rubric_key_order"]
+__all__ = ["MEAN_CRITERION", "paired_differences", "replicate_scores", "rubric_key_order"]
+
+#: A score's place: (rubric, component, criterion) → (model, case) → format → replicate ("" when none) → score.
+Scores = dict[tuple[str, str, str], dict[tuple[str, str], dict[str, dict[str, float]]]]
 
 #: The ``criterion`` of a paired difference of C1–C8 output means.
 MEAN_CRITERION = "mean"
 
 
-def _pairs(data: CohortData) -> dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]]:
-    """(rubric, component, criterion) → (model, case) → format → score; for the AI Consilium judge
-    also the C1–C8 output mean as criterion ``mean``."""
-    pairs: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]] = defaultdict(
-        lambda: defaultdict(dict))
+def replicate_scores(data: CohortData) -> Scores:
+    """Every numeric score by its place (:data:`Scores`), each replicate apart; for the AI Consilium judge
+    also each output's C1–C8 mean as criterion ``mean`` (one per replicate's output)."""
+    scores: Scores = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    items: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
     for row in data.judgements:
         score = score_of(row)
         if score is not None:
-            pairs[(row["rubric"], row["component"], row["criterion"])][(row["model"], row["case_id"])][
-                row["format"]] = score
-    for component in {r["component"] for r in consilium_items(data)}:
-        for (model, fmt, case), mean in output_means(data, component).items():
-            pairs[(CONSILIUM_RUBRIC, component, MEAN_CRITERION)][(model, case)][fmt] = mean
-    return pairs
+            scores[(row["rubric"], row["component"], row["criterion"])][(row["model"], row["case_id"])][
+                row["format"]][row.get("replicate", "")] = score
+    for row in per_output(consilium_items(data)):
+        score = score_of(row)
+        if score is not None:
+            items[(row["component"], row["model"], row["format"], row["case_id"], row.get("replicate", ""))].append(
+                score)
+    for (component, model, fmt, case, replicate), values in items.items():
+        scores[(CONSILIUM_RUBRIC, component, MEAN_CRITERION)][(model, case)][fmt][replicate] = \
+            statistics.fmean(values)
+    return scores
+
+
+def _pairs(data: CohortData) -> dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]]:
+    """(rubric, component, criterion) → (model, case) → format → score, the mean over its replicates."""
+    return {key: {where: {fmt: statistics.fmean(by_replicate.values()) for fmt, by_replicate in formats.items()}
+                  for where, formats in places.items()}
+            for key, places in replicate_scores(data).items()}
 
 
 def rubric_key_order(keys: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

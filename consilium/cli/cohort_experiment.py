@@ -1,0 +1,117 @@
+"""``cohort --experiment FILE``: what the experiment file sets, as the flags it stands for, and its record.
+
+The file (consilium/cohort/experiment.py) may name everything a cohort needs, so ``--experiment FILE``
+alone runs it. Here its cases and models become the flags they stand for (``--cases``, ``--model`` and
+``--extra-model``, ``--moderator-model``, ``--judge-model``), and the first model's options (a mapping,
+checked as a ``--model-config`` file is) the option flags; a flag given beside the file wins, and the manifest
+records which did (``settings.experiment.overridden``) beside the file's content and SHA-256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from consilium.cli.options import ModelConfigFile
+from consilium.cohort.experiment import Experiment, ModelEntry, entry_spec, load_experiment
+from consilium.cohort.manifest import ExperimentRecord
+from consilium.datafiles import first_error
+from consilium.errors import UserError
+
+__all__ = ["ExperimentSetup", "apply_experiment"]
+
+#: A model mapping's options and the flag (``args`` attribute) each stands for.
+_OPTION_FLAGS = {"base_url": "base_url", "schema_dialect": "schema_dialect", "http_client": "http_client",
+                 "max_concurrency": "concurrency", "timeout_s": "timeout", "token_param": "token_param"}
+#: The experiment's fields and the flags that replace them.
+_FIELD_FLAGS = {"cases": ("--cases",), "models": ("--model", "--model-config", "--extra-model"),
+                "judge_model": ("--judge-model",), "moderator_model": ("--moderator-model",),
+                "judges": ("--judge",), "protocol": ("--protocol",),
+                "formats": ("--formats",), "modes": ("--modes",), "run": ("--config",)}
+#: Run settings a flag replaces (a ``run:`` key given again as a flag is recorded as overridden).
+_RUN_FLAGS = {"seed": "--seed", "temperature": "--temperature", "max_rounds": "--max-rounds",
+              "timeout_s": "--timeout", "wall_limit_s": "--wall-limit", "role_labels": "--role-labels"}
+
+
+class ExperimentSetup:
+    """The file as read, its record for the manifest, and what a model mapping sets that has no flag
+    (``api_key_env``, ``omit_settings``): extra :func:`~consilium.cli.options.model_options` values."""
+
+    def __init__(self, experiment: Experiment, record: ExperimentRecord | None,
+                 options: dict[str, Any], api_key_env: str | None) -> None:
+        self.experiment = experiment
+        self.record = record
+        self.options = options
+        self.api_key_env = api_key_env
+
+
+def _model_file(entry: ModelEntry, where: str, *, options: bool) -> ModelConfigFile:
+    """A model entry as a model config file; ``options=False`` refuses any option beside the spec."""
+    values = {"spec": entry} if isinstance(entry, str) else entry
+    try:
+        config = ModelConfigFile.model_validate(values)
+    except ValidationError as exc:
+        raise UserError(f"{where}.{first_error(exc)}") from None
+    extra = sorted(k for k in values if k not in ("spec", "description"))
+    if extra and not options:
+        raise UserError(f"{where}.{extra[0]}: the cohort reaches every model with one set of options; give them "
+                        "on the first panel model (models.0)")
+    return config
+
+
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+    return bool(value) if isinstance(value, list) else value is not None
+
+
+def apply_experiment(args: argparse.Namespace) -> ExperimentSetup:
+    """Read ``--experiment`` (none: an empty experiment) and fill in the flags it sets that were not given."""
+    path: Path | None = args.experiment
+    if path is None:
+        return ExperimentSetup(Experiment(), None, {}, None)
+    experiment = load_experiment(path)
+    where = f"{path}: "
+    fields = experiment.model_fields_set
+    overridden = [flag for name, flags in _FIELD_FLAGS.items() if name in fields
+                  for flag in flags if _given(args, flag)]
+    overridden += [flag for key, flag in _RUN_FLAGS.items() if key in experiment.run and _given(args, flag)]
+    if experiment.cases is not None and args.cases is None:
+        args.cases = Path(experiment.cases)
+    options: dict[str, Any] = {}
+    api_key_env = None
+    models = experiment.models or []
+    files = [_model_file(m, f"{where}models.{i}", options=i == 0) for i, m in enumerate(models)]
+    if models and not (args.model or args.model_config or args.extra_model):
+        args.model = entry_spec(models[0])
+        args.extra_model = [entry_spec(m) for m in models[1:]]
+        first = files[0]
+        for field, flag in _OPTION_FLAGS.items():
+            value = getattr(first, field)
+            if value is None:
+                continue
+            if getattr(args, flag, None) is not None:
+                overridden.append("--" + flag.replace("_", "-"))
+                continue
+            setattr(args, flag, ",".join(value) if isinstance(value, list) else value)
+        if first.omit_settings is not None:
+            options["omit_settings"] = tuple(first.omit_settings)
+        if first.api_key_env:
+            key = os.environ.get(first.api_key_env)
+            if not key:
+                raise UserError(f"{where}models.0.api_key_env: ${first.api_key_env} is not set")
+            options["api_key"], api_key_env = key, first.api_key_env
+    for field in ("moderator_model", "judge_model"):
+        entry = getattr(experiment, field)
+        if entry is not None:
+            _model_file(entry, f"{where}{field}", options=False)
+            if getattr(args, field, None) is None:
+                setattr(args, field, entry_spec(entry))
+    data = path.read_bytes()
+    record = ExperimentRecord(path=str(path.resolve()), sha256=hashlib.sha256(data).hexdigest(),
+                              content=experiment.model_dump(mode="json"), overridden=list(dict.fromkeys(overridden)))
+    return ExperimentSetup(experiment, record, options, api_key_env)

@@ -1,0 +1,91 @@
+"""How much a cohort's judge scores move between replicates (an experiment's ``replicates:``), and the
+score means with intervals that account for them.
+
+A replicate is the same arm (case, model, format) run again with another seed. Per (model, format, case)
+and score (rubric, component, criterion; the C1–C8 output mean as criterion ``mean``) the replicates'
+scores have a sample SD (n − 1: the replicates are a sample of the runs the seed could give). Over the
+cases that is summarised twice: ``sd_mean``, the mean of the per-case SDs (easy to read, biased low for
+few replicates), and ``sd_pooled``, the square root of the per-case variances pooled by their degrees of
+freedom, Σ(nᵢ − 1)·sᵢ² / Σ(nᵢ − 1) (the estimate of the within-case, between-replicate SD). The score's
+``mean`` averages each case's replicates first, then the cases; its interval is the case-clustered
+bootstrap of :func:`~consilium.reports.consilium.stats.cluster_bootstrap` over those case means, so the
+replicates are nested in their case and never count as independent cases. docs/cohorts.md, "Replicates".
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from consilium.reports.consilium.data import CohortData
+from consilium.reports.consilium.judged import models_and_pool
+from consilium.reports.consilium.paired import replicate_scores, rubric_key_order
+from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
+
+__all__ = ["has_replicates", "replicate_case_sd", "replicate_sd"]
+
+
+def has_replicates(data: CohortData) -> bool:
+    """Whether the arms were run in replicates (arms.csv has a ``replicate`` index)."""
+    return any(arm.get("replicate") not in (None, "") for arm in data.arms)
+
+
+def _sd(values: list[float]) -> float | None:
+    return statistics.stdev(values) if len(values) >= 2 else None
+
+
+def replicate_case_sd(data: CohortData) -> list[dict[str, Any]]:
+    """Per model, format, score and case: the ``replicates`` scored, their mean and sample SD (empty
+    with fewer than two)."""
+    scores = replicate_scores(data)
+    table = []
+    for rubric, component, criterion in rubric_key_order(scores):
+        places = scores[(rubric, component, criterion)]
+        for (model, case), formats in sorted(places.items()):
+            for fmt, by_replicate in sorted(formats.items()):
+                values = list(by_replicate.values())
+                table.append({"model": model, "format": fmt, "rubric": rubric, "component": component,
+                              "criterion": criterion, "case_id": case, "replicates": len(values),
+                              "mean": number(statistics.fmean(values)), "sd": number(_sd(values))})
+    return table
+
+
+def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per model (and pooled), format and score: the ``cases`` scored and the scored ``replicates`` in all,
+    the mean of the case means with its case-clustered 95 % interval (``bootstrap`` draws seeded by
+    ``seed`` and the row), and the between-replicate SD: ``sd_mean`` and ``sd_pooled`` over the
+    ``cases_with_sd`` cases with at least two replicates scored."""
+    scores = replicate_scores(data)
+    formats = sorted({fmt for places in scores.values() for by in places.values() for fmt in by})
+    table = []
+    for model in models_and_pool(data):
+        for fmt in formats:
+            for rubric, component, criterion in rubric_key_order(scores):
+                clusters: dict[str, list[float]] = defaultdict(list)
+                sds: list[tuple[int, float]] = []
+                replicates = 0
+                for (m, case), by_format in scores[(rubric, component, criterion)].items():
+                    values = list(by_format.get(fmt, {}).values())
+                    if model not in (POOLED, m) or not values:
+                        continue
+                    clusters[case].append(statistics.fmean(values))
+                    replicates += len(values)
+                    sd = _sd(values)
+                    if sd is not None:
+                        sds.append((len(values), sd))
+                if not clusters:
+                    continue
+                means = [v for c in sorted(clusters) for v in clusters[c]]
+                low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed,
+                                              key=f"replicates|{model}|{fmt}|{rubric}|{component}|{criterion}")
+                freedom = sum(n - 1 for n, _ in sds)
+                table.append({
+                    "model": model, "format": fmt, "rubric": rubric, "component": component, "criterion": criterion,
+                    "cases": len(clusters), "replicates": replicates, "mean": number(statistics.fmean(means)),
+                    "ci_low": number(low), "ci_high": number(high), "cases_with_sd": len(sds),
+                    "sd_mean": number(statistics.fmean(sd for _, sd in sds)) if sds else None,
+                    "sd_pooled": number(math.sqrt(sum((n - 1) * sd * sd for n, sd in sds) / freedom))
+                    if freedom else None})
+    return table
