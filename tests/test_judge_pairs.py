@@ -94,6 +94,7 @@ def test_two_runs_of_one_model_are_told_apart_by_the_run_column(tmp_path: Path,
     # without the run, the CLI refuses it in one line naming both runs, and writes nothing
     ratings = tmp_path / "ratings.csv"
     ratings.write_text(HEADER + row.format(run=""))
+    capsys.readouterr()  # the judge's progress lines
     assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(folder),
                  "--rubric", RUBRIC.name, "--bootstrap", "10"]) == 2
     err = capsys.readouterr().err.strip()

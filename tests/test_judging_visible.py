@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(path.read_text().splitlines()))
 
 
+def warnings_of(err: str) -> list[str]:
+    """stderr's lines but the progress lines (``[i/N] …``, one per item off a terminal: tests/test_progress.py)."""
+    return [line for line in err.strip().splitlines() if not re.match(r"\[\d+/\d+\] ", line)]
+
+
 def test_a_wholly_not_evaluable_rubric_is_shown_and_warned_everywhere(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = cohort(tmp_path, "--judge", "ai-consilium", "--judge-model", script(tmp_path, "j.json", WRONG_SCHEMA))
@@ -76,7 +82,7 @@ def test_a_wholly_not_evaluable_rubric_is_shown_and_warned_everywhere(
                  script(tmp_path, "j.json", WRONG_SCHEMA)]) == 1
     out, err = capsys.readouterr()
     assert "ai-consilium             conclusion      22 items: 0 judged, 22 not evaluable" in out
-    assert err.strip().splitlines() == [expected]
+    assert warnings_of(err) == [expected]
 
     for command, folder, name in (("compare", "compare", "compare.md"), ("report", "report", "report.md")):
         assert main([command, str(run_dir)]) == 0
@@ -84,7 +90,7 @@ def test_a_wholly_not_evaluable_rubric_is_shown_and_warned_everywhere(
         row = f"| ai-consilium | conclusion | 22 | 0 | 22 | 0 | {WRONG_REASON} ×22 |"
         assert "## Judging coverage" in out and row in out, command
         assert row in (run_dir / folder / name).read_text()
-        assert err.strip().splitlines() == [expected], command
+        assert warnings_of(err) == [expected], command
         table = {r["component"]: r for r in read_csv(run_dir / folder / "judging_coverage.csv")}
         assert table["role_opinion"]["not_evaluable"] == "5"
 
@@ -111,8 +117,8 @@ def test_a_board_rubric_on_a_consilium_trace_is_not_evaluable_instead_of_missing
     assert main(["judge", str(run_dir), "--rubric", "otb-clinical-equivalence", "--judge-model",
                  script(tmp_path, "j.json", SCORES_3), "--reference-answer", "x"]) == 1
     _, err = capsys.readouterr()
-    assert err.strip() == ("warning: rubric otb-clinical-equivalence: all 2 items not evaluable "
-                           "(commonest reason: the consilium trace has no answer)")
+    assert warnings_of(err) == ["warning: rubric otb-clinical-equivalence: all 2 items not evaluable "
+                                "(commonest reason: the consilium trace has no answer)"]
     for path in run_dir.rglob("*.judge.otb-clinical-equivalence.json"):
         [item] = read_judgement(path).items
         assert item.component == "answer" and item.not_evaluable and item.score is None

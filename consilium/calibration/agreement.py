@@ -23,8 +23,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from consilium.calibration.pairs import Pair
 
-__all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "as_dict", "baseline_pairs", "binary_stats", "describe",
-           "kripp_alpha", "ordinal_stats"]
+__all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict", "baseline_pairs",
+           "binary_stats", "describe", "kripp_alpha", "ordinal_stats"]
 
 ORDINAL = ("mae", "exact", "within_one", "qwk", "spearman", "pearson")
 BINARY = ("accuracy", "kappa", "sensitivity", "specificity", "balanced_agreement", "judge_true_rate",
@@ -119,15 +119,9 @@ def _compute(pairs: Sequence[Pair], binary: bool, labels: Sequence[int],
     return result
 
 
-def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], bootstrap: int = 1000,
-              seed: int = 0, with_baseline: bool = True) -> list[AgreementRow]:
-    """Rows per criterion, then 'pooled', then (with ≥ 2 raters on some item) the physician baseline.
-
-    One set of bootstrap draws (cases resampled with replacement, seeded) serves every row and
-    statistic, so intervals are comparable and reproducible."""
-    cases = sorted({p.case_id for p in pairs})
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(cases), size=(bootstrap, len(cases))) if cases and bootstrap else np.empty((0, 0))
+def agreement_groups(pairs: Sequence[Pair], *, with_baseline: bool = True) -> list[tuple[str, list[Pair]]]:
+    """The rows' pairs: per criterion, then 'pooled', then (with ≥ 2 raters on some item) the physician
+    baseline."""
     groups: list[tuple[str, list[Pair]]] = [
         (name, [p for p in pairs if p.criterion == name]) for name in sorted({p.criterion for p in pairs})]
     groups.append(("pooled", list(pairs)))
@@ -135,7 +129,26 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
         base = baseline_pairs(pairs)
         if base:
             groups.append(("physician baseline (pooled)", base))
-    return [_row(name, group, cases, draws, binary, labels) for name, group in groups]
+    return groups
+
+
+def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], bootstrap: int = 1000,
+              seed: int = 0, with_baseline: bool = True,
+              on_row: Callable[[AgreementRow], None] | None = None) -> list[AgreementRow]:
+    """Rows per criterion, then 'pooled', then (with ≥ 2 raters on some item) the physician baseline;
+    ``on_row`` hears of each row as its bootstrap ends (a progress bar).
+
+    One set of bootstrap draws (cases resampled with replacement, seeded) serves every row and
+    statistic, so intervals are comparable and reproducible."""
+    cases = sorted({p.case_id for p in pairs})
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(cases), size=(bootstrap, len(cases))) if cases and bootstrap else np.empty((0, 0))
+    rows = []
+    for name, group in agreement_groups(pairs, with_baseline=with_baseline):
+        rows.append(_row(name, group, cases, draws, binary, labels))
+        if on_row is not None:
+            on_row(rows[-1])
+    return rows
 
 
 def _row(name: str, group: list[Pair], cases: list[str], draws: np.ndarray, binary: bool,

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -186,15 +186,21 @@ async def _repeat(repeat: int, rubric: Rubric, criterion: Criterion, items: list
 async def evolve_criterion(rubric: Rubric, criterion: Criterion, items: list[Item], *, judge: JudgeSetup,
                            optimiser: ChatModel, population: int = 4, generations: int = 3, repeats: int = 3,
                            train_fraction: float = 0.5, seed: int = 0,
-                           optimiser_settings: GenerationSettings | None = None) -> CriterionResult:
+                           optimiser_settings: GenerationSettings | None = None,
+                           on_repeat: Callable[[RepeatResult], None] | None = None) -> CriterionResult:
     """Evolve one criterion's instructions ``repeats`` times; the judge's own settings are kept but
-    for the seed, which :func:`judge_seeds` sets per repeat and phase."""
+    for the seed, which :func:`judge_seeds` sets per repeat and phase. ``on_repeat`` hears of each
+    repeat as it ends (a progress bar)."""
     if repeats >= REEVALUATION_SEED_OFFSET:
         raise UserError(f"--repeats: at most {REEVALUATION_SEED_OFFSET - 1}, so that re-evaluation seeds stay apart "
                         "from selection seeds")
     recorder = CallRecorder()
     optimiser_model = run_layers(optimiser, recorder, max_repairs=2)
     settings = optimiser_settings or GenerationSettings(temperature=0.7, max_tokens=600, seed=seed)
-    results = [await _repeat(repeat, rubric, criterion, items, judge, optimiser_model, settings, population,
-                             generations, train_fraction, seed) for repeat in range(repeats)]
+    results = []
+    for repeat in range(repeats):
+        results.append(await _repeat(repeat, rubric, criterion, items, judge, optimiser_model, settings, population,
+                                     generations, train_fraction, seed))
+        if on_repeat is not None:
+            on_repeat(results[-1])
     return CriterionResult(criterion.id, results, len(recorder.calls))

@@ -18,6 +18,7 @@ from consilium.cli import (
     cases_cmd,
     cohort_cmd,
     compare_cmd,
+    export_cmd,
     judge_cmd,
     models_cmd,
     replay_cmd,
@@ -28,12 +29,13 @@ from consilium.cli import (
 )
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging, ensure_log_file, get_logger
+from consilium.observe import reset_otel, use_otel
 from consilium.redact import RedactingStream
 
 __all__ = ["build_parser", "main"]
 
 SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, report_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd,
-               cases_cmd, models_cmd, schema_cmd, view_cmd)
+               cases_cmd, models_cmd, schema_cmd, view_cmd, export_cmd)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,16 +51,39 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate multidisciplinary clinical deliberation with LLM agents and measure it.",
     )
     parser.add_argument("--version", action="version", version=f"consilium {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show info and debug logs on the console")
-    parser.add_argument(
-        "--log-file",
-        default=None,
-        help="JSON-lines log file (default: $CONSILIUM_LOG_FILE, else consilium.log.jsonl in the run's folder)",
-    )
+    _logging_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in SUBCOMMANDS:
         module.register(sub)
+    _on_every_subcommand(parser)
     return parser
+
+
+def _logging_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """``-v`` and ``--log-file``: on the top parser with their defaults, and on every subcommand's with no
+    default at all (``SUPPRESS``), so ``consilium -v judge …`` and ``consilium judge … -v`` both work and a
+    value given before the subcommand is never reset by the subcommand's parser."""
+    if any(flag in parser._option_string_actions for flag in ("-v", "--verbose", "--log-file")):
+        return  # a subcommand that has its own (none does today) keeps them
+    parser.add_argument("-v", "--verbose", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="show info and debug logs on the console")
+    parser.add_argument("--log-file", default=None if top else argparse.SUPPRESS,
+                        help="JSON-lines log file (default: $CONSILIUM_LOG_FILE, else consilium.log.jsonl in the "
+                             "run's folder)")
+
+
+def _on_every_subcommand(parser: argparse.ArgumentParser) -> None:
+    """The logging options on each subcommand's parser, nested ones included (``calibrate agreement``)."""
+    seen: set[int] = set()
+    todo = [parser]
+    while todo:
+        for action in todo.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    if id(child) not in seen:  # an alias names the same parser
+                        seen.add(id(child))
+                        _logging_options(child, top=False)
+                        todo.append(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,7 +111,9 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     configure_logging(verbose=args.verbose, log_file=args.log_file)
+    otel = None
     try:
+        otel = use_otel(bool(getattr(args, "otel", False)))  # --otel, for this command's runs
         return int(args.func(args))
     except UserError as exc:
         print(f"consilium: error: {_one_line(exc, None)}", file=sys.stderr)
@@ -109,6 +136,9 @@ def _main(argv: Sequence[str] | None) -> int:
         logged = f"traceback in {where}" if where is not None else "no log file could be opened"
         print(f"consilium: internal error: {type(exc).__name__}: {_one_line(exc)} ({logged})", file=sys.stderr)
         return 1
+    finally:
+        if otel is not None:
+            reset_otel(otel)
 
 
 def _one_line(exc: BaseException, limit: int | None = 300) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.calibration.agreement import agreement, describe
+from consilium.calibration.agreement import agreement, agreement_groups, describe
 from consilium.calibration.isotonic import fit_isotonic
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
 from consilium.calibration.report import write_agreement
 from consilium.cli.options import fraction, positive_int, show_help
+from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -57,7 +58,9 @@ def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def run_agreement(args: argparse.Namespace) -> int:
     rubric, ratings, pairs, unmatched = _pairs(args)
     binary = sorted(rubric.scale) == [0, 1]
-    rows = agreement(pairs, binary=binary, labels=rubric.scale, bootstrap=args.bootstrap, seed=args.seed)
+    with ItemProgress("bootstrap", len(agreement_groups(pairs))) as progress:
+        rows = agreement(pairs, binary=binary, labels=rubric.scale, bootstrap=args.bootstrap, seed=args.seed,
+                         on_row=lambda row: progress.advance(row.criterion, f"{args.bootstrap} draws, n={row.n}"))
     out = args.out or args.judgements / "calibration"
     notes = [f"rubric {rubric.name} v{rubric.version}; ratings {args.ratings} ({len(ratings)} ratings, "
              f"{len({r.rater for r in ratings})} raters); {len(pairs)} paired with judge scores, {unmatched} without",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from consilium.agents.records import FORMATS
 from consilium.cli.options import positive_int
+from consilium.cohort.progress import ItemProgress
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -18,6 +20,7 @@ from consilium.protocols.registry import protocols
 from consilium.reports.compare import (
     CohortData,
     deliberates,
+    has_replicates,
     judgement_coverage,
     load_cohort_data,
     paired_differences,
@@ -25,6 +28,8 @@ from consilium.reports.compare import (
     protocol_differences,
     protocols_in,
     read_arms,
+    replicate_case_sd,
+    replicate_sd,
     role_categories,
     role_label_mapping,
     table3,
@@ -39,7 +44,8 @@ from consilium.reports.compare import (
 )
 from consilium.reports.figures import write_figures
 
-__all__ = ["coverage_section", "markdown_table", "register", "run", "tables_of", "with_protocol"]
+__all__ = ["coverage_section", "markdown_table", "register", "replicate_tables", "run", "tables_of",
+           "with_protocol"]
 
 #: The protocol a cohort's arms are compared with: the single-specialist baseline (MedAgentBoard).
 BASELINES = {"consilium": "single"}
@@ -104,33 +110,59 @@ def coverage_section(*parts: CohortData) -> tuple[list[str], list[dict[str, Any]
     return md, rows
 
 
-def tables_of(data: CohortData, *, bootstrap: int, seed: int) -> dict[str, tuple[str, list[dict[str, Any]]]]:
-    """File name → (title, rows) of every table compare writes (docs/cohorts.md lists their columns)."""
+def replicate_tables(data: CohortData, *, bootstrap: int, seed: int) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """The between-replicate tables of a cohort run in replicates (none otherwise; docs/cohorts.md, "Replicates")."""
+    if not has_replicates(data):
+        return {}
+    return {"replicate_sd": (f"Between-replicate SD per model, format and score (sd_mean: mean of the per-case "
+                             f"sample SDs; sd_pooled: pooled by degrees of freedom), and the mean of case means "
+                             f"with 95% CIs from a case-clustered bootstrap ({bootstrap} draws, seed {seed})",
+                             replicate_sd(data, bootstrap=bootstrap, seed=seed)),
+            "replicate_sd_cases": ("Replicates per model, format, score and case: mean and sample SD",
+                                   replicate_case_sd(data))}
+
+
+def tables_of(data: CohortData, *, bootstrap: int, seed: int,
+              on_table: Callable[[str], None] | None = None) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """File name → (title, rows) of every table compare writes (docs/cohorts.md lists their columns);
+    ``on_table`` hears of each as it is made (a progress bar)."""
+    tables = {}
+    for name, (title, make) in _table_makers(data, bootstrap=bootstrap, seed=seed).items():
+        tables[name] = (title, make())
+        if on_table is not None:
+            on_table(name)
+    tables.update(replicate_tables(data, bootstrap=bootstrap, seed=seed))
+    return tables
+
+
+def _table_makers(data: CohortData, *, bootstrap: int,
+                  seed: int) -> dict[str, tuple[str, Callable[[], list[dict[str, Any]]]]]:
+    """File name → (title, what makes its rows)."""
     paired = (f"Paired differences, structured − free-form within (model, case), with 95% CIs from a "
               f"case-clustered bootstrap ({bootstrap} draws, seed {seed})")
     return {
         "table3_outcomes": ("Table 3: controller-recorded outcomes by model and format (ai-consilium.txt)",
-                            table3(data)),
+                            lambda: table3(data)),
         "table4_vote_transitions": ("Table 4: role-level vote transitions among arms continuing to the next "
-                                    "round, per model and pooled", table4(data)),
+                                    "round, per model and pooled", lambda: table4(data)),
         "table6_components": ("Table 6: C1–C8 judge scores by component and format, mean ± population SD",
-                              table6(data)),
+                              lambda: table6(data)),
         "table7_tokens": ("Table 7: mean judge score (conclusion, C1–C8) and tokens per case by model and format",
-                          table7(data)),
+                          lambda: table7(data)),
         "table8_criteria": ("Table 8 (pooled) and Tables 13–20 (per model): criterion profiles by component and "
-                            "format; whole-case criteria in their own rows", table8(data)),
+                            "format; whole-case criteria in their own rows", lambda: table8(data)),
         "table9_rounds": ("Table 9: final-report C1–C8 scores and case complexity by completed review rounds",
-                          table9(data)),
+                          lambda: table9(data)),
         "table10_applicability": ("Table 10: C1–C8 criteria applicable to each component, and opportunities",
-                                  table10(data)),
-        "table11_coverage": ("Table 11: numeric C1–C8 score coverage by model and component", table11(data)),
+                                  lambda: table10(data)),
+        "table11_coverage": ("Table 11: numeric C1–C8 score coverage by model and component", lambda: table11(data)),
         "table12_criterion_coverage": ("Table 12: numeric score coverage by criterion and component",
-                                       table12(data)),
-        "paired_differences": (paired, paired_differences(data, bootstrap=bootstrap, seed=seed)),
+                                       lambda: table12(data)),
+        "paired_differences": (paired, lambda: paired_differences(data, bootstrap=bootstrap, seed=seed)),
         "fig2_role_categories": ("Fig. 2b/2c: role categories, primary and supporting shares per model",
-                                 role_categories(data)),
-        "fig2_panel_sizes": ("Fig. 2b: panels by number of roles", panel_sizes(data)),
-        "role_label_mapping": ("The exact-label → role-category mapping (Fig. 2c)", role_label_mapping(data)),
+                                 lambda: role_categories(data)),
+        "fig2_panel_sizes": ("Fig. 2b: panels by number of roles", lambda: panel_sizes(data)),
+        "role_label_mapping": ("The exact-label → role-category mapping (Fig. 2c)", lambda: role_label_mapping(data)),
     }
 
 
@@ -169,10 +201,25 @@ def run(args: argparse.Namespace) -> int:
     several = len(parts) > 1
     out = args.out or args.run_dir / "compare"
     tables: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-    for part in parts:
-        for name, (title, rows) in tables_of(part, bootstrap=args.bootstrap, seed=args.seed).items():
-            tables.setdefault(name, (title, []))[1].extend(with_protocol(part, rows, several))
-    tables.update(baseline_tables(parts, bootstrap=args.bootstrap, seed=args.seed))
+    drawn = [part for part in parts if deliberates(part.protocol)]
+    steps = sum(len(_table_makers(part, bootstrap=args.bootstrap, seed=args.seed)) for part in parts)
+    with ItemProgress("tables", steps + 1 + len(drawn)) as progress:
+        for part in parts:
+            def made_one(name: str, protocol: str = part.protocol) -> None:
+                progress.advance(f"{protocol} {name}", "made")
+
+            made = tables_of(part, bootstrap=args.bootstrap, seed=args.seed, on_table=made_one)
+            for name, (title, rows) in made.items():
+                tables.setdefault(name, (title, []))[1].extend(with_protocol(part, rows, several))
+        baselines = baseline_tables(parts, bootstrap=args.bootstrap, seed=args.seed)
+        tables.update(baselines)
+        progress.advance("baselines", f"{len(baselines)} made")
+        # ai-consilium.txt's figures draw a deliberation: of each protocol with review rounds, apart
+        figures = []
+        for part in drawn:
+            figures += write_figures(part, out / part.protocol if several else out, bootstrap=args.bootstrap,
+                                     seed=args.seed)
+            progress.advance(f"{part.protocol} figures", "drawn")
     arms = [a for part in parts for a in part.arms]
     counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
     md = [f"# Free-form vs structured: {args.run_dir.name}", "",
@@ -185,10 +232,6 @@ def run(args: argparse.Namespace) -> int:
         md += [f"## {title}", "", markdown_table(rows, digits=3)]
         if rows:
             paths.append(write_csv(out / f"{name}.csv", rows))
-    # ai-consilium.txt's figures draw a deliberation: of each protocol with review rounds, apart
-    figures = [path for part in parts if deliberates(part.protocol)
-               for path in write_figures(part, out / part.protocol if several else out, bootstrap=args.bootstrap,
-                                         seed=args.seed)]
     md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "compare.md", "\n".join(md) + "\n")
     print("\n".join(md[: md.index("## Figures")]))

@@ -18,6 +18,7 @@ from consilium.calibration.evolve import evolve_criterion, rated_items
 from consilium.calibration.pairs import load_judgements
 from consilium.calibration.ratings import load_ratings
 from consilium.cli.options import add_model_arguments, finite_float, fraction, model_options, model_spec
+from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
@@ -79,18 +80,24 @@ def run_evolve(args: argparse.Namespace) -> int:
     optimiser = build_model(args.optimiser_model, options)
     started = time.perf_counter()
 
+    def repeated(name: str) -> Callable[[RepeatResult], None]:
+        return lambda x: progress.advance(f"{name} · repeat {x.repeat + 1}",
+                                          f"train MAE {x.train_initial.mae:.3f} -> {x.train_descendant.mae:.3f}")
+
     async def go() -> list[CriterionResult]:
         try:
             return [await evolve_criterion(rubric, next(c for c in rubric.criteria if c.id == name), items[name],
                                            judge=judge, optimiser=optimiser, population=args.population,
                                            generations=args.generations, repeats=args.repeats,
-                                           train_fraction=args.train_fraction, seed=args.seed)
+                                           train_fraction=args.train_fraction, seed=args.seed,
+                                           on_repeat=repeated(name))
                     for name in wanted]
         finally:
             await judge.model.aclose()
             await optimiser.aclose()
 
-    results = aio.run(go())
+    with ItemProgress("repeats", len(wanted) * args.repeats) as progress:
+        results = aio.run(go())
     elapsed = time.perf_counter() - started
     out = args.out or args.judgements / "calibration"
     paths = _write(out, rubric, results, args, elapsed)

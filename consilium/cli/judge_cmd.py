@@ -1,6 +1,6 @@
 """``consilium judge``: score traces with a rubric judge and write a judgement beside each trace.
 
-Traces are judged as many at a time as the judge model's ``--max-concurrency``, each read as its
+Traces are judged as many at a time as the judge model's ``--concurrency``, each read as its
 judgement starts (consilium/judges/many.py), so judging a folder of 200k traces holds a handful in
 memory, not all of them.
 """
@@ -14,6 +14,7 @@ from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cases import Case
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
+from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import summarise
@@ -101,12 +102,16 @@ def run(args: argparse.Namespace) -> int:
                        max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
                        scope=args.scope)
     finished: dict[int, tuple[Path, Path, Judgement]] = {}
+    spent = [0]  # judge calls so far, for the progress line
 
     def done(position: int, path: Path, trace: AnyTrace, used: Rubric, judgement: Judgement) -> None:
         if args.calibration is not None:
             judgement = _calibrate(judgement, calibration, args.calibration)
         out = write_text_atomic(judgement_path(path, used.name), judgement.model_dump_json(indent=2) + "\n")
         finished[position] = (path, out, judgement.model_copy(update={"calls": []}))  # its calls are in its file
+        spent[0] += judgement.usage.total.calls
+        progress.advance(path.name, f"{judgement.usage.total.calls} calls, {judgement.wall_s:.1f} s",
+                         tail=f"{spent[0]:,} judge calls")
 
     async def go() -> None:
         try:
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await model.aclose()
 
-    aio.run(go())
+    with ItemProgress("traces", len(files)) as progress:
+        aio.run(go())
     judgements = [finished[position][2] for position in sorted(finished)]
     print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")
     for position in sorted(finished):

@@ -12,15 +12,18 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from consilium.cli.concurrency import DEFAULT_CONCURRENCY, add_concurrency_argument, default_concurrency
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.factory import SPEC_HELP, ModelOptions
+from consilium.models.pricing import Prices
 from consilium.models.reasoning import TOKEN_PARAMS
 from consilium.models.wrappers import RetryPolicy
 
-__all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_run_arguments", "finite_float",
+__all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_otel_argument", "add_run_arguments",
+           "finite_float",
            "flag_name", "fraction", "model_options", "model_spec", "non_negative_float", "non_negative_int",
            "positive_float", "positive_int", "run_config", "show_help"]
 
@@ -45,6 +48,8 @@ class ModelConfigFile(BaseModel):
         default=None, description="how openai: sends the output cap (default: by the model name, docs/models.md)")
     omit_settings: list[Literal["temperature", "top_p", "seed"]] | None = Field(
         default=None, description="settings the model refuses, left out of openai: requests (default: by name)")
+    prices: Prices | None = Field(default=None, description="USD per 1M input, cached_input and output tokens "
+                                                            "(docs/models.md, Prices and cost)")
 
     @field_validator("base_url")
     @classmethod
@@ -85,7 +90,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
     group.add_argument("--token-param", choices=TOKEN_PARAMS, default=None,
                        help="how openai: sends the output cap: max_tokens, or max_completion_tokens (OpenAI's "
                             "reasoning models); default: by the model name (docs/models.md, Reasoning models)")
-    group.add_argument("--max-concurrency", type=positive_int, default=None, help="concurrent model calls (default 4)")
+    add_concurrency_argument(group, positive_int)
     group.add_argument("--timeout", type=positive_float, default=None, help="seconds per model call (default 120)")
     group.add_argument("--max-attempts", type=positive_int, default=None,
                        help="attempts per call on timeouts, 429, 5xx and dropped connections (default 5)")
@@ -117,12 +122,15 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
         "base_url": args.base_url or base_url,
         "schema_dialect": args.schema_dialect or config.schema_dialect or "json_schema",
         "http_client": args.http_client or config.http_client or "aiohttp",
-        "max_concurrency": args.max_concurrency or config.max_concurrency or 4,
+        "max_concurrency": getattr(args, "concurrency", None) or config.max_concurrency
+        or (default_concurrency(model_spec(args)) if hasattr(args, "model_default") else DEFAULT_CONCURRENCY),
         "timeout_s": args.timeout or config.timeout_s,
         "cache_path": args.cache_path,
         "token_param": getattr(args, "token_param", None) or config.token_param,
         "omit_settings": tuple(config.omit_settings) if config.omit_settings is not None else None,
     }
+    if config.prices is not None:  # the prices of the model the file configures, not of a moderator or extra model
+        values.update(prices=config.prices, prices_spec=model_spec(args))
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)
         if not key:
@@ -152,6 +160,14 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, config_file: str, max_
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="stop a run after this many seconds and record it as failed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default runs/)")
+    add_otel_argument(parser)
+
+
+def add_otel_argument(parser: argparse.ArgumentParser) -> None:
+    """``--otel``: OpenTelemetry spans for each run, node and model call (docs/observability.md)."""
+    parser.add_argument("--otel", action="store_true",
+                        help="send OpenTelemetry spans (run, graph node, model call; GenAI conventions) to the "
+                             "configured TracerProvider, as CONSILIUM_OTEL=1 does; needs pip install 'consilium[otel]'")
 
 
 def show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
