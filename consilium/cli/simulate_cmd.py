@@ -20,6 +20,7 @@ from consilium.cli.options import (
     positive_int,
     run_config,
 )
+from consilium.cli.simulate_human import add_human_arguments, run_human
 from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.log import attach_run_log
@@ -32,12 +33,12 @@ from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 from consilium.traces.schema import TraceBase
 
-__all__ = ["print_summary", "register", "run"]
+__all__ = ["finish", "print_summary", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("simulate", help="run a consilium on a case and write its traces")
-    parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
+    parser.add_argument("--case", type=Path, default=None, help="case file (.json, .yaml); required unless --resume")
     parser.add_argument("--protocol", default="consilium",
                         help="consilium (default), single (the primary role alone answers, with no panel, "
                              "synthesis or voting: the single-specialist baseline), or a plugin's protocol")
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--budget-tokens", type=positive_int, default=None,
                         help="stop a format's run before a call that could take it past this many tokens")
     add_role_labels_argument(parser)
+    add_human_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -82,6 +84,10 @@ def _config(args: argparse.Namespace, protocol: AnyProtocol) -> RunConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.human is not None or args.answers is not None or args.resume is not None:
+        return run_human(args)  # a person at the table: checkpointed, resumable (cli/simulate_human.py)
+    if args.case is None:
+        raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
     case = load_case(args.case)
     protocol = get_protocol(args.protocol)
     if protocol.name not in format_protocols():
@@ -95,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_run_id(case.id)
     attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
     traces = aio.run(_run(protocol, case, formats, RunModels(panel=panel, moderator=moderator), config, run_id))
+    return finish(args, protocol, run_id, case, traces, config)
+
+
+def finish(args: argparse.Namespace, protocol: AnyProtocol, run_id: str, case: Case, traces: list[TraceBase],
+           config: RunConfig) -> int:
+    """Write the traces and the manifest, print each trace's summary; the exit code."""
     paths = [write_trace(trace_path(args.out, run_id, case.id, protocol.arm_variant(protocol.variant(t))), t)
              for t in traces]
     write_manifest(args.out / run_id, run_id=run_id, command=sys.argv,

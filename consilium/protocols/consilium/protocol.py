@@ -9,7 +9,9 @@ from consilium.agents.records import FORMATS, Format, Report, render_sections
 from consilium.cases import Case
 from consilium.models.backends.replay import ReplayModel
 from consilium.protocols.base import OnTrace, Protocol, RunModels
+from consilium.protocols.consilium.answers import TraceAnswers
 from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.consilium.human_run import HumanRun
 from consilium.protocols.consilium.record import whole_case_record
 from consilium.protocols.consilium.run import run_case, run_format
 from consilium.protocols.consilium.trace import Trace
@@ -42,8 +44,14 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
 
     async def replay(self, trace: Trace, replay: ReplayModel) -> Trace:
         config = ConsiliumConfig.model_validate(trace.config.run_settings())
+        # A person's answers come from the trace: no prompt, and no model call for them.
+        human = HumanRun(trace.human.requested, TraceAnswers(trace.human)) if trace.human is not None else None
         return await run_format(Case.model_validate(trace.case), trace.format, RunModels(replay, replay), config,
-                                run_id=trace.run_id)
+                                run_id=trace.run_id, human=human)
+
+    def compared(self, recorded: Trace, replayed: Trace) -> tuple[str, ...]:
+        both = recorded.human is not None and replayed.human is not None
+        return (*self.compared_fields, "human") if both else self.compared_fields
 
     def row(self, trace: Trace) -> dict[str, Any]:
         rounds = trace.rounds
@@ -80,6 +88,11 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
 
     def summary(self, trace: Trace) -> list[str]:
         lines = [f"role: {r.label} [{r.category}] ({'primary' if r.primary else 'supporting'})" for r in trace.roles]
+        if trace.human is not None:
+            seat = "added to the panel" if trace.human.added else "a seat of the assigned panel"
+            sources = " and ".join(sorted({i.source for i in trace.human.inputs})) or "no one"
+            lines.append(f"person at the table: {trace.human.label} ({seat}); {len(trace.human.inputs)} answers "
+                         f"from the {sources}, no model call")
         dissent = ", ".join(f"r{r.round} {r.dissent_fraction:.2f}" for r in trace.rounds)
         stop = trace.stop_reason or "-"
         lines.append(f"rounds: {len(trace.rounds)} (dissent fraction {dissent or '-'}); stop: {stop}")
@@ -95,6 +108,8 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
             Table(("role", "category", "kind", "justification"),
                   tuple((r.label, r.category_name, "primary" if r.primary else "supporting", r.justification)
                         for r in trace.roles)),
+            *([Note(f"{trace.human.label} was played by a person ({len(trace.human.inputs)} answers).",
+                    emphasis=True)] if trace.human is not None else []),
             Heading("Independent opinions")]
         labels = {r.id: r.label for r in trace.roles}
         for opinion in trace.opinions:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
@@ -23,6 +23,9 @@ from consilium.protocols.consilium.config import ConsiliumConfig
 from consilium.protocols.consilium.graph import RECURSION_LIMIT, ConsiliumContext, consilium_graph
 from consilium.protocols.consilium.trace import Trace
 
+if TYPE_CHECKING:
+    from consilium.protocols.consilium.human_run import HumanRun
+
 __all__ = ["run_case", "run_format"]
 
 #: Told the assigned panel and the calls that assigned it, as soon as a run has them.
@@ -32,15 +35,16 @@ RolesListener = Callable[[list[AssignedRole], list[CallRecord]], None]
 async def run_format(case: Case, fmt: Format, models: RunModels, config: ConsiliumConfig, *, run_id: str,
                      shared_roles: list[AssignedRole] | None = None,
                      shared_calls: list[CallRecord] | None = None,
-                     on_roles: RolesListener | None = None) -> Trace:
-    """Run the graph for one format. A model failure is recorded in the trace (status ``failed``)."""
+                     on_roles: RolesListener | None = None, human: HumanRun | None = None) -> Trace:
+    """Run the graph for one format. A model failure is recorded in the trace (status ``failed``). With
+    ``human``, a person plays one member, in a checkpointed run that may pause (human_run.py)."""
     recorder = CallRecorder(UsageLedger(config.budget_tokens))
-    for call in shared_calls or []:
+    for call in (human.restored_calls(fmt, shared_calls) if human is not None else shared_calls) or []:
         recorder.adopt(call)
     ctx = ConsiliumContext(
         panel_model=for_run(models.panel, recorder, max_repairs=config.max_repairs),
         moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
-        case_text=case.render(), format=fmt, config=config,
+        case_text=case.render(), format=fmt, config=config, human=human.requested if human is not None else None,
     )
     state = Latest({"roles": shared_roles} if shared_roles else {})
 
@@ -48,9 +52,13 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
         if on_roles is not None and after.get("roles") and not before.get("roles"):
             on_roles(after["roles"], [c for c in recorder.calls if c.stage == "role_assignment"])
 
+    def body() -> Any:
+        if human is not None:
+            return human.follow(fmt, state, ctx, recorder, on_step=step)
+        return state.follow(consilium_graph(), ctx, recursion_limit=RECURSION_LIMIT, on_step=step)
+
     outcome = await run_recorded(
-        lambda: state.follow(consilium_graph(), ctx, recursion_limit=RECURSION_LIMIT, on_step=step),
-        start_run(recorder), wall_limit_s=config.wall_limit_s,
+        body, start_run(recorder), wall_limit_s=config.wall_limit_s,
                                  event="consilium_failed", case=case.id, format=fmt)
     reports = list(state.get("reports", []))
     error = outcome.error
@@ -61,13 +69,14 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
         opinions=sorted(state.get("opinions", []), key=lambda o: o.role), reports=reports,
         rounds=list(state.get("rounds", [])), stop_reason=state.get("stop_reason"),
         final_report=reports[-1] if reports and not error else None,
+        human=human.record(state.values) if human is not None else None,
     )
 
 
 async def run_case(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
                    run_id: str, shared_roles: list[AssignedRole] | None = None,
                    shared_calls: list[CallRecord] | None = None,
-                   on_trace: Callable[[Trace], None] | None = None) -> list[Trace]:
+                   on_trace: Callable[[Trace], None] | None = None, human: HumanRun | None = None) -> list[Trace]:
     """Every format of one case, side by side once the panel is assigned: by the first format's run, or
     before (``shared_roles``, from a finished trace). ``on_trace`` gets each trace as soon as it is done."""
     if not formats:
@@ -76,7 +85,7 @@ async def run_case(case: Case, formats: list[Format], models: RunModels, config:
     async def one(fmt: Format, roles: list[AssignedRole] | None, calls: list[CallRecord] | None,
                   on_roles: RolesListener | None = None) -> Trace:
         trace = await run_format(case, fmt, models, config, run_id=run_id, shared_roles=roles, shared_calls=calls,
-                                 on_roles=on_roles)
+                                 on_roles=on_roles, human=human)
         if on_trace is not None:
             on_trace(trace)
         return trace

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated
+from typing import Annotated, NotRequired
 
 from typing_extensions import TypedDict
 
 from consilium.agents.records import AssignedRole, Opinion, Report, Round, StopReason, Vote
 from consilium.graphs.reducers import replace
+from consilium.protocols.consilium.seat import HumanInput
 
 __all__ = ["ConsiliumState", "OpinionTask", "VoteTask"]
 
@@ -21,13 +22,18 @@ class ConsiliumState(TypedDict, total=False):
     rounds: Annotated[list[Round], operator.add]
     round: int
     stop_reason: StopReason | None
+    #: A person's seat (simulate --human): the role id they play, and every answer they gave.
+    human: str
+    human_inputs: Annotated[list[HumanInput], operator.add]
 
 
 class OpinionTask(TypedDict):
     role: AssignedRole
+    human: NotRequired[bool]
 
 
 class VoteTask(TypedDict):
     role: AssignedRole
     report: Report
     round: int
+    human: NotRequired[bool]

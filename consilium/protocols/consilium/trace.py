@@ -8,6 +8,7 @@ from pydantic import Field
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
 from consilium.protocols.consilium.config import ConsiliumRecord
+from consilium.protocols.consilium.seat import HumanRecord
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Trace"]
@@ -28,3 +29,7 @@ class Trace(TraceBase):
     rounds: list[Round]
     stop_reason: StopReason | None
     final_report: Report | None
+    # Written only when a person sat at the table, so every other trace is as it always was.
+    human: HumanRecord | None = Field(default=None, exclude_if=lambda v: v is None,
+                                      description="the person at the table (simulate --human) and their answers; "
+                                                  "absent when every member was a model (docs/human.md)")

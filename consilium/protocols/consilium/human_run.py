@@ -1,0 +1,162 @@
+"""A consilium run with a person at the table: the graph with a checkpointer, paused at the person's turns.
+
+Each format is one thread of a LangGraph checkpointer (SQLite in the run's folder, ``human/checkpoints.sqlite``;
+in memory for the Python API and replay). The run streams the graph until it stops at an interrupt, asks the
+answer source for the person's answer, checks it as a model's answer would be checked, and resumes with
+``Command(resume=answer)``. An answer the source does not hold (an answers file without it) pauses the format
+there; Ctrl-C stops it. Either way the checkpoint keeps every finished step (and every finished task of the
+step in progress) and ``human/<format>.calls.json`` the model calls made so far, so a resumed run continues
+where it stopped: the checkpointed steps are not run again and their recorded calls go into the trace as made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import aiosqlite
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from consilium.agents import records
+from consilium.agents.records import AssignedRole, Format
+from consilium.cases import Case
+from consilium.errors import UserError
+from consilium.fileio import make_folder, write_text_atomic
+from consilium.graphs.running import Latest
+from consilium.models import CallRecord, CallRecorder
+from consilium.protocols.base import RunModels
+from consilium.protocols.consilium import seat
+from consilium.protocols.consilium.answers import AnswerMissing, AnswerSource, CallbackAnswers, Given, MappingAnswers
+from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.consilium.graph import RECURSION_LIMIT, ConsiliumContext, human_graph
+from consilium.protocols.consilium.run import run_case
+from consilium.protocols.consilium.seat import AnswerInvalid, HumanPrompt, HumanRecord, check_answer
+from consilium.protocols.consilium.trace import Trace
+
+__all__ = ["HumanRun", "run_seated", "run_with_person", "seated"]
+
+#: The record types the graph state holds, which the checkpointer may rebuild (and nothing else).
+SERDE = JsonPlusSerializer(allowed_msgpack_modules=[
+    *((records.__name__, cls.__name__) for cls in (AssignedRole, records.Opinion, records.Report, records.Vote,
+                                                    records.Round)),
+    (seat.__name__, seat.HumanInput.__name__)])
+
+
+class HumanRun:
+    """A person's seat for one invocation (both formats): who they play, where their answers come from, and the
+    checkpoints (in ``folder``, else in memory). ``paused`` collects why a format stopped short of its end."""
+
+    def __init__(self, requested: str, source: AnswerSource, folder: Path | None = None) -> None:
+        if not requested.strip():
+            raise UserError("--human: give the role the person plays (a label or category of the panel)")
+        self.requested, self.source, self.folder = " ".join(requested.split()), source, folder
+        self.paused: list[str] = []
+        self._graph: CompiledStateGraph[Any, ConsiliumContext, Any, Any] | None = (
+            human_graph(InMemorySaver(serde=SERDE)) if folder is None else None)
+
+    @contextlib.asynccontextmanager
+    async def opened(self) -> AsyncIterator[HumanRun]:
+        """The run's checkpointer open (its SQLite file in ``folder``) for the time of the run."""
+        if self.folder is None:
+            yield self
+            return
+        async with aiosqlite.connect(make_folder(self.folder) / "checkpoints.sqlite") as conn:
+            self._graph = human_graph(AsyncSqliteSaver(conn, serde=SERDE))
+            try:
+                yield self
+            finally:
+                self._graph = None
+
+    def _calls_file(self, fmt: Format) -> Path | None:
+        return self.folder / f"{fmt}.calls.json" if self.folder is not None else None
+
+    def restored_calls(self, fmt: Format, shared: list[CallRecord] | None) -> list[CallRecord]:
+        """The calls a format's run starts with: those it made before it paused, else the shared assignment's."""
+        path = self._calls_file(fmt)
+        if path is None or not path.exists():
+            return list(shared or [])
+        return [CallRecord.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))]
+
+    def _save(self, fmt: Format, recorder: CallRecorder) -> None:
+        path = self._calls_file(fmt)
+        if path is not None:
+            write_text_atomic(path, json.dumps([c.model_dump(mode="json") for c in recorder.calls]) + "\n")
+
+    async def follow(self, fmt: Format, state: Latest, context: ConsiliumContext, recorder: CallRecorder, *,
+                     on_step: Callable[[dict[str, Any], dict[str, Any]], None]) -> None:
+        """Run (or resume) the format's thread to its end or to an answer the source lacks."""
+        graph = self._graph
+        if graph is None:
+            raise RuntimeError("HumanRun.follow outside HumanRun.opened()")
+        config: Any = {"configurable": {"thread_id": fmt}, "recursion_limit": RECURSION_LIMIT}
+        try:
+            saved = (await graph.aget_state(config)).values
+            todo: Any = state.values
+            if saved:  # a paused or interrupted run: continue its thread from its last checkpoint
+                on_step(state.values, dict(saved))
+                state.values, todo = dict(saved), None
+            while True:
+                async for values in graph.astream(todo, config=config, context=context, stream_mode="values"):
+                    values = {k: v for k, v in values.items() if k != "__interrupt__"}
+                    on_step(state.values, values)
+                    state.values = values
+                    self._save(fmt, recorder)
+                waiting = [i for task in (await graph.aget_state(config)).tasks for i in task.interrupts]
+                if not waiting:
+                    return
+                prompt = HumanPrompt.model_validate(waiting[0].value)
+                todo = Command(resume=await self._answer(prompt))
+        except AnswerMissing as exc:
+            self.paused.append(str(exc))
+        finally:
+            self._save(fmt, recorder)
+
+    async def _answer(self, prompt: HumanPrompt) -> Any:
+        got = await self.source.answer(prompt)
+        answer, source = (got.answer, got.source) if isinstance(got, Given) else (got, self.source.name)
+        try:
+            check_answer(prompt, answer)
+        except AnswerInvalid as exc:
+            where = getattr(self.source, "where", self.source.name)
+            raise UserError(f"{where}: {exc.at(prompt.key)}") from None
+        return {"answer": answer, "source": source}
+
+    def record(self, values: dict[str, Any]) -> HumanRecord | None:
+        return seat.human_record(self.requested, values)
+
+
+async def run_with_person(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
+                          run_id: str, human: HumanRun) -> list[Trace]:
+    """Every format of one case with the person at the table, checkpointed; the traces are complete unless
+    ``human.paused`` says where a format stopped."""
+    async with human.opened():
+        return await run_case(case, formats, models, config, run_id=run_id, human=human)
+
+
+def seated(protocol: str, requested: str | None, answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None,
+           ) -> HumanRun:
+    """A person's seat for the Python API: their answers a mapping shaped like an answers file, or a function of
+    each :class:`HumanPrompt` (sync or async); checkpointed in memory."""
+    if protocol != "consilium":
+        raise UserError(f"human: only the consilium protocol seats a person (not {protocol!r})")
+    if requested is None or answers is None:
+        raise UserError("human: give both the role (human=) and the person's answers (answers=)")
+    source = CallbackAnswers(answers) if callable(answers) else MappingAnswers(answers, "answers", name="api")
+    return HumanRun(requested, source)
+
+
+async def run_seated(case: Case, formats: Sequence[str], models: RunModels, config: ConsiliumConfig, *,
+                     run_id: str, human: HumanRun) -> list[Trace]:
+    """:func:`run_with_person` for a run that cannot be resumed (in memory): a missing answer raises."""
+    traces = await run_with_person(case, cast(list[Format], list(formats)), models, config, run_id=run_id,
+                                   human=human)
+    if human.paused:
+        raise UserError(human.paused[0])
+    return traces

@@ -1,0 +1,377 @@
+"""A physician at the table (docs/human.md): ``simulate --human ROLE`` with an answers file and at a terminal
+(under a pseudo-terminal), pausing and resuming from the run's checkpoint, replay, and bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import consilium
+from consilium.cli import main
+from consilium.protocols.consilium.seat import SEAT_JUSTIFICATION, HumanPrompt, seat_human
+from consilium.roles.catalogue import load_catalogue
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
+ANSWERS = ROOT / "examples" / "answers" / "cardiologist-myocarditis.yaml"
+FORMATS = ("free-form", "structured")
+#: What differs between two runs of the same answers: when they ran.
+TIMES = ("started_at", "wall_s", "run_id")
+
+
+def simulate(tmp_path: Path, *extra: str, out: str = "runs") -> int:
+    return main(["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(tmp_path / out), *extra])
+
+
+def run_dir(tmp_path: Path, out: str = "runs") -> Path:
+    [folder] = (tmp_path / out).iterdir()
+    return folder
+
+
+def traces(folder: Path) -> dict[str, dict[str, Any]]:
+    return {fmt: json.loads(next(folder.glob(f"*.{fmt}.trace.json")).read_text()) for fmt in FORMATS
+            if any(folder.glob(f"*.{fmt}.trace.json"))}
+
+
+def untimed(trace: dict[str, Any]) -> dict[str, Any]:
+    trace = {k: v for k, v in trace.items() if k not in TIMES}
+    trace["calls"] = [{k: v for k, v in c.items() if k != "started_at"} for c in trace["calls"]]
+    return trace
+
+
+def write_answers(path: Path, answers: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    return path
+
+
+def test_the_answers_file_seats_a_person_in_both_formats(tmp_path: Path) -> None:
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
+    given = yaml.safe_load(ANSWERS.read_text())
+    for fmt, trace in traces(run_dir(tmp_path)).items():
+        human = trace["human"]
+        # Not on the scripted panel (internist, neurologist, radiologist): added as a supporting member.
+        assert human["role"] == "cardiologist" and human["added"]
+        assert {i["source"] for i in human["inputs"]} == {"file"}
+        assert trace["roles"][-1] == {"id": "cardiologist", "label": "Cardiologist", "category": "cardiology",
+                                      "category_name": "Cardiology", "primary": False,
+                                      "justification": SEAT_JUSTIFICATION}
+        [opinion] = [o for o in trace["opinions"] if o["role"] == "cardiologist"]
+        if fmt == "free-form":
+            assert opinion["text"] == given[fmt]["opinion"].strip() and opinion["sections"] is None
+        else:
+            assert opinion["sections"] == given[fmt]["opinion"]
+        assert [(i["stage"], i["round"]) for i in human["inputs"]] == [("opinion", None), ("vote", 1), ("vote", 2)]
+        for rnd in trace["rounds"]:
+            [vote] = [v for v in rnd["votes"] if v["role"] == "cardiologist"]
+            wanted = given[fmt]["votes"][rnd["round"]]
+            assert (vote["vote"], vote["reason"]) == (wanted["vote"], wanted["reason"])
+            assert vote["requested_change"] == wanted.get("requested_change")
+        # A person's answer is not a model call: no call, no tokens, for the seat.
+        assert all(c["role"] != "cardiologist" for c in trace["calls"])
+        assert trace["usage"]["total"]["calls"] == len(trace["calls"]) == 12
+        assert "cardiologist" not in trace["usage"]["by_role"]
+    free = traces(run_dir(tmp_path))["free-form"]
+    assert [r["dissent_fraction"] for r in free["rounds"]] == [0.5, 0.0]  # the radiologist and the person
+    # The person's opinion reached the moderator's synthesis under the seat's label.
+    [synthesis] = [c for c in free["calls"] if c["stage"] == "synthesis"]
+    assert f"[Cardiologist]\n{given['free-form']['opinion'].strip()}" in synthesis["messages"][-1]["content"]
+
+
+def test_replay_reproduces_a_run_with_a_person_without_a_prompt_or_a_model(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
+    paths = sorted(run_dir(tmp_path).glob("*.trace.json"))
+    capsys.readouterr()
+    assert main(["replay", *map(str, paths)]) == 0
+    said = capsys.readouterr()
+    assert said.out.count("identical (12 recorded calls served, 0 model calls") == 2
+    assert "Your turn" not in said.out + said.err
+    check = consilium.replay(paths[0])
+    assert check.identical and check.served == 12 and check.replayed.human is not None
+
+
+def test_a_paused_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS), out="whole") == 0
+    partial = yaml.safe_load(ANSWERS.read_text())
+    del partial["free-form"]["votes"][2]
+    capsys.readouterr()
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers",
+                    str(write_answers(tmp_path / "partial.yaml", partial))) == 2
+    err = capsys.readouterr().err.strip()
+    folder = run_dir(tmp_path)
+    assert "\n" not in err and "partial.yaml: free-form.votes.2: missing" in err
+    assert f"consilium simulate --resume {folder}" in err
+    assert not list(folder.glob("*.trace.json"))  # nothing written until the run is whole
+    before = json.loads((folder / "human" / "free-form.calls.json").read_text())
+    assert [(c["stage"], c["round"]) for c in before][-3:] == [("vote", 2)] * 3  # the panel's round-2 votes
+
+    assert main(["simulate", "--resume", str(folder), "--answers", str(ANSWERS)]) == 0
+    resumed, whole = traces(folder), traces(run_dir(tmp_path, "whole"))
+    for fmt in FORMATS:
+        assert untimed(resumed[fmt]) == untimed(whole[fmt])
+    # The calls made before the pause were not made again: the trace holds them as first made (same times).
+    assert resumed["free-form"]["calls"][:len(before)] == before
+    # Only the person's round-2 vote was left: it completes the consensus, and no model is asked again.
+    assert len(resumed["free-form"]["calls"]) == len(before) == 12
+
+
+def test_the_persons_dissent_drives_a_revision(tmp_path: Path) -> None:
+    # The person takes the radiologist's seat, the one member of the scripted panel that dissents; the
+    # models accept, so whether the report is revised is the person's doing.
+    vote = {"vote": "dissent", "reason": "The confirming test is missing.",
+            "requested_change": "Add cardiac MRI with late gadolinium enhancement."}
+    dissent = {"free-form": {"opinion": "Myocarditis; confirm with cardiac MRI.",
+                             "votes": {1: vote, 2: {"vote": "accept", "reason": "Now complete."}}}}
+    accept = copy.deepcopy(dissent)
+    accept["free-form"]["votes"] = {1: {"vote": "accept", "reason": "Fine as it stands."}}
+    for name, answers in (("dissent", dissent), ("accept", accept)):
+        assert simulate(tmp_path, "--formats", "free-form", "--human", "radiology", "--answers",
+                        str(write_answers(tmp_path / f"{name}.yaml", answers)), out=name) == 0
+    [revised] = traces(run_dir(tmp_path, "dissent")).values()
+    [accepted] = traces(run_dir(tmp_path, "accept")).values()
+    assert revised["human"]["role"] == "radiologist" and not revised["human"]["added"]  # by its category
+    assert [r["dissent_fraction"] for r in revised["rounds"]] == [0.333333, 0.0]  # 1 of 3
+    assert revised["stop_reason"] == "consensus" and len(revised["reports"]) == 2
+    [revision] = [c for c in revised["calls"] if c["stage"] == "revision"]
+    assert vote["requested_change"] in revision["messages"][-1]["content"]
+    assert [r["dissent_fraction"] for r in accepted["rounds"]] == [0.0]
+    assert accepted["stop_reason"] == "consensus" and not [c for c in accepted["calls"] if c["stage"] == "revision"]
+
+
+def test_the_seat_is_a_label_then_a_category_else_an_added_member() -> None:
+    catalogue = load_catalogue()
+
+    def role(label: str) -> Any:
+        from consilium.agents.records import AssignedRole
+        category = catalogue.map_label(label)
+        return AssignedRole(id=label.lower().replace(" ", "-"), label=label, category=category.id,
+                            category_name=category.name, primary=False, justification="j")
+
+    panel = [role("Cardiologist"), role("Interventional cardiologist"), role("Radiologist")]
+    assert seat_human(panel, "  interventional   CARDIOLOGIST ") == (panel, "interventional-cardiologist")
+    assert seat_human(panel, "Cardiology") == (panel, "cardiologist")  # the first member of the category
+    assert seat_human(panel, "Cardiac imaging specialist") == (panel, "radiologist")  # mapped to radiology
+    roles, seat = seat_human(panel, "Wound care nurse")  # category "other" matches no one: added
+    assert seat == "wound-care-nurse" and roles[:3] == panel and roles[3].category == "other"
+    assert roles[3].justification == SEAT_JUSTIFICATION and not roles[3].primary
+
+
+def test_the_api_takes_answers_as_a_mapping_or_a_callback() -> None:
+    given = yaml.safe_load(ANSWERS.read_text())
+    [by_mapping] = consilium.run(CASE, variants=["structured"], model=PANEL, human="Cardiologist", answers=given)
+    assert by_mapping.human is not None and {i.source for i in by_mapping.human.inputs} == {"api"}
+    seen: list[HumanPrompt] = []
+
+    def answer(prompt: HumanPrompt) -> Any:
+        seen.append(prompt)
+        fmt = given[prompt.format]
+        return fmt["opinion"] if prompt.stage == "opinion" else fmt["votes"][prompt.round]
+
+    [by_callback] = consilium.run(CASE, variants=["structured"], model=PANEL, human="Cardiologist", answers=answer)
+    assert [(p.stage, p.round) for p in seen] == [("opinion", None), ("vote", 1), ("vote", 2)]
+    assert "24-year-old man" in seen[0].case_text and seen[0].sections is not None
+    assert seen[0].sections["final_conclusion"] == 800  # the structured opinion's section caps at the default
+    assert seen[1].report_version == 1 and seen[1].report_text == by_callback.reports[0].text
+    assert seen[2].report_version == 2 and seen[2].report_text == by_callback.reports[1].text
+    assert by_callback.rounds == by_mapping.rounds and by_callback.opinions == by_mapping.opinions
+
+
+@pytest.mark.parametrize(("answers", "message"), [
+    ({"free-form": {"votes": {1: {"vote": "maybe", "reason": "x"}}}},
+     "bad.yaml: free-form.votes.1.vote: accept or dissent, not 'maybe'"),
+    ({"free-form": {"opinoin": "x"}}, "bad.yaml: free-form.opinoin: not a field (give opinion and votes)"),
+    ({"freeform": {}}, "bad.yaml: freeform: not a format (give free-form or structured)"),
+    ({"free-form": {"votes": {"first": {"vote": "accept", "reason": "x"}}}},
+     "bad.yaml: free-form.votes.first: a review round is a positive integer"),
+    ({"structured": {"opinion": {"clinical_data": "d"}}},
+     "bad.yaml: structured.opinion.syndromes: missing (a structured opinion has clinical_data"),
+    ({"free-form": {"opinion": "x" * 4801}},
+     "bad.yaml: free-form.opinion: the answer is 4801 characters long, over its length budget of 4800"),
+])
+def test_a_malformed_answers_file_is_one_line_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             answers: dict[str, Any], message: str) -> None:
+    path = write_answers(tmp_path / "bad.yaml", answers)
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err.replace(str(tmp_path) + "/", ""), err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--answers", str(ANSWERS)], "--answers: the answers are a person's: give --human ROLE too"),
+    (["--human", "Cardiologist"], "--human: stdin is not a terminal: give the person's answers with --answers"),
+    (["--human", " ", "--answers", str(ANSWERS)], "--human: give the role the person plays"),
+    (["--human", "Cardiologist", "--answers", str(ANSWERS), "--protocol", "single"],
+     "--human: only the consilium protocol seats a person (not 'single')"),
+])
+def test_bad_human_flags_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert simulate(tmp_path, *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_resume_needs_a_run_with_a_person(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--resume", str(tmp_path)]) == 2
+    assert "--resume: not a run with a person at the table (no human/session.json)" in capsys.readouterr().err
+
+
+class Terminal:
+    """``python -m consilium ARGS`` on a pseudo-terminal: read what it shows, type answers."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the command, its stdin, stdout and stderr the terminal
+            os.chdir(cwd)
+            os.execv(sys.executable, [sys.executable, "-m", "consilium", *args])
+        self.seen = ""  # shown and not yet consumed
+        self.log = ""  # everything shown
+
+    def expect(self, text: str, timeout: float = 60.0) -> str:
+        """Everything shown up to ``text`` (consumed), failing after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"timed out waiting for {text!r}; the terminal shows:\n{self.seen[-2000:]}")
+            try:
+                chunk = os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:  # the child has exited
+                chunk = ""
+            if not chunk:
+                raise AssertionError(f"the command ended before {text!r}:\n{self.seen[-2000:]}")
+            self.seen += chunk.replace("\r\n", "\n")
+            self.log += chunk.replace("\r\n", "\n")
+        shown, _, self.seen = self.seen.partition(text)
+        return shown
+
+    def close(self) -> None:
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def type(self, *lines: str) -> None:
+        os.write(self.fd, "".join(f"{line}\n" for line in lines).encode())
+
+    def rest(self) -> tuple[int, str]:
+        """Its exit status and what it showed until it ended."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.log += chunk.replace("\r\n", "\n")
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status), self.log
+
+
+STRUCTURED = ("clinical data", "syndromes", "differential diagnosis", "diagnostic strategy",
+              "management strategy", "final conclusion")
+
+
+def _answer_turn(term: Terminal) -> tuple[str, str]:
+    """Answer whichever turn comes next: (format, stage), from its heading."""
+    term.expect("== Your turn: Radiologist (supporting) · ")
+    heading = term.expect("\n")
+    fmt, _, what = heading.partition(" · ")
+    if what == "opinion" and fmt == "free-form":
+        term.expect("opinion (end with a blank line):\n")
+        term.type("Myocarditis is most likely;", "confirm it with cardiac MRI.", "")
+    elif what == "opinion":
+        for section in STRUCTURED:
+            term.expect(f"{section} (at most ")
+            term.type(f"my {section}", "")
+    else:
+        term.expect("The moderator's shared report, version ")
+        term.expect("vote (accept/dissent): ")
+        if what.endswith("round 1"):
+            term.type("maybe")  # not a vote: asked again
+            term.expect("vote (accept/dissent): ")
+            term.type("dissent", "No confirming test.")
+            term.expect("requested change (blank for none): ")
+            term.type("Add cardiac MRI.")
+        else:
+            term.type("accept", "Complete now.")
+    return fmt, what
+
+
+def test_the_terminal_prompts_for_each_format_under_a_pseudo_terminal(tmp_path: Path) -> None:
+    args = ["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(tmp_path / "runs"),
+            "--human", "Radiologist", "--no-cache"]
+    term = Terminal(args, ROOT)
+    try:
+        turns = {_answer_turn(term) for _ in range(6)}  # an opinion and two votes in each format
+        status, shown = term.rest()
+    finally:
+        term.close()
+    assert status == 0, shown
+    # The case and the member's brief, shown once at the first turn; each vote shows the report under review.
+    assert shown.count("CASE\n") == 1 and "hs-troponin T 410 ng/L" in shown
+    assert shown.count("Your brief: imaging decides") == 1
+    assert "The moderator's shared report, version 2:\n\nReport: A; CT." in shown
+    assert "not accepted" not in shown
+    assert turns == {(fmt, what) for fmt in FORMATS
+                     for what in ("opinion", "vote, review round 1", "vote, review round 2")}
+    done = traces(run_dir(tmp_path))
+    for fmt, trace in done.items():
+        assert {i["source"] for i in trace["human"]["inputs"]} == {"terminal"} and not trace["human"]["added"]
+        r1 = trace["rounds"][0]
+        [mine] = [v for v in r1["votes"] if v["role"] == "radiologist"]
+        assert mine == {"round": 1, "role": "radiologist", "vote": "dissent", "reason": "No confirming test.",
+                        "requested_change": "Add cardiac MRI."}
+        [opinion] = [o for o in trace["opinions"] if o["role"] == "radiologist"]
+        if fmt == "free-form":
+            assert opinion["text"] == "Myocarditis is most likely;\nconfirm it with cardiac MRI."
+        else:
+            assert opinion["sections"]["final_conclusion"] == "my final conclusion"
+    replayed = subprocess.run([sys.executable, "-m", "consilium", "replay",
+                               *map(str, sorted(run_dir(tmp_path).glob("*.trace.json")))],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert replayed.returncode == 0 and replayed.stdout.count("identical") == 2, replayed.stdout + replayed.stderr
+
+
+def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    term = Terminal(["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(folder), "--formats",
+                     "free-form", "--human", "Radiologist", "--no-cache"], ROOT)
+    try:
+        term.expect("opinion (end with a blank line):\n")
+        term.type("Typed at the terminal.", "")
+        term.expect("vote (accept/dissent): ")
+        os.kill(term.pid, signal.SIGINT)  # Ctrl-C at the round-1 vote
+        status, shown = term.rest()
+    finally:
+        term.close()
+    assert status == 130, shown
+    [run] = folder.iterdir()
+    assert f"interrupted; the run is checkpointed: resume it with `consilium simulate --resume {run}`" in shown
+    made = json.loads((run / "human" / "free-form.calls.json").read_text())
+    votes = {1: {"vote": "accept", "reason": "Fine."}}
+    answers = write_answers(tmp_path / "rest.yaml", {"free-form": {"votes": votes}})  # no opinion: it was given
+    assert main(["simulate", "--resume", str(run), "--answers", str(answers)]) == 0
+    [trace] = traces(run).values()
+    assert [(i["stage"], i["source"]) for i in trace["human"]["inputs"]] == [("opinion", "terminal"),
+                                                                           ("vote", "file")]
+    [opinion] = [o for o in trace["opinions"] if o["role"] == "radiologist"]
+    assert opinion["text"] == "Typed at the terminal." and trace["stop_reason"] == "consensus"
+    assert trace["calls"][:len(made)] == made  # kept as made before Ctrl-C, not made again
