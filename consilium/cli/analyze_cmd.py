@@ -1,0 +1,46 @@
+"""``consilium analyze RUN_DIR``: deliberation networks of a run or cohort (docs/networks.md): each arm's
+graph as GraphML and a picture, the cohort's role co-assignment network, and the per-category influence,
+persistence and conformity, the change paths and the board centralities as CSV."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
+from consilium.models import GenerationSettings
+from consilium.models.factory import build_model
+from consilium.reports.networks.analyze import analyze
+from consilium.reports.networks.judging import UptakeJudge
+from consilium.reports.networks.paths import ANALYSIS_FOLDER
+from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("analyze", help="deliberation networks of a run or cohort: graphs (GraphML, PNG), "
+                                            "influence, persistence, conformity")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder (arms.csv) or a simulate run")
+    parser.add_argument("--out", type=Path, default=None, help=f"analysis folder (default RUN_DIR/{ANALYSIS_FOLDER})")
+    add_model_arguments(parser, default=None, flag="--judge-model")
+    parser.add_argument("--max-tokens", type=positive_int, default=512, help="output tokens per judge call (512)")
+    parser.add_argument("--max-repairs", type=non_negative_int, default=2,
+                        help="judge retries showing the validation error (2)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    judge = None
+    if args.model or args.model_config:  # a judge decides uptake; without one, the word-overlap rule does
+        model = build_model(model_spec(args), model_options(args))
+        judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
+                                                      timeout_s=args.timeout or 120.0), args.max_repairs)
+    result = analyze(args.run_dir, args.out, judge)
+    methods = ", ".join(f"{n} by {m.replace('_', ' ')}" for m, n in sorted(result.methods.items())) or "none"
+    print(f"analysed {result.arms} arms into {result.out}" +
+          (f" ({len(result.skipped)} not completed, left out)" if result.skipped else ""))
+    print(f"dissents decided: {methods}" + ("" if judge else f" (word overlap >= {OVERLAP_THRESHOLD})"))
+    for name in ("categories.csv", "change_paths.csv", "dissents.csv", "centralities.csv", "coassignment.graphml"):
+        print(f"  {result.out / name}")
+    return 0

@@ -1,0 +1,218 @@
+"""``consilium analyze`` (docs/networks.md): deliberation graphs, board turn-taking graphs, the co-assignment
+network and the per-category metrics, on scripted runs whose numbers are worked out by hand below."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from consilium.cli import main
+from consilium.reports.networks.uptake import content_words, overlap_share
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "networks"
+MYOCARDITIS = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
+PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _by(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, str]]:
+    return {r[key]: r for r in rows}
+
+
+def _cohort(tmp: Path, cases: list[Path], *flags: str) -> Path:
+    folder = tmp / "cases"
+    folder.mkdir(parents=True)
+    for case in cases:
+        (folder / case.name).write_text(case.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["cohort", "--cases", str(folder), "--no-cache", "--out", str(tmp / "runs"), *flags]) == 0
+    (run,) = (tmp / "runs").iterdir()
+    return run
+
+
+def _simulate_varied(tmp: Path) -> Path:
+    assert main(["simulate", "--case", str(MYOCARDITIS), "--format", "free-form", "--no-cache", "--out", str(tmp),
+                 "--model", f"scripted:{FIXTURES / 'varied-panel.yaml'}"]) == 0
+    (run,) = tmp.iterdir()
+    return run
+
+
+def _metrics(out: Path) -> dict[str, tuple[str, str, str]]:
+    return {c: (r["influence"], r["persistence"], r["conformity"])
+            for c, r in _by(_rows(out / "categories.csv"), "category").items()}
+
+
+def test_the_scripted_cohort_graph_has_the_ct_dissent_taken_up(tmp_path: Path) -> None:
+    run = _cohort(tmp_path, [MYOCARDITIS], "--model", f"scripted:{PANEL}")
+    assert main(["analyze", str(run)]) == 0
+    out = run / "analysis"
+    (graphml,) = sorted(out.rglob("*.free-form.graphml"))
+    graph = nx.read_graphml(graphml, force_multigraph=True)
+    assert set(graph.nodes) == {"role:internist", "role:neurologist", "role:radiologist", "report:v1", "report:v2",
+                                "round:1", "round:2"}
+    kinds = sorted((u, v, d["kind"]) for u, v, d in graph.edges(data=True) if d["kind"] != "vote")
+    assert kinds == sorted([
+        ("role:internist", "report:v1", "opinion"), ("role:neurologist", "report:v1", "opinion"),
+        ("role:radiologist", "report:v1", "opinion"), ("report:v1", "round:1", "review"),
+        ("report:v2", "round:2", "review"), ("report:v1", "report:v2", "revision"),
+        ("role:radiologist", "report:v2", "dissent"),
+        *[("round:1", "round:2", "vote_transition")] * 3])
+    (dissent,) = [d for *_, d in graph.edges(data=True) if d["kind"] == "dissent"]
+    # "add CT": content word {ct}, new in "Report: A; CT." against "Report: A is most likely." → 1/1.
+    assert dissent["taken_up"] is True and dissent["method"] == "word_overlap" and dissent["overlap"] == 1.0
+    votes = {(u, v): d["vote"] for u, v, d in graph.edges(data=True) if d["kind"] == "vote"}
+    assert votes[("role:radiologist", "round:1")] == "dissent" and votes[("role:radiologist", "round:2")] == "accept"
+    assert graph.nodes["report:v2"]["final"] is True and graph.nodes["round:1"]["dissent_fraction"] == 0.333333
+    # Both formats: the radiologist dissents once in each and is taken up both times, then accepts.
+    assert _metrics(out)["radiology"] == ("1.0", "1.0", "0.0")
+    assert _metrics(out)["neurology"] == ("", "", "")
+    paths = [r for r in _rows(out / "change_paths.csv") if r["variant"] == "structured"]
+    assert [(r["from_version"], r["to_version"], r["caused_by"]) for r in paths] == [
+        ("opinions", "1", "internist;neurologist;radiologist"), ("1", "2", "radiologist")]
+    assert sorted(p.suffix for p in graphml.parent.iterdir() if "free-form" in p.name) == [".graphml", ".pdf", ".png"]
+
+
+def test_several_dissenters_fallback_counts_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _simulate_varied(tmp_path / "sim")
+    assert main(["analyze", str(run)]) == 0
+    assert "4 by word overlap" in capsys.readouterr().out
+    out = run / "analysis"
+    (graphml,) = [p for p in out.rglob("*.graphml") if p.name != "coassignment.graphml"]
+    graph = nx.read_graphml(graphml, force_multigraph=True)
+    assert len(graph) == 10  # 4 roles, 3 report versions, 3 rounds
+    counts: dict[str, int] = {}
+    for *_, d in graph.edges(data=True):
+        counts[d["kind"]] = counts.get(d["kind"], 0) + 1
+    assert counts == {"opinion": 4, "review": 3, "vote": 12, "revision": 2, "dissent": 4, "vote_transition": 8}
+    dissents = {(r["round"], r["role"]): (r["taken_up"], r["overlap"]) for r in _rows(out / "dissents.csv")}
+    # v1 → v2 adds {ct, scan, first}; v2 → v3 adds {lumbar, puncture, after}.
+    assert dissents == {("1", "radiologist"): ("True", "1.0"), ("1", "neurologist"): ("False", "0.0"),
+                        ("1", "cardiologist"): ("False", "0.0"), ("2", "neurologist"): ("True", "1.0")}
+    # influence, persistence, conformity: radiology 1/1, run 1, took up → 0/1; neurology 1 of 2 taken up,
+    # dissented rounds 1-2 → 2, its round-2 request was taken up before it accepted → 0/1; cardiology 0/1,
+    # 1, accepted in round 2 with its echocardiogram not taken up → 1/1.
+    assert _metrics(out) == {"radiology": ("1.0", "1.0", "0.0"), "neurology": ("0.5", "2.0", "0.0"),
+                             "cardiology": ("0.0", "1.0", "1.0"), "internal_medicine": ("", "", "")}
+    path = _rows(out / "change_paths.csv")
+    assert [(r["to_version"], r["dissents"], r["caused_by"]) for r in path] == [
+        ("1", "", "internist;neurologist;radiologist;cardiologist"),
+        ("2", "neurologist;radiologist;cardiologist", "radiologist"), ("3", "neurologist", "neurologist")]
+
+
+def test_a_scripted_judge_decides_and_its_judgement_is_kept(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    run = _simulate_varied(tmp_path / "sim")
+    judge = f"scripted:{FIXTURES / 'judge.yaml'}"
+    assert main(["analyze", str(run), "--judge-model", judge, "--no-cache"]) == 0
+    assert "4 by judge" in capsys.readouterr().out
+    out = run / "analysis"
+    (record,) = sorted(out.rglob("*.dissent-uptake.judgement.json"))
+    judgement = json.loads(record.read_text(encoding="utf-8"))
+    assert judgement["rubric"] == "dissent-uptake" and judgement["judge_model"] == "uptake-judge"
+    scores = {i["detail"]["key"]: i["score"] for i in judgement["items"]}
+    assert scores == {"r1:radiologist": 1, "r1:neurologist": 0, "r1:cardiologist": 1, "r2:neurologist": 0}
+    assert len(judgement["calls"]) == 4 and all(c["stage"] == "judge" for c in judgement["calls"])
+    methods = {(r["round"], r["role"]): (r["method"], r["taken_up"]) for r in _rows(out / "dissents.csv")}
+    assert set(methods.values()) == {("judge", "True"), ("judge", "False")}
+    # By the judge: radiology 1/1, 1, 0/1; neurology 0/2, 2, accepted in round 3 with the round-2 request
+    # not taken up → 1/1; cardiology 1/1 (the judge said yes), 1, so its accept is no conformity → 0/1.
+    assert _metrics(out) == {"radiology": ("1.0", "1.0", "0.0"), "neurology": ("0.0", "2.0", "1.0"),
+                             "cardiology": ("1.0", "1.0", "0.0"), "internal_medicine": ("", "", "")}
+    before = record.read_bytes()
+    assert main(["analyze", str(run), "--judge-model", judge, "--no-cache"]) == 0  # read back, not asked again
+    assert record.read_bytes() == before
+    capsys.readouterr()
+    assert main(["analyze", str(run), "--judge-model", f"scripted:{PANEL}", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "never overwritten" in err and record.read_bytes() == before
+
+
+def test_the_board_turn_graph_and_its_centralities_by_hand(tmp_path: Path) -> None:
+    run = _cohort(tmp_path, [NSCLC], "--protocol", "board", "--modes", "agents",
+                  "--model", f"scripted:{FIXTURES / 'board-panel.yaml'}")
+    assert main(["analyze", str(run)]) == 0
+    out = run / "analysis"
+    (graphml,) = [p for p in out.rglob("*.graphml") if p.name != "coassignment.graphml"]
+    graph = nx.read_graphml(graphml, force_multigraph=True)
+    m, o, r, s, p = "Moderator", "Medical oncologist", "Radiologist", "Thoracic surgeon", "Pathologist"
+    edges = {(u, v, d["kind"]): d["weight"] for u, v, d in graph.edges(data=True)}
+    # Turns: 1 M→R, 2 R, 3 M→S, 4 S (on turn 2), 5 O passed (on 4), 6 R passed (on 5), 7 M→P, 8 P, 9 M.
+    assert edges == {(m, r, "after"): 1, (r, m, "after"): 2, (m, s, "after"): 1, (s, o, "after"): 1,
+                     (o, r, "after"): 1, (m, p, "after"): 1, (p, m, "after"): 1,
+                     (m, r, "asked"): 1, (m, s, "asked"): 1, (m, p, "asked"): 1,
+                     (m, o, "passed"): 1, (m, r, "passed"): 1,
+                     (r, s, "responds"): 1, (s, o, "responds"): 1, (o, r, "responds"): 1}
+    # Simple graph: M→R, M→S, M→P, M→O, R→M, R→S, S→O, O→R, P→M (n = 5). Degree: (in + out) / 4.
+    # Betweenness, by the shortest paths through each node, over (n−1)(n−2) = 12: M lies on R→P, half of
+    # R→O (R→M→O and R→S→O), S→P, O→P, P→R, P→S, P→O: 6.5; R on S→M, S→P, O→M, O→S, O→P: 5; O on S→R,
+    # S→M, S→P: 3; S on the other half of R→O: 0.5; P on none.
+    expected = {m: (6 / 4, 6.5 / 12), r: (4 / 4, 5 / 12), s: (3 / 4, 0.5 / 12), o: (3 / 4, 3 / 12), p: (2 / 4, 0.0)}
+    rows = _by(_rows(out / "centralities.csv"), "speaker")
+    for speaker, (degree, between) in expected.items():
+        assert float(rows[speaker]["degree_centrality"]) == pytest.approx(degree, abs=1e-6)
+        assert float(rows[speaker]["betweenness_centrality"]) == pytest.approx(between, abs=1e-6)
+        assert graph.nodes[speaker]["betweenness_centrality"] == pytest.approx(between, abs=1e-6)
+    assert rows[m]["category"] == "moderator" and rows[r]["turns"] == "2"
+
+
+def test_the_coassignment_network_across_two_models(tmp_path: Path) -> None:
+    run = _cohort(tmp_path, [MYOCARDITIS], "--formats", "free-form", "--model",
+                  f"scripted:{FIXTURES / 'varied-panel.yaml'}", "--extra-model", f"scripted:{PANEL}")
+    assert main(["analyze", str(run)]) == 0
+    out = run / "analysis"
+    network = nx.read_graphml(out / "coassignment.graphml")
+    weights = {frozenset((a, b)): d["weight"] for a, b, d in network.edges(data=True)}
+    im, ne, ra, ca = "internal_medicine", "neurology", "radiology", "cardiology"
+    # Panels: {IM, NE, RA, CA} and {IM, NE, RA}.
+    assert weights == {frozenset((im, ne)): 2, frozenset((im, ra)): 2, frozenset((ne, ra)): 2,
+                       frozenset((im, ca)): 1, frozenset((ne, ca)): 1, frozenset((ra, ca)): 1}
+    nodes = _by(_rows(out / "coassignment_nodes.csv"), "category")
+    # Fig. 2c's denominators: 2 primary assignments (both IM), 5 supporting (NE 2, RA 2, CA 1).
+    assert (nodes[im]["primary"], nodes[im]["primary_share"], nodes[im]["supporting"]) == ("2", "1.0", "0")
+    assert [(nodes[c]["supporting"], nodes[c]["supporting_share"]) for c in (ne, ra, ca)] == [
+        ("2", "0.4"), ("2", "0.4"), ("1", "0.2")]
+    assert nodes[ca]["weighted_degree"] == "3" and nodes[ne]["weighted_degree"] == "5"
+    assert (out / "coassignment.png").is_file()
+
+
+def test_the_arm_page_links_the_graph_picture(tmp_path: Path) -> None:
+    run = _cohort(tmp_path, [MYOCARDITIS], "--model", f"scripted:{PANEL}")
+    assert main(["view", str(run)]) == 0
+    (page,) = sorted((run / "view").rglob("*.free-form.html"))
+    assert "deliberation graph" not in page.read_text(encoding="utf-8")
+    assert main(["analyze", str(run)]) == 0
+    assert main(["view", str(run)]) == 0
+    html = page.read_text(encoding="utf-8")
+    href = html.split('">deliberation graph</a>')[0].rsplit('<a href="', 1)[1]
+    assert href.startswith("../") and href.endswith("diagnostic-myocarditis.free-form.png")
+    assert (page.parent / href).resolve().is_file()
+
+
+def test_word_overlap_rule() -> None:
+    assert content_words("Please add a CT scan of the chest") == {"ct", "scan", "chest"}
+    assert overlap_share("add a CT scan of the chest", "Report: A.", "Report: A; chest CT.") == pytest.approx(2 / 3,
+                                                                                                              abs=1e-4)
+    assert overlap_share("add CT", "Report: CT pending.", "Report: CT done.") == 0.0  # CT was already there
+    assert overlap_share("add the", "x", "the") == 0.0  # nothing but stop words
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "broken"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str) -> None:
+    run = tmp_path / "run"
+    if make != "missing":
+        run.mkdir()
+    if make == "broken":
+        (run / "x.trace.json").write_text("{not json", encoding="utf-8")
+    assert main(["analyze", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(run) in err
+    assert not (run / "analysis").exists()
