@@ -202,9 +202,12 @@ def _move_to(path: Path) -> Path | None:
 
 def attach_run_log(folder: Path) -> Path | None:
     """Log into ``folder/consilium.log.jsonl`` from now on (with what was logged so far), unless a
-    log file was named (``--log-file``, ``$CONSILIUM_LOG_FILE``) or one is already attached."""
+    log file was named (``--log-file``, ``$CONSILIUM_LOG_FILE``) or one is already attached. Where logging
+    was never configured (the Python API: the caller's logging is its own), nothing is attached."""
     if _state.explicit or _state.file_handler is not None:
         return _state.path
+    if _state.file_formatter is None:
+        return None
     return _move_to(folder / LOG_NAME)
 
 

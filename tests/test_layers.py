@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("protocols",),
     ("judges",),
     ("calibration", "reports", "cohort"),
+    ("ablation",),
     ("export",),
     ("api", "cli", "__main__", "__init__"),
 ]
@@ -33,7 +34,7 @@ RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
                      ("graphs", "agents"), ("cohort", "reports"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
-                     ("__main__", "cli"), ("__init__", "api")}
+                     ("__main__", "cli"), ("__init__", "api"), ("api", "cli")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record"}
 PROTOCOL_TOP = {"registry", "replay"}

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",
                         help="the moderator's model in every arm (default: the arm's panel model); not with --ray")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
-    parser.add_argument("--judge-model", default=None, metavar="SPEC", help="the judge's model (needed with --judge)")
+    parser.add_argument("--judge-model", action="append", default=None, metavar="SPEC",
+                        help="the judge's model (needed with --judge); given again, a jury (docs/judges.md, Juries)")
     add_scope_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
@@ -85,9 +86,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cohort_merge_cmd.register(parser)
 
 
+def _jury(args: argparse.Namespace) -> None:
+    """``--judge-model`` given several times: the first is ``judge_model``, the others ``jury_models``."""
+    given = args.judge_model if isinstance(args.judge_model, list) else [args.judge_model] if args.judge_model else []
+    twice = sorted({spec for spec in given if given.count(spec) > 1})
+    if twice:
+        raise UserError(f"--judge-model: {', '.join(twice)} given twice (each judge of a jury once)")
+    args.judge_model, args.jury_models = (given[0] if given else None), given[1:]
+
+
 def run(args: argparse.Namespace) -> int:
     from consilium.cli import cohort_scale_cmd  # --shard, --ray: the same plan, run beyond this process
 
+    _jury(args)
     if cohort_scale_cmd.wanted(args):
         return cohort_scale_cmd.run(args)
     return run_plan(resume_plan(args) if args.resume is not None else new_plan(args))

@@ -41,7 +41,7 @@ def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatMode
                                  plan.images.get(case.id, ()) if get_protocol(name).uses_slides else ())
                        for case in plan.cases for spec in s.models for name in s.protocols], s.seeds)
     check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
-    models = {spec: build_model(spec, plan.options)
+    models = {spec: build_model(spec, plan.options_for(spec))
               for spec in dict.fromkeys([*s.models, *([s.moderator_model] if s.moderator_model else [])])}
     judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
     return arms, models, judge

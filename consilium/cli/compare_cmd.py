@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,11 @@ from consilium.reports.compare import (
     table11,
     table12,
 )
+from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
 
-__all__ = ["coverage_section", "markdown_table", "register", "replicate_tables", "run", "tables_of",
-           "with_protocol"]
+__all__ = ["Compared", "coverage_section", "markdown_table", "register", "replicate_tables", "run", "tables_of",
+           "with_protocol", "write_compare"]
 
 #: The protocol a cohort's arms are compared with: the single-specialist baseline (MedAgentBoard).
 BASELINES = {"consilium": "single"}
@@ -128,7 +130,7 @@ def tables_of(data: CohortData, *, bootstrap: int, seed: int,
     ``on_table`` hears of each as it is made (a progress bar)."""
     tables = {}
     for name, (title, make) in _table_makers(data, bootstrap=bootstrap, seed=seed).items():
-        tables[name] = (title, make())
+        tables[name] = (replicate_note(name, title, data), make())
         if on_table is not None:
             on_table(name)
     tables.update(replicate_tables(data, bootstrap=bootstrap, seed=seed))
@@ -190,39 +192,57 @@ def baseline_tables(parts: list[CohortData], *, bootstrap: int,
     for name, baseline in BASELINES.items():
         if name in by_name and baseline in by_name:
             tables[f"{name}_vs_{baseline}"] = (
-                f"Paired differences, {name} − {baseline} within (model, format, case), with 95% CIs from a "
-                f"case-clustered bootstrap ({bootstrap} draws, seed {seed}); cases left out, and why",
+                replicate_note(f"{name}_vs_{baseline}",
+                               f"Paired differences, {name} − {baseline} within (model, format, case), with 95% CIs "
+                               f"from a case-clustered bootstrap ({bootstrap} draws, seed {seed}); cases left out, "
+                               "and why", by_name[name]),
                 protocol_differences(by_name[name], by_name[baseline], bootstrap=bootstrap, seed=seed))
     return tables
 
 
-def run(args: argparse.Namespace) -> int:
-    parts = _parts(args.run_dir)
+@dataclass(frozen=True)
+class Compared:
+    """What ``compare`` made of a cohort: each table (file name → title, rows; a ``protocol`` column when
+    the folder holds several), the judging coverage rows, and the files written (``compare.md``, the CSVs,
+    the figures); ``markdown`` is the report's text."""
+
+    tables: dict[str, tuple[str, list[dict[str, Any]]]]
+    coverage: list[dict[str, Any]]
+    report: Path
+    csvs: list[Path]
+    figures: list[Path]
+    markdown: str
+
+
+def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10_000, seed: int = 0) -> Compared:
+    """Every table and figure of ``consilium compare RUN_DIR``, written under ``out`` (default
+    ``RUN_DIR/compare``) and returned."""
+    parts = _parts(run_dir)
     several = len(parts) > 1
-    out = args.out or args.run_dir / "compare"
+    out = out or run_dir / "compare"
     tables: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     drawn = [part for part in parts if deliberates(part.protocol)]
-    steps = sum(len(_table_makers(part, bootstrap=args.bootstrap, seed=args.seed)) for part in parts)
+    steps = sum(len(_table_makers(part, bootstrap=bootstrap, seed=seed)) for part in parts)
     with ItemProgress("tables", steps + 1 + len(drawn)) as progress:
         for part in parts:
             def made_one(name: str, protocol: str = part.protocol) -> None:
                 progress.advance(f"{protocol} {name}", "made")
 
-            made = tables_of(part, bootstrap=args.bootstrap, seed=args.seed, on_table=made_one)
+            made = tables_of(part, bootstrap=bootstrap, seed=seed, on_table=made_one)
             for name, (title, rows) in made.items():
                 tables.setdefault(name, (title, []))[1].extend(with_protocol(part, rows, several))
-        baselines = baseline_tables(parts, bootstrap=args.bootstrap, seed=args.seed)
+        baselines = baseline_tables(parts, bootstrap=bootstrap, seed=seed)
         tables.update(baselines)
         progress.advance("baselines", f"{len(baselines)} made")
         # ai-consilium.txt's figures draw a deliberation: of each protocol with review rounds, apart
         figures = []
         for part in drawn:
-            figures += write_figures(part, out / part.protocol if several else out, bootstrap=args.bootstrap,
-                                     seed=args.seed)
+            figures += write_figures(part, out / part.protocol if several else out, bootstrap=bootstrap,
+                                     seed=seed)
             progress.advance(f"{part.protocol} figures", "drawn")
     arms = [a for part in parts for a in part.arms]
     counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
-    md = [f"# Free-form vs structured: {args.run_dir.name}", "",
+    md = [f"# Free-form vs structured: {run_dir.name}", "",
           f"{len(arms)} arms{f' ({counts})' if several else ''}; "
           f"{sum(a.get('status') == 'completed' for a in arms)} completed.", ""]
     coverage_md, coverage = coverage_section(*parts)
@@ -234,7 +254,13 @@ def run(args: argparse.Namespace) -> int:
             paths.append(write_csv(out / f"{name}.csv", rows))
     md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "compare.md", "\n".join(md) + "\n")
-    print("\n".join(md[: md.index("## Figures")]))
-    print(f"report: {report}\ntables: {', '.join(p.name for p in paths)}")
-    print(f"figures: {', '.join(p.name for p in figures)}")
+    return Compared(tables=tables, coverage=coverage, report=report, csvs=paths, figures=figures,
+                    markdown="\n".join(md) + "\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    done = write_compare(args.run_dir, args.out, bootstrap=args.bootstrap, seed=args.seed)
+    print(done.markdown[: done.markdown.index("\n## Figures\n") + 1].removesuffix("\n"))
+    print(f"report: {done.report}\ntables: {', '.join(p.name for p in done.csvs)}")
+    print(f"figures: {', '.join(p.name for p in done.figures)}")
     return 0

@@ -1,5 +1,5 @@
-"""consilium as a library: run a protocol on a case, a Specialist Turn, judge and replay a trace, from a
-script or a notebook (docs/api.md).
+"""The library's runs of one case: a protocol on a case, a Specialist Turn, judge and replay a trace, from a
+script or a notebook (docs/api.md); the shared model and event-loop helpers of consilium/api/.
 
 Every function returns the record objects the CLI writes (traces, judgements) and writes nothing unless told
 where (``out``). Models are spec strings (``"embedded"``, ``"openai:gpt-4o"``, ``"scripted:FILE"``) or
@@ -13,7 +13,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import dataclasses
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +35,9 @@ from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BoardConfig
 from consilium.protocols.board.run import run_turn
 from consilium.protocols.board.trace import TurnTrace
+from consilium.protocols.consilium.config import ConsiliumConfig
+from consilium.protocols.consilium.human_run import run_seated, seated
+from consilium.protocols.consilium.seat import HumanPrompt
 from consilium.protocols.registry import get_protocol, protocol_of, read_trace
 from consilium.protocols.replay import first_difference, replay_trace
 from consilium.traces.config import RunConfig
@@ -90,12 +93,16 @@ def _config(model: type[RunConfig], config: RunConfig | Mapping[str, Any] | None
 async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants: Sequence[str] | None = None,
                model: Model = "embedded", moderator: Model | None = None,
                config: RunConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None,
-               out: str | Path | None = None) -> list[TraceBase]:
+               out: str | Path | None = None, human: str | None = None,
+               answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None = None) -> list[TraceBase]:
     """Run ``protocol`` (consilium, board, single or a plugin's) on ``case`` in each of ``variants`` (its
     formats or modes; default all), and return its traces; with ``out``, each is also written as ``simulate``
     writes it (``out/<run-id>/<case>.<variant>.trace.json``). A model failure is recorded in its trace
-    (status ``failed``), as on the command line."""
+    (status ``failed``), as on the command line. ``human`` seats a person as that panel member (a consilium),
+    answering from ``answers``: a mapping shaped like an answers file, or a function of each prompt
+    (docs/human.md)."""
     chosen = get_protocol(protocol)
+    person = seated(chosen.name, human, answers) if human is not None or answers is not None else None
     if not chosen.variants:
         raise UserError(f"protocol: {chosen.name!r} is not run on a case alone (use `turn` for a Specialist Turn)")
     wanted = list(variants) if variants is not None else list(chosen.variants)
@@ -112,8 +119,12 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
     chair, own_chair = _model(moderator, options) if moderator is not None else (panel, False)
     run_id = new_run_id(the_case.id)
     try:
-        traces = list(await chosen.run_arm(the_case, wanted, RunModels(panel=panel, moderator=chair), settings,
-                                           run_id=run_id))
+        models = RunModels(panel=panel, moderator=chair)
+        traces: list[TraceBase]
+        if person is not None and isinstance(settings, ConsiliumConfig):
+            traces = list(await run_seated(the_case, wanted, models, settings, run_id=run_id, human=person))
+        else:
+            traces = list(await chosen.run_arm(the_case, wanted, models, settings, run_id=run_id))
     finally:
         for stack, own in ((panel, own_panel), (chair, own_chair)):
             if own:
@@ -127,10 +138,11 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
 def run(case: Case | str | Path, *, protocol: str = "consilium", variants: Sequence[str] | None = None,
         model: Model = "embedded", moderator: Model | None = None,
         config: RunConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None,
-        out: str | Path | None = None) -> list[TraceBase]:
+        out: str | Path | None = None, human: str | None = None,
+        answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None = None) -> list[TraceBase]:
     """:func:`arun`, from plain code or a notebook."""
     return _sync(arun(case, protocol=protocol, variants=variants, model=model, moderator=moderator, config=config,
-                      options=options, out=out))
+                      options=options, out=out, human=human, answers=answers))
 
 
 async def aturn(case: Case | str | Path, role: str, question: str, *, model: Model = "embedded",
