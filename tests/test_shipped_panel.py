@@ -112,3 +112,19 @@ def test_calibrate_evolve_runs_with_the_panel_as_judge_and_optimiser(tmp_path: P
 
 def read_csv(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+
+
+def test_a_catalogue_panel_names_catalogue_specialties_and_deliberates_the_same(tmp_path: Path) -> None:
+    """--role-labels catalogue puts the catalogue's names in the assignment schema (an enum); the panel's
+    schema_contains rule answers it with catalogue names, and the radiology seat dissents in round 1 as the
+    radiologist does under free labels."""
+    from consilium.agents.moderator import catalogue_labels
+
+    run_dir = _run(tmp_path, "simulate", "--case", str(CASES / "diagnostic-myocarditis.yaml"), "--role-labels",
+                   "catalogue")
+    for trace in (read_trace(p) for p in sorted(run_dir.glob("*.trace.json"))):
+        labels = [r.label for r in trace.roles]
+        assert labels == ["Internal Medicine", "Neurology", "Radiology"] and set(labels) <= set(catalogue_labels())
+        assert trace.status == "completed" and trace.stop_reason == "consensus" and len(trace.rounds) == 2
+        [dissent] = [v for v in trace.rounds[0].votes if v.vote == "dissent"]
+        assert dissent.role == "radiology" and dissent.requested_change == "add CT"

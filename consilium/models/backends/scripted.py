@@ -39,6 +39,9 @@ class ScriptRule(BaseModel):
     contains: str | None = Field(default=None, description="substring the last user message must contain")
     contains_all: list[str] | None = Field(default=None, description="substrings the last user message must all "
                                                                       "contain (e.g. a case's marker and a criterion)")
+    schema_contains: str | None = Field(default=None, description="substring the request's JSON schema (as JSON "
+                                                                  "text) must contain, e.g. an enum's name: plays a "
+                                                                  "model held to the schema's choices")
     seed: int | None = Field(default=None, description="match only calls whose settings carry this seed (plays a "
                                                        "model that samples: another seed, another answer)")
     times: int | None = Field(default=None, ge=1, description="answer at most this many calls")
@@ -61,9 +64,10 @@ class ScriptRule(BaseModel):
             raise ValueError("responses must not be empty")
         return self
 
-    def matches(self, tag: CallTag, last_user: str, seed: int | None = None) -> bool:
+    def matches(self, tag: CallTag, last_user: str, seed: int | None = None, schema: str = "") -> bool:
         return (
             (self.seed is None or self.seed == seed)
+            and (self.schema_contains is None or self.schema_contains in schema)
             and (self.stage is None or self.stage == tag.stage)
             and (self.role is None or self.role == tag.role)
             and (self.round is None or self.round == tag.round)
@@ -127,10 +131,12 @@ class ScriptedModel:
                 return value, "stop"
         users = [m.content for m in request.messages if m.role == "user"]
         last_user = users[-1] if users else ""
+        given = request.output_schema.json_schema if request.output_schema is not None else None
+        schema = json.dumps(given) if given is not None else ""
         for index, rule in enumerate(self.script.rules):
             used = self._used.get(index, 0)
             seed = request.settings.seed
-            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed):
+            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed, schema):
                 self._used[index] = used + 1
                 if rule.fail == "model":
                     raise ModelError(f"scripted model {self.model_id!r}: rule {index} fails this call")
