@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
-from consilium.cli.cohort_experiment import apply_experiment
+from consilium.cli.cohort_experiment import apply_experiment, own_model_options, own_records
 from consilium.cli.concurrency import default_concurrency
 from consilium.cli.labels import with_role_labels
 from consilium.cli.options import (
@@ -54,6 +54,12 @@ class Plan:
     manifest: CohortManifest | None = None  # the resumed cohort's
     scope: Scope | None = None  # the four-decision scope protocol (--scope)
     images: dict[str, tuple[str, ...]] = field(default_factory=dict)  # case id → its slide images (boards)
+    # spec → the options of a panel model that carries its own (settings.model_options); the others: ``options``
+    model_options: dict[str, ModelOptions] = field(default_factory=dict)
+
+    def options_for(self, spec: str) -> ModelOptions:
+        """What the model of ``spec`` is built with."""
+        return self.model_options.get(spec, self.options)
 
 
 def absolute_spec(spec: str) -> str:
@@ -163,17 +169,25 @@ def new_plan(args: argparse.Namespace) -> Plan:
         case_hashes={c.id: c.content_hash() for c in cases},
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
-        judge_model=args.judge_model, judge_scope=args.scope, concurrency=concurrency,
+        judge_model=args.judge_model, jury_models=getattr(args, "jury_models", []), judge_scope=args.scope,
+        concurrency=concurrency,
         model=ModelSettings(
             base_url=redact_url(options.base_url) if options.base_url else None,
             schema_dialect=options.schema_dialect, http_client=options.http_client,
             max_concurrency=options.max_concurrency, timeout=options.timeout_s,
             max_attempts=options.retry.max_attempts, retry_base_delay=options.retry.base_delay_s,
             no_cache=bool(args.no_cache), cache_path=str(args.cache_path.resolve()) if args.cache_path else None,
-            api_key_env=model_file.api_key_env if model_file else setup.api_key_env),
-        seeds=replicate_seeds(experiment, configs[protocols[0]].seed), experiment=setup.record)
+            api_key_env=model_file.api_key_env if model_file else setup.api_key_env,
+            token_param=options.token_param,
+            omit_settings=list(options.omit_settings) if options.omit_settings is not None else None,
+            prices=options.prices, prices_spec=options.prices_spec if options.prices is not None else None),
+        seeds=replicate_seeds(experiment, configs[protocols[0]].seed), experiment=setup.record,
+        model_options=own_records({absolute_spec(k): v for k, v in setup.own.items() if absolute_spec(k) != specs[0]},
+                                  options) or None)
+    _refuse_on_ray(args, settings)
     return Plan(run_dir=(args.out or Path("runs")) / new_run_id("cohort"), settings=settings, cases=cases,
                 configs=configs, rubrics=rubrics, options=options, scope=args.scope,
+                model_options=own_model_options(settings.model_options, options),
                 images=cohort_images(protocols, found))
 
 
@@ -226,17 +240,29 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     check_scope(s.judge_scope, rubrics, case_places(Path(s.cases), cases))
     kept = argparse.Namespace(
         model_config=None, base_url=base_url_for_resume(args, manifest, os.environ.get("OPENAI_BASE_URL")),
-        schema_dialect=s.model.schema_dialect, http_client=s.model.http_client,
+        schema_dialect=s.model.schema_dialect, http_client=s.model.http_client, token_param=s.model.token_param,
         concurrency=s.model.max_concurrency,
         timeout=s.model.timeout or s.configs[s.protocols[0]].get("timeout_s"),
         max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay, no_cache=s.model.no_cache,
         cache_path=Path(s.model.cache_path) if s.model.cache_path else None)
-    overrides: dict[str, object] = {"max_concurrency": s.concurrency}
+    # The options the arms ran with that have no flag: the request shape of a reasoning model, the prices.
+    overrides: dict[str, object] = {
+        "max_concurrency": s.concurrency, "prices": s.model.prices, "prices_spec": s.model.prices_spec,
+        "omit_settings": tuple(s.model.omit_settings) if s.model.omit_settings is not None else None}
     if s.model.api_key_env:
         key = os.environ.get(s.model.api_key_env)
         if not key:
             raise UserError(f"--resume: the cohort's key comes from ${s.model.api_key_env}, which is not set")
         overrides["api_key"] = key
     options = model_options(kept, **overrides)
+    _refuse_on_ray(args, s)
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
-                manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found))
+                manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found),
+                model_options=own_model_options(s.model_options, options))
+
+
+def _refuse_on_ray(args: argparse.Namespace, settings: CohortSettings) -> None:
+    """Ray's workers build every model with the cohort's one set of options."""
+    if getattr(args, "ray", None) is not None and settings.model_options:
+        raise UserError(f"--ray: panel model {next(iter(settings.model_options))} carries its own options "
+                        "(settings.model_options), which Ray workers do not take yet; run this cohort without --ray")

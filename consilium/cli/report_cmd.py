@@ -22,6 +22,7 @@ from consilium.fileio import write_text_atomic
 from consilium.protocols.board.protocol import BOARD
 from consilium.reports.compare import deliberates, scores_table, table3, table7
 from consilium.reports.consilium.cost import cost_by_stage, cost_points, cost_table, unknown_cost
+from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
 from consilium.reports.figures.cost import write_cost_figure
 from consilium.reports.papers.otb import ALIGNMENT
@@ -83,7 +84,7 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
     for table in tables:
-        md += [f"## {table.title}", "", markdown(table.rows)]
+        md += [f"## {replicate_note(table.name, table.title, data)}", "", markdown(table.rows)]
     if coverage:
         tables.insert(0, Table("judging_coverage", "Judging coverage", coverage))
     def with_cost(out: Path) -> list[Path]:

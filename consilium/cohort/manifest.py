@@ -10,7 +10,11 @@ several protocols side by side: ``protocols``, and ``configs`` by protocol (``va
 for, each protocol running its own); a 1.2 manifest (one ``protocol`` and its ``config``) is upgraded on
 read to a cohort of one. A 1.3 manifest may also record the experiment file the cohort was started from
 (``settings.experiment``: its path, SHA-256, resolved content and the flags that overrode it) and the seeds
-of its replicates (``settings.seeds``); both are optional, absent from a cohort started otherwise.
+of its replicates (``settings.seeds``); both are optional, absent from a cohort started otherwise. Its
+``settings.model`` may also hold the model options a resume must build the models with again (``token_param``,
+``omit_settings``, ``prices`` and the spec they price); absent, as in a manifest written before them, the
+models are built as the defaults say (the model name's request rule, no prices); ``settings.model_options``
+holds the same for each later panel model that carries its own (an experiment file's ``models.<i>``).
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from pydantic_core import PydanticCustomError
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.models.pricing import Prices
 from consilium.protocols.registry import get_protocol
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
-__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings", "RunLock",
-           "clean_temp_files", "read_manifest", "write_cohort_manifest"]
+__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings", "OwnModelOptions",
+           "RunLock", "clean_temp_files", "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
@@ -81,6 +86,23 @@ class ModelSettings(BaseModel):
     no_cache: bool = False
     cache_path: str | None = None
     api_key_env: str | None = Field(default=None, description="the variable holding the key (never the key)")
+    token_param: str | None = Field(default=None, description="openai: the max-tokens parameter sent (reasoning "
+                                    "models); None: the model name's rule")
+    omit_settings: list[str] | None = Field(default=None, description="sampling settings left out of every "
+                                            "request; None: the model name's rule")
+    prices: Prices | None = Field(default=None, description="USD per 1M tokens of the model prices_spec names; "
+                                  "None: unpriced")
+    prices_spec: str | None = Field(default=None, description="the spec the prices are of (the first panel model)")
+
+
+class OwnModelOptions(BaseModel):
+    """What one panel model carries itself, beside the cohort's options: its request shape and prices."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token_param: str | None = None
+    omit_settings: list[str] | None = None
+    prices: Prices | None = Field(default=None, description="USD per 1M tokens of this model; None: unpriced")
 
 
 class ExperimentRecord(BaseModel):
@@ -112,10 +134,15 @@ class CohortSettings(BaseModel):
     configs: dict[str, dict[str, Any]] = Field(description="protocol → its run settings (ConsiliumConfig, …)")
     judges: list[str] = []
     judge_model: str | None = None
+    jury_models: list[str] = Field(default=[], description="the jury's other judges (--judge-model given again); "
+                                   "judge_model is its first")
     judge_scope: Literal["frozen", "judge"] | None = Field(
         default=None, description="the four-decision scope protocol (--scope); None: each case's default")
     concurrency: int
     model: ModelSettings
+    model_options: dict[str, OwnModelOptions] | None = Field(
+        default=None, description="panel model spec → the options it carries itself (an experiment's models.<i>); "
+        "None: every model with the cohort's options")
     shard: str | None = Field(default=None, description='"I/N": the folder holds shard I of N of the cases '
                               "(cohort --shard; consilium/cohort/shard.py); None: every case")
     seeds: list[int] | None = Field(default=None, description="one per replicate, each arm run once with each; "

@@ -111,6 +111,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
               "--role-labels": (getattr(args, "role_labels", None), _kept(manifest, "role_labels") or "free"),
               "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
               "--http-client": (args.http_client, s.model.http_client),
+              "--token-param": (getattr(args, "token_param", None), s.model.token_param),
               "--max-attempts": (args.max_attempts, s.model.max_attempts),
               "--retry-base-delay": (args.retry_base_delay, s.model.retry_base_delay),
               "--cache-path": (str(args.cache_path) if args.cache_path else None, s.model.cache_path),
@@ -123,7 +124,9 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
     if model_options is not None:  # what a --model-config file (with the flags beside it) says
         given = {"base_url": redact_url(model_options.base_url) if model_options.base_url else None,
                  "schema_dialect": model_options.schema_dialect, "http_client": model_options.http_client,
-                 "timeout": model_options.timeout_s}
+                 "timeout": model_options.timeout_s, "token_param": model_options.token_param,
+                 "prices": model_options.prices,
+                 "omit_settings": None if model_options.omit_settings is None else list(model_options.omit_settings)}
         for key, value in given.items():
             kept = getattr(s.model, key)
             if kept is not None and value != kept:

@@ -5,7 +5,9 @@ question: does deliberation help at all?).
 The baseline's answer is judged as a conclusion, so its scores pair with the consilium's final report
 criterion by criterion (and on the C1–C8 output mean, criterion ``mean``). A (model, case) of a format
 pairs when both arms completed and both items have a numeric score; every other one is counted in the
-``left_out_*`` column saying why.
+``left_out_*`` column saying why. In a cohort run in replicates each protocol's replicates of a (model, format,
+case) are averaged first (a score over the replicates that have one; the arm completed when any replicate did),
+so a case pairs once however many replicates it has (docs/cohorts.md, "Replicates").
 """
 
 from __future__ import annotations
@@ -34,21 +36,32 @@ def _variants(data: CohortData) -> dict[str, str]:
 
 
 def _arms(data: CohortData) -> dict[Slot, str]:
-    """(model, variant, case) → the arm's status."""
+    """(model, variant, case) → the arm's status (of its replicates: ``completed`` when any completed)."""
     variants = _variants(data)
-    return {(a["model"], variants[a["format"]], a["case_id"]): a.get("status", "") for a in data.arms
-            if a["format"] in variants}
+    status: dict[Slot, str] = {}
+    for a in data.arms:
+        if a["format"] in variants:
+            slot = (a["model"], variants[a["format"]], a["case_id"])
+            if status.get(slot) != "completed":
+                status[slot] = a.get("status", "")
+    return status
 
 
 def _scores(data: CohortData) -> dict[Key, dict[Slot, float | None]]:
     """(rubric, component, criterion) → (model, variant, case) → the score, None when not evaluable; for
-    the AI Consilium judge also the C1–C8 output mean (None when no C1–C8 item had a score)."""
+    the AI Consilium judge also the C1–C8 output mean (None when no C1–C8 item had a score); a slot's
+    replicates are averaged (None when none of them had a score)."""
     variants = _variants(data)
     scores: dict[Key, dict[Slot, float | None]] = defaultdict(dict)
+    replicates: dict[Key, dict[Slot, list[float | None]]] = defaultdict(lambda: defaultdict(list))
     for row in data.judgements:
         if row["format"] in variants:
             slot = (row["model"], variants[row["format"]], row["case_id"])
-            scores[(row["rubric"], row["component"], row["criterion"])][slot] = score_of(row)
+            replicates[(row["rubric"], row["component"], row["criterion"])][slot].append(score_of(row))
+    for key, slots in replicates.items():
+        for slot, values in slots.items():
+            known = [v for v in values if v is not None]
+            scores[key][slot] = statistics.fmean(known) if known else None
     for row in per_output(consilium_items(data)):
         if row["format"] in variants:
             slot = (row["model"], variants[row["format"]], row["case_id"])

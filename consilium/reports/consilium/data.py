@@ -53,7 +53,8 @@ class ArmCost(NamedTuple):
 
 
 class RoleRow(NamedTuple):
-    """One model-assigned role of one panel: a (model, case) pair, shared by its formats."""
+    """One model-assigned role of one panel: a (model, case) pair, shared by its formats (in a cohort run in
+    replicates, a (model, case, replicate): each replicate assigns its own panel)."""
 
     model: str
     case_id: str
@@ -61,6 +62,7 @@ class RoleRow(NamedTuple):
     category: str
     category_name: str
     primary: bool
+    replicate: str = ""  # the arm's replicate index ("" when the cohort has none)
 
 
 @dataclass
@@ -70,8 +72,9 @@ class CohortData:
     arms: list[dict[str, str]]
     # the protocol of the arms (``load_cohort_data(run_dir, protocol=...)``); every table is of one protocol
     protocol: str = "consilium"
-    # (model, format, case, round, role, vote) for every vote of every completed consilium arm
-    votes: list[tuple[str, str, str, int, str, str]] = field(default_factory=list)
+    # (model, format, case, round, role, vote, replicate) for every vote of every completed consilium arm
+    # (replicate "" when the cohort has none)
+    votes: list[tuple[str, str, str, int, str, str, str]] = field(default_factory=list)
     tokens: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (model, format) -> stage tokens
     # one row per judge item: case_id, model, protocol, format, rubric, component, criterion, score ("" when
     # not evaluable), not_evaluable, reason, whole_case ("True" for a whole-case criterion), judgement
@@ -79,7 +82,7 @@ class CohortData:
     judgements: list[dict[str, str]] = field(default_factory=list)
     judgements_from: str = "none"  # "records", "judgements.csv" or "none"
     unmatched_records: list[Path] = field(default_factory=list)  # records of traces not completed arms
-    # the panel of every (model, case) with a completed arm, once (its formats share it)
+    # the panel of every (model, case, replicate) with a completed arm, once (its formats share it)
     roles: list[RoleRow] = field(default_factory=list)
     costs: list[ArmCost] = field(default_factory=list)  # every completed arm's, in arms.csv's order
 
@@ -220,9 +223,10 @@ def _judgements_csv(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase, panels: set[tuple[str, str]]) -> None:
+def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase,
+                     panels: set[tuple[str, str, str]]) -> None:
     """The trace's tokens (any protocol's) and, of a consilium trace, its votes and its panel."""
-    model, fmt, case = arm["model"], arm["format"], arm["case_id"]
+    model, fmt, case, replicate = arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or ""
     counter = data.tokens.setdefault((model, fmt), Counter())
     for stage, usage in trace.usage.by_stage.items():
         counter[f"{stage}:input"] += usage.input_tokens
@@ -234,10 +238,11 @@ def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase, pa
         return
     for rnd in trace.rounds:
         for vote in rnd.votes:
-            data.votes.append((model, fmt, case, rnd.round, vote.role, vote.vote))
-    if (model, case) not in panels and trace.roles:
-        panels.add((model, case))
-        data.roles += [RoleRow(model, case, r.label, r.category, r.category_name, r.primary) for r in trace.roles]
+            data.votes.append((model, fmt, case, rnd.round, vote.role, vote.vote, replicate))
+    if (model, case, replicate) not in panels and trace.roles:
+        panels.add((model, case, replicate))
+        data.roles += [RoleRow(model, case, r.label, r.category, r.category_name, r.primary, replicate)
+                       for r in trace.roles]
 
 
 def _of_protocol(rows: list[dict[str, str]], arms: list[dict[str, str]], protocol: str) -> list[dict[str, str]]:
@@ -262,7 +267,7 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
         protocol = present[0]
     data = CohortData(arms=[a for a in every if a["protocol"] == protocol], protocol=protocol)
     by_trace: dict[Path, dict[str, str]] = {}
-    panels: set[tuple[str, str]] = set()
+    panels: set[tuple[str, str, str]] = set()
     for arm in every:
         if not arm.get("trace") or arm.get("status") != "completed":
             continue

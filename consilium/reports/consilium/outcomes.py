@@ -65,13 +65,14 @@ _TRANSITIONS = (("no", "yes"), ("no", "no"), ("yes", "no"), ("yes", "yes"))
 def table4(data: CohortData) -> list[dict[str, Any]]:
     """Table 4: role-level vote transitions between rounds r and r + 1 among arms that reached round
     r + 1, per model (both formats) and pooled. ``no`` is a dissent, ``yes`` an accept; each count's
-    percentage is within the roles' vote in round r (no → yes + no → no = 100 %)."""
-    by_arm: dict[tuple[str, str, str], dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    for model, fmt, case, rnd, role, vote in data.votes:
-        by_arm[(model, fmt, case)][rnd][role] = "no" if vote == "dissent" else "yes"
+    percentage is within the roles' vote in round r (no → yes + no → no = 100 %). In a cohort run in
+    replicates each replicate is an arm of its own: its transitions are counted, and ``arms`` counts it."""
+    by_arm: dict[tuple[str, str, str, str], dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for model, fmt, case, rnd, role, vote, replicate in data.votes:
+        by_arm[(model, fmt, case, replicate)][rnd][role] = "no" if vote == "dissent" else "yes"
     counts: dict[tuple[str, int], Counter[tuple[str, str]]] = defaultdict(Counter)
     arms: Counter[tuple[str, int]] = Counter()
-    for (model, _, _), rounds in by_arm.items():
+    for (model, *_), rounds in by_arm.items():
         for rnd in sorted(rounds):
             if rnd + 1 not in rounds:
                 continue
@@ -95,10 +96,11 @@ def table4(data: CohortData) -> list[dict[str, Any]]:
     return rows
 
 
-def _panels(data: CohortData) -> dict[tuple[str, str], list[RoleRow]]:
-    panels: dict[tuple[str, str], list[RoleRow]] = defaultdict(list)
+def _panels(data: CohortData) -> dict[tuple[str, str, str], list[RoleRow]]:
+    """(model, case, replicate) → the panel's roles: each replicate's panel counts as one."""
+    panels: dict[tuple[str, str, str], list[RoleRow]] = defaultdict(list)
     for role in data.roles:
-        panels[(role.model, role.case_id)].append(role)
+        panels[(role.model, role.case_id, role.replicate)].append(role)
     return panels
 
 
@@ -114,12 +116,12 @@ def role_categories(data: CohortData) -> list[dict[str, Any]]:
     rows = []
     for model in [*sorted({r.model for r in data.roles}), POOLED]:
         mine = [r for r in data.roles if model in (POOLED, r.model)]
-        n_panels = sum(1 for m, _ in panels if model in (POOLED, m))
+        n_panels = sum(1 for m, *_ in panels if model in (POOLED, m))
         supporting_total = sum(not r.primary for r in mine)
         for category in order:
             of = [r for r in mine if r.category == category]
             primary = sum(r.primary for r in of)
-            including = sum(1 for (m, _), roles in panels.items() if model in (POOLED, m)
+            including = sum(1 for (m, *_), roles in panels.items() if model in (POOLED, m)
                             and any(r.category == category for r in roles))
             rows.append({"model": model, "category": category, "category_name": names[category],
                          "primary": primary, "primary_pct": percent(primary, n_panels),
@@ -134,8 +136,8 @@ def panel_sizes(data: CohortData) -> list[dict[str, Any]]:
     """Fig. 2b's panel architecture: per model and pooled, the panels with each number of roles."""
     panels = _panels(data)
     rows = []
-    for model in [*sorted({m for m, _ in panels}), POOLED]:
-        sizes = Counter(len(roles) for (m, _), roles in panels.items() if model in (POOLED, m))
+    for model in [*sorted({m for m, *_ in panels}), POOLED]:
+        sizes = Counter(len(roles) for (m, *_), roles in panels.items() if model in (POOLED, m))
         total = sum(sizes.values())
         rows += [{"model": model, "roles": size, "panels": n, "panels_pct": percent(n, total)}
                  for size, n in sorted(sizes.items())]

@@ -24,12 +24,42 @@ from consilium.reports.consilium.judged import models_and_pool
 from consilium.reports.consilium.paired import replicate_scores, rubric_key_order
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
-__all__ = ["has_replicates", "replicate_case_sd", "replicate_sd"]
+__all__ = ["REPLICATE_NOTES", "has_replicates", "replicate_case_sd", "replicate_note", "replicate_sd"]
+
+_POOLED_ARMS = "replicates pooled: each replicate is an arm, counted in n"
+_POOLED_SCORES = "replicates pooled: every replicate's scores, counted in n"
+_AVERAGED = "replicates averaged within (model, format, case) first"
+#: How each table of ``compare`` and ``report`` (by file name) treats a cohort's replicates: its title says it
+#: in a cohort run in replicates (docs/cohorts.md, "Replicates").
+REPLICATE_NOTES = {
+    "table3_outcomes": _POOLED_ARMS, "outcomes": _POOLED_ARMS,
+    "table4_vote_transitions": "replicates pooled: each replicate's transitions counted, arms = replicate arms",
+    "table6_components": _POOLED_SCORES, "scores": _POOLED_SCORES, "table8_criteria": _POOLED_SCORES,
+    "table7_tokens": "replicates pooled: cases = replicate arms, the judge score over every replicate's scores",
+    "tokens": "replicates pooled: cases = replicate arms, the judge score over every replicate's scores",
+    "table9_rounds": "a replicate in the group of its own rounds; replicates averaged within (model, format, case) "
+                     "in a group (replicate_outputs: the replicates averaged)",
+    "table10_applicability": _POOLED_ARMS, "table11_coverage": _POOLED_ARMS,
+    "table12_criterion_coverage": _POOLED_ARMS,
+    "paired_differences": _AVERAGED,
+    "consilium_vs_single": f"each protocol's {_AVERAGED}",
+    "fig2_role_categories": "replicates pooled: each replicate's panel counted",
+    "fig2_panel_sizes": "replicates pooled: each replicate's panel counted",
+    "role_label_mapping": "replicates pooled: each replicate's panel counted",
+    "cost": "replicates pooled: cases = replicate arms", "cost_by_stage": "replicates pooled: cases = replicate arms",
+}
 
 
 def has_replicates(data: CohortData) -> bool:
     """Whether the arms were run in replicates (arms.csv has a ``replicate`` index)."""
     return any(arm.get("replicate") not in (None, "") for arm in data.arms)
+
+
+def replicate_note(name: str, title: str, data: CohortData) -> str:
+    """A table's title, with how it treats the replicates (:data:`REPLICATE_NOTES`) when the cohort has them;
+    the title unchanged otherwise."""
+    note = REPLICATE_NOTES.get(name)
+    return f"{title} ({note})" if note and has_replicates(data) else title
 
 
 def _sd(values: list[float]) -> float | None:

@@ -26,9 +26,10 @@ from consilium.reports.consilium.judged import (
     per_output,
     score_of,
 )
+from consilium.reports.consilium.replicates import has_replicates
 from consilium.reports.consilium.stats import POOLED, mean_sd, number, percent
 
-__all__ = ["output_means", "scores_table", "table6", "table7", "table8", "table9"]
+__all__ = ["output_means", "replicate_output_means", "scores_table", "table6", "table7", "table8", "table9"]
 
 
 def table6(data: CohortData) -> list[dict[str, Any]]:
@@ -108,14 +109,25 @@ def table8(data: CohortData) -> list[dict[str, Any]]:
     return [r for r in scores_table(data) if r["rubric"] == CONSILIUM_RUBRIC]
 
 
-def output_means(data: CohortData, component: str = "conclusion") -> dict[tuple[str, str, str], float]:
-    """Per (model, format, case): the mean of the numeric C1–C8 scores of one component's output."""
-    scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+def replicate_output_means(data: CohortData,
+                           component: str = "conclusion") -> dict[tuple[str, str, str, str], float]:
+    """Per (model, format, case, replicate; "" when the cohort has none): the mean of the numeric C1–C8
+    scores of one component's output."""
+    scores: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for row in per_output(consilium_items(data)):
         score = score_of(row)
         if row["component"] == component and score is not None:
-            scores[(row["model"], row["format"], row["case_id"])].append(score)
+            scores[(row["model"], row["format"], row["case_id"], row.get("replicate") or "")].append(score)
     return {k: statistics.fmean(v) for k, v in scores.items()}
+
+
+def output_means(data: CohortData, component: str = "conclusion") -> dict[tuple[str, str, str], float]:
+    """Per (model, format, case): the mean of the numeric C1–C8 scores of one component's output; in a
+    cohort run in replicates, the mean of its replicates' output means (docs/cohorts.md, "Replicates")."""
+    by_replicate: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for (model, fmt, case, _), mean in replicate_output_means(data, component).items():
+        by_replicate[(model, fmt, case)].append(mean)
+    return {k: statistics.fmean(v) for k, v in by_replicate.items()}
 
 
 def _rounds_group(rounds: int) -> str:
@@ -126,27 +138,39 @@ def table9(data: CohortData) -> list[dict[str, Any]]:
     """Table 9: per model and pooled, by completed review rounds (1, 2, >=3): the ``outputs`` (final
     reports with a numeric C1–C8 score), the mean of their C1–C8 output means with population SD,
     the outputs whose mean is below 2 and their %, and the mean ± population SD of their numeric case
-    complexity (criterion 10, ``case_complexity``)."""
-    means = output_means(data)
-    complexity = {(r["model"], r["format"], r["case_id"]): float(r["score"]) for r in consilium_items(data)
+    complexity (criterion 10, ``case_complexity``). In a cohort run in replicates a replicate falls in the
+    group of its own rounds, and the replicates of a (model, format, case) in one group are averaged first
+    (its output mean and its complexity), so ``outputs`` counts (model, format, case)s and the added
+    ``replicate_outputs`` the replicates' outputs averaged into them."""
+    means = replicate_output_means(data)
+    complexity = {(r["model"], r["format"], r["case_id"], r.get("replicate") or ""): float(r["score"])
+                  for r in consilium_items(data)
                   if r["component"] == "conclusion" and r["criterion"] == "case_complexity" and r["score"]}
+    replicated = has_replicates(data)
     table = []
     for model in models_and_pool(data):
-        groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+        # rounds group → (model, format, case) → its replicates' keys in that group
+        groups: dict[str, dict[tuple[str, str, str], list[tuple[str, str, str, str]]]] = \
+            defaultdict(lambda: defaultdict(list))
         for arm in data.arms:
-            key = (arm["model"], arm["format"], arm["case_id"])
+            key = (arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or "")
             # an arm without review rounds (the single baseline) has no row here
             if arm.get("status") == "completed" and arm.get("rounds") and key in means \
                     and model in (POOLED, arm["model"]):
-                groups[_rounds_group(int(arm["rounds"]))].append(key)
+                groups[_rounds_group(int(arm["rounds"]))][key[:3]].append(key)
         for name in ("1", "2", ">=3"):
             if name not in groups:
                 continue
-            values = [means[k] for k in groups[name]]
+            slots = groups[name].values()
+            values = [statistics.fmean(means[k] for k in keys) for keys in slots]
             below = sum(v < 2 for v in values)
             mean, sd = mean_sd(values)
-            c_mean, c_sd = mean_sd([complexity[k] for k in groups[name] if k in complexity])
-            table.append({"model": model, "rounds": name, "outputs": len(values), "mean_score": mean, "sd": sd,
-                          "below_2": below, "below_2_pct": percent(below, len(values)),
-                          "complexity_mean": c_mean, "complexity_sd": c_sd})
+            rated = [[complexity[k] for k in keys if k in complexity] for keys in slots]
+            c_mean, c_sd = mean_sd([statistics.fmean(r) for r in rated if r])
+            row: dict[str, Any] = {"model": model, "rounds": name, "outputs": len(values), "mean_score": mean,
+                                   "sd": sd, "below_2": below, "below_2_pct": percent(below, len(values)),
+                                   "complexity_mean": c_mean, "complexity_sd": c_sd}
+            if replicated:
+                row["replicate_outputs"] = sum(len(keys) for keys in slots)
+            table.append(row)
     return table

@@ -73,7 +73,9 @@ def consensus_by_round(data: CohortData) -> list[ConsensusByRound]:
 @dataclass(frozen=True)
 class DissentReduction:
     """Fig. 3b: among the ``arms`` of a format with votes in rounds r and r + 1, the mean of (dissent
-    in r − dissent in r + 1), in percentage points, with its case-clustered bootstrap 95 % interval."""
+    in r − dissent in r + 1), in percentage points, with its case-clustered bootstrap 95 % interval. In a
+    cohort run in replicates (``averaged``) ``arms`` counts every replicate compared, and the mean is over
+    the (model, format, case)s, each the mean of its replicates."""
 
     format: str
     from_round: int
@@ -81,34 +83,41 @@ class DissentReduction:
     mean: float
     ci_low: float
     ci_high: float
+    averaged: bool = False
 
 
-def _dissent(data: CohortData) -> dict[tuple[str, str, str], dict[int, float]]:
-    """(model, format, case) → round → % of the votes dissenting."""
-    votes: dict[tuple[str, str, str], dict[int, Counter[bool]]] = defaultdict(lambda: defaultdict(Counter))
-    for model, fmt, case, rnd, _, vote in data.votes:
-        votes[(model, fmt, case)][rnd][vote == "dissent"] += 1
+def _dissent(data: CohortData) -> dict[tuple[str, str, str, str], dict[int, float]]:
+    """(model, format, case, replicate) → round → % of the votes dissenting."""
+    votes: dict[tuple[str, str, str, str], dict[int, Counter[bool]]] = defaultdict(lambda: defaultdict(Counter))
+    for model, fmt, case, rnd, _, vote, replicate in data.votes:
+        votes[(model, fmt, case, replicate)][rnd][vote == "dissent"] += 1
     return {arm: {r: 100 * c[True] / c.total() for r, c in rounds.items()} for arm, rounds in votes.items()}
 
 
 def dissent_reductions(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) -> list[DissentReduction]:
     """Per revision (round r → r + 1) and format: the interval resamples cases, every arm of a case
     (all models) together, ``bootstrap`` times from ``seed`` (ai-consilium.txt Fig. 3b: 10,000
-    DOI-clustered resamples)."""
+    DOI-clustered resamples). The replicates of a (model, format, case) are averaged first, so a case's
+    cluster holds one value per model however many replicates it has."""
     dissent = _dissent(data)
+    averaged = any(replicate for *_, replicate in dissent)
     revisions = sorted({r for rounds in dissent.values() for r in rounds if r + 1 in rounds})
     rows = []
     for rnd in revisions:
-        for fmt in formats_of(f for _, f, _ in dissent):
-            clusters: dict[str, list[float]] = defaultdict(list)
-            for (_, f, case), rounds in sorted(dissent.items()):
+        for fmt in formats_of(f for _, f, *_ in dissent):
+            slots: dict[tuple[str, str], list[float]] = defaultdict(list)  # (case, model) → each replicate's
+            for (model, f, case, _), rounds in sorted(dissent.items()):
                 if f == fmt and rnd in rounds and rnd + 1 in rounds:
-                    clusters[case].append(rounds[rnd] - rounds[rnd + 1])
-            if not clusters:
+                    slots[(case, model)].append(rounds[rnd] - rounds[rnd + 1])
+            if not slots:
                 continue
+            clusters: dict[str, list[float]] = defaultdict(list)
+            for (case, _), reductions in slots.items():
+                clusters[case].append(statistics.fmean(reductions))
             values = [v for vs in clusters.values() for v in vs]
             low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed, key=f"fig3b|{fmt}|{rnd}")
-            rows.append(DissentReduction(fmt, rnd, len(values), statistics.fmean(values), low, high))
+            rows.append(DissentReduction(fmt, rnd, sum(len(v) for v in slots.values()), statistics.fmean(values),
+                                         low, high, averaged))
     return rows
 
 
@@ -187,8 +196,9 @@ def draw_fig3b(rows: list[DissentReduction], bootstrap: int, out: Path) -> Path:
     axis.set_yticks(ys, [f"R{r.from_round} → R{r.from_round + 1}, {format_label(r.format)}" for r in rows])
     axis.set_ylim(len(rows) - 0.5, -1.3)  # top down, a free row at the top for the column heads
     axis.set_xlim(-105, 105)
+    averaged = "; replicates averaged within model, format and case" if any(r.averaged for r in rows) else ""
     axis.set_xlabel("reduction in dissent after the revision (percentage points of the panel's votes)\n"
-                    f"mean with 95% CI from a case-clustered bootstrap, {bootstrap:,} resamples")
+                    f"mean with 95% CI from a case-clustered bootstrap, {bootstrap:,} resamples{averaged}")
     axis.legend(loc="lower left")
     figure.suptitle("Dissent before and after each revision (ai-consilium.txt Fig. 3b)", fontsize=9.5,
                     fontweight="bold")

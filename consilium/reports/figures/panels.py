@@ -1,7 +1,8 @@
 """Fig. 2b/2c of ai-consilium.txt: the role categories of the model-assigned panels, as primary and as
 supporting roles, per model with a pooled row (2b) and ranked over every assignment (2c).
 
-A panel is one (model, case): its formats share one role assignment, so it counts once. Each role's
+A panel is one (model, case): its formats share one role assignment, so it counts once (in a cohort run in
+replicates, one (model, case, replicate): each replicate assigns its own). Each role's
 category is the one its exact label mapped to (recorded in the trace's ``roles``). Primary and
 supporting shares have separate denominators, as the Fig. 2c caption says: a model's primary
 assignments (one per panel) and its supporting assignments.
@@ -52,7 +53,7 @@ def role_shares(data: CohortData) -> list[CategoryShare]:
         mine = [r for r in data.roles if model in (POOLED, r.model)]
         primary = Counter(r.category for r in mine if r.primary)
         supporting = Counter(r.category for r in mine if not r.primary)
-        panels = len({(r.model, r.case_id) for r in mine})
+        panels = len({(r.model, r.case_id, r.replicate) for r in mine})
         rows += [CategoryShare(model, c, names[c], primary[c], primary.total(), supporting[c], supporting.total(),
                                panels) for c in order]
     return rows

@@ -107,16 +107,18 @@ def _edges() -> tuple[float, ...]:
 
 
 def case_means(data: CohortData) -> list[CaseMeans]:
-    """Per C1–C8 criterion with a numeric score."""
+    """Per C1–C8 criterion with a numeric score; in a cohort run in replicates each (model, format) of a
+    case is the mean of its replicates' scores first."""
     edges = _edges()
     rows = []
     for criterion in per_output_criteria():
-        scores: dict[str, list[float]] = defaultdict(list)
+        scores: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in _conclusions(data):
             if r["criterion"] == criterion.id and r["score"]:
-                scores[r["case_id"]].append(float(r["score"]))
+                scores[r["case_id"]][(r["model"], r["format"])].append(float(r["score"]))
         if scores:
-            means = {case: statistics.fmean(v) for case, v in sorted(scores.items())}
+            means = {case: statistics.fmean(statistics.fmean(v) for v in slots.values())
+                     for case, slots in sorted(scores.items())}
             bins, _ = np.histogram(list(means.values()), bins=edges)
             rows.append(CaseMeans(criterion.id, criterion_label(criterion), means, edges,
                                   tuple(int(b) for b in bins), statistics.median(means.values())))
@@ -144,27 +146,31 @@ class RoundsGroup:
 
 
 def rounds_groups(data: CohortData) -> list[RoundsGroup]:
+    """As Table 9 pooled: in a cohort run in replicates a replicate is in the group of its own rounds, and
+    the replicates of a (model, format, case) in one group are averaged first."""
     criteria = {c.id for c in per_output_criteria()}
-    outputs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    complexity: dict[tuple[str, str, str], float] = {}
+    Key = tuple[str, str, str, str]  # model, format, case, replicate
+    outputs: dict[Key, list[float]] = defaultdict(list)
+    complexity: dict[Key, float] = {}
     for r in _conclusions(data):
         if r["score"]:
-            key = (r["model"], r["format"], r["case_id"])
+            key = (r["model"], r["format"], r["case_id"], r.get("replicate") or "")
             if r["criterion"] in criteria:
                 outputs[key].append(float(r["score"]))
             elif r["criterion"] == COMPLEXITY:
                 complexity[key] = float(r["score"])
-    groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    groups: dict[str, dict[tuple[str, str, str], list[Key]]] = defaultdict(lambda: defaultdict(list))
     for arm in completed_arms(data):
-        key = (arm["model"], arm["format"], arm["case_id"])
+        key = (arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or "")
         if key in outputs:
             rounds = int(arm["rounds"])
-            groups["1" if rounds == 1 else "2" if rounds == 2 else "≥3"].append(key)
+            groups["1" if rounds == 1 else "2" if rounds == 2 else "≥3"][key[:3]].append(key)
     rows = []
     for name in GROUPS:
-        if keys := groups.get(name):
-            means = [statistics.fmean(outputs[k]) for k in keys]
-            rated = [complexity[k] for k in keys if k in complexity]
+        if slots := list(groups.get(name, {}).values()):
+            means = [statistics.fmean(statistics.fmean(outputs[k]) for k in keys) for keys in slots]
+            rated = [statistics.fmean(complexity[k] for k in keys if k in complexity) for keys in slots
+                     if any(k in complexity for k in keys)]
             rows.append(RoundsGroup(name, len(means), statistics.fmean(means), statistics.pstdev(means),
                                     sum(m < 2 for m in means), len(rated),
                                     statistics.fmean(rated) if rated else None,
