@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+import traceback
 from typing import Any, TextIO
 
-__all__ = ["MASK", "RedactingStream", "redact", "redact_url", "redact_value", "register_secret"]
+__all__ = ["MASK", "RedactingStream", "redact", "redact_exception", "redact_url", "redact_value", "register_secret"]
 
 MASK = "***"
 
@@ -66,6 +67,19 @@ def redact(text: str) -> str:
     if "@" in text:
         text = redact_url(text)
     return text
+
+
+def redact_exception(exc: BaseException) -> BaseException:
+    """``exc`` for a handler that shows it (a span's event, LangSmith's error): ``exc`` itself when its
+    message and traceback (chained causes included) hold no secret, else a copy of the same type with
+    the message masked and neither traceback nor cause, which hold the raw text."""
+    text = str(exc)
+    if redact("".join(traceback.format_exception(exc))) == "".join(traceback.format_exception(exc)):
+        return exc
+    try:
+        return type(exc)(redact(text))
+    except Exception:  # a type whose constructor wants more than a message
+        return RuntimeError(f"{type(exc).__name__}: {redact(text)}")
 
 
 def redact_value(value: Any) -> Any:

@@ -10,6 +10,7 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from uuid import UUID
 import langsmith.run_trees
 import langsmith.utils
 import pytest
+from keyecho import SECRET, key_echo_server
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.langchain import wait_for_all_tracers
@@ -63,6 +65,8 @@ class _Capture(BaseHTTPRequestHandler):
 
     bodies: list[bytes]
     runs: dict[str, dict[str, Any]]
+    paths: list[str]
+    multipart = False  # what /info says of the multipart endpoint (real LangSmith: on)
     lock = threading.Lock()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -82,6 +86,7 @@ class _Capture(BaseHTTPRequestHandler):
             data = gzip.decompress(data)
         with self.lock:
             self.bodies.append(data)
+            self.paths.append(self.path)
         return data
 
     def _merge(self, run: dict[str, Any]) -> None:
@@ -91,7 +96,7 @@ class _Capture(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.startswith("/info"):
             self._reply({"version": "capture", "batch_ingest_config": {
-                "use_multipart_endpoint": False, "size_limit": 100, "size_limit_bytes": None,
+                "use_multipart_endpoint": self.multipart, "size_limit": 100, "size_limit_bytes": None,
                 "scale_up_nthreads_limit": 1, "scale_up_qsize_trigger": 1000, "scale_down_nempty_trigger": 4}})
         else:
             self._reply({})
@@ -116,7 +121,13 @@ class _Capture(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def langsmith_capture() -> Iterator[type[_Capture]]:
-    handler = type("Capture", (_Capture,), {"bodies": [], "runs": {}})
+    with _langsmith(multipart=False) as handler:
+        yield handler
+
+
+@contextmanager
+def _langsmith(*, multipart: bool) -> Iterator[type[_Capture]]:
+    handler = type("Capture", (_Capture,), {"bodies": [], "runs": {}, "paths": [], "multipart": multipart})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -323,3 +334,55 @@ def test_otel_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_pa
                  "--out", str(tmp_path), "--otel"])
     assert code == 2
     assert "pip install 'consilium[otel]'" in capsys.readouterr().err
+
+
+# --- a secret in a model's error ------------------------------------------------------------------------------
+
+
+def _failed_openai_run(base_url: str, out: Path, *extra: str) -> TraceBase:
+    """A run whose first call gets HTTP 400 with the API key echoed in the body: recorded as failed."""
+    code = main(["simulate", "--case", str(CASE), "--model", "openai:stub", "--base-url", base_url,
+                 "--format", "free-form", "--out", str(out), *extra])
+    assert code == 1
+    (path,) = out.glob("*/*.trace.json")
+    failed = read_trace(path)
+    assert failed.status == "failed" and "HTTP 400" in (failed.error or "") and "***" in (failed.error or "")
+    return failed
+
+
+@pytest.mark.localhost
+def test_a_key_in_a_model_error_is_in_no_span(spans: InMemorySpanExporter, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with key_echo_server() as url:
+        _failed_openai_run(url, tmp_path, "--otel")
+    finished = spans.get_finished_spans()
+    events = [e for s in finished for e in s.events if e.name == "exception"]
+    assert events and any("HTTP 400" in str((e.attributes or {}).get("exception.message")) for e in events)
+    assert any(s.status.status_code == trace.StatusCode.ERROR and "HTTP 400" in (s.status.description or "")
+               for s in finished)
+    dumped = "".join(s.to_json() for s in finished)
+    assert SECRET not in dumped
+
+
+@pytest.mark.localhost
+@pytest.mark.parametrize("multipart", [False, True], ids=["batch", "multipart"])
+def test_a_key_in_a_model_error_is_in_no_langsmith_run(multipart: bool, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with _langsmith(multipart=multipart) as capture, key_echo_server() as url:
+        _failed_openai_run(url, tmp_path)
+        wait_for_all_tracers()
+    assert any(p.startswith("/runs/multipart") for p in capture.paths) is multipart
+    sent = b"".join(capture.bodies)
+    assert b"HTTP 400" in sent  # the error went to LangSmith, masked
+    assert SECRET.encode() not in sent
+
+
+def test_a_langchain_models_calls_name_its_own_provider(spans: InMemorySpanExporter, tmp_path: Path) -> None:
+    """LangChain's own ls_provider for the model (here its fake chat model's), not "consilium"."""
+    assert main(["simulate", "--case", str(CASE), "--model", "langchain:langchain_fakes:panel", "--format",
+                 "structured", "--out", str(tmp_path), "--otel"]) == 0
+    chat = [s for s in spans.get_finished_spans() if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
+    assert len(chat) == 8
+    assert {(s.attributes or {}).get("gen_ai.provider.name") for s in chat} == {"fakemessageslistchatmodel"}

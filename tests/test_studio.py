@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import pytest
 import yaml
+from keyecho import SECRET, key_echo_server
 from langgraph_api._factory_utils import _classify_factory
 from localserver import free_port
 
@@ -132,7 +133,8 @@ def test_each_graph_declares_its_documented_keys(graph_id: str) -> None:
     assert {"prepare", *(f"{graph_id}:{n}" for n in inner)} <= nodes
 
 
-def test_the_consilium_runs_with_the_documented_settings(tmp_path: Path) -> None:
+def test_the_consilium_runs_with_the_documented_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONSILIUM_STUDIO_TRUSTED", "1")  # `out` writes on the server: a trusted server's
     result = _run("consilium", {"model": PANEL, "moderator_model": PANEL, "case": CONSILIUM_CASE,
                                 "format": "free-form", "max_rounds": 1, "seed": 7, "temperature": 0.5,
                                 "role_labels": "free", "out": str(tmp_path)})
@@ -195,6 +197,17 @@ def test_the_factorys_configurable_keys_are_its_runs_defaults() -> None:
     ({"case": "{not json"}, "configurable.case: "),
     ({"model": "nosuch:thing"}, "configurable.model: unknown model spec 'nosuch:thing'"),
     ({"moderator_model": "scripted:no/such/script.yaml"}, "configurable.moderator_model: "),
+    ({"model": ""}, "configurable.model: String should have at least 1 character"),
+    ({"moderator_model": ""}, "configurable.moderator_model: String should have at least 1 character"),
+    ({"case": ""}, "configurable.case: empty; give a case file's path, a mapping of case fields or the case as "
+                   "YAML/JSON text"),
+    ({"case": 5}, "configurable.case: expected a case file's path, a mapping of case fields or the case as "
+                  "YAML/JSON text, not int"),
+    ({"model": "langchain:os:getpid"}, "configurable.model: a langchain: spec calls a function of the server's "
+                                       "Python; refused unless the server runs with CONSILIUM_STUDIO_TRUSTED=1"),
+    ({"moderator_model": "langchain:os:getpid"}, "configurable.moderator_model: a langchain: spec calls"),
+    ({"out": "runs"}, "configurable.out: writing the trace into a folder of the server's is refused unless the "
+                      "server runs with CONSILIUM_STUDIO_TRUSTED=1"),
 ])
 def test_a_bad_setting_fails_the_run_naming_its_key(configurable: dict[str, Any], message: str) -> None:
     graph_id = "board" if {"mode", "max_turns"} & set(configurable) else "consilium"
@@ -203,6 +216,25 @@ def test_a_bad_setting_fails_the_run_naming_its_key(configurable: dict[str, Any]
     assert str(caught.value).startswith(message)
     # A ValueError as well: the server shows such an error's message (others it hides as "internal").
     assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)
+
+
+def test_a_trusted_server_names_an_out_that_is_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONSILIUM_STUDIO_TRUSTED", "1")
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(UserError) as caught:
+        _run("board", {"model": PANEL, "out": str(tmp_path / "file")})
+    assert str(caught.value).startswith(f"configurable.out: {tmp_path / 'file'}: cannot create the output folder")
+
+
+@pytest.mark.localhost
+def test_a_key_in_a_model_error_is_nowhere_in_the_runs_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with key_echo_server() as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        result = _run("board", {"model": "openai:stub", "case": BOARD_CASE})
+    assert result["status"] == "failed" and "HTTP 400" in result["error"]
+    assert "HTTP 400" in json.dumps(result["trace"])
+    assert SECRET not in json.dumps(result, default=str)
 
 
 # --- the dev server itself ------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.judges.record import read_judgement
 from consilium.protocols.registry import read_trace
+from consilium.reports.view_cohort import arm_judgements
+from consilium.reports.view_html import check_ours
 from consilium.reports.view_site import write_cohort_view
 from consilium.reports.viewer import render_page
 
@@ -40,13 +41,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: no such run folder or trace")
     if not traces:
         raise UserError(f"{path}: no *.trace.json files")
+    if out.suffix.lower() == ".json":
+        raise UserError(f"--out {out}: a .json file is a trace or a record, not a page (give an .html file)")
+    check_ours(out)  # a page this command wrote is replaced; any other file (a trace, a report) is refused
     entries = []
     for trace_path in traces:
-        judgements = []
-        stem = trace_path.name.removesuffix(".trace.json")
-        for judged in sorted(trace_path.parent.glob(f"{stem}.judge.*.json")):
-            judgements.append(read_judgement(judged))
-        entries.append((str(trace_path), read_trace(trace_path), judgements))
+        entries.append((str(trace_path), read_trace(trace_path), arm_judgements(trace_path)))
     written = write_text_atomic(out, render_page(f"consilium: {path.name}", entries))
     print(written)
     return 0

@@ -97,8 +97,11 @@ JUDGEMENTS: tuple[Column, ...] = (
     Column("criterion", "string", "the criterion's id (* when the trace had nothing to score)"),
     Column("score", "float64", "the judge's score; null when not evaluable"),
     Column("calibrated_score", "float64", "after isotonic calibration, when applied; null otherwise"),
-    Column("scale_min", "float64", "the lowest score of the rubric's scale (a shipped rubric); null otherwise"),
+    Column("scale_min", "float64", "the lowest score of the rubric's scale (a shipped rubric; −1, out of scope, "
+                                   "is no score); null otherwise"),
     Column("scale_max", "float64", "the highest score of the rubric's scale"),
+    Column("in_scope", "bool", "false for a decision out of scope (the four-decision rubric's −1): no score, "
+                               "its score is then null"),
     Column("evaluable", "bool", "false when the item is not evaluable (its score is then null, never 0)"),
     Column("not_evaluable_reason", "string", "why the item is not evaluable; null when evaluable"),
     Column("rationale_chars", "int64", "characters of the judge's rationale (0 when none)"),

@@ -18,7 +18,7 @@ from types import ModuleType
 from consilium.errors import UserError
 from consilium.fileio import make_folder
 
-__all__ = ["check_targets", "new_file", "require"]
+__all__ = ["check_targets", "export_folder", "new_file", "require"]
 
 
 def require(module: str, what: str) -> ModuleType:
@@ -30,14 +30,43 @@ def require(module: str, what: str) -> ModuleType:
                         "pip install 'consilium[export]'") from None
 
 
-def check_targets(targets: list[Path], *, force: bool) -> None:
-    """Refuse, before anything is written, to replace a file that exists (unless ``force``)."""
+def check_targets(targets: list[Path], *, force: bool, run_dir: Path | None = None) -> None:
+    """Refuse, before anything is written, to write into the run folder itself (given ``run_dir``; with
+    ``--force`` too), or to replace a file that exists (unless ``force``)."""
+    if run_dir is not None:
+        _refuse_run_files(targets, run_dir)
     if force:
         return
     existing = [t for t in targets if t.exists() or t.is_symlink()]
     if existing:
         more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
         raise UserError(f"{existing[0]}: exists{more}; pass --force to replace the export (nothing was written)")
+
+
+def _refuse_run_files(targets: list[Path], run_dir: Path) -> None:
+    """An export written into the run folder itself would replace the run's own files (a cohort's
+    arms.jsonl, its resume index, is an export's name too): refused, links followed."""
+    root = run_dir.resolve()
+    for target in targets:
+        if target.resolve().parent == root:
+            raise UserError(f"--out {target.parent}: the run folder itself, whose own files an export would "
+                            "replace; give a folder of its own (default: RUN_DIR/export; nothing was written)")
+
+
+@contextmanager
+def export_folder(out: Path) -> Iterator[Path]:
+    """``out`` while an export is written into it; when the export fails, the folders it created for it
+    (empty, since a failed write leaves no file) are removed again."""
+    missing = [p for p in (out, *out.parents) if not p.exists()]
+    try:
+        yield out
+    except BaseException:
+        for folder in missing:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or already gone: left as it is
+                break
+        raise
 
 
 def _mode() -> int:

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from consilium.cohort.arms import model_folder
-from consilium.export.files import check_targets, new_file, require
+from consilium.export.files import check_targets, export_folder, new_file, require
 from consilium.export.rows import moderator_of
 from consilium.export.source import Arm, RunFolder
+from consilium.redact import redact_value
 from consilium.traces.schema import TraceBase
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
-__all__ = ["InspectFormat", "export_inspect", "groups", "log_name"]
+__all__ = ["InspectFormat", "export_inspect", "groups", "log_name", "masked"]
 
 InspectFormat = Literal["eval", "json"]
 GroupKey = tuple[str, str, str]  # protocol, model spec (else id), format
@@ -55,6 +57,7 @@ def _results(samples: list[EvalSample], completed: int) -> Any:
 
     values: dict[str, list[float]] = {}
     missing: dict[str, int] = {}
+    outside: dict[str, int] = {}
     where: dict[str, dict[str, Any]] = {}
     for sample in samples:
         for name, score in (sample.scores or {}).items():
@@ -62,17 +65,22 @@ def _results(samples: list[EvalSample], completed: int) -> Any:
             missing.setdefault(name, 0)
             meta = score.metadata or {}
             where.setdefault(name, {k: meta.get(k) for k in ("rubric", "component", "criterion", "judge_model")})
-            if meta.get("not_evaluable"):
+            if meta.get("out_of_scope"):  # no score: never in the mean
+                outside[name] = outside.get(name, 0) + 1
+            elif meta.get("not_evaluable"):
                 missing[name] += 1
             else:
                 values[name].append(float(score.as_float()))
     scores = []
     for name, scored in values.items():
         metrics = {"not_evaluable": EvalMetric(name="not_evaluable", value=missing[name])}
+        if name in outside:
+            metrics["out_of_scope"] = EvalMetric(name="out_of_scope", value=outside[name])
         if scored:  # a mean over nothing is left out, never 0
             metrics = {"mean": EvalMetric(name="mean", value=sum(scored) / len(scored)), **metrics}
         scores.append(EvalScore(name=name, scorer=str(where[name]["rubric"]), scored_samples=len(scored),
-                                unscored_samples=missing[name], metrics=metrics, metadata=where[name]))
+                                unscored_samples=missing[name] + outside.get(name, 0), metrics=metrics,
+                                metadata=where[name]))
     return EvalResults(total_samples=len(samples), completed_samples=completed, scores=scores)
 
 
@@ -113,8 +121,9 @@ def _log(run: RunFolder, key: GroupKey, arms: list[Arm]) -> EvalLog:
     created = _time(run.created_at, first_trace.started_at if first_trace is not None else now)
     roles: dict[str, Any] = {}
     moderator = moderator_of(first_trace) if first_trace is not None else None
-    if moderator:
-        roles["moderator"] = ModelConfig(model=inspect_model(arms[0].model_spec, moderator))
+    if moderator:  # its own spec (--moderator-model), else the panel's, which it then is
+        own = run.moderator_spec or arms[0].model_spec
+        roles["moderator"] = ModelConfig(model=inspect_model(own, moderator), args={"model_spec": own} if own else {})
     for judge in sorted(judges):  # the judge model as its records name it (usually one for every rubric)
         spec = {"model_spec": run.judge_model} if run.judge_model and len(judges) == 1 else {}
         roles["judge" if len(judges) == 1 else f"judge:{judge}"] = ModelConfig(model=judge, args=spec)
@@ -158,11 +167,19 @@ def export_inspect(run: RunFolder, out: Path, fmt: InspectFormat = "eval", *, fo
 
     by_group = groups(run)
     targets = {key: out / log_name(run, key, fmt) for key in by_group}
-    check_targets(list(targets.values()), force=force)
-    written = []
-    for key, arms in by_group.items():
-        log = _log(run, key, arms)
-        with new_file(targets[key], force=force) as tmp:
-            write_eval_log(log, str(tmp), format=fmt)
-        written.append(targets[key])
-    return written
+    check_targets(list(targets.values()), force=force, run_dir=run.path)
+    # Every log is written to its temporary file first; only when all are written are they moved into
+    # place (as the stack unwinds), so a failure (a trace that does not read) leaves no part of the export.
+    with export_folder(out), ExitStack() as stack:
+        for key, arms in by_group.items():
+            tmp = stack.enter_context(new_file(targets[key], force=force))
+            write_eval_log(masked(_log(run, key, arms)), str(tmp), format=fmt)
+    return list(targets.values())
+
+
+def masked(log: EvalLog) -> EvalLog:
+    """The log with every string in it masked (keys, URL credentials), as every file consilium writes
+    is: Inspect writes its files itself, past consilium.fileio."""
+    from inspect_ai.log import EvalLog
+
+    return EvalLog.model_validate(redact_value(log.model_dump(mode="json")))

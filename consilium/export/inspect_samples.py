@@ -15,7 +15,16 @@ from inspect_ai.log import EvalError, EvalSample
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from consilium.export.rows import answer_of, case_text, moderator_of, reference_of, rubric_of, whole_case
+from consilium.export.rows import (
+    answer_of,
+    case_text,
+    moderator_of,
+    out_of_scope,
+    reference_of,
+    rubric_of,
+    scale_of,
+    whole_case,
+)
 from consilium.export.source import LoadedArm, RunFolder
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import CallRecord
@@ -57,12 +66,16 @@ def score_name(judgement: Judgement, item: JudgementItem) -> str:
 
 def _score(judgement: Judgement, item: JudgementItem) -> Score:
     rubric = rubric_of(judgement.rubric)
+    outside = out_of_scope(item)
     metadata: dict[str, Any] = {
         "rubric": judgement.rubric, "rubric_version": judgement.rubric_version, "component": item.component,
         "criterion": item.criterion, "judge_model": judgement.judge_model, "not_evaluable": item.not_evaluable,
-        "reason": item.reason, "calibrated_score": item.calibrated_score, "flags": dict(item.flags),
-        "whole_case": whole_case(judgement, item), "scale": list(rubric.scale) if rubric is not None else None,
+        "out_of_scope": outside, "reason": item.reason, "calibrated_score": item.calibrated_score,
+        "flags": dict(item.flags), "whole_case": whole_case(judgement, item),
+        "scale": scale_of(rubric) if rubric is not None else None,
     }
+    if outside:  # the four-decision rubric's −1: the reference does not decide it, so there is no score
+        return Score.unscored(reason="out of scope", explanation=item.rationale, metadata=metadata)
     if item.not_evaluable or item.score is None:
         # Inspect's own "no value" (NaN), which its metrics skip: never a 0.
         return Score.unscored(reason=item.reason or "not evaluable", explanation=item.rationale,

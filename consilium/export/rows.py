@@ -15,10 +15,11 @@ from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.models import CallRecord
 from consilium.protocols.registry import protocol_of
+from consilium.reports.view_cohort import out_of_scope
 from consilium.traces.schema import TraceBase
 
-__all__ = ["answer_of", "arm_row", "call_rows", "case_text", "judgement_rows", "moderator_of", "reference_of",
-           "rubric_of", "whole_case"]
+__all__ = ["answer_of", "arm_row", "call_rows", "case_text", "judgement_rows", "moderator_of", "out_of_scope",
+           "reference_of", "rubric_of", "scale_of", "whole_case"]
 
 
 def answer_of(trace: TraceBase) -> str | None:
@@ -61,6 +62,14 @@ def moderator_of(trace: TraceBase) -> str | None:
 def rubric_of(name: str) -> Rubric | None:
     """A shipped rubric by name (None for one loaded from a file elsewhere)."""
     return load_rubric(name) if name in rubric_names() else None
+
+
+def scale_of(rubric: Rubric | None) -> list[int]:
+    """The rubric's scores, without the four-decision rubric's −1 (out of scope, no score); none for a
+    rubric that is not shipped."""
+    if rubric is None:
+        return []
+    return [s for s in rubric.scale if not (s == -1 and rubric.scoring == "weighted_decisions")]
 
 
 def whole_case(judgement: Judgement, item: JudgementItem) -> bool:
@@ -132,13 +141,16 @@ def judgement_rows(run: RunFolder, loaded: LoadedArm) -> list[dict[str, Any]]:
     key = {**_key(run, loaded), "model": loaded.trace.model if loaded.trace else loaded.arm.model}
     rows = []
     for file, judgement in loaded.judgements:
-        rubric = rubric_of(judgement.rubric)
-        low, high = (float(min(rubric.scale)), float(max(rubric.scale))) if rubric is not None else (None, None)
+        scale = scale_of(rubric_of(judgement.rubric))
+        low, high = (float(min(scale)), float(max(scale))) if scale else (None, None)
         for item in judgement.items:
+            outside = out_of_scope(item)
             rows.append({**key, "rubric": judgement.rubric, "rubric_version": judgement.rubric_version,
                          "judge_model": judgement.judge_model, "component": item.component,
-                         "criterion": item.criterion, "score": item.score, "calibrated_score": item.calibrated_score,
-                         "scale_min": low, "scale_max": high, "evaluable": not item.not_evaluable,
+                         "criterion": item.criterion, "score": None if outside else item.score,
+                         "calibrated_score": None if outside else item.calibrated_score,
+                         "scale_min": low, "scale_max": high, "in_scope": not outside,
+                         "evaluable": not item.not_evaluable,
                          "not_evaluable_reason": item.reason if item.not_evaluable else None,
                          "rationale_chars": len(item.rationale or ""),
                          "flags": json.dumps(item.flags, sort_keys=True), "whole_case": whole_case(judgement, item),

@@ -70,6 +70,7 @@ class RunFolder:
     versions: dict[str, str]
     command: list[str]
     arms: list[Arm] = field(default_factory=list)
+    moderator_spec: str | None = None  # every arm's moderator (a cohort's --moderator-model); None: the panel's
 
     def relative(self, path: Path) -> str:
         return relative(path, self.path)
@@ -155,7 +156,8 @@ def _open_cohort(run_dir: Path) -> RunFolder:
                      updated_at=manifest.updated_at, status=manifest.status, error=manifest.error,
                      dataset=Path(cases).name or cases, dataset_location=cases,
                      judge_model=manifest.settings.judge_model, git_revision=manifest.git_revision,
-                     versions=manifest.versions, command=manifest.command, arms=arms)
+                     versions=manifest.versions, command=manifest.command, arms=arms,
+                     moderator_spec=manifest.settings.moderator_model)
 
 
 def _open_traces(run_dir: Path) -> RunFolder:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from consilium.export.columns import TABLES, Column
-from consilium.export.files import check_targets, new_file, require
+from consilium.export.files import check_targets, export_folder, new_file, require
 from consilium.export.rows import arm_row, call_rows, judgement_rows
 from consilium.export.source import LoadedArm, RunFolder
 from consilium.redact import redact
@@ -94,8 +94,8 @@ def export_tables(run: RunFolder, out: Path, fmt: TableFormat, *, force: bool = 
     if fmt == "parquet":
         require("pyarrow.parquet", "export --to parquet")
     paths = table_paths(out, fmt)
-    check_targets(list(paths.values()), force=force)
-    with ExitStack() as stack:
+    check_targets(list(paths.values()), force=force, run_dir=run.path)
+    with export_folder(out), ExitStack() as stack:
         sinks: dict[str, _Sink] = {}
         for name, path in paths.items():
             tmp = stack.enter_context(new_file(path, force=force))

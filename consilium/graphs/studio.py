@@ -11,6 +11,7 @@ trace, which is the run's output.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -31,14 +32,15 @@ from consilium.agents.schemas import RoleLabels
 from consilium.cases import Case, load_case, problems_from_validation
 from consilium.datafiles import DataError, parse_data
 from consilium.errors import UserError
+from consilium.fileio import make_folder
 from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.models.tokens import count_tokens
-from consilium.redact import redact
+from consilium.redact import redact, redact_value
 from consilium.roles.catalogue import load_catalogue
 
-__all__ = ["CaseInput", "StudioError", "StudioInput", "StudioJob", "StudioOutput", "StudioSettings", "read_settings",
-           "resolve_case", "studio_graph", "with_defaults"]
+__all__ = ["TRUSTED_ENV", "CaseInput", "StudioError", "StudioInput", "StudioJob", "StudioOutput", "StudioSettings",
+           "check_trusted", "read_settings", "resolve_case", "studio_graph", "with_defaults"]
 
 CaseInput = str | dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -52,9 +54,11 @@ class StudioError(UserError, ValueError):
 class StudioSettings(TypedDict, total=False):
     """The ``configurable`` keys every protocol's dev graph reads (a protocol's settings add its own)."""
 
-    model: Annotated[str, Field(description="the panel's model spec (docs/models.md): embedded, gguf:PATH, "
-                                            "openai:MODEL, vllm:MODEL, scripted:FILE, … (default: embedded)")]
-    moderator_model: Annotated[str, Field(description="the moderator's model spec (default: the model)")]
+    model: Annotated[str, Field(min_length=1, description="the panel's model spec (docs/models.md): embedded, "
+                                                          "gguf:PATH, openai:MODEL, vllm:MODEL, scripted:FILE, … "
+                                                          "(default: embedded)")]
+    moderator_model: Annotated[str, Field(min_length=1, description="the moderator's model spec (default: the "
+                                                                    "model)")]
     case: Annotated[CaseInput, Field(description="the case: a case file's path (.yaml, .json; relative to the "
                                                  "server's folder), or the case itself, as a mapping in a case "
                                                  "file's shape or as YAML/JSON text")]
@@ -130,12 +134,39 @@ def read_settings(schema: type[Any], config: RunnableConfig, context: Any) -> di
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"][:1])
+        if where == "case":  # a union's errors name its members' types, not what a case may be
+            raise UserError(f"configurable.case: expected a case file's path, a mapping of case fields or the "
+                            f"case as YAML/JSON text, not {type(given.get('case')).__name__}") from None
         raise UserError(f"configurable.{where}: {err['msg']}") from None
+
+
+#: The environment switch that lets a dev run call the server's own Python (``langchain:`` specs) and
+#: write files (``out``); off by default, since anyone who reaches the server may start runs.
+TRUSTED_ENV = "CONSILIUM_STUDIO_TRUSTED"
+
+
+def check_trusted(settings: Mapping[str, Any]) -> None:
+    """Refuse what would run the server's own code or write where a run asks, unless :data:`TRUSTED_ENV`
+    is on: a ``langchain:MODULE:FACTORY`` spec (it calls any function it names) and ``out``."""
+    if os.environ.get(TRUSTED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return
+    for key in ("model", "moderator_model"):
+        spec = settings.get(key)
+        if isinstance(spec, str) and spec.partition(":")[0].strip() == "langchain":
+            raise UserError(f"configurable.{key}: a langchain: spec calls a function of the server's Python; "
+                            f"refused unless the server runs with {TRUSTED_ENV}=1 (docs/studio.md, Security)")
+    if settings.get("out"):
+        raise UserError(f"configurable.out: writing the trace into a folder of the server's is refused unless "
+                        f"the server runs with {TRUSTED_ENV}=1 (docs/studio.md, Security); the trace is the "
+                        "run's output")
 
 
 def resolve_case(value: CaseInput, where: str) -> tuple[Case, Path | None]:
     """The case named by a path, or given inline (a mapping, or YAML/JSON text: text with a line break or a
     leading brace); blocking (it reads the file). Problems are named ``<where>: <field>: <reason>``."""
+    if isinstance(value, str) and not value.strip():
+        raise UserError(f"{where}: empty; give a case file's path, a mapping of case fields or the case as "
+                        "YAML/JSON text")
     if isinstance(value, str) and "\n" not in value.strip() and not value.lstrip().startswith("{"):
         path = Path(value.strip()).expanduser()
         try:
@@ -154,6 +185,14 @@ def resolve_case(value: CaseInput, where: str) -> tuple[Case, Path | None]:
         return Case.model_validate(data), None
     except ValidationError as exc:
         raise UserError(str(problems_from_validation(where, exc)[0])) from None
+
+
+def _out_folder(out: str) -> None:
+    """Create ``out`` before the run (blocking), so a folder that cannot be is named as the key it came from."""
+    try:
+        make_folder(Path(out).expanduser())
+    except UserError as exc:
+        raise UserError(f"configurable.out: {exc}") from None
 
 
 def _build_models(settings: Mapping[str, Any]) -> tuple[ChatModel, ChatModel]:
@@ -192,6 +231,9 @@ def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any]
     async def prepare(state: _State, runtime: Runtime[Any]) -> _State:
         try:
             settings = read_settings(settings_schema, get_config(), runtime.context)
+            check_trusted(settings)
+            if settings.get("out"):
+                await asyncio.to_thread(_out_folder, settings["out"])
             value, where = (state["case"], "input.case") if state.get("case") else \
                 (settings.get("case", str(default_case)), "configurable.case")
             case, path = await asyncio.to_thread(resolve_case, value, where)
@@ -221,9 +263,11 @@ def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any]
             for model in dict.fromkeys((panel, moderator)):
                 await model.aclose()
         error = getattr(trace, "error", None)
+        # The output goes to the server's store and to Studio: masked as every file consilium writes is.
         return {"status": getattr(trace, "status", ""), "error": redact(error) if error else None,
-                "trace": trace.model_dump(mode="json"), "trace_file": str(written) if written else None,
-                **{field: getattr(trace, field) for field in fields}}  # type: ignore[typeddict-item]
+                "trace": redact_value(trace.model_dump(mode="json")),
+                "trace_file": str(written) if written else None,
+                **{field: redact_value(getattr(trace, field)) for field in fields}}  # type: ignore[typeddict-item]
 
     graph = StateGraph(_State, context_schema=settings_schema, input_schema=StudioInput, output_schema=output_schema)
     graph.add_node("prepare", prepare)

@@ -12,6 +12,7 @@ reports). Each becomes a span under its parent run's span; the graph's own run i
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -21,11 +22,12 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from consilium.errors import UserError
+from consilium.redact import redact, redact_exception
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["HIDDEN_TAG", "SpanHandler", "require_otel", "tracer"]
+__all__ = ["HIDDEN_TAG", "SpanHandler", "record_error", "require_otel", "tracer"]
 
 #: LangChain's tag for a run that is plumbing, not a step (LangGraph's channel writes).
 HIDDEN_TAG = "langsmith:hidden"
@@ -99,6 +101,15 @@ def _result_attributes(response: LLMResult) -> dict[str, Any]:
     })
 
 
+def record_error(span: Span, error: BaseException) -> None:
+    """The error as the span's ``exception`` event, its message and stack trace masked (a server's error
+    text may echo a key)."""
+    shown = redact_exception(error)
+    span.record_exception(shown, attributes={
+        "exception.message": redact(str(shown)),
+        "exception.stacktrace": redact("".join(traceback.format_exception(shown)))})
+
+
 class SpanHandler(BaseCallbackHandler):
     """Chain and chat-model runs as OpenTelemetry spans, parented by ``parent_run_id``.
 
@@ -138,8 +149,8 @@ class SpanHandler(BaseCallbackHandler):
         if attributes:
             span.set_attributes(attributes)
         if error is not None:
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            record_error(span, error)
+            span.set_status(Status(StatusCode.ERROR, redact(f"{type(error).__name__}: {error}")))
         if owned:
             span.end()
 

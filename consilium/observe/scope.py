@@ -20,6 +20,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs, var_child_runnable_config
 
+from consilium.redact import redact
+
 __all__ = ["ENV", "observe_run", "otel_enabled", "reset_otel", "run_metadata", "use_otel"]
 
 #: The environment variable that turns OpenTelemetry spans on for every run of the process.
@@ -60,7 +62,7 @@ async def observe_run(body: Callable[[], Awaitable[None]], protocol: str, **labe
     from opentelemetry import trace
     from opentelemetry.trace import Status, StatusCode
 
-    from consilium.observe.otel import SpanHandler, tracer
+    from consilium.observe.otel import SpanHandler, record_error, tracer
 
     attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": protocol,
                   **{f"consilium.{k}": v for k, v in metadata.items()}}
@@ -68,7 +70,9 @@ async def observe_run(body: Callable[[], Awaitable[None]], protocol: str, **labe
     handler = SpanHandler(tracer(), root=span)
     error: BaseException | None = None
     try:
-        with trace.use_span(span, end_on_exit=False):  # other instrumentation (HTTP clients) nests under it
+        # Other instrumentation (HTTP clients) nests under it. The error is recorded below, masked, not by
+        # use_span (which would record the raw exception and its traceback).
+        with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             await _with_config({"metadata": metadata, "callbacks": [handler]}, body)
     except BaseException as exc:  # a failed call, the wall clock (a cancellation), a budget
         error = exc
@@ -77,10 +81,10 @@ async def observe_run(body: Callable[[], Awaitable[None]], protocol: str, **labe
         handler.close(error)
         if error is not None:
             why = "cancelled (wall-clock limit)" if isinstance(error, asyncio.CancelledError) else \
-                f"{type(error).__name__}: {error}"
+                redact(f"{type(error).__name__}: {error}")
             span.set_status(Status(StatusCode.ERROR, why))
             if not isinstance(error, asyncio.CancelledError):
-                span.record_exception(error)
+                record_error(span, error)
         span.end()
 
 

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from consilium.cases.model import CASE_ID_PATTERN
-from consilium.judges.record import Judgement, read_judgement
+from consilium.judges.record import Judgement, JudgementItem, read_judgement
 from consilium.models.pricing import trace_cost
 from consilium.reports.consilium.data import rubric_criteria, trace_location
 from consilium.reports.view_reference import concluded
 from consilium.traces.schema import TraceBase
 
 __all__ = ["ArmView", "RubricScore", "arm_cost", "arm_judgements", "arm_page", "case_page", "case_rows",
-           "conclusion_of", "rubric_score"]
+           "conclusion_of", "out_of_scope", "rubric_score"]
 
 
 #: A folder or file name a page path may keep (no ``..``, no separator, nothing a URL must quote but these).
@@ -28,13 +28,17 @@ _SAFE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 @dataclass(frozen=True)
 class RubricScore:
     """One rubric's judgement of one arm: the mean of its per-output items' scores (whole-case criteria,
-    such as case complexity, are not in the mean), how many items were scored, and how many items of
-    the judgement (whole-case ones included) were not evaluable."""
+    such as case complexity, are not in the mean; nor is a decision out of scope, −1), or the rubric's
+    own aggregate where it has one (``measure``: the four-decision rubric's weighted mean, 0–1), how many
+    items were scored, how many were out of scope, and how many items of the judgement (whole-case ones
+    included) were not evaluable."""
 
     mean: float | None
     scored: int
     not_evaluable: int
     items: int
+    out_of_scope: int = 0
+    measure: str = "mean"
 
 
 @dataclass
@@ -116,11 +120,27 @@ def rubric_score(judgement: Judgement) -> RubricScore:
     for item in judgement.items:
         known = criteria.get(item.criterion)
         whole_case = known.whole_case if known is not None else bool(item.detail.get("whole_case"))
-        if not whole_case and not item.not_evaluable and item.score is not None:
+        if not whole_case and not item.not_evaluable and item.score is not None and not out_of_scope(item):
             scores.append(item.score)
     not_evaluable = sum(item.not_evaluable for item in judgement.items)
+    outside = sum(out_of_scope(item) for item in judgement.items)
+    own = [a[_OWN_MEAN] for a in judgement.aggregates.values() if _OWN_MEAN in a]
+    if own:  # the rubric's own formula (App. E.2's weighted mean), over the components that have one
+        values = [float(v) for v in own if isinstance(v, int | float)]
+        return RubricScore(sum(values) / len(values) if values else None, len(scores), not_evaluable,
+                           len(judgement.items), outside, "weighted mean")
     return RubricScore(sum(scores) / len(scores) if scores else None, len(scores), not_evaluable,
-                       len(judgement.items))
+                       len(judgement.items), outside)
+
+
+#: The aggregate a rubric's judgement carries in place of a plain mean (the four-decision rubric's).
+_OWN_MEAN = "weighted_mean"
+
+
+def out_of_scope(item: JudgementItem) -> bool:
+    """Whether a judge item is a decision out of scope: the four-decision rubric's −1 (its items carry
+    their ``scope``), which is no score (opentumorboard.txt App. C.3, E.2)."""
+    return item.score == -1 and "scope" in item.detail
 
 
 def conclusion_of(trace: TraceBase) -> str:

@@ -7,14 +7,20 @@ Content-Security-Policy that loads nothing, so case or model text such as ``<scr
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 from html import escape
+from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["GENERATOR", "esc", "link", "page", "pre", "table"]
+from consilium.errors import UserError
+
+__all__ = ["GENERATOR", "check_ours", "esc", "link", "page", "pre", "stamped", "table"]
 
 #: The mark every page ``consilium view`` writes carries, so that re-running it replaces its own pages only.
 GENERATOR = '<meta name="generator" content="consilium view">'
+#: The cohort view's second mark: the run its pages show, so that a view of another run is never replaced.
+_RUN_MARK = re.compile(rb'<meta name="consilium-run" content="([^"]*)">')
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
@@ -59,3 +65,31 @@ def page(title: str, body: str) -> str:
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{GENERATOR}<title>{esc(title)}</title>"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
             f"<style>{_CSS}</style></head><body>{body}</body></html>\n")
+
+
+def stamped(html: str, run: str) -> str:
+    """A page of a cohort's view, marked with the run it shows."""
+    return html.replace(GENERATOR, f'{GENERATOR}<meta name="consilium-run" content="{esc(run)}">', 1)
+
+
+def check_ours(path: Path, run: str | None = None) -> None:
+    """Refuse to replace a file the viewer did not write (one without its generator mark) or, given ``run``,
+    a page of another run's view (its run mark names another run; a page with no run mark is ours)."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UserError(f"{path}: not a page `consilium view` wrote (a link or a folder); nothing was written "
+                        "(move it, or give --out another path)")
+    if not path.is_file():
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise UserError(f"{path}: not readable ({exc.strerror or exc})") from None
+    if GENERATOR.encode("utf-8") not in head:
+        raise UserError(f"{path}: not a page `consilium view` wrote; nothing was written "
+                        "(move it, or give --out another path)")
+    found = _RUN_MARK.search(head)
+    if run is not None and found is not None and found.group(1) != esc(run).encode("utf-8"):
+        other = found.group(1).decode("utf-8", "replace")
+        raise UserError(f"{path}: a page of the view of another run ({other}); nothing was written "
+                        "(give --out another folder)")

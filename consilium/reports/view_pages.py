@@ -19,11 +19,14 @@ NONE = "—"
 
 
 def score_cell(score: RubricScore | None) -> str:
-    """``2.13 (22 scored, 1 not evaluable)``; ``—`` for an arm the rubric did not judge."""
+    """``2.13 (22 scored, 1 not evaluable)``, ``0.66 weighted mean (3 scored, 1 out of scope, 0 not
+    evaluable)``; ``—`` for an arm the rubric did not judge."""
     if score is None:
         return NONE
     mean = NONE if score.mean is None else f"{score.mean:.2f}"
-    return f"{mean} ({score.scored} scored, {score.not_evaluable} not evaluable)"
+    measure = f" {score.measure}" if score.measure != "mean" else ""
+    outside = f", {score.out_of_scope} out of scope" if score.out_of_scope else ""
+    return f"{mean}{measure} ({score.scored} scored{outside}, {score.not_evaluable} not evaluable)"
 
 
 def status_cell(row: dict[str, str]) -> str:

@@ -3,19 +3,24 @@
 ``index.html`` has a row per arm of arms.csv, ``cases/<case>.html`` a page per case with its variants
 side by side, and ``arms/…/<case>.<variant>.html`` a page per arm that left a trace (as ``view TRACE``
 renders it), every page linked to the others by relative links. Each page is written atomically and
-carries the viewer's generator mark: re-running the view replaces its own pages, and a file in their
-place that lacks the mark (someone else's) is refused before anything is written.
+carries the viewer's generator mark and the run's id: re-running the view replaces its own pages, and a
+file in their place that lacks the mark (someone else's), or a page of another run's view, is refused
+before anything is written.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.data import read_arms
+from consilium.reports.networks.paths import graph_picture
 from consilium.reports.view_cohort import (
     ArmView,
     arm_cost,
@@ -25,40 +30,35 @@ from consilium.reports.view_cohort import (
     conclusion_of,
     rubric_score,
 )
-from consilium.reports.view_html import GENERATOR, esc, link, page
+from consilium.reports.view_html import check_ours, esc, link, page, stamped
 from consilium.reports.view_pages import INDEX, case_html, index_html
 from consilium.reports.viewer import arm_section
 
-__all__ = ["write_cohort_view"]
+__all__ = ["run_id", "write_cohort_view"]
 
 
-def _check_ours(path: Path) -> None:
-    """Refuse to replace a file the viewer did not write (one without its generator mark)."""
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise UserError(f"{path}: not a page `consilium view` wrote (a link or a folder); nothing was written "
-                        "(move it, or give --out another folder)")
-    if path.is_file():
-        try:
-            with path.open("rb") as handle:
-                head = handle.read(4096)
-        except OSError as exc:
-            raise UserError(f"{path}: not readable ({exc.strerror or exc})") from None
-        if GENERATOR.encode("utf-8") not in head:
-            raise UserError(f"{path}: not a page `consilium view` wrote; nothing was written "
-                            "(move it, or give --out another folder)")
-
-
-def _nav(arm: ArmView, siblings: list[ArmView]) -> str:
-    """Links from an arm's page to the index, its case and its other variants."""
+def _nav(arm: ArmView, siblings: list[ArmView], graph: str = "") -> str:
+    """Links from an arm's page to the index, its case and its other variants (and ``graph``, a link to its
+    deliberation graph's picture, when ``consilium analyze`` drew one)."""
     assert arm.page is not None
     links = [link(arm.page, INDEX, "cohort index"), link(arm.page, case_page(arm.row["case_id"]), "case page")]
     links += [link(arm.page, s.page, f"{s.row.get('format', '')}") for s in siblings
               if s is not arm and s.page and (s.row.get("protocol"), s.model, s.replicate)
               == (arm.row.get("protocol"), arm.model, arm.replicate)]
+    links += [graph] if graph else []
     return f"<nav>{' · '.join(links)}</nav>"
 
 
-def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView]) -> Case | None:
+def _graph_link(run_dir: Path, out: Path, page_path: str) -> str:
+    """A link to the picture ``analyze`` drew of the arm (docs/networks.md), if it is there."""
+    picture = graph_picture(run_dir, page_path)
+    if not picture.is_file():
+        return ""
+    href = Path(os.path.relpath(picture.resolve(), (out / page_path).parent.resolve())).as_posix()
+    return f"<a href=\"{esc(quote(href))}\">deliberation graph</a>"
+
+
+def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, run: str) -> Case | None:
     """Read the arm's trace and judgements, write its page, keep what the index and case page show."""
     if arm.trace is None or arm.page is None:
         return None
@@ -68,8 +68,9 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView]) -> Case | None:
     arm.conclusion, arm.cost = conclusion_of(trace), arm_cost(trace)
     arm.scores = {j.rubric: rubric_score(j) for j in judgements}
     title = f"{arm.row['case_id']} · {arm.row.get('format', '')} · {arm.model}"
-    section = arm_section(arm.row.get("trace", ""), trace, judgements, _nav(arm, siblings))
-    write_text_atomic(out / arm.page, page(title, f"<h1>{esc(title)}</h1>{section}"))
+    section = arm_section(arm.row.get("trace", ""), trace, judgements,
+                          _nav(arm, siblings, _graph_link(run_dir, out, arm.page)))
+    write_text_atomic(out / arm.page, stamped(page(title, f"<h1>{esc(title)}</h1>{section}"), run))
     return Case.model_validate(trace.case)
 
 
@@ -81,15 +82,26 @@ def write_cohort_view(run_dir: Path, out: Path) -> Path:
         out / a.page for _, arms in groups for a in arms if a.page is not None]
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: not a folder; the view's pages go into a folder (give --out another one)")
+    run = run_id(run_dir)
     for target in targets:
-        _check_ours(target)
+        check_ours(target, run)
     everything: list[ArmView] = []
     for case_id, arms in groups:
         case = None
         for arm in arms:
-            case = _arm_page(out, arm, arms) or case
+            case = _arm_page(out, arm, arms, run_dir, run) or case
         rubrics = sorted({r for a in arms for r in a.scores})
-        write_text_atomic(out / case_page(case_id), case_html(case_id, case, arms, rubrics))
+        write_text_atomic(out / case_page(case_id), stamped(case_html(case_id, case, arms, rubrics), run))
         everything += arms
     rubrics = sorted({r for a in everything for r in a.scores})
-    return write_text_atomic(out / INDEX, index_html(f"Cohort {run_dir.resolve().name}", everything, rubrics))
+    return write_text_atomic(out / INDEX, stamped(index_html(f"Cohort {run_dir.resolve().name}", everything,
+                                                             rubrics), run))
+
+
+def run_id(run_dir: Path) -> str:
+    """The cohort's run id, as its manifest records it (else its folder's name): the pages' run mark."""
+    try:
+        recorded = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    return recorded if isinstance(recorded, str) and recorded else run_dir.resolve().name

@@ -19,6 +19,7 @@ from consilium.models.reasoning import split_reasoning
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
+from consilium.redact import redact
 
 __all__ = ["model_error", "one_line", "read_answer", "to_langchain"]
 
@@ -118,7 +119,7 @@ def model_error(model_id: str, exc: Exception) -> ConsiliumError:
     """Our error for a chat model's failure: timeouts, connection failures, HTTP 408/429/5xx transient
     (retried); 401/403/404 the user's to fix; anything else a :class:`ModelError`, recorded as failed."""
     names = {cls.__name__ for cls in type(exc).__mro__}
-    status, detail = _status(exc), one_line(exc)
+    status, detail = _status(exc), redact(one_line(exc))  # the server's text may echo a key
     if isinstance(exc, TimeoutError) or names & _TIMEOUTS:
         return TransientModelError(f"{model_id}: request timed out ({detail})")
     if status is not None and (status in (408, 429) or status >= 500):

@@ -34,7 +34,7 @@ from consilium.models.reasoning import SAMPLING_SETTINGS, TOKEN_PARAMS, request_
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
-from consilium.redact import redact_url
+from consilium.redact import redact, redact_url
 
 __all__ = ["OpenAICompatModel", "SchemaDialect", "parse_retry_after"]
 
@@ -144,7 +144,7 @@ class OpenAICompatModel:
         except TimeoutError as exc:
             raise TransientModelError(f"{self.url}: request timed out") from exc
         except ConnectionError as exc:
-            raise TransientModelError(f"{self.url}: connection failed ({exc})") from exc
+            raise TransientModelError(redact(f"{self.url}: connection failed ({exc})")) from exc
         if status != 200:
             self._raise_for_status(status, headers, raw)
         latency_ms = (time.perf_counter() - started) * 1000
@@ -152,7 +152,7 @@ class OpenAICompatModel:
             completion = parse_completion(raw)
         except MalformedCompletion as exc:
             # Not the chat completion it should be (a broken proxy, a crashed replica, a buggy server).
-            raise TransientModelError(f"{self.url}: malformed response ({exc})") from None
+            raise TransientModelError(redact(f"{self.url}: malformed response ({exc})")) from None
         thought, answer = split_reasoning(completion.text)
         reasoning = "\n\n".join(part for part in (completion.reasoning, thought) if part) or None
         return ModelResponse(
@@ -173,7 +173,9 @@ class OpenAICompatModel:
             raise UserError(f"{self.url}: HTTP {status}, the API key was refused (OPENAI_API_KEY)")
         if status == 404:
             raise UserError(f"{self.url}: HTTP 404, unknown model {self.model_id!r} or wrong base URL")
-        raise ModelError(f"{self.url}: HTTP {status}: {_error_message(raw)}")
+        # The server's text may echo the request (its Authorization header, a key in the URL): masked here,
+        # at the source, so the error is safe wherever it goes (traces, spans, LangSmith, Studio).
+        raise ModelError(redact(f"{self.url}: HTTP {status}: {_error_message(raw)}"))
 
     async def aclose(self) -> None:
         await self._transport.aclose()

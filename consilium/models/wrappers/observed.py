@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
@@ -21,10 +22,13 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langsmith.utils import tracing_is_enabled
 
+from consilium.models.protocol import ChatModel
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.wrappers.base import WrapperModel
+from consilium.redact import redact_exception
 
-__all__ = ["ObservedModel", "call_metadata", "provider_of", "to_langchain_messages", "to_llm_result"]
+__all__ = ["ObservedModel", "call_metadata", "model_provider", "provider_of", "to_langchain_messages",
+           "to_llm_result"]
 
 
 def provider_of(endpoint: str) -> str:
@@ -40,12 +44,33 @@ def provider_of(endpoint: str) -> str:
     return "consilium"
 
 
-def call_metadata(request: ModelRequest, model_id: str, endpoint: str) -> dict[str, Any]:
-    """What a call's run says about it besides its messages: its place in the run and its model."""
+def model_provider(model: ChatModel) -> str:
+    """The provider of a model: for a LangChain chat model (``langchain:`` or an object), the one LangChain
+    itself reports for it (its ``ls_provider``: ``openai`` for ChatOpenAI, ``anthropic`` for
+    ChatAnthropic, …, else its ``_llm_type``), found through the wrappers; else :func:`provider_of` its
+    endpoint."""
+    found: Any = model
+    for _ in range(32):  # the wrappers' chain is short; a cycle is not followed for ever
+        chat = getattr(found, "chat", None)
+        if isinstance(chat, BaseChatModel):
+            try:
+                provider = chat._get_ls_params().get("ls_provider") or chat._llm_type
+            except Exception:  # a model's own code: it may not answer, and the call must go on
+                provider = None
+            return str(provider) if provider else "langchain"
+        found = getattr(found, "inner", None)
+        if found is None:
+            break
+    return provider_of(model.endpoint)
+
+
+def call_metadata(request: ModelRequest, model_id: str, endpoint: str, provider: str | None = None) -> dict[str, Any]:
+    """What a call's run says about it besides its messages: its place in the run and its model (its
+    provider: ``provider``, else the endpoint's)."""
     tag, settings = request.tag, request.settings
     metadata: dict[str, Any] = {
         "stage": tag.stage, "role": tag.role, "round": tag.round,
-        "ls_provider": provider_of(endpoint), "ls_model_name": model_id, "ls_model_type": "chat",
+        "ls_provider": provider or provider_of(endpoint), "ls_model_name": model_id, "ls_model_type": "chat",
         "ls_temperature": settings.temperature, "ls_max_tokens": settings.max_tokens,
     }
     if request.output_schema is not None:
@@ -102,6 +127,10 @@ def _listened(config: RunnableConfig | None) -> bool:
 class ObservedModel(WrapperModel):
     """Tells the current LangChain run's callbacks of every call made through it."""
 
+    def __init__(self, inner: ChatModel) -> None:
+        super().__init__(inner)
+        self.provider = model_provider(inner)
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         config = var_child_runnable_config.get()
         if not _listened(config):
@@ -110,17 +139,17 @@ class ObservedModel(WrapperModel):
         manager = AsyncCallbackManager.configure(
             inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
             inheritable_metadata=config.get("metadata"),
-            local_metadata=call_metadata(request, self.model_id, self.endpoint))
+            local_metadata=call_metadata(request, self.model_id, self.endpoint, self.provider))
         params = {"model": self.model_id, **request.settings.model_dump(exclude={"timeout_s"})}
         schema = request.output_schema
         (run,) = await manager.on_chat_model_start(
-            {"name": self.model_id, "id": ["consilium", "models", provider_of(self.endpoint)]},
+            {"name": self.model_id, "id": ["consilium", "models", self.provider]},
             [to_langchain_messages(request.messages)], name=self.model_id, invocation_params=params,
             options={"schema": schema.name if schema is not None else None}, batch_size=1)
         try:
             response = await self.inner.generate(request)
         except BaseException as exc:
-            await run.on_llm_error(exc)
+            await run.on_llm_error(redact_exception(exc))  # LangSmith shows its text and traceback: masked
             raise
         await run.on_llm_end(to_llm_result(response))
         return response
