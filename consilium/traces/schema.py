@@ -27,9 +27,10 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: spent, response-cache hits left out (filled in from the calls when an older trace is read).
 #: 1.4: a trace's ``kind`` may be any installed protocol's (``single`` among them) and its ``config`` is that
 #: protocol's record type, with ``role_labels`` ("free" when absent: how older runs assigned roles); a call may
-#: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent); a call
-#: records its model's ``prices`` (null when absent: cost unknown, models/pricing.py).
-SCHEMA_VERSION = "1.4"
+#: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent).
+#: 1.5: a call records its model's ``prices`` (null when absent: cost unknown, models/pricing.py); a consilium
+#: trace may carry ``human``, the seat a person took (absent: no person sat in).
+SCHEMA_VERSION = "1.5"
 
 
 class UsageSummary(BaseModel):
@@ -55,7 +56,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.4"] = "1.4"
+    schema_version: Literal["1.5"] = "1.5"
     run_id: str
     case_id: str
     case_hash: str

@@ -56,13 +56,23 @@ def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
 
 def _trace_1_3(data: dict[str, Any]) -> dict[str, Any]:
     """1.3 → 1.4: every new field has the default that says how the older run went (``role_labels`` free, no
-    reasoning, no setting left out, no reasoning tokens, no prices: cost unknown), so only the version changes."""
+    reasoning, no setting left out, no reasoning tokens), so only the version changes."""
     return {**data, "schema_version": "1.4"}
+
+
+def _trace_1_4(data: dict[str, Any]) -> dict[str, Any]:
+    """1.4 → 1.5: a call's ``prices`` (null: cost unknown) and a consilium's ``human`` seat (null: no person sat
+    in) are optional fields whose defaults say how the older run went, so only the version changes. They got a
+    version of their own because 1.4 had been released: a 1.4 reader refuses a trace that has them."""
+    return {**data, "schema_version": "1.5"}
 
 
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
-                                            "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3)}
+                                            "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3),
+                                            "1.4": ("1.5", _trace_1_4)}
+
+
 JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
 
 
