@@ -15,6 +15,7 @@ from pathlib import Path
 
 from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
+from consilium.judges.jury import one_judge
 from consilium.judges.record import Judgement, read_judgement
 
 __all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "match_ratings", "pair_ratings"]
@@ -43,14 +44,22 @@ class Judged:
         return f"run {j.trace_run_id}, model {self.model or '?'}, variant {j.variant or '-'}, trace {j.trace}"
 
 
-def load_judgements(run_dir: str | Path, rubric: str) -> list[tuple[Path, Judgement]]:
+def load_judgements(run_dir: str | Path, rubric: str, judge: str | None = None) -> list[tuple[Path, Judgement]]:
+    """Every judgement of ``rubric`` under ``run_dir``; a jury's items score the verdict, or with ``judge``
+    (a judge spec of the jury, ``calibrate --judge``) that judge's own scores."""
     folder = Path(run_dir)
     if not folder.is_dir():
         raise UserError(f"{folder}: --judgements must be a run folder holding *.judge.{rubric}.json files")
     files = sorted(folder.rglob(f"*.judge.{rubric}.json"))
     if not files:
         raise UserError(f"{folder}: no judgements for rubric {rubric} (run `consilium judge` first)")
-    return [(file, read_judgement(file)) for file in files]
+    loaded = [(file, read_judgement(file)) for file in files]
+    if judge is None:
+        return loaded
+    try:
+        return [(file, one_judge(judgement, judge)) for file, judgement in loaded]
+    except ValueError as exc:
+        raise UserError(f"--judge: {exc}") from None
 
 
 def _panel_model(path: Path, judgement: Judgement) -> str | None:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from consilium import __version__
 from consilium.cli import (
+    ablate_cmd,
+    analyze_cmd,
     board_cmd,
     calibrate_cmd,
     cases_cmd,
@@ -20,6 +22,7 @@ from consilium.cli import (
     compare_cmd,
     export_cmd,
     judge_cmd,
+    jury_cmd,
     models_cmd,
     replay_cmd,
     report_cmd,
@@ -34,8 +37,9 @@ from consilium.redact import RedactingStream
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, report_cmd, board_cmd, replay_cmd, judge_cmd, calibrate_cmd,
-               cases_cmd, models_cmd, schema_cmd, view_cmd, export_cmd)
+SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, report_cmd, board_cmd, replay_cmd, judge_cmd, jury_cmd,
+               calibrate_cmd, cases_cmd, models_cmd, schema_cmd, view_cmd, export_cmd, analyze_cmd,
+               ablate_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -36,20 +36,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     agree.add_argument("--bootstrap", type=positive_int, default=1000,
                        help="case-clustered bootstrap draws (default 1000)")
     agree.set_defaults(func=run_agreement)
+    _judge_flag(agree)
     iso = commands.add_parser("isotonic", help="fit per-criterion isotonic calibration on a training split")
     _shared(iso)
     iso.add_argument("--train-fraction", type=fraction, default=0.5, help="share of cases to fit on (default 0.5)")
     iso.set_defaults(func=run_isotonic)
+    _judge_flag(iso)
     from consilium.cli.evolve_cmd import register_evolve
 
     register_evolve(commands, _shared, positive_int)
 
 
 
+def _judge_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", default=None, metavar="SPEC",
+                        help="with jury judgements: this judge's scores instead of the jury's verdicts")
+
+
 def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rubric = load_rubric(args.rubric)
     ratings = load_ratings(args.ratings, rubric)
-    pairs, unmatched = pair_ratings(ratings, load_judgements(args.judgements, rubric.name), args.ratings)
+    pairs, unmatched = pair_ratings(ratings, load_judgements(args.judgements, rubric.name, args.judge),
+                                    args.ratings)
     if not pairs:
         raise UserError(f"{args.ratings}: no rating matches a judge score in {args.judgements}")
     return rubric, ratings, pairs, unmatched

@@ -21,6 +21,7 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.log import log_file
 from consilium.models import ChatModel
+from consilium.models.factory import build_model
 from consilium.protocols.registry import protocol_of
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     """Every completed arm with every rubric, as many judgements at a time as the cohort's concurrency,
     each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
-    setup = JudgeSetup(model=model, scope=plan.scope)
+    # A jury (--judge-model given again): its other judges, built here and closed with the first.
+    jury = [(spec, build_model(spec, plan.options)) for spec in plan.settings.jury_models]
+    setups = [JudgeSetup(model=model, scope=plan.scope, name=plan.settings.judge_model),
+              *(JudgeSetup(model=other, scope=plan.scope, name=spec) for spec, other in jury)]
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     # A cohort run in replicates names each judgement's replicate, after format, as arms.csv does.
     replicate = {run_dir / r["trace"]: {"replicate": r["replicate"]} for r in rows
@@ -91,9 +95,10 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
 
     async def go() -> None:
         try:
-            await judge_files(jobs, setup, done, limit=max(1, plan.settings.concurrency))
+            await judge_files(jobs, setups, done, limit=max(1, plan.settings.concurrency))
         finally:
-            await model.aclose()
+            for judge in [model, *(other for _, other in jury)]:
+                await judge.aclose()
 
     with csv_log:
         aio.run(go())

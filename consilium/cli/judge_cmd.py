@@ -13,6 +13,7 @@ from pathlib import Path
 from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cases import Case
+from consilium.cli.concurrency import default_concurrency
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
@@ -28,7 +29,7 @@ from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
 from consilium.protocols.registry import read_trace
 
-__all__ = ["add_scope_argument", "judgement_path", "register", "run", "trace_files"]
+__all__ = ["add_scope_argument", "judge_specs", "judgement_path", "register", "run", "trace_files"]
 
 
 def add_scope_argument(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--rubric", required=True, help=f"rubric name ({', '.join(rubric_names())}) or a YAML file")
     parser.add_argument("--component", action="append", choices=COMPONENTS, default=None,
                         help="component(s) to score (default: every one the rubric applies to)")
-    add_model_arguments(parser, default=None, flag="--judge-model")
+    add_model_arguments(parser, default=None, flag="--judge-model", repeatable=True)
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="output tokens per judge call (512)")
     parser.add_argument("--max-repairs", type=non_negative_int, default=2,
                         help="retries showing the validation error (2)")
@@ -58,6 +59,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--calibration", type=Path, default=None,
                         help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
     parser.set_defaults(func=run)
+
+
+def judge_specs(args: argparse.Namespace) -> list[str]:
+    """The judges' specs: each ``--judge-model`` given (several: a jury), else the model config's; a spec
+    given twice is refused (a jury of one judge twice would count its vote twice)."""
+    given: list[str] = args.model if isinstance(args.model, list) else []
+    if len(given) <= 1:
+        return [model_spec(args)]
+    twice = sorted({spec for spec in given if given.count(spec) > 1})
+    if twice:
+        raise UserError(f"{args.model_flag}: {', '.join(twice)} given twice (each judge of a jury once)")
+    return given
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
@@ -83,7 +96,7 @@ def judgement_path(trace_file: Path, rubric: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = model_spec(args)  # a judge model must be named: fail before reading anything
+    specs = judge_specs(args)  # a judge model must be named: fail before reading anything
     rubric = load_rubric(args.rubric)
     unknown = [c for c in args.component or [] if c not in rubric.components]
     if unknown:
@@ -96,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
     check_scope(args.scope, [rubric], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
                                        for path in files for trace in (read_trace(path),)))
     options = model_options(args)
-    model = build_model(spec, options)
-    setup = JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
-                                                                timeout_s=args.timeout or 120.0),
-                       max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
-                       scope=args.scope)
+    if len(specs) > 1 and not args.concurrency:  # a jury: what suits its slowest judge's backend, by default
+        options = model_options(args, max_concurrency=min(options.max_concurrency, default_concurrency(*specs)))
+    models = [build_model(spec, options) for spec in specs]  # one judge, or a jury (docs/judges.md, Juries)
+    setups = [JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
+                                                                  timeout_s=args.timeout or 120.0),
+                         max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
+                         scope=args.scope, name=spec) for spec, model in zip(specs, models, strict=True)]
     finished: dict[int, tuple[Path, Path, Judgement]] = {}
     spent = [0]  # judge calls so far, for the progress line
 
@@ -115,15 +130,18 @@ def run(args: argparse.Namespace) -> int:
 
     async def go() -> None:
         try:
-            await judge_files(((rubric, path) for path in files), setup, done, limit=options.max_concurrency,
+            await judge_files(((rubric, path) for path in files), setups, done, limit=options.max_concurrency,
                               components=args.component)
         finally:
-            await model.aclose()
+            for model in models:
+                await model.aclose()
 
     with ItemProgress("traces", len(files)) as progress:
         aio.run(go())
     judgements = [finished[position][2] for position in sorted(finished)]
-    print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); judge model {model.model_id}")
+    judged_by = (f"judge model {models[0].model_id}" if len(models) == 1 else
+                 f"jury of {len(models)} judges: {', '.join(m.model_id for m in models)}")
+    print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); {judged_by}")
     for position in sorted(finished):
         path, out, judgement = finished[position]
         print(f"== {path.name} -> {out.name} ({judgement.wall_s:.1f} s, {judgement.usage.total.calls} calls)")

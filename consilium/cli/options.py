@@ -71,11 +71,14 @@ class ModelConfigFile(BaseModel):
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",
-                        flag: str = "--model") -> None:
-    """The model options; ``default=None`` makes a model required (by flag or --model-config)."""
+                        flag: str = "--model", repeatable: bool = False) -> None:
+    """The model options; ``default=None`` makes a model required (by flag or --model-config);
+    ``repeatable``: the flag may be given several times (a jury of judges), read with ``model_specs``."""
     group = parser.add_argument_group("model")
     shown = "required unless --model-config names one" if default is None else f"default: {default}"
-    group.add_argument(flag, default=None, dest="model", metavar="SPEC", help=f"{SPEC_HELP} ({shown})")
+    shown += "; give it several times for a jury" if repeatable else ""
+    group.add_argument(flag, default=None, dest="model", metavar="SPEC", help=f"{SPEC_HELP} ({shown})",
+                       action="append" if repeatable else "store")
     parser.set_defaults(model_default=default, model_flag=flag)
     group.add_argument("--model-config", type=Path, default=None, metavar="FILE",
                        help="model settings as YAML (configs/models/*.yaml); flags override it")
@@ -109,7 +112,8 @@ def _model_file(args: argparse.Namespace) -> ModelConfigFile | None:
 def model_spec(args: argparse.Namespace) -> str:
     """The model spec: the flag, else the model config's, else the command's default."""
     config = _model_file(args)
-    spec = args.model or (config.spec if config else None) or args.model_default
+    given = args.model[0] if isinstance(args.model, list) else args.model  # a repeatable flag: its first
+    spec = given or (config.spec if config else None) or args.model_default
     if spec is None:
         raise UserError(f"{args.model_flag}: a model is required (a spec, or --model-config FILE)")
     return str(spec)

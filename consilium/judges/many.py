@@ -10,13 +10,14 @@ cohort's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from consilium.errors import UserError
+from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
-from consilium.judges.runner import AnyTrace, JudgeSetup, judge_trace
+from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.protocols.registry import read_trace
 
 __all__ = ["Done", "judge_files"]
@@ -25,17 +26,21 @@ __all__ = ["Done", "judge_files"]
 Done = Callable[[int, Path, AnyTrace, Rubric, Judgement], None]
 
 
-async def judge_files(jobs: Iterable[tuple[Rubric, Path]], setup: JudgeSetup, done: Done, *, limit: int,
+async def judge_files(jobs: Iterable[tuple[Rubric, Path]], setup: JudgeSetup | Sequence[JudgeSetup], done: Done, *,
+                      limit: int,
                       components: list[str] | None = None,
                       read: Callable[[Path], AnyTrace] = read_trace) -> None:
     """Each (rubric, trace file) of ``jobs``, in order, ``limit`` at a time. A :class:`UserError` (an
-    unreadable trace) stops the others and is raised; judgements already done stay done."""
+    unreadable trace) stops the others and is raised; judgements already done stay done. Several setups
+    are a jury (consilium/judges/jury.py): every judge scores each trace, and the judgement holds the
+    verdicts."""
+    setups = [setup] if isinstance(setup, JudgeSetup) else list(setup)
     pending = iter(enumerate(jobs))
 
     async def worker() -> None:
         for position, (rubric, path) in pending:  # one shared iterator: each worker takes the next job
             trace = read(path)
-            judgement = await judge_trace(trace, path.name, rubric, setup, components)
+            judgement = await judge_by_jury(trace, path.name, rubric, setups, components)
             done(position, path, trace, rubric, judgement)
 
     try:

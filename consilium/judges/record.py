@@ -12,7 +12,34 @@ from consilium.errors import UserError
 from consilium.models import CallRecord, GenerationSettings
 from consilium.traces.schema import UsageSummary
 
-__all__ = ["Judgement", "JudgementItem", "read_judgement"]
+__all__ = ["JUDGEMENT_VERSION", "Judgement", "JudgementItem", "JuryMember", "JuryVerdict", "JuryVote",
+           "read_judgement"]
+
+
+class JuryVote(BaseModel):
+    """One judge's decision on an item of a jury's judgement (docs/judges.md, Juries)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str = Field(description="the judge's spec, as given to --judge-model")
+    model: str = Field(description="the judge's model id")
+    score: float | None
+    not_evaluable: bool = False
+    reason: str | None = None
+    rationale: str | None = None
+    flags: dict[str, bool] = Field(default_factory=dict)
+
+
+class JuryVerdict(BaseModel):
+    """How the item's score came from the votes: the rule, who counted, and the tie it resolved, if any."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Literal["median", "majority"] = Field(description="median for ordinal scales, majority for binary")
+    judges: int
+    evaluable: int = Field(description="judges whose vote counted (the not-evaluable ones are left out)")
+    not_evaluable: int
+    tie: str | None = Field(default=None, description="the tie and how it was resolved; null when there was none")
 
 
 class JudgementItem(BaseModel):
@@ -29,12 +56,22 @@ class JudgementItem(BaseModel):
     rationale: str | None = None
     flags: dict[str, bool] = Field(default_factory=dict)
     detail: dict[str, Any] = Field(default_factory=dict, description="kind, weight, candidate text, …")
+    votes: list[JuryVote] | None = Field(default=None, description="each judge's decision (a jury only)")
+    verdict: JuryVerdict | None = Field(default=None, description="how the votes became the score (a jury only)")
+
+
+class JuryMember(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str = Field(description="the spec given to --judge-model")
+    model: str = Field(description="its model id")
+    family: str = Field(description="its model family (consilium/judges/jury.py, family)")
 
 
 class Judgement(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.0"] = "1.0"
+    schema_version: Literal["1.1"] = "1.1"
     kind: Literal["judgement"] = "judgement"
     trace: str = Field(description="file name of the judged trace, in the same folder")
     trace_kind: str
@@ -53,13 +90,15 @@ class Judgement(BaseModel):
     calibration: str | None = Field(default=None, description="the isotonic calibration file applied, if any")
     notes: list[str] = Field(default_factory=list, description="what the judge was not sent, e.g. slide images a "
                                                                "text-only judge model cannot read")
+    jury: list[JuryMember] | None = Field(default=None, description="the judges of a jury (null: one judge); each "
+                                                                    "item's score is then the jury's verdict")
     usage: UsageSummary
     calls: list[CallRecord]
     started_at: str
     wall_s: float
 
 
-JUDGEMENT_VERSION = "1.0"
+JUDGEMENT_VERSION = "1.1"
 
 
 def read_judgement(path: Path) -> Judgement:

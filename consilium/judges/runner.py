@@ -46,6 +46,8 @@ class JudgeSetup:
     #: The four-decision scope protocol (opentumorboard.txt App. E.2 L194): None picks frozen when the
     #: case labels its decisions (``reference.decisions``), judge otherwise.
     scope: Scope | None = None
+    #: The judge's spec as given (``--judge-model``), naming it on a jury; None: its model id.
+    name: str | None = None
 
 
 def reference_for(rubric: Rubric, case: Case, reference_answer: str | None = None) -> str | None:

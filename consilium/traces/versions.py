@@ -73,7 +73,13 @@ TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": (
                                             "1.4": ("1.5", _trace_1_4)}
 
 
-JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {}
+def _judgement_1_0(data: dict[str, Any]) -> dict[str, Any]:
+    """1.0 → 1.1: juries (``jury``, and each item's ``votes`` and ``verdict``) are optional fields, null for
+    one judge, so a 1.0 record is a 1.1 record by its version alone."""
+    return {**data, "schema_version": "1.1"}
+
+
+JUDGEMENT_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _judgement_1_0)}
 
 
 def upgrade(data: Any, *, current: str, steps: dict[str, tuple[str, Step]], where: str) -> Any:

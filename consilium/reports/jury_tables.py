@@ -1,0 +1,75 @@
+"""``consilium jury``'s CSVs and markdown: agreement, self-preference and length bias of a jury."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from consilium.fileio import write_text_atomic
+from consilium.reports.jury import JuryData, alpha_rows, kappa_rows, length_rows, self_preference_rows
+
+__all__ = ["TABLES", "jury_markdown", "write_jury"]
+
+#: Each table's file name part and the function computing its rows.
+TABLES = {"alpha": alpha_rows, "kappa": kappa_rows, "self_preference": self_preference_rows,
+          "length_bias": length_rows}
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _csv(rows: Sequence[dict[str, object]]) -> str:
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+    return buffer.getvalue()
+
+
+def _table(rows: Sequence[dict[str, object]]) -> list[str]:
+    if not rows:
+        return ["(none)"]
+    keys = list(rows[0])
+    return ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys),
+            *("| " + " | ".join(_cell(row[k]) or "–" for k in keys) + " |" for row in rows)]
+
+
+def jury_markdown(data: JuryData, tables: dict[str, list[dict[str, object]]]) -> str:
+    rubric = data.rubric
+    judges = ", ".join(f"{m.judge} ({m.model}, family {m.family})" for m in data.members)
+    lines = [f"# Jury: {rubric.name} v{rubric.version}", "",
+             f"{len(data.members)} judges: {judges}.", "",
+             f"{len(data.answers)} answers, {len(data.units)} items; {data.ties} verdicts met a tie (each stated "
+             f"in the item's verdict.tie); {data.left_out} not-evaluable votes left out of their verdicts. Verdict: "
+             + ("majority (a tie is not evaluable)" if tables["alpha"][0]["level"] == "nominal"
+                else "median (an even split: the lower middle)") + ".", "",
+             f"Figure: `jury.{rubric.name}.png` (α per criterion; κ per judge pair, all criteria).", "",
+             "## Inter-judge agreement: Krippendorff's α", "", *_table(tables["alpha"]), "",
+             "## Pairwise Cohen's κ (quadratic weights)", "", *_table(tables["kappa"]), "",
+             "## Self-preference (answers of panels of the judge's own family)", "",
+             "difference = the judge's mean score minus the other judges' mean on the same items, per answer "
+             "then over answers; 95% t interval over answers.", "", *_table(tables["self_preference"]), "",
+             "## Length bias: Spearman's ρ of score with answer length", "",
+             "An answer's score is the mean of its evaluable items; blank where a side is constant or fewer "
+             "than three answers were scored.", "", *_table(tables["length_bias"]), ""]
+    return "\n".join(lines)
+
+
+def write_jury(out: Path, data: JuryData) -> list[Path]:
+    """The four CSVs, the markdown and the figure (α per criterion, κ per judge pair); their paths."""
+    from consilium.reports.figures.jury import write_jury_figure
+
+    name = data.rubric.name
+    tables = {key: rows(data) for key, rows in TABLES.items()}
+    paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(rows)) for key, rows in tables.items()]
+    paths.append(write_text_atomic(out / f"jury.{name}.md", jury_markdown(data, tables)))
+    paths.append(write_jury_figure(out, f"jury.{name}", data, tables["alpha"], tables["kappa"]))
+    return paths

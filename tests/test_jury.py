@@ -1,0 +1,434 @@
+"""Juries of judges (issue 19, part 2): three scripted judges that disagree by design score two panel
+models' answers to three cases in both formats; the verdicts, α, κ, self-preference and Spearman's ρ are
+worked out here by hand (a coincidence-matrix α, κ from the confusion matrix, ranks by hand), and
+calibration reads the jury's verdicts or one judge's scores."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from consilium.cli import main
+from consilium.judges.components import component_texts
+from consilium.judges.jury import family
+from consilium.judges.record import Judgement, JudgementItem, JuryVerdict, read_judgement
+from consilium.models.tokens import count_tokens
+from consilium.protocols.registry import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+CASES = {"A": "Short plan.", "B": "A plan of middling length with more words.",
+         "C": "A long plan: admit, monitor the rhythm, cardiac MRI within days, no sport for six months, review."}
+PANELS = {"gpt": "openai:gpt-4o", "claude": "anthropic:claude-3-5-sonnet"}
+EXTRA = {"gpt": "", "claude": " Also repeat troponin and echo."}  # another length for the other panel
+ORDINAL, BINARY = "otb-conclusion-alignment", "nmb-diagnosis-match"
+#: Judge spec file stem -> its model id; j1 shares gpt-4o's family.
+JUDGES = {"j1": "openai:gpt-4o-mini", "j2": "meta:llama-3-8b", "j3": "mistral:mistral-large"}
+#: By design, per (case, panel): j1 favours its own family, j2 is harsh, j3 follows the case and cannot
+#: judge case C's claude answer (its answer is never valid JSON).
+SCORES: dict[str, dict[tuple[str, str], int | None]] = {
+          "j1": {(c, p): 5 if p == "gpt" else 4 for c in CASES for p in PANELS},
+          "j2": {(c, p): 3 if c == "C" else 2 for c in CASES for p in PANELS},
+          "j3": {(c, p): None if (c, p) == ("C", "claude") else {"A": 1, "B": 3, "C": 5}[c]
+                 for c in CASES for p in PANELS}}
+MATCHES: dict[str, dict[tuple[str, str], bool | None]] = {
+           "j1": {(c, p): (c, p) != ("A", "claude") for c in CASES for p in PANELS},
+           "j2": {(c, p): (c, p) == ("C", "gpt") for c in CASES for p in PANELS},
+           "j3": {(c, p): None if (c, p) == ("C", "claude") else c != "C" for c in CASES for p in PANELS}}
+
+
+def _panel(key: str) -> dict[str, Any]:
+    synthesis = []
+    for case, plan in CASES.items():
+        text = f"{plan}{EXTRA[key]} ({key}-answer)"
+        synthesis += [{"stage": "synthesis", "contains_all": ['"final_opinion"', f"CASE-{case}"], "json": {
+                           "final_opinion": text, "summary": "s", "final_differential": "1. Myocarditis",
+                           "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"}},
+                      {"stage": "synthesis", "contains": f"CASE-{case}", "response": text}]
+    return {"model": PANELS[key], "rules": [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
+                                              "supporting": [{"label": "Radiologist", "justification": "y"},
+                                                             {"label": "Internist", "justification": "z"}]}},
+        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
+            "clinical_data": "c", "syndromes": "s", "differential_diagnosis": "d", "diagnostic_strategy": "d",
+            "management_strategy": "m", "final_conclusion": "myocarditis"}},
+        {"stage": "opinion", "response": "Myocarditis."}, *synthesis,
+        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+
+
+def _judge(name: str, binary: bool) -> dict[str, Any]:
+    table: dict[tuple[str, str], Any] = (MATCHES if binary else SCORES)[name]
+    rules: list[dict[str, Any]] = []
+    for (case, panel), value in table.items():
+        answer: Any = ("this is not JSON" if value is None else
+                       {"rationale": "r", "match": value} if binary else {"rationale": "r", "score": value})
+        rules.append({"stage": "judge", "contains_all": [f"CASE-{case}", f"{panel}-answer"],
+                      **({"response": answer} if isinstance(answer, str) else {"json": answer})})
+    return {"model": JUDGES[name], "rules": rules}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three cases × two panel models × both formats, judged by the jury with both rubrics."""
+    tmp = tmp_path_factory.mktemp("jury")
+    base = yaml.safe_load(BASE_CASE.read_text())
+    out = tmp / "runs"
+    for case in CASES:
+        data = {**base, "id": f"jury-{case.lower()}", "presentation": f"CASE-{case}. {base['presentation']}"}
+        (tmp / f"case-{case}.yaml").write_text(yaml.safe_dump(data))
+    for key in PANELS:
+        (tmp / f"panel-{key}.json").write_text(json.dumps(_panel(key)))
+        for case in CASES:
+            assert main(["simulate", "--case", str(tmp / f"case-{case}.yaml"), "--model",
+                         f"scripted:{tmp / f'panel-{key}.json'}", "--out", str(out)]) == 0
+    for rubric, binary in ((ORDINAL, False), (BINARY, True)):
+        specs = []
+        for name in JUDGES:
+            path = tmp / f"{name}.{rubric}.json"
+            path.write_text(json.dumps(_judge(name, binary)))
+            specs += ["--judge-model", f"scripted:{path}"]
+        extra = ["--component", "conclusion"] if binary else []
+        code = main(["judge", str(out), "--rubric", rubric, *specs, "--max-repairs", "1", *extra, "--no-cache"])
+        assert code == 0
+    return out
+
+
+def _judgements(run: Path, rubric: str) -> list[tuple[str, str, str | None, Judgement]]:
+    """(case letter, panel key, format, judgement) of every jury judgement of ``rubric``."""
+    found = []
+    for path in sorted(run.rglob(f"*.judge.{rubric}.json")):
+        judgement = read_judgement(path)
+        trace = json.loads((path.parent / judgement.trace).read_text())
+        panel = next(k for k, v in PANELS.items() if v == trace["model"])
+        found.append((judgement.case_id[-1].upper(), panel, judgement.variant, judgement))
+    return found
+
+
+def _verdict(item: JudgementItem) -> JuryVerdict:
+    assert item.verdict is not None and item.votes is not None
+    return item.verdict
+
+
+def _specs(judgement: Judgement) -> list[str]:
+    assert judgement.jury is not None
+    return [m.judge for m in judgement.jury]
+
+
+def test_ordinal_verdicts_are_medians_and_an_even_split_takes_the_lower_middle(run: Path) -> None:
+    found = _judgements(run, ORDINAL)
+    assert len(found) == 12  # 3 cases x 2 panels x 2 formats
+    for case, panel, _, judgement in found:
+        [item] = judgement.items
+        verdict = _verdict(item)
+        votes = [SCORES[j][(case, panel)] for j in JUDGES]
+        assert [v.score for v in item.votes or []] == votes
+        assert [spec.rsplit("/", 1)[-1].split(".")[0] for spec in _specs(judgement)] == list(JUDGES)
+        counted = sorted(v for v in votes if v is not None)
+        expected = counted[(len(counted) - 1) // 2]  # the median, or the lower middle of two
+        assert item.score == expected and judgement.aggregates["conclusion"]["score"] == expected
+        assert verdict.rule == "median" and verdict.evaluable == len(counted)
+        assert verdict.not_evaluable == 3 - len(counted)
+        if (case, panel) == ("C", "claude"):  # 4 and 3 left: stated, the lower middle
+            assert item.score == 3 and "lower middle" in (verdict.tie or "")
+            assert (item.votes or [])[2].not_evaluable
+        else:
+            assert verdict.tie is None
+        assert [m.model for m in judgement.jury or []] == list(JUDGES.values())
+        assert judgement.judge_model == "jury[" + ", ".join(JUDGES.values()) + "]"
+    assert {(c, p): j.items[0].score for c, p, _, j in found} == {
+        ("A", "gpt"): 2, ("A", "claude"): 2, ("B", "gpt"): 3, ("B", "claude"): 3, ("C", "gpt"): 5, ("C", "claude"): 3}
+
+
+def test_binary_verdicts_are_majorities_and_a_tie_is_not_evaluable(run: Path) -> None:
+    for case, panel, _, judgement in _judgements(run, BINARY):
+        [item] = judgement.items
+        verdict = _verdict(item)
+        votes = [MATCHES[j][(case, panel)] for j in JUDGES]
+        counted = [v for v in votes if v is not None]
+        assert verdict.rule == "majority" and verdict.evaluable == len(counted)
+        if (case, panel) == ("C", "claude"):  # j1 yes, j2 no, j3 not evaluable
+            assert item.not_evaluable and item.score is None and "tie" in (verdict.tie or "")
+            assert "split" in (item.reason or "")
+        else:
+            assert item.score == float(sum(counted) * 2 > len(counted)) and verdict.tie is None
+
+
+def test_one_judge_judgement_is_as_before_and_an_old_record_still_reads(run: Path, tmp_path: Path) -> None:
+    [trace] = [p for p in run.rglob("*.free-form.trace.json") if "jury-a" in p.name
+               and read_trace(p).model == PANELS["gpt"]]
+    judge = next(run.parent.glob("j1.otb-conclusion-alignment.json"))
+    copy = tmp_path / trace.name
+    copy.write_text(trace.read_text())
+    assert main(["judge", str(copy), "--rubric", ORDINAL, "--judge-model", f"scripted:{judge}", "--no-cache"]) == 0
+    record = json.loads(next(tmp_path.glob("*.judge.*.json")).read_text())
+    assert record["jury"] is None and record["judge_model"] == JUDGES["j1"]
+    assert record["items"][0]["score"] == 5 and record["items"][0]["votes"] is None
+    record["schema_version"] = "1.0"
+    for key in ("jury",):
+        record.pop(key)
+    for item in record["items"]:
+        item.pop("votes"), item.pop("verdict")
+    old = tmp_path / "old.judge.otb-conclusion-alignment.json"
+    old.write_text(json.dumps(record))
+    assert read_judgement(old).items[0].score == 5
+
+
+# ---- statistics worked out by hand ------------------------------------------------------------------------
+
+
+def _ordinal_alpha(units: list[list[int]], scale: list[int]) -> float:
+    """Krippendorff's α, ordinal metric, from the coincidence matrix (Krippendorff 2011, eqs. for
+    ordinal data): units with fewer than two values are not pairable."""
+    index = {v: i for i, v in enumerate(scale)}
+    size = len(scale)
+    o = [[0.0] * size for _ in range(size)]
+    for values in units:
+        m = len(values)
+        if m < 2:
+            continue
+        for i, a in enumerate(values):
+            for j, b in enumerate(values):
+                if i != j:
+                    o[index[a]][index[b]] += 1 / (m - 1)
+    n_c = [sum(row) for row in o]
+    n = sum(n_c)
+
+    def delta(c: int, k: int) -> float:
+        low, high = min(c, k), max(c, k)
+        return (sum(n_c[low:high + 1]) - (n_c[low] + n_c[high]) / 2) ** 2
+
+    observed = sum(o[c][k] * delta(c, k) for c in range(size) for k in range(size))
+    expected = sum(n_c[c] * n_c[k] * delta(c, k) for c in range(size) for k in range(size)) / (n - 1)
+    return 1 - observed / expected
+
+
+def _nominal_alpha(units: list[list[float]]) -> float:
+    values = sorted({v for u in units for v in u})
+    o = {(a, b): 0.0 for a in values for b in values}
+    for u in units:
+        if len(u) < 2:
+            continue
+        for i, a in enumerate(u):
+            for j, b in enumerate(u):
+                if i != j:
+                    o[(a, b)] += 1 / (len(u) - 1)
+    n_c = {v: sum(o[(v, b)] for b in values) for v in values}
+    n = sum(n_c.values())
+    d_o = sum(o[(a, b)] for a in values for b in values if a != b)
+    d_e = sum(n_c[a] * n_c[b] for a in values for b in values if a != b) / (n - 1)
+    return 1 - d_o / d_e
+
+
+def _quadratic_kappa(x: list[int], y: list[int], labels: list[int]) -> float:
+    size = len(labels)
+    confusion = [[0] * size for _ in range(size)]
+    for a, b in zip(x, y, strict=True):
+        confusion[labels.index(a)][labels.index(b)] += 1
+    n = len(x)
+    rows = [sum(r) for r in confusion]
+    cols = [sum(confusion[i][j] for i in range(size)) for j in range(size)]
+    weight = [[(i - j) ** 2 / (size - 1) ** 2 for j in range(size)] for i in range(size)]
+    observed = sum(weight[i][j] * confusion[i][j] for i in range(size) for j in range(size))
+    expected = sum(weight[i][j] * rows[i] * cols[j] / n for i in range(size) for j in range(size))
+    return 1 - observed / expected
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1  # ties share their mean rank
+        i = j + 1
+    return ranks
+
+
+def _spearman(x: list[float], y: list[float]) -> float:
+    rx, ry = _ranks(x), _ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    return cov / math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def report(run: Path) -> Path:
+    for rubric in (ORDINAL, BINARY):
+        assert main(["jury", str(run), "--rubric", rubric]) == 0
+    return run / "jury"
+
+
+def test_alpha_per_criterion_matches_a_hand_computation(run: Path, report: Path) -> None:
+    units = [[v for v in (SCORES[j][(c, p)] for j in JUDGES) if v is not None]
+             for c, p, _, _ in _judgements(run, ORDINAL)]
+    [row, pooled] = _csv(report / f"jury.{ORDINAL}.alpha.csv")
+    assert row["criterion"] == "conclusion/conclusion_alignment" and row["level"] == "ordinal"
+    assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(units, [1, 2, 3, 4, 5]), abs=1e-4)
+    assert pooled["criterion"] == "all" and row["units"] == "12" and row["pairable_units"] == "12"
+    binary = [[float(v) for v in (MATCHES[j][(c, p)] for j in JUDGES) if v is not None]
+              for c, p, _, _ in _judgements(run, BINARY)]
+    [row, _] = _csv(report / f"jury.{BINARY}.alpha.csv")
+    assert row["level"] == "nominal"
+    assert float(row["alpha"]) == pytest.approx(_nominal_alpha(binary), abs=1e-4)
+
+
+@pytest.mark.parametrize(("rubric", "criterion", "scale"),
+                         [(ORDINAL, "conclusion/conclusion_alignment", [1, 2, 3, 4, 5]),
+                          (BINARY, "conclusion/final_conclusion", [0, 1])])
+def test_pairwise_kappa_matches_the_confusion_matrix(run: Path, report: Path, rubric: str, criterion: str,
+                                                     scale: list[int]) -> None:
+    found = _judgements(run, rubric)
+    rows = {(r["judge_a"], r["judge_b"]): r for r in _csv(report / f"jury.{rubric}.kappa.csv")
+            if r["criterion"] == criterion}
+    table: dict[str, dict[tuple[str, str], Any]] = {**(MATCHES if rubric == BINARY else SCORES)}
+    names = list(JUDGES)
+    specs = _specs(found[0][3])
+    for a, b in combinations(range(3), 2):
+        pairs = [(table[names[a]][(c, p)], table[names[b]][(c, p)]) for c, p, _, _ in found]
+        both = [(int(x), int(y)) for x, y in pairs if x is not None and y is not None]
+        row = rows[(specs[a], specs[b])]
+        assert int(row["n"]) == len(both)
+        expected = _quadratic_kappa([x for x, _ in both], [y for _, y in both], scale)
+        assert float(row["kappa"]) == pytest.approx(expected, abs=1e-4)
+        assert float(row["kappa"]) != 0 or rubric == ORDINAL  # varied by design (j1, j2 ordinal: 0 exactly)
+
+
+def test_self_preference_of_the_judge_of_the_panels_family(run: Path, report: Path) -> None:
+    assert family("openai:gpt-4o-mini") == family("openai:gpt-4o") == "gpt-4o"
+    assert family("meta-llama/Llama-3-8B-Instruct") == "llama-3"
+    rows = {r["family"]: r for r in _csv(report / f"jury.{ORDINAL}.self_preference.csv")}
+    gpt = rows["gpt-4o"]
+    # j1 on the 6 gpt-4o answers: 5 each; the others' mean per answer: (2+1)/2, (2+3)/2, (3+5)/2, twice.
+    others = [(2 + 1) / 2, (2 + 3) / 2, (3 + 5) / 2] * 2
+    differences = [5 - o for o in others]
+    mean = sum(differences) / 6
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / 5)
+    half = 2.5705818366147395 * sd / math.sqrt(6)  # t(0.975, 5)
+    assert int(gpt["answers"]) == 6 and int(gpt["items"]) == 6
+    assert float(gpt["self_mean"]) == pytest.approx(5.0) and float(gpt["others_mean"]) == pytest.approx(
+        sum(others) / 6, abs=1e-4)
+    assert float(gpt["difference"]) == pytest.approx(mean, abs=1e-4)
+    assert float(gpt["ci_low"]) == pytest.approx(mean - half, abs=1e-4)
+    assert float(gpt["ci_high"]) == pytest.approx(mean + half, abs=1e-4)
+    assert rows["llama-3"]["answers"] == "0" and rows["llama-3"]["difference"] == ""
+
+
+def test_length_bias_is_spearman_of_score_with_length(run: Path, report: Path) -> None:
+    rows = {r["judge"]: r for r in _csv(report / f"jury.{ORDINAL}.length_bias.csv")}
+    found = _judgements(run, ORDINAL)
+    texts = [component_texts(read_trace(path.parent / read_judgement(path).trace))["conclusion"]
+             for path in sorted(run.rglob(f"*.judge.{ORDINAL}.json"))]  # in _judgements' order
+    chars = [float(len(t)) for t in texts]
+    tokens = [float(count_tokens(t)) for t in texts]
+    specs = _specs(found[0][3])
+    for name, spec in zip(JUDGES, specs, strict=True):
+        scored = [(s, i) for i, (c, p, _, _) in enumerate(found) if (s := SCORES[name][(c, p)]) is not None]
+        row = rows[spec]
+        assert int(row["n"]) == len(scored)
+        x = [float(s) for s, _ in scored]
+        assert float(row["rho_chars"]) == pytest.approx(_spearman(x, [chars[i] for _, i in scored]), abs=1e-4)
+        assert float(row["rho_tokens"]) == pytest.approx(_spearman(x, [tokens[i] for _, i in scored]), abs=1e-4)
+    verdicts = [float(j.items[0].score or 0) for _, _, _, j in found]  # every ordinal verdict has a score
+    assert float(rows["jury"]["rho_chars"]) == pytest.approx(_spearman(verdicts, chars), abs=1e-4)
+    assert len(set(chars)) >= 6  # answers of different lengths
+
+
+def test_report_files_and_figure(report: Path) -> None:
+    names = {p.name for p in report.iterdir()}
+    for rubric in (ORDINAL, BINARY):
+        assert {f"jury.{rubric}.md", f"jury.{rubric}.png", f"jury.{rubric}.alpha.csv", f"jury.{rubric}.kappa.csv",
+                f"jury.{rubric}.self_preference.csv", f"jury.{rubric}.length_bias.csv"} <= names
+    text = (report / f"jury.{ORDINAL}.md").read_text()
+    assert "Krippendorff" in text and "2 verdicts met a tie" in text  # case C's claude answer, in each format
+
+
+# ---- calibration on jury judgements ------------------------------------------------------------------------
+
+
+def test_calibrate_reads_the_verdict_or_one_judge(run: Path, tmp_path: Path) -> None:
+    found = _judgements(run, ORDINAL)
+    physician = {("A", "gpt"): 2, ("A", "claude"): 1, ("B", "gpt"): 3, ("B", "claude"): 4, ("C", "gpt"): 5,
+                 ("C", "claude"): 3}
+    lines = ["case_id,component,criterion,rater,score,variant,model"]
+    for case, panel, fmt, judgement in found:
+        lines.append(f"{judgement.case_id},conclusion,conclusion_alignment,dr-a,{physician[(case, panel)]},{fmt},"
+                     f"{PANELS[panel]}")
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    verdict = {(c, p): float(j.items[0].score or 0) for c, p, _, j in found}
+    specs = _specs(found[0][3])
+    for judge, scores in ((None, verdict), ("j1", {k: float(SCORES["j1"][k] or 0) for k in physician})):
+        out = tmp_path / (judge or "jury")
+        flags = ["--judge", specs[0]] if judge else []
+        assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(run), "--rubric",
+                     ORDINAL, "--bootstrap", "20", "--out", str(out), *flags]) == 0
+        [row] = [r for r in _csv(out / "agreement.csv") if r["criterion"] != "pooled"][:1]
+        mae = sum(abs(physician[k] - scores[k]) for k in physician) / 6
+        assert float(row["mae"]) == pytest.approx(mae, abs=1e-3)
+    assert main(["calibrate", "isotonic", "--ratings", str(ratings), "--judgements", str(run), "--rubric", ORDINAL,
+                 "--out", str(tmp_path / "iso"), "--judge", specs[2]]) == 0
+    assert (tmp_path / "iso" / f"isotonic.{ORDINAL}.json").is_file()
+
+
+# ---- bad input ---------------------------------------------------------------------------------------------
+
+
+def test_a_judge_given_twice_and_an_unknown_rubric_exit_2(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = next(run.parent.glob("j1.*.json"))
+    capsys.readouterr()
+    assert main(["judge", str(run), "--rubric", ORDINAL, "--judge-model", f"scripted:{judge}",
+                 "--judge-model", f"scripted:{judge}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "given twice" in err and len(err.splitlines()) == 1
+    assert main(["jury", str(run), "--rubric", "no-such-rubric"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    case_id = _judgements(run, ORDINAL)[0][3].case_id
+    ratings = run.parent / "one-rating.csv"
+    ratings.write_text(f"case_id,component,criterion,rater,score\n{case_id},conclusion,conclusion_alignment,dr,3\n")
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(run), "--rubric", ORDINAL,
+                 "--judge", "scripted:nobody"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--judge: scripted:nobody is not on the jury" in err
+
+
+# ---- a cohort judged by a jury -----------------------------------------------------------------------------
+
+
+def test_a_cohort_is_judged_by_a_jury_and_its_table_holds_the_verdicts(run: Path, tmp_path: Path) -> None:
+    folder = run.parent
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for case in CASES:
+        (cases / f"case-{case}.yaml").write_text((folder / f"case-{case}.yaml").read_text())
+    out = tmp_path / "cohort"
+    judges = [arg for name in JUDGES for arg in ("--judge-model", f"scripted:{folder / f'{name}.{ORDINAL}.json'}")]
+    assert main(["cohort", "--cases", str(cases), "--model", f"scripted:{folder / 'panel-gpt.json'}", "--judge",
+                 ORDINAL, *judges, "--out", str(out)]) == 0
+    [manifest] = out.rglob("manifest.json")
+    settings = json.loads(manifest.read_text())["settings"]
+    assert [settings["judge_model"], *settings["jury_models"]] == judges[1::2]
+    rows = _csv(next(out.rglob("judgements.csv")))
+    assert len(rows) == 6  # 3 cases x 2 formats, one item each
+    for row in rows:
+        case = row["case_id"][-1].upper()
+        votes = sorted(v for j in JUDGES if (v := SCORES[j][(case, "gpt")]) is not None)
+        assert float(row["score"]) == votes[(len(votes) - 1) // 2]
+    for path in out.rglob(f"*.judge.{ORDINAL}.json"):
+        assert read_judgement(path).jury is not None
+    assert main(["jury", str(manifest.parent), "--rubric", ORDINAL]) == 0
+    assert (manifest.parent / "jury" / f"jury.{ORDINAL}.alpha.csv").is_file()
