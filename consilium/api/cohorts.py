@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.api.runs import Model, _model, _sync
+from consilium.api.runs import JudgeModels, _sync, judge_setups
 from consilium.cases import Case
 from consilium.cli import build_parser
 from consilium.cli.cohort_execute import run_plan, sorted_rows
 from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import judgement_path, trace_files
+from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cohort.manifest import CohortManifest, read_manifest
 from consilium.cohort.protocols import protocol_list
 from consilium.cohort.rows import counts
@@ -31,7 +32,7 @@ from consilium.judges.answers import Scope, check_scope
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
-from consilium.judges.runner import AnyTrace, JudgeSetup
+from consilium.judges.runner import AnyTrace
 from consilium.models.factory import ModelOptions
 from consilium.protocols.registry import read_trace
 
@@ -65,6 +66,20 @@ def _names(value: Names | None) -> list[str] | None:
     return None if value is None else [value] if isinstance(value, str) else list(value)
 
 
+def _model_specs(models: Any) -> list[str] | None:
+    """The panel's specs; none at all, or a model object (a cohort's arms name their model by spec, and
+    resume rebuilds it from there), is a :class:`UserError`."""
+    given = None if models is None else [models] if isinstance(models, str) or not isinstance(
+        models, Sequence) else list(models)
+    if given is not None and not given:
+        raise UserError("models: give at least one model spec")
+    objects = sorted({type(m).__name__ for m in given or [] if not isinstance(m, str)})
+    if objects:
+        raise UserError(f"models: run_cohort takes model spec strings (e.g. 'openai:gpt-4o-mini', "
+                        f"'langchain:MODULE:FACTORY'), not a {', '.join(objects)} object")
+    return given
+
+
 def _positive(name: str, value: float | None) -> None:
     if value is not None and value <= 0:
         raise UserError(f"{name}: must be positive, got {value!r}")
@@ -73,7 +88,7 @@ def _positive(name: str, value: float | None) -> None:
 def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: str | None, protocols: Names | None,
                   formats: Names | None, modes: Names | None, config: str | Path | None, seed: int | None,
                   temperature: float | None, max_rounds: int | None, wall_limit: float | None,
-                  role_labels: str | None, judges: Names | None, judge_model: str | None, scope: Scope | None,
+                  role_labels: str | None, judges: Names | None, judge_model: Names | None, scope: Scope | None,
                   experiment: str | Path | None, out: str | Path | None, concurrency: int | None,
                   limit: int | None, resume: str | Path | None) -> Any:
     """The ``cohort`` command line the arguments stand for: the parser's defaults, then each argument given."""
@@ -81,10 +96,10 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
                         ("wall_limit", wall_limit)):
         _positive(name, value)
     args = build_parser().parse_args(["cohort"])
-    panel = _names(models)
+    panel = _model_specs(models)
     given: dict[str, Any] = {
         "cases": cases, "config": config, "experiment": experiment, "out": out, "resume": resume,
-        "model": panel[0] if panel else None, "moderator_model": moderator, "judge_model": judge_model,
+        "model": panel[0] if panel else None, "moderator_model": moderator,
         "seed": seed, "temperature": temperature, "max_rounds": max_rounds, "wall_limit": wall_limit,
         "role_labels": role_labels, "scope": scope, "concurrency": concurrency, "limit": limit,
         "formats": ",".join(_names(formats) or []) or None, "modes": ",".join(_names(modes) or []) or None,
@@ -96,6 +111,11 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
         if value is not None:
             setattr(args, name, value)
     args.extra_model = panel[1:] if panel else []
+    jury = _names(judge_model) or []  # several: a jury, as --judge-model given for each (docs/judges.md, Juries)
+    twice = sorted({spec for spec in jury if jury.count(spec) > 1})
+    if twice:
+        raise UserError(f"judge_model: {', '.join(twice)} given twice (each judge of a jury once)")
+    args.judge_model, args.jury_models = (jury[0] if jury else None), jury[1:]
     args.judge = _names(judges) or []
     if protocols is not None:
         args.protocol = protocol_list(",".join(_names(protocols) or []), flag="--protocol")
@@ -115,7 +135,7 @@ async def arun_cohort(cases: str | Path | None = None, *, models: Names | None =
                       modes: Names | None = None, config: str | Path | None = None, seed: int | None = None,
                       temperature: float | None = None, max_rounds: int | None = None,
                       wall_limit: float | None = None, role_labels: str | None = None, judges: Names | None = None,
-                      judge_model: str | None = None, scope: Scope | None = None,
+                      judge_model: Names | None = None, scope: Scope | None = None,
                       experiment: str | Path | None = None, out: str | Path | None = None,
                       concurrency: int | None = None, limit: int | None = None,
                       resume: str | Path | None = None) -> CohortResult:
@@ -136,7 +156,7 @@ def run_cohort(cases: str | Path | None = None, *, models: Names | None = None, 
                protocols: Names | None = None, formats: Names | None = None, modes: Names | None = None,
                config: str | Path | None = None, seed: int | None = None, temperature: float | None = None,
                max_rounds: int | None = None, wall_limit: float | None = None, role_labels: str | None = None,
-               judges: Names | None = None, judge_model: str | None = None, scope: Scope | None = None,
+               judges: Names | None = None, judge_model: Names | None = None, scope: Scope | None = None,
                experiment: str | Path | None = None, out: str | Path | None = None,
                concurrency: int | None = None, limit: int | None = None,
                resume: str | Path | None = None) -> CohortResult:
@@ -148,13 +168,14 @@ def run_cohort(cases: str | Path | None = None, *, models: Names | None = None, 
                              concurrency=concurrency, limit=limit, resume=resume))
 
 
-async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: Model,
+async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
                      components: Sequence[str] | None = None, reference_answer: str | None = None,
                      scope: Scope | None = None, concurrency: int = 4,
-                     options: ModelOptions | None = None) -> list[Judgement]:
+                     options: ModelOptions | None = None, force: bool = False) -> list[Judgement]:
     """Score every trace under a run folder (or the trace files named) with a rubric, as ``consilium judge
     RUN_DIR`` does: each judgement is written beside its trace (``<case>.<variant>.judge.<rubric>.json``) and
-    returned, in the order of the trace files, ``concurrency`` at a time."""
+    returned, in the order of the trace files, ``concurrency`` at a time. A judgement another judge (or judge
+    prompt) made is refused unless ``force``; a cohort folder's ``judgements.csv`` is rebuilt to match."""
     _positive("concurrency", concurrency)
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     unknown = [c for c in components or [] if c not in used.components]
@@ -164,7 +185,7 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     files = trace_files([Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths])
     check_scope(scope, [used], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
                                 for path in files for trace in (read_trace(path),)))
-    judge_with, own = _model(judge_model, options)
+    setups, own = judge_setups(judge_model, options, scope=scope, reference_answer=reference_answer)
     finished: dict[int, Judgement] = {}
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
@@ -172,20 +193,25 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
         finished[position] = judgement
 
     try:
-        await judge_files(((used, path) for path in files), JudgeSetup(model=judge_with, scope=scope,
-                                                                       reference_answer=reference_answer),
-                          done, limit=concurrency, components=list(components) if components else None)
+        if not force:
+            check_replace((judgement_path(path, used.name) for path in files), used,
+                          judge_label([s.model for s in setups]), flag="force=True")
+        await judge_files(((used, path) for path in files), setups, done, limit=concurrency,
+                          components=list(components) if components else None)
     finally:
-        if own:
-            await judge_with.aclose()
+        for model in own:
+            await model.aclose()
+    for folder in dict.fromkeys(Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
+                                if Path(p).is_dir()):
+        rebuild_judgements_csv(folder)
     return [finished[position] for position in sorted(finished)]
 
 
-def judge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: Model,
+def judge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
               components: Sequence[str] | None = None, reference_answer: str | None = None,
               scope: Scope | None = None, concurrency: int = 4,
-              options: ModelOptions | None = None) -> list[Judgement]:
+              options: ModelOptions | None = None, force: bool = False) -> list[Judgement]:
     """:func:`ajudge_run`, from plain code or a notebook."""
     return _sync(ajudge_run(paths, rubric, judge_model=judge_model, components=components,
                             reference_answer=reference_answer, scope=scope, concurrency=concurrency,
-                            options=options))
+                            options=options, force=force))

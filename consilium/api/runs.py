@@ -25,9 +25,10 @@ from consilium.agents.labels import with_role_labels
 from consilium.cases import Case, load_case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
-from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.backends.langchain_chat import LangChainChatModel
 from consilium.models.factory import ModelOptions, build_model, shared_layers
@@ -49,6 +50,8 @@ __all__ = ["ReplayResult", "ajudge", "areplay", "arun", "aturn", "judge", "load_
 
 T = TypeVar("T")
 Model = str | ChatModel | BaseChatModel
+#: One judge model, or a list of them: a jury (docs/judges.md, Juries).
+JudgeModels = Model | Sequence[Model]
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -75,6 +78,26 @@ def _model(model: Model, options: ModelOptions | None) -> tuple[ChatModel, bool]
         bare = model if isinstance(model, LangChainChatModel) else LangChainChatModel(model)
         return shared_layers(bare, options or ModelOptions.from_env(), spec=bare.model_id), True
     return model, False
+
+
+def judge_setups(judge_model: JudgeModels, options: ModelOptions | None,
+                 **fields: Any) -> tuple[list[JudgeSetup], list[ChatModel]]:
+    """A setup per judge (several: a jury, each named by its spec or model id), and the models this call
+    built (to close). A judge given twice is refused: its vote would count twice."""
+    given: list[Model] = [judge_model] if isinstance(judge_model, str | ChatModel | BaseChatModel) else [
+        *judge_model]
+    if not given:
+        raise UserError("judge_model: an empty list (name one judge model, or several for a jury)")
+    setups, own = [], []
+    for entry in given:
+        model, built = _model(entry, options)
+        own += [model] if built else []
+        setups.append(JudgeSetup(model=model, name=entry if isinstance(entry, str) else model.model_id, **fields))
+    names = [s.name for s in setups]
+    twice = sorted({str(n) for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"judge_model: {', '.join(twice)} given twice (each judge of a jury once)")
+    return setups, own
 
 
 def _config(model: type[RunConfig], config: RunConfig | Mapping[str, Any] | None) -> RunConfig:
@@ -172,25 +195,25 @@ def _trace(trace: TraceBase | str | Path) -> tuple[TraceBase, str]:
     return read_trace(trace), Path(trace).name
 
 
-async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: Model,
+async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: JudgeModels,
                  components: Sequence[str] | None = None, reference_answer: str | None = None,
                  settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
     """Score one trace (an object or a trace file) with a rubric (a name, a rubric file, or a :class:`Rubric`)
-    and a judge model; the judgement is returned, not written."""
+    and a judge model, or a list of them (a jury: each item's score is the verdict, each judge's in
+    ``votes``); the judgement is returned, not written."""
     record, name = _trace(trace)
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    judge_with, own = _model(judge_model, options)
-    setup = JudgeSetup(model=judge_with, reference_answer=reference_answer)
+    setups, own = judge_setups(judge_model, options, reference_answer=reference_answer)
     if settings is not None:  # else the judge's defaults (temperature 0, as the CLI's)
-        setup = dataclasses.replace(setup, settings=settings)
+        setups = [dataclasses.replace(setup, settings=settings) for setup in setups]
     try:
-        return await judge_trace(record, name, used, setup, list(components) if components else None)
+        return await judge_by_jury(record, name, used, setups, list(components) if components else None)
     finally:
-        if own:
-            await judge_with.aclose()
+        for model in own:
+            await model.aclose()
 
 
-def judge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: Model,
+def judge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: JudgeModels,
           components: Sequence[str] | None = None, reference_answer: str | None = None,
           settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
     """:func:`ajudge`, from plain code or a notebook."""

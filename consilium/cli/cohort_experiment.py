@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from consilium.cli.options import ModelConfigFile
-from consilium.cohort.experiment import Experiment, ModelEntry, entry_spec, load_experiment
+from consilium.cohort.experiment import Experiment, ModelEntry, entry_spec, judge_specs, load_experiment
 from consilium.cohort.manifest import ExperimentRecord, OwnModelOptions
 from consilium.datafiles import first_error
 from consilium.errors import UserError
@@ -93,6 +93,8 @@ def apply_experiment(args: argparse.Namespace) -> ExperimentSetup:
     overridden = [flag for name, flags in _FIELD_FLAGS.items() if name in fields
                   for flag in flags if _given(args, flag)]
     overridden += [flag for key, flag in _RUN_FLAGS.items() if key in experiment.run and _given(args, flag)]
+    if experiment.seeds is not None and getattr(args, "seed", None) is not None:  # it would be silently ignored
+        raise UserError(f"--seed: {path} sets each replicate's seed (seeds:)")
     if experiment.cases is not None and args.cases is None:
         args.cases = Path(experiment.cases)
     options: dict[str, Any] = {}
@@ -124,12 +126,16 @@ def apply_experiment(args: argparse.Namespace) -> ExperimentSetup:
             if not key:
                 raise UserError(f"{where}models.0.api_key_env: ${first.api_key_env} is not set")
             options["api_key"], api_key_env = key, first.api_key_env
-    for field in ("moderator_model", "judge_model"):
-        entry = getattr(experiment, field)
-        if entry is not None:
-            _model_file(entry, f"{where}{field}", options=False)
-            if getattr(args, field, None) is None:
-                setattr(args, field, entry_spec(entry))
+    if experiment.moderator_model is not None:
+        _model_file(experiment.moderator_model, f"{where}moderator_model", options=False)
+        if getattr(args, "moderator_model", None) is None:
+            args.moderator_model = entry_spec(experiment.moderator_model)
+    judge = experiment.judge_model
+    entries: list[ModelEntry] = judge if isinstance(judge, list) else [judge] if judge is not None else []
+    for i, entry in enumerate(entries):
+        _model_file(entry, f"{where}judge_model" + (f".{i}" if isinstance(judge, list) else ""), options=False)
+    if entries and getattr(args, "judge_model", None) is None:  # a list: a jury, as --judge-model given for each
+        args.judge_model, *args.jury_models = judge_specs(experiment)
     data = path.read_bytes()
     record = ExperimentRecord(path=str(path.resolve()), sha256=hashlib.sha256(data).hexdigest(),
                               content=experiment.model_dump(mode="json"), overridden=list(dict.fromkeys(overridden)))

@@ -27,8 +27,10 @@ from consilium.protocols.registry import protocol_of
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
 
-__all__ = ["JUDGEMENT_COLUMNS", "finish"]
+__all__ = ["JUDGEMENT_COLUMNS", "JURY_COLUMNS", "finish"]
 
+#: judgements.csv's columns after those, for a jury: per verdict its judges, those not evaluable, its tie.
+JURY_COLUMNS = ("jury_judges", "jury_not_evaluable", "jury_tie")
 #: The columns of judgements.csv, in order.
 JUDGEMENT_COLUMNS = ("case_id", "model", "protocol", "format", "rubric", "component", "criterion", "score",
                      "calibrated_score", "not_evaluable", "reason", "shortened_input", "judgement")
@@ -73,7 +75,9 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     jobs = [(rubric, path) for rubric in plan.rubrics for path in paths]
     tables: dict[int, list[dict[str, Any]]] = {}
     judgements: list[Judgement] = []
-    columns = (*JUDGEMENT_COLUMNS[:4], "replicate", *JUDGEMENT_COLUMNS[4:]) if replicate else JUDGEMENT_COLUMNS
+    columns: tuple[str, ...] = (*JUDGEMENT_COLUMNS[:4], "replicate", *JUDGEMENT_COLUMNS[4:]) if replicate \
+        else JUDGEMENT_COLUMNS
+    columns += JURY_COLUMNS if jury else ()  # the verdict's judges, those left out, its tie (docs/judges.md, Juries)
     csv_log = CsvLog(run_dir / "judgements.csv", columns)
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
@@ -90,7 +94,10 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
                              "not_evaluable": item.not_evaluable, "reason": item.reason or "",
                              # kept/total characters of a whole-case record cut to fit the judge's context
                              "shortened_input": shortened_input(item.detail),
-                             "judgement": relative(out, run_dir)} for item in judgement.items]
+                             "judgement": relative(out, run_dir),
+                             **({"jury_judges": item.verdict.judges, "jury_not_evaluable": item.verdict.not_evaluable,
+                                 "jury_tie": item.verdict.tie or ""} if jury and item.verdict else {})}
+                            for item in judgement.items]
         csv_log.append(tables[position])
 
     async def go() -> None:

@@ -21,8 +21,8 @@ from consilium.errors import UserError
 from consilium.judges.rubric import load_rubric
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["FILE_SPECS", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
-           "load_experiment", "replicate_seeds"]
+__all__ = ["FILE_SPECS", "MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
+           "judge_specs", "load_experiment", "replicate_seeds"]
 
 #: Model specs whose argument is a file (resolved against the experiment file's folder, recorded absolute).
 FILE_SPECS = ("scripted", "gguf", "replay")
@@ -30,6 +30,9 @@ FILE_SPECS = ("scripted", "gguf", "replay")
 #: A model as an experiment names it: a spec, or a mapping of ``spec`` and a model config file's options
 #: (``base_url``, ``schema_dialect``, …; consilium/cli/options.py ``ModelConfigFile``, checked there).
 ModelEntry = str | dict[str, Any]
+
+#: The most replicates an experiment may ask for: each is a full run of every arm.
+MAX_REPLICATES = 1000
 
 Mode = Literal["agents", "single"]
 MODES: tuple[Mode, ...] = ("agents", "single")
@@ -54,10 +57,13 @@ class Experiment(BaseModel):
                                             "first is --model, the others --extra-model")
     moderator_model: ModelEntry | None = Field(default=None, description="every arm's moderator (default: the "
                                                "arm's panel model)")
-    judge_model: ModelEntry | None = None
-    replicates: int | None = Field(default=None, ge=1, description="each arm run this many times, replicate i "
-                                   "with seed = run.seed + i (or seeds[i])")
-    seeds: list[int] | None = Field(default=None, min_length=1, description="the replicates' seeds, one each")
+    judge_model: ModelEntry | list[ModelEntry] | None = Field(
+        default=None, description="the judge's model, or a list: a jury, as --judge-model given for each "
+                                  "(docs/judges.md, Juries)")
+    replicates: int | None = Field(default=None, ge=1, le=MAX_REPLICATES, description="each arm run this many "
+                                   "times, replicate i with seed = run.seed + i (or seeds[i])")
+    seeds: list[int] | None = Field(default=None, min_length=1, max_length=MAX_REPLICATES,
+                                    description="the replicates' seeds, one each")
 
     @field_validator("seeds")
     @classmethod
@@ -103,6 +109,32 @@ def _resolved(entry: ModelEntry, base: Path, where: str) -> ModelEntry:
     return file_spec(spec, base) if isinstance(entry, str) else {**entry, "spec": file_spec(spec, base)}
 
 
+def _jury(entries: list[ModelEntry], base: Path, where: str) -> list[ModelEntry]:
+    """A jury's judges, resolved; none, or one given twice (its vote would count twice), is refused."""
+    if not entries:
+        raise UserError(f"{where}: an empty list (name one judge model, or several for a jury)")
+    resolved = [_resolved(entry, base, f"{where}.{i}") for i, entry in enumerate(entries)]
+    specs = [entry_spec(entry) for entry in resolved]
+    for i, spec in enumerate(specs):
+        if spec in specs[:i]:
+            raise UserError(f"{where}.{i}: {spec} given twice (each judge of a jury once)")
+    return resolved
+
+
+def _once(values: list[str], path: Path, field: str, what: str) -> None:
+    """:class:`UserError` naming both places of a value listed twice (it would be merged silently)."""
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise UserError(f"{path}: {field}.{i}: {value} is listed twice ({field}.{values.index(value)} and "
+                            f"{field}.{i}; {what} once)")
+
+
+def judge_specs(experiment: Experiment) -> list[str]:
+    """The judges the file names: its ``judge_model``, or each of its jury, in order (none: [])."""
+    entry = experiment.judge_model
+    return [] if entry is None else [entry_spec(e) for e in (entry if isinstance(entry, list) else [entry])]
+
+
 def load_experiment(path: Path) -> Experiment:
     """The file, with its ``run:`` checked by each protocol's config model on the keys that model has, its
     rubrics known, its case path present, and its paths made absolute (against the file's folder)."""
@@ -125,10 +157,15 @@ def load_experiment(path: Path) -> Experiment:
         update["cases"] = str(cases)
     if experiment.models is not None:
         update["models"] = [_resolved(m, base, f"{path}: models.{i}") for i, m in enumerate(experiment.models)]
-    for field in ("moderator_model", "judge_model"):
-        entry = getattr(experiment, field)
-        if entry is not None:
-            update[field] = _resolved(entry, base, f"{path}: {field}")
+        _once([entry_spec(m) for m in update["models"]], path, "models", "each panel model")
+    for field in ("formats", "modes", "judges"):
+        _once(list(getattr(experiment, field)), path, field, f"each of {field}")
+    if experiment.moderator_model is not None:
+        update["moderator_model"] = _resolved(experiment.moderator_model, base, f"{path}: moderator_model")
+    if isinstance(experiment.judge_model, list):
+        update["judge_model"] = _jury(experiment.judge_model, base, f"{path}: judge_model")
+    elif experiment.judge_model is not None:
+        update["judge_model"] = _resolved(experiment.judge_model, base, f"{path}: judge_model")
     # model_copy keeps model_fields_set, so a field the file left out still sets nothing (experiment_variants).
     return experiment.model_copy(update=update)
 

@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from consilium.cohort.experiment import judge_specs
 from consilium.cohort.manifest import CohortManifest
 from consilium.cohort.protocols import split_settings
 from consilium.errors import UserError
@@ -25,6 +26,18 @@ __all__ = ["refuse_changed_experiment", "refuse_conflicts"]
 def _conflict(flag: str, given: Any, kept: Any, run_dir: Path) -> UserError:
     return UserError(f"{flag}: {given!r} differs from the resumed cohort's {kept!r} ({run_dir}/manifest.json); "
                      "a resumed cohort keeps its settings (start a new cohort to change them)")
+
+
+def _jury_given(args: Any) -> str | None:
+    """The judges ``--judge-model`` names (one, or each of a jury, in order), to hold against the manifest's
+    judge and jury: a changed, added or dropped judge of a jury is a changed setting."""
+    if args.judge_model is None:
+        return None
+    return ", ".join([args.judge_model, *getattr(args, "jury_models", [])])
+
+
+def _jury_kept(s: Any) -> str | None:
+    return ", ".join([s.judge_model, *s.jury_models]) if s.judge_model else None
 
 
 def _same_config(values: dict[str, Any], kept: dict[str, Any]) -> str | None:
@@ -86,6 +99,9 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
             raise _conflict("--experiment", f"run.{key}: {experiment.run[key]!r}", _kept_any(manifest, key), run_dir)
         if not args.judge and experiment.judges and experiment.judges != s.judges:
             raise _conflict("--experiment", f"judges {experiment.judges}", s.judges, run_dir)
+        jury = ", ".join(judge_specs(experiment)) or None
+        if args.judge_model is None and jury and jury != _jury_kept(s):
+            raise _conflict("--experiment", f"judge_model {jury}", _jury_kept(s), run_dir)
     for name, chosen in (variants or {}).items():
         if chosen != s.variants_of(name):
             raise _conflict(get_protocol(name).variant_flag, ",".join(chosen), ",".join(s.variants_of(name)), run_dir)
@@ -100,7 +116,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
             raise _conflict(f"--config {args.config}" if args.config else "--config", f"{key}: "
                             f"{config_values[key]!r}", _kept_any(manifest, key), run_dir)
     simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
-              "--judge": (args.judge or None, s.judges), "--judge-model": (args.judge_model, s.judge_model),
+              "--judge": (args.judge or None, s.judges), "--judge-model": (_jury_given(args), _jury_kept(s)),
               "--scope": (args.scope, s.judge_scope),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
               "--timeout": (args.timeout, _kept(manifest, "timeout_s")),

@@ -91,8 +91,16 @@ def judging_coverage(judgements: Iterable[Judgement], rubrics: Iterable[str] = (
 
 
 def _coverage(judgements: list[Judgement], rubrics: Iterable[str]) -> list[dict[str, Any]]:
-    return coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason, bool(shortened_input(i.detail)))
+    rows = coverage_of(((j.rubric, i.component, i.not_evaluable, i.reason, bool(shortened_input(i.detail)))
                         for j in judgements for i in j.items), rubrics)
+    left_out: Counter[tuple[str, str]] = Counter()  # a jury's judges that could not evaluate an item
+    for judgement in (j for j in judgements if j.jury):
+        for item in judgement.items:
+            left_out[(judgement.rubric, item.component)] += item.verdict.not_evaluable if item.verdict else 0
+    for row in rows:
+        if any(j.jury and j.rubric == row["rubric"] for j in judgements):
+            row["jury_votes_left_out"] = left_out[(row["rubric"], row["component"])]
+    return rows
 
 
 def wholly_not_evaluable(rows: list[dict[str, Any]]) -> list[str]:
@@ -124,7 +132,9 @@ def coverage_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows flattened for a Markdown or CSV table: the reasons as ``reason ×n; …``."""
     return [{"rubric": r["rubric"], "component": r["component"], "items": r["items"], "judged": r["judged"],
              "not_evaluable": r["not_evaluable"], "shortened": r.get("shortened", 0),
-             "commonest_reasons": "; ".join(f"{text} ×{n}" for text, n in r["reasons"])}
+             "commonest_reasons": "; ".join(f"{text} ×{n}" for text, n in r["reasons"]),
+             # a jury's judges that could not evaluate an item, left out of its verdict (docs/judges.md, Juries)
+             **({"jury_votes_left_out": r["jury_votes_left_out"]} if "jury_votes_left_out" in r else {})}
             for r in rows]
 
 
@@ -141,6 +151,8 @@ def print_coverage(rows: list[dict[str, Any]], out: TextIO | None = None, err: T
         protocol = f"{row['protocol']:<10} " if "protocol" in row else ""
         print(f"  {protocol}{row['rubric']:<24} {row['component']:<15} {row['items']} items: {row['judged']} judged, "
               f"{row['not_evaluable']} not evaluable" + (f", {cut} on a shortened whole-case record" if cut else "")
+              + (f", {row['jury_votes_left_out']} jury votes not evaluable (left out of their verdicts)"
+                 if "jury_votes_left_out" in row else "")
               + (f" ({reasons})" if reasons else ""), file=out)
     warnings = coverage_warnings(rows)
     for line in warnings:

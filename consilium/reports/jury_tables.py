@@ -7,10 +7,11 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.reports.jury import JuryData, alpha_rows, kappa_rows, length_rows, self_preference_rows
 
-__all__ = ["TABLES", "jury_markdown", "write_jury"]
+__all__ = ["MARK", "TABLES", "check_ours", "jury_markdown", "write_jury"]
 
 #: Each table's file name part and the function computing its rows.
 TABLES = {"alpha": alpha_rows, "kappa": kappa_rows, "self_preference": self_preference_rows,
@@ -45,7 +46,7 @@ def _table(rows: Sequence[dict[str, object]]) -> list[str]:
 def jury_markdown(data: JuryData, tables: dict[str, list[dict[str, object]]]) -> str:
     rubric = data.rubric
     judges = ", ".join(f"{m.judge} ({m.model}, family {m.family})" for m in data.members)
-    lines = [f"# Jury: {rubric.name} v{rubric.version}", "",
+    lines = [MARK, f"# Jury: {rubric.name} v{rubric.version}", "",
              f"{len(data.members)} judges: {judges}.", "",
              f"{len(data.answers)} answers, {len(data.units)} items; {data.ties} verdicts met a tie (each stated "
              f"in the item's verdict.tie); {data.left_out} not-evaluable votes left out of their verdicts. Verdict: "
@@ -63,11 +64,37 @@ def jury_markdown(data: JuryData, tables: dict[str, list[dict[str, object]]]) ->
     return "\n".join(lines)
 
 
+#: The first line of the markdown: the mark that the report's files are ``consilium jury``'s own.
+MARK = "<!-- written by consilium jury -->"
+
+
+def check_ours(out: Path, name: str) -> None:
+    """Refuse, before anything is written, to replace a file ``consilium jury`` did not write: a report
+    file of the rubric is replaced only beside this rubric's markdown with its mark (a re-run)."""
+    targets = [out / f"jury.{name}.{key}.csv" for key in TABLES] + [
+        out / f"jury.{name}{suffix}" for suffix in (".md", ".png", ".pdf")]
+    for target in targets:
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise UserError(f"{target}: not a file `consilium jury` wrote (a link or a folder); nothing was "
+                            "written (move it, or give --out another folder)")
+    markdown = out / f"jury.{name}.md"
+    try:
+        ours = markdown.is_file() and markdown.read_text(encoding="utf-8").startswith(MARK)
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    existing = [t for t in targets if t.exists()]
+    if existing and not ours:
+        raise UserError(f"{existing[0]}: exists and is not a file `consilium jury` wrote; nothing was written "
+                        "(move it, or give --out another folder)")
+
+
 def write_jury(out: Path, data: JuryData) -> list[Path]:
-    """The four CSVs, the markdown and the figure (α per criterion, κ per judge pair); their paths."""
+    """The four CSVs, the markdown and the figure (α per criterion, κ per judge pair); their paths. A file
+    of the report that ``consilium jury`` did not write is never replaced (:func:`check_ours`)."""
     from consilium.reports.figures.jury import write_jury_figure
 
     name = data.rubric.name
+    check_ours(out, name)
     tables = {key: rows(data) for key, rows in TABLES.items()}
     paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(rows)) for key, rows in tables.items()]
     paths.append(write_text_atomic(out / f"jury.{name}.md", jury_markdown(data, tables)))

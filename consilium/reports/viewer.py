@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 
 from consilium.cases import Case
-from consilium.judges.record import Judgement
+from consilium.judges.record import Judgement, JudgementItem
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.registry import protocol_of
 from consilium.protocols.view import Block, Heading, Note, Table, Text
@@ -62,8 +62,18 @@ def _judgements(judgements: list[Judgement]) -> str:
                      f"({esc(judgement.judge_model)})</h3>")
         parts.append(table(("component", "criterion", "score", "rationale or reason"),
                             [(i.component, i.criterion, "not evaluable" if i.not_evaluable else i.score,
-                              i.rationale or i.reason or "") for i in judgement.items]))
+                              _jury_votes(i) or i.rationale or i.reason or "") for i in judgement.items]))
     return "".join(parts)
+
+
+def _jury_votes(item: JudgementItem) -> str:
+    """A jury's item: how its verdict was reached (the judges left out, a tie) and each judge's vote."""
+    if item.verdict is None or item.votes is None:
+        return ""
+    v = item.verdict
+    votes = "; ".join(f"{vote.judge}: {'not evaluable' if vote.not_evaluable else vote.score}" for vote in item.votes)
+    return (f"jury verdict ({v.rule} of {v.evaluable} of {v.judges} judges, {v.not_evaluable} not evaluable"
+            + (f"; {v.tie}" if v.tie else "") + (f"; {item.reason}" if item.reason else "") + f"). Votes: {votes}")
 
 
 def arm_section(name: str, trace: TraceBase, judgements: list[Judgement], nav: str = "") -> str:

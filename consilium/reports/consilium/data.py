@@ -205,7 +205,9 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
                          "calibrated_score": "" if item.calibrated_score is None else str(item.calibrated_score),
                          "not_evaluable": str(item.not_evaluable), "reason": item.reason or "",
                          "whole_case": str(whole_case),
-                         "judgement": str(file.relative_to(run_dir))})
+                         "judgement": str(file.relative_to(run_dir)),
+                         **({"jury_judges": str(item.verdict.judges), "jury_not_evaluable":
+                             str(item.verdict.not_evaluable)} if item.verdict else {})})
     return rows, found
 
 
@@ -289,5 +291,10 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
 
 def judgement_coverage(data: CohortData) -> list[dict[str, Any]]:
     """:func:`consilium.judges.coverage.coverage_of` over the cohort's judge items."""
-    return coverage_of((r["rubric"], r["component"], r["not_evaluable"].strip().lower() == "true",
+    rows = coverage_of((r["rubric"], r["component"], r["not_evaluable"].strip().lower() == "true",
                         r.get("reason") or None, bool(r.get("shortened_input"))) for r in data.judgements)
+    jury = [r for r in data.judgements if (r.get("jury_judges") or "").strip()]  # a jury's: its votes left out
+    for row in (row for row in rows if any(r["rubric"] == row["rubric"] for r in jury)):
+        row["jury_votes_left_out"] = sum(int(r["jury_not_evaluable"] or 0) for r in jury
+                                         if (r["rubric"], r["component"]) == (row["rubric"], row["component"]))
+    return rows
