@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                             "influence, persistence, conformity")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder (arms.csv) or a simulate run")
     parser.add_argument("--out", type=Path, default=None, help=f"analysis folder (default RUN_DIR/{ANALYSIS_FOLDER})")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an analysis of another run, method or judge in the --out folder (refused "
+                             "without it)")
     add_model_arguments(parser, default=None, flag="--judge-model")
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="output tokens per judge call (512)")
     parser.add_argument("--max-repairs", type=non_negative_int, default=2,
@@ -36,11 +39,18 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(model_spec(args), model_options(args))
         judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                       timeout_s=args.timeout or 120.0), args.max_repairs)
-    result = analyze(args.run_dir, args.out, judge)
+    result = analyze(args.run_dir, args.out, judge, force=args.force)
     methods = ", ".join(f"{n} by {m.replace('_', ' ')}" for m, n in sorted(result.methods.items())) or "none"
     print(f"analysed {result.arms} arms into {result.out}" +
           (f" ({len(result.skipped)} not completed, left out)" if result.skipped else ""))
+    if result.other:
+        print(f"left out {len(result.other)} arms neither a consilium nor a board meeting (single-specialist "
+              f"and other protocols): {', '.join(result.other)}")
     print(f"dissents decided: {methods}" + ("" if judge else f" (word overlap >= {OVERLAP_THRESHOLD})"))
     for name in ("categories.csv", "change_paths.csv", "dissents.csv", "centralities.csv", "coassignment.graphml"):
         print(f"  {result.out / name}")
+    if result.judge_failed:  # the files are written, but not as the judge would have decided: exit 1
+        print(f"{result.judge_failed} judge calls failed; word overlap decided them (run analyze again to ask "
+              "the judge again)")
+        return 1
     return 0

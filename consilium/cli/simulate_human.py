@@ -24,9 +24,9 @@ from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
 from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.answers import AnswerSource, load_answers
+from consilium.protocols.consilium.answers import AnswerRefused, AnswerSource, load_answers
 from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.human_run import HumanRun, run_with_person
+from consilium.protocols.consilium.human_run import HumanRun, check_config, run_with_person
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import get_protocol
 from consilium.traces.io import new_run_id
@@ -36,6 +36,10 @@ __all__ = ["add_human_arguments", "run_human"]
 SESSION = "session.json"
 #: What a resumed run does not take from the run it resumes.
 _NOT_SAVED = ("func", "resume")
+#: What a resumed run may be given anew; any other flag must equal the run's own (or be left out).
+_FREE = ("answers", "verbose", "log_file", "resume", "human", "func", "command", "model_default", "model_flag")
+#: Model specs that name a file, saved with the file's absolute path.
+_FILE_SPECS = ("scripted:", "gguf:", "replay:")
 
 
 def add_human_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +72,7 @@ def run_human(args: argparse.Namespace) -> int:
         raise UserError(f"--human: only the consilium protocol seats a person (not {protocol.name!r})")
     config = simulate_cmd._config(args, protocol)
     assert isinstance(config, ConsiliumConfig)
+    check_config(config)
     folder: Path = args.out / run_id
     human = HumanRun(args.human, _source(args), folder / "human")
     formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
@@ -83,6 +88,9 @@ def run_human(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"consilium: interrupted; the run is checkpointed: resume it with `{resume}`", file=sys.stderr)
         return 130
+    except AnswerRefused as exc:  # over its length budget: the run waits at that prompt, checkpointed
+        fix = f"correct {args.answers} and " if args.answers else ""
+        raise UserError(f"{exc}; the run is paused there: {fix}resume it with `{resume}`") from None
     if human.paused:
         fill = f"add the answer to {args.answers} and " if args.answers else ""
         more = f" (and {len(human.paused) - 1} more)" if len(human.paused) > 1 else ""
@@ -108,11 +116,25 @@ async def _run(case: Case, formats: list[Format], models: RunModels, config: Con
             await models.moderator.aclose()
 
 
+def _absolute(value: Any) -> Any:
+    """A path, or a model spec naming an existing file, with the file's absolute path (so that a resume from
+    another folder finds it); anything else as it is."""
+    if isinstance(value, Path):
+        return str(value.expanduser().resolve())
+    if isinstance(value, str):
+        for prefix in _FILE_SPECS:
+            named = Path(value.removeprefix(prefix)).expanduser()
+            if value.startswith(prefix) and named.exists():
+                return prefix + str(named.resolve())
+    return value
+
+
 def _save_session(folder: Path, args: argparse.Namespace, case: Case) -> None:
-    """The run's settings (its command line, parsed) and its case, which ``--resume`` runs with."""
+    """The run's settings (its command line, parsed, paths absolute) and its case, which ``--resume`` runs
+    with."""
     values = {k: v for k, v in vars(args).items() if k not in _NOT_SAVED}
     paths = sorted(k for k, v in values.items() if isinstance(v, Path))
-    saved = {"args": {k: str(v) if k in paths else v for k, v in values.items()}, "paths": paths,
+    saved = {"args": {k: _absolute(v) for k, v in values.items()}, "paths": paths,
              "case": case.model_dump(mode="json")}
     write_text_atomic(make_folder(folder) / SESSION, json.dumps(saved, indent=2) + "\n")
 
@@ -128,6 +150,11 @@ def _resumed(args: argparse.Namespace) -> tuple[argparse.Namespace, str, Case]:
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: cannot read the run's settings ({exc})") from None
     values = dict(saved["args"])
+    _check_unchanged(args, values)
+    formats = list(FORMATS) if values.get("format") == "both" else [values.get("format")]
+    if all(any(run_dir.glob(f"*.{fmt}.trace.json")) for fmt in formats):
+        raise UserError(f"{run_dir}: --resume: the run is already finished (every format's trace is there); "
+                        f"`consilium replay {run_dir}` reproduces it")
     for key in saved["paths"]:
         values[key] = Path(values[key])
     if args.human is not None and " ".join(args.human.split()) != " ".join(str(values["human"]).split()):
@@ -136,3 +163,21 @@ def _resumed(args: argparse.Namespace) -> tuple[argparse.Namespace, str, Case]:
     resumed = argparse.Namespace(**{**vars(args), **values, "out": run_dir.parent, "resume": run_dir,
                                     "answers": answers})
     return resumed, run_dir.name, Case.model_validate(saved["case"])
+
+
+def _check_unchanged(args: argparse.Namespace, saved: dict[str, Any]) -> None:
+    """A flag given with ``--resume`` (any but --answers, --human, -v and --log-file) must equal the run's
+    own setting: the resumed run keeps its settings, and a changed one would be ignored."""
+    from consilium.cli import build_parser  # the parser of simulate, for its defaults and flag names
+
+    simulate = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[
+        "simulate"]
+    flags = {a.dest: a.option_strings[0] for a in simulate._actions if a.option_strings}
+    defaults = vars(simulate.parse_args([]))
+    for key, given in vars(args).items():
+        if key in _FREE or given == defaults.get(key) or _absolute(given) == saved.get(key):
+            continue
+        flag = flags.get(key, key)
+        own = f"{flag} {saved[key]}" if saved.get(key) is not None else f"no {flag}"
+        raise UserError(f"{flag}: --resume continues the run with its own settings (it was started with {own}); "
+                        "give no other flags than --answers, -v and --log-file")

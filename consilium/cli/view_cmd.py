@@ -4,15 +4,18 @@ index, a page per case and a page per arm in ``RUN_DIR/view/``; otherwise one se
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.protocols.registry import read_trace
+from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
 from consilium.reports.view_cohort import arm_judgements
-from consilium.reports.view_html import check_ours
+from consilium.reports.view_html import check_ours, esc, page
 from consilium.reports.view_site import write_cohort_view
-from consilium.reports.viewer import render_page
+from consilium.reports.viewer import arm_section
 
 __all__ = ["register", "run"]
 
@@ -44,9 +47,21 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() == ".json":
         raise UserError(f"--out {out}: a .json file is a trace or a record, not a page (give an .html file)")
     check_ours(out)  # a page this command wrote is replaced; any other file (a trace, a report) is refused
-    entries = []
+    title = f"consilium: {path.name}"
+    body = [f"<h1>{esc(title)}</h1>"]  # render_page's, with a link to each arm's graph picture
     for trace_path in traces:
-        entries.append((str(trace_path), read_trace(trace_path), arm_judgements(trace_path)))
-    written = write_text_atomic(out, render_page(f"consilium: {path.name}", entries))
+        body += [arm_section(str(trace_path), read_trace(trace_path), arm_judgements(trace_path)),
+                 _graph_link(path if path.is_dir() else path.parent, trace_path, out)]
+    written = write_text_atomic(out, page(title, "".join(body)))
     print(written)
     return 0
+
+
+def _graph_link(run_dir: Path, trace: Path, out: Path) -> str:
+    """A link to the picture ``consilium analyze`` drew of the trace's arm in ``RUN_DIR/analysis`` (the
+    default --out; docs/networks.md), if it is there."""
+    picture = run_dir / ANALYSIS_FOLDER / f"{arm_stem(run_dir, trace)}.png"
+    if not picture.is_file():
+        return ""
+    href = Path(os.path.relpath(picture.resolve(), out.parent.resolve())).as_posix()
+    return f"<p><a href=\"{esc(quote(href))}\">deliberation graph</a></p>"

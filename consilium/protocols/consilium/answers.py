@@ -23,18 +23,29 @@ from typing import Any, Protocol
 
 import yaml
 
-from consilium.agents.records import FORMATS
+from consilium.agents.records import FORMATS, AssignedRole
 from consilium.errors import UserError
-from consilium.protocols.consilium.seat import HumanPrompt, HumanRecord
+from consilium.protocols.consilium.seat import (
+    AnswerInvalid,
+    HumanPrompt,
+    HumanRecord,
+    opinion_from_answer,
+    vote_from_answer,
+)
 
-__all__ = ["AnswerMissing", "AnswerSource", "CallbackAnswers", "Given", "MappingAnswers", "TraceAnswers",
-           "load_answers"]
+__all__ = ["AnswerMissing", "AnswerRefused", "AnswerSource", "CallbackAnswers", "Given", "MappingAnswers",
+           "TraceAnswers", "load_answers"]
 
 _VOTE_FIELDS = ("vote", "reason", "requested_change")
 
 
 class AnswerMissing(UserError):
     """The answers hold no answer for the prompt: the run pauses there (its checkpoint keeps it)."""
+
+
+class AnswerRefused(UserError):
+    """An answer from a file or mapping that fails the checks a model's answer meets at its prompt (its
+    length budget): the run stops at that prompt, checkpointed, and resumes once the answer is corrected."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,8 @@ def _what(prompt: HumanPrompt) -> str:
 
 def _checked(data: Any, where: str) -> dict[str, dict[str, Any]]:
     """The answers by format: ``opinion`` and ``votes`` (round → fields); a misshapen one is refused, naming
-    the field. The answers' content is checked when it is used, as a model's answer would be."""
+    the field, and so is content a model's answer would fail anywhere (an empty opinion, a missing section,
+    a reason over 400 characters). The opinion's length budget is the run's, checked when it is used."""
     if not isinstance(data, Mapping):
         raise UserError(f"{where}: (root): a mapping of formats ({', '.join(FORMATS)}) to answers")
     checked: dict[str, dict[str, Any]] = {}
@@ -119,7 +131,26 @@ def _checked(data: Any, where: str) -> dict[str, dict[str, Any]]:
         checked[fmt] = {"opinion": dict(opinion) if isinstance(opinion, Mapping) else opinion,
                         "votes": {_round(r, f"{where}: {fmt}.votes.{r}"): _vote(v, f"{where}: {fmt}.votes.{r}")
                                   for r, v in votes.items()}}
+        _content(checked[fmt], fmt, where)
     return checked
+
+
+#: The seat's member for the checks made before the run (the message names no role).
+_ANYONE = AssignedRole(id="person", label="person", category="other", category_name="Other", primary=False,
+                       justification="")
+
+
+def _content(given: dict[str, Any], fmt: Any, where: str) -> None:
+    """The checks of seat.py that need no run: every section, a reason's bound (the budget is the run's)."""
+    try:
+        at = f"{fmt}.opinion"
+        if given["opinion"] is not None:
+            opinion_from_answer(given["opinion"], _ANYONE, fmt, None)
+        for number, vote in given["votes"].items():
+            at = f"{fmt}.votes.{number}"
+            vote_from_answer(vote, _ANYONE, number)
+    except AnswerInvalid as exc:
+        raise UserError(f"{where}: {exc.at(at)}") from None
 
 
 def _round(key: Any, where: str) -> int:
@@ -138,6 +169,9 @@ def _vote(vote: Any, where: str) -> dict[str, Any]:
     unknown = [k for k in vote if k not in _VOTE_FIELDS]
     if unknown:
         raise UserError(f"{where}.{unknown[0]}: not a field (give {', '.join(_VOTE_FIELDS)})")
+    if isinstance(vote.get("vote"), bool):  # YAML reads yes / no / on / off as booleans
+        raise UserError(f"{where}.vote: accept or dissent, not {'yes' if vote['vote'] else 'no'} (YAML reads an "
+                        "unquoted yes or no as true or false: write accept or dissent)")
     if vote.get("vote") not in ("accept", "dissent"):
         raise UserError(f"{where}.vote: accept or dissent, not {vote.get('vote')!r}")
     if not isinstance(vote.get("reason"), str) or not vote["reason"].strip():

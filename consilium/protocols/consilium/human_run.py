@@ -33,14 +33,21 @@ from consilium.graphs.running import Latest
 from consilium.models import CallRecord, CallRecorder
 from consilium.protocols.base import RunModels
 from consilium.protocols.consilium import seat
-from consilium.protocols.consilium.answers import AnswerMissing, AnswerSource, CallbackAnswers, Given, MappingAnswers
+from consilium.protocols.consilium.answers import (
+    AnswerMissing,
+    AnswerRefused,
+    AnswerSource,
+    CallbackAnswers,
+    Given,
+    MappingAnswers,
+)
 from consilium.protocols.consilium.config import ConsiliumConfig
 from consilium.protocols.consilium.graph import RECURSION_LIMIT, ConsiliumContext, human_graph
 from consilium.protocols.consilium.run import run_case
 from consilium.protocols.consilium.seat import AnswerInvalid, HumanPrompt, HumanRecord, check_answer
 from consilium.protocols.consilium.trace import Trace
 
-__all__ = ["HumanRun", "run_seated", "run_with_person", "seated"]
+__all__ = ["HumanRun", "check_config", "run_seated", "run_with_person", "seated"]
 
 #: The record types the graph state holds, which the checkpointer may rebuild (and nothing else).
 SERDE = JsonPlusSerializer(allowed_msgpack_modules=[
@@ -125,17 +132,27 @@ class HumanRun:
             check_answer(prompt, answer)
         except AnswerInvalid as exc:
             where = getattr(self.source, "where", self.source.name)
-            raise UserError(f"{where}: {exc.at(prompt.key)}") from None
+            raise AnswerRefused(f"{where}: {exc.at(prompt.key)}") from None
         return {"answer": answer, "source": source}
 
     def record(self, values: dict[str, Any]) -> HumanRecord | None:
         return seat.human_record(self.requested, values)
 
 
+def check_config(config: ConsiliumConfig) -> None:
+    """A run with a person at the table takes no wall-clock limit: the person's time to answer would count
+    against it (docs/human.md)."""
+    if config.wall_limit_s is not None:
+        raise UserError("--wall-limit: a run with a person at the table takes no wall-clock limit (the person's "
+                        "time to answer would count against it); leave it out")
+
+
 async def run_with_person(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
                           run_id: str, human: HumanRun) -> list[Trace]:
     """Every format of one case with the person at the table, checkpointed; the traces are complete unless
-    ``human.paused`` says where a format stopped."""
+    ``human.paused`` says where a format stopped. A wall-clock limit is refused: it would count the person's
+    time to answer as the run's."""
+    check_config(config)
     async with human.opened():
         return await run_case(case, formats, models, config, run_id=run_id, human=human)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+from networkx.readwrite.graphml import GraphMLWriter
 
 from consilium import aio
 from consilium.agents.records import AssignedRole
@@ -32,9 +33,10 @@ from consilium.reports.consilium.data import read_arms, trace_location
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph
 from consilium.reports.networks.draw import draw_coassignment, draw_deliberation, draw_turns
-from consilium.reports.networks.judging import RUBRIC_NAME, UptakeJudge, judge_arm
+from consilium.reports.networks.judging import RUBRIC_NAME, UptakeJudge, judge_arm, uptake_rubric
 from consilium.reports.networks.metrics import CATEGORY_COLUMNS, category_metrics
 from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
+from consilium.reports.networks.stamp import check_out, check_stamp, stamp_of, write_stamp
 from consilium.reports.networks.turns import turn_graph
 from consilium.reports.networks.uptake import Uptake, dissents_of, word_overlap
 from consilium.traces.schema import TraceBase
@@ -56,25 +58,37 @@ class Analysis:
     out: Path
     arms: int = 0
     skipped: list[str] = field(default_factory=list)  # arms not analysed: not completed
+    other: list[str] = field(default_factory=list)  # arms not analysed: neither a consilium nor a board meeting
     files: list[Path] = field(default_factory=list)
     methods: dict[str, int] = field(default_factory=dict)  # how each dissent's uptake was decided
+    judge_failed: int = 0  # dissents the judge gave no verdict on (word overlap decided them)
 
 
-def _trace_files(run_dir: Path, out: Path) -> list[Path]:
+def _trace_files(run_dir: Path, out: Path) -> list[tuple[Path, str]]:
+    """Every trace with its replicate ("" outside a cohort with replicates)."""
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
     if (run_dir / "arms.csv").is_file():
         rows = [r for r in read_arms(run_dir, check=False) if r.get("trace")]
-        files = [trace_location(run_dir, r["trace"]) for r in rows]
-        missing = [f for f in files if not f.is_file()]
+        files = [(trace_location(run_dir, r["trace"]), r.get("replicate") or "") for r in rows]
+        missing = [f for f, _ in files if not f.is_file()]
         if missing:
             raise UserError(f"{run_dir / 'arms.csv'}: trace: {missing[0]}: no such trace file")
     else:
         inside = out.resolve()
-        files = sorted(p for p in run_dir.rglob("*.trace.json") if p.is_file() and inside not in p.resolve().parents)
+        files = sorted((p, "") for p in run_dir.rglob("*.trace.json")
+                       if p.is_file() and inside not in p.resolve().parents)
     if not files:
         raise UserError(f"{run_dir}: no traces (no arms.csv naming any, and no *.trace.json in the folder)")
     return files
+
+
+def _assignment(trace: TraceBase, replicate: str) -> tuple[str, str, str, str]:
+    """What makes a role assignment distinct: the case, model, replicate and its request's hash (a
+    consilium's formats, and a cohort's protocols, share one assignment; each is counted once)."""
+    calls = getattr(trace, "calls", None) or []
+    hashes = [c.request_hash for c in calls if c.stage == "role_assignment"]
+    return trace.case_id, trace.model, replicate, hashes[0] if hashes else trace.run_id
 
 
 def _csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Path:
@@ -85,13 +99,27 @@ def _csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Path:
     return write_text_atomic(path, buffer.getvalue())
 
 
+class _GraphMLWriter(GraphMLWriter):  # type: ignore[misc]  # networkx ships no types
+    """networkx's writer with GraphML's (XML Schema's) booleans, ``true`` / ``false``: networkx writes Python's
+    ``True`` / ``False``, which its own reader takes but a strict reader need not."""
+
+    def add_data(self, name: str, element_type: type, value: str, scope: str = "all", default: Any = None) -> Any:
+        element = super().add_data(name, element_type, value, scope, default)
+        if element_type is bool:
+            element.text = value.lower()
+        return element
+
+
 def graphml_text(graph: nx.Graph) -> str:
-    """The graph as GraphML text (written atomically by the caller)."""
-    return "\n".join(nx.generate_graphml(graph)) + "\n"
+    """The graph as GraphML text (written atomically by the caller): edge ids are the edge keys, unique in
+    each graph (Gephi refuses repeated ids); booleans are ``true`` / ``false``."""
+    writer = _GraphMLWriter(encoding="utf-8", prettyprint=True)
+    writer.add_graph_element(graph)
+    return str(writer).rstrip("\n") + "\n"
 
 
 async def _judge_all(arms: list[tuple[str, Path, Trace]], out: Path, judge: UptakeJudge,
-                     result: Analysis) -> dict[str, list[Uptake]]:
+                     result: Analysis, force: bool) -> dict[str, list[Uptake]]:
     """The judge's decisions for every arm with a dissent a revision followed, one arm at a time (its
     dissents at once); the judge's model is closed at the end."""
     decided = {}
@@ -100,8 +128,10 @@ async def _judge_all(arms: list[tuple[str, Path, Trace]], out: Path, judge: Upta
             dissents = dissents_of(trace)
             if any(d.after is not None for d in dissents):
                 record = out / f"{stem}.{RUBRIC_NAME}.judgement.json"
-                decided[stem] = await judge_arm(trace, file, dissents, judge, record)
+                decided[stem] = await judge_arm(trace, file, dissents, judge, record, force)
                 result.files.append(record)
+                result.judge_failed += sum(d.after is not None and u.method != "judge"
+                                           for d, u in zip(dissents, decided[stem], strict=True))
     finally:
         await judge.model.aclose()
     return decided
@@ -127,43 +157,54 @@ def _consilium_arm(trace: Trace, stem: str, decided: dict[str, list[Uptake]],
 
 
 def analyze(run_dir: Path, out: Path | None = None, judge: UptakeJudge | None = None,
-            progress: Callable[[str], None] | None = None) -> Analysis:
+            progress: Callable[[str], None] | None = None, force: bool = False) -> Analysis:
     """Analyse every arm under ``run_dir`` into ``out`` (default ``RUN_DIR/analysis``); with ``judge``, its
-    model decides uptake (and is closed when it has), else the word-overlap rule does."""
+    model decides uptake (and is closed when it has), else the word-overlap rule does. A folder holding
+    another analysis (stamp.py) is refused unless ``force``."""
     out = out or run_dir / ANALYSIS_FOLDER
+    check_out(run_dir, out)
     files = _trace_files(run_dir, out)
-    traces: list[tuple[Path, TraceBase]] = [(f, read_trace(f)) for f in files]  # all checked before writing
+    traces = [(f, read_trace(f), replicate) for f, replicate in files]  # all checked before writing
+    stamp = stamp_of(run_dir, judge.model.model_id if judge else None, uptake_rubric().version if judge else None)
+    try:
+        previous = check_stamp(out, stamp, force)
+    except UserError:
+        if judge is not None:
+            aio.run(judge.model.aclose())
+        raise
     result = Analysis(out)
     graphs: list[nx.MultiDiGraph] = []
     panels: list[list[AssignedRole]] = []
     dissent_rows: list[dict[str, Any]] = []
     path_rows: list[dict[str, Any]] = []
     centrality_rows: list[dict[str, Any]] = []
-    consilium_arms = [(arm_stem(run_dir, f), f, t) for f, t in traces
+    consilium_arms = [(arm_stem(run_dir, f), f, t) for f, t, _ in traces
                       if isinstance(t, Trace) and t.status == "completed"]
-    decided = aio.run(_judge_all(consilium_arms, out, judge, result)) if judge is not None else {}
-    for file, trace in traces:
+    decided = aio.run(_judge_all(consilium_arms, out, judge, result, force)) if judge is not None else {}
+    assignments: set[tuple[str, str, str, str]] = set()
+    for file, trace, replicate in traces:
         stem = arm_stem(run_dir, file)
         if trace.status != "completed":
             result.skipped.append(stem)
             continue
-        roles = getattr(trace, "roles", None)
-        if roles:
-            panels.append(list(roles))
+        if not isinstance(trace, Trace | BoardTrace):
+            result.other.append(stem)
+            continue
+        if trace.roles and _assignment(trace, replicate) not in assignments:
+            assignments.add(_assignment(trace, replicate))
+            panels.append(list(trace.roles))
         if isinstance(trace, Trace):
             graph, rows, path = _consilium_arm(trace, stem, decided, result)
             graphs.append(graph)
             dissent_rows += rows
             path_rows += path
             picture = draw_deliberation(graph, (out / stem).parent, Path(stem).name)
-        elif isinstance(trace, BoardTrace):
+        else:
             graph = turn_graph(trace)
             centrality_rows += [{"arm": stem, "case_id": trace.case_id, "variant": graph.graph["variant"],
                                  "model": trace.model, "speaker": n, **{c: d[c] for c in _CENTRALITY_COLUMNS[5:]}}
                                 for n, d in graph.nodes(data=True)]
             picture = draw_turns(graph, (out / stem).parent, Path(stem).name)
-        else:
-            continue
         result.arms += 1
         result.files += [write_text_atomic(out / f"{stem}.graphml", graphml_text(graph)), picture]
         if progress is not None:
@@ -179,4 +220,5 @@ def analyze(run_dir: Path, out: Path | None = None, judge: UptakeJudge | None = 
                      _csv(out / "coassignment_edges.csv", ["category_a", "category_b", "arms"], edge_rows(network))]
     if len(network):
         result.files.append(draw_coassignment(network, out, "coassignment"))
+    write_stamp(out, stamp, result.files, previous)
     return result

@@ -3,9 +3,11 @@
 Nodes are role categories of the catalogue, with Fig. 2c's numbers: how many assignments put the category on
 a panel as primary and as supporting, and its share of each (separate primary and supporting denominators,
 as the figure's caption has them). An edge joins two categories that sat on one panel; its ``weight`` is
-the number of arms whose panel held both. A category on a panel twice (two cardiology labels) counts twice
-in the node's assignments and once for the edges; there are no self-loops. Every arm whose trace has an
-assigned panel counts (a consilium's two formats share one assignment, so each counts it).
+the number of panels (distinct assignments; the column ``arms``) that held both. A category on a panel
+twice (two cardiology labels) counts twice in the node's assignments and once for the edges; there are no
+self-loops. The caller passes one panel per
+distinct role assignment of the arms it analyses (analyze.py: a consilium's two formats, and a cohort's
+protocols, share one assignment, which counts once).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ __all__ = ["coassignment_graph", "edge_rows", "node_rows"]
 
 
 def coassignment_graph(panels: list[list[AssignedRole]]) -> nx.Graph:
-    """The network of the panels (one list of roles per arm)."""
+    """The network of the panels (one list of roles per distinct assignment)."""
     primary: Counter[str] = Counter()
     supporting: Counter[str] = Counter()
     names: dict[str, str] = {}

@@ -1,6 +1,8 @@
 """The deliberation graph of one consilium arm (docs/networks.md): roles, report versions and review rounds
 as nodes; opinions, reviews, votes, dissents, revisions and vote transitions as typed edges of a
-:class:`networkx.MultiDiGraph`, every attribute a string, number or boolean so that GraphML can hold it."""
+:class:`networkx.MultiDiGraph`, every attribute a string, number or boolean so that GraphML can hold it.
+Every edge key is unique in its graph (``vote:r2:radiologist``): GraphML writes the key as the edge id, and
+Gephi refuses a file whose edge ids repeat."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def deliberation_graph(trace: Trace, dissents: list[Dissent], uptakes: list[Upta
     * ``dissent``: role → the report version its round's revision made, with ``taken_up``, ``method``
       (judge / word_overlap) and ``overlap``; a dissent no revision followed has only its vote edge;
     * ``revision``: report vN → vN+1, with ``round`` and ``change_summary``;
-    * ``vote_transition``: round r → round r+1, one per role (key: the role), ``before`` and ``after``.
+    * ``vote_transition``: round r → round r+1, one per role (key ``transition:r<r>:<role>``), ``before`` and ``after``.
     """
     graph = nx.MultiDiGraph(case_id=trace.case_id, variant=trace.format, model=trace.model, run_id=trace.run_id,
                             stop_reason=trace.stop_reason or "", status=trace.status)
@@ -48,30 +50,35 @@ def deliberation_graph(trace: Trace, dissents: list[Dissent], uptakes: list[Upta
                        round=report.round, change_summary=report.change_summary or "", final=report.version == final)
     for opinion in trace.opinions:
         if trace.reports:
-            graph.add_edge(role_node(opinion.role), report_node(1), key="opinion", kind="opinion")
+            graph.add_edge(role_node(opinion.role), report_node(1), key=f"opinion:{opinion.role}",
+                           kind="opinion")
     for rnd in trace.rounds:
         graph.add_node(round_node(rnd.round), kind="round", label=f"R{rnd.round}", round=rnd.round,
                        report_version=rnd.report_version, dissent_fraction=rnd.dissent_fraction)
-        graph.add_edge(report_node(rnd.report_version), round_node(rnd.round), key="review", kind="review")
+        graph.add_edge(report_node(rnd.report_version), round_node(rnd.round), key=f"review:r{rnd.round}",
+                       kind="review")
         for vote in rnd.votes:
-            graph.add_edge(role_node(vote.role), round_node(rnd.round), key="vote", kind="vote", vote=vote.vote,
-                           reason=vote.reason, requested_change=vote.requested_change or "")
+            graph.add_edge(role_node(vote.role), round_node(rnd.round), key=f"vote:r{rnd.round}:{vote.role}",
+                           kind="vote", vote=vote.vote, reason=vote.reason,
+                           requested_change=vote.requested_change or "")
     for report in trace.reports:
         if report.version > 1:
-            graph.add_edge(report_node(report.version - 1), report_node(report.version), key="revision",
+            graph.add_edge(report_node(report.version - 1), report_node(report.version),
+                           key=f"revision:v{report.version}",
                            kind="revision", round=report.round, change_summary=report.change_summary or "")
     for dissent, uptake in zip(dissents, uptakes, strict=True):
         if dissent.after is not None:
-            graph.add_edge(role_node(dissent.role), report_node(dissent.after.version), key=f"dissent:r{dissent.round}",
-                           kind="dissent", round=dissent.round, requested_change=dissent.request,
+            graph.add_edge(role_node(dissent.role), report_node(dissent.after.version),
+                           key=f"dissent:r{dissent.round}:{dissent.role}", kind="dissent", round=dissent.round,
+                           requested_change=dissent.request,
                            taken_up=uptake.taken_up, method=uptake.method, overlap=uptake.overlap,
                            rationale=uptake.rationale)
     votes = {(rnd.round, v.role): v.vote for rnd in trace.rounds for v in rnd.votes}
     for (number, voter), cast in sorted(votes.items()):
         following = votes.get((number + 1, voter))
         if following is not None:
-            graph.add_edge(round_node(number), round_node(number + 1), key=voter, kind="vote_transition",
-                           role=voter, before=cast, after=following)
+            graph.add_edge(round_node(number), round_node(number + 1), key=f"transition:r{number}:{voter}",
+                           kind="vote_transition", role=voter, before=cast, after=following)
     return graph
 
 

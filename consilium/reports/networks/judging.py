@@ -1,6 +1,7 @@
 """The judge's word on each dissent of an arm: one yes/no call per dissent a revision followed, with the
 ``dissent-uptake`` rubric, recorded as a judgement file in the analysis folder (never overwritten: a record
-made by the same judge, rubric and prompts is read back instead of asked again)."""
+made by the same judge, rubric and prompts is read back instead of asked again, except its items whose call
+failed, which are asked again and the record rewritten with them)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from consilium.protocols.consilium.trace import Trace
 from consilium.reports.networks.uptake import Dissent, Uptake, overlap_share, word_overlap
 from consilium.traces.schema import UsageSummary
 
-__all__ = ["COMPONENT", "RUBRIC_NAME", "UptakeJudge", "judge_arm", "uptake_rubric"]
+__all__ = ["COMPONENT", "RUBRIC_NAME", "UptakeJudge", "failed", "judge_arm", "uptake_rubric"]
 
 RUBRIC_NAME = "dissent-uptake"
 #: The component the judgement's items name: the revision of the report.
@@ -104,8 +105,15 @@ def _decisions(dissents: list[Dissent], judgement: Judgement) -> list[Uptake]:
     return found
 
 
-def _reusable(path: Path, trace: Trace, judge: UptakeJudge) -> Judgement | None:
-    """The record already at ``path`` when the same judge, rubric and prompts made it; another one is refused."""
+def failed(item: JudgementItem) -> bool:
+    """Whether the judge gave no verdict on a dissent a revision followed (its call failed or its answer was
+    not evaluable); such an item is asked again when its record is reused."""
+    return bool(item.detail.get("to_version")) and (item.not_evaluable or item.score is None)
+
+
+def _reusable(path: Path, trace: Trace, judge: UptakeJudge, force: bool) -> Judgement | None:
+    """The record already at ``path`` when the same judge, rubric and prompts made it; another one is refused
+    (or, with ``force``, asked again and replaced)."""
     if not path.exists():
         return None
     old = read_judgement(path)
@@ -113,21 +121,30 @@ def _reusable(path: Path, trace: Trace, judge: UptakeJudge) -> Judgement | None:
     same = (old.judge_model == judge.model.model_id and old.rubric_version == rubric.version
             and old.prompt_hash == judge_prompt_hash(rubric) and old.trace_run_id == trace.run_id)
     if not same:
+        if force:
+            return None
         raise UserError(f"{path}: a {RUBRIC_NAME} judgement by {old.judge_model} (rubric v{old.rubric_version}) is "
                         "already there and is never overwritten; give --out another folder")
     return old
 
 
 async def judge_arm(trace: Trace, trace_file: Path, dissents: list[Dissent], judge: UptakeJudge,
-                    record: Path) -> list[Uptake]:
-    """The judge's decisions on the arm's dissents, the judgement written to ``record`` (or read from it)."""
-    old = _reusable(record, trace, judge)
-    if old is not None:
+                    record: Path, force: bool = False) -> list[Uptake]:
+    """The judge's decisions on the arm's dissents, the judgement written to ``record`` (or read from it: the
+    items whose call failed are asked again, the record then rewritten with the earlier calls kept)."""
+    old = _reusable(record, trace, judge, force)
+    if old is not None and not any(failed(i) for i in old.items):
         return _decisions(dissents, old)
     rubric = uptake_rubric()
     recorder = CallRecorder()
+    kept: dict[str, JudgementItem] = {}
+    if old is not None:
+        for call in sorted(old.calls, key=lambda c: c.index):
+            recorder.adopt(call)
+        kept = {str(i.detail.get("key")): i for i in old.items if not failed(i)}
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
-    items = await _ask(trace, dissents, judge, recorder)
+    asked = iter(await _ask(trace, [d for d in dissents if d.key not in kept], judge, recorder))
+    items = [kept[d.key] if d.key in kept else next(asked) for d in dissents]
     judged = [i for i in items if i.detail.get("to_version")]
     judgement = Judgement(
         trace=os.path.relpath(trace_file, record.parent), trace_kind=trace.kind, trace_run_id=trace.run_id,

@@ -2,8 +2,9 @@
 
 * **influence**: of the category's dissents (dissenting votes), the share whose requested change the
   revision after that round took up (a dissent no revision followed counts, as not taken up);
-* **persistence**: over its dissenters (a role of an arm with at least one dissent), the mean length of the
-  run of consecutive rounds it dissented in, counted from its first dissent;
+* **persistence**: the mean length of the category's dissent runs, a run being a role's maximal stretch of
+  consecutive rounds it dissented in (how many rounds its dissent survived); a role that dissents in rounds
+  1 and 2, accepts in 3 and dissents in 4 has the runs 2 and 1;
 * **conformity**: of its dissenters, the share that at some point voted accept in the round right after a
   dissent whose requested change was not taken up.
 
@@ -14,6 +15,7 @@ influence, persistence or conformity (empty cells), only its counts.
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 from typing import Any
 
 import networkx as nx
@@ -29,8 +31,8 @@ def _edges(graph: nx.MultiDiGraph, kind: str) -> list[tuple[str, str, dict[str, 
 
 
 def dissenters(graph: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
-    """Per role node with at least one dissent: its dissent rounds, the taken-up ones, its persistence and
-    whether it conformed."""
+    """Per role node with at least one dissent: its dissent rounds, the taken-up ones, the lengths of its
+    dissent runs (consecutive dissenting rounds) and whether it conformed."""
     votes: dict[str, dict[int, str]] = defaultdict(dict)
     for role, rnd, data in _edges(graph, "vote"):
         votes[role][int(graph.nodes[rnd]["round"])] = str(data["vote"])
@@ -40,12 +42,15 @@ def dissenters(graph: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
         rounds = sorted(r for r, v in by_round.items() if v == "dissent")
         if not rounds:
             continue
-        run = 0
-        while by_round.get(rounds[0] + run) == "dissent":
-            run += 1
+        runs = [1]
+        for before, now in pairwise(rounds):
+            if now == before + 1:
+                runs[-1] += 1
+            else:
+                runs.append(1)
         conformed = any(by_round.get(r + 1) == "accept" and (role, r) not in taken for r in rounds)
         found[role] = {"rounds": rounds, "taken_up": sorted(r for r in rounds if (role, r) in taken),
-                       "persistence": run, "conformed": conformed}
+                       "runs": runs, "conformed": conformed}
     return found
 
 
@@ -77,7 +82,7 @@ def category_metrics(graphs: list[nx.MultiDiGraph]) -> list[dict[str, Any]]:
                 row["dissents"] += len(one["rounds"])
                 row["taken_up"] += len(one["taken_up"])
                 row["conformed"] += int(one["conformed"])
-                persistence[category].append(one["persistence"])
+                persistence[category] += one["runs"]
     out = []
     for category in sorted(rows):
         row = rows[category]

@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 
 from consilium.protocols.board.trace import BoardTrace
+from consilium.roles.catalogue import load_catalogue
 
 __all__ = ["MODERATOR", "centralities", "simple_graph", "turn_graph"]
 
@@ -35,8 +36,7 @@ def turn_graph(trace: BoardTrace) -> nx.MultiDiGraph:
     for speaker in [MODERATOR, *categories, *spoken]:
         if speaker not in graph:
             graph.add_node(speaker, kind="speaker", label=speaker, moderator=speaker == MODERATOR,
-                           category="moderator" if speaker == MODERATOR else categories.get(speaker, "other"),
-                           turns=spoken.get(speaker, 0))
+                           category=_category(speaker, categories), turns=spoken.get(speaker, 0))
     counts: Counter[tuple[str, str, str]] = Counter()
     by_number = {t.number: t for t in trace.turns}
     for before, turn in zip(trace.turns, trace.turns[1:], strict=False):
@@ -53,11 +53,20 @@ def turn_graph(trace: BoardTrace) -> nx.MultiDiGraph:
     for (source, target, kind), weight in sorted(counts.items(), key=lambda c: (_KINDS.index(c[0][2]), c[0])):
         for node in (source, target):
             if node not in graph:
-                graph.add_node(node, kind="speaker", label=node, moderator=False, category="other", turns=0)
-        graph.add_edge(source, target, key=kind, kind=kind, weight=weight)
+                graph.add_node(node, kind="speaker", label=node, moderator=False,
+                               category=_category(node, categories), turns=0)
+        graph.add_edge(source, target, key=f"{kind}:{source}->{target}", kind=kind, weight=weight)
     for node, values in centralities(graph).items():
         graph.nodes[node].update(values)
     return graph
+
+
+def _category(speaker: str, categories: dict[str, str]) -> str:
+    """The moderator's ``moderator``; a specialist's the table's role category, else (a single-mode meeting
+    has no roles, only the speakers the one model wrote) its label mapped through the role catalogue."""
+    if speaker == MODERATOR:
+        return "moderator"
+    return categories.get(speaker) or load_catalogue().map_label(speaker).id
 
 
 def simple_graph(graph: nx.MultiDiGraph) -> nx.DiGraph:
