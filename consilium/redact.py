@@ -30,6 +30,9 @@ KEY_VARIABLES = ("OPENAI_API_KEY",)
 # Everything up to the authority's *last* "@" is userinfo (as urlsplit reads it), so a password that
 # holds an "@" is masked whole.
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s\"'<>]*)@")
+#: A URL query's value under a key that looks secret (``?api_key=…``, ``&token=…``, ``&sig=…``).
+_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:[\w.-]*(?:key|token(?!s)|secret|passw|pwd|credential|auth|signature)[\w.-]*"
+                           r"|sig|signature))=(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
@@ -54,8 +57,10 @@ def _register_environment() -> None:
 
 
 def redact_url(url: str) -> str:
-    """``https://user:pw@host/v1`` → ``https://***@host/v1``; a URL without credentials is unchanged."""
-    return _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+    """``https://user:pw@host/v1?api_key=k`` → ``https://***@host/v1?api_key=***``: the userinfo and the
+    value of every query key that looks secret masked; a URL without credentials is unchanged."""
+    url = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+    return _QUERY_SECRET.sub(lambda m: f"{m['key']}={MASK}", url) if "=" in url else url
 
 
 def redact(text: str) -> str:
@@ -64,7 +69,7 @@ def redact(text: str) -> str:
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(MASK, text)
-    if "@" in text:
+    if "@" in text or "=" in text:
         text = redact_url(text)
     return text
 

@@ -321,7 +321,7 @@ def expected_pairs() -> dict[tuple[str, str], tuple[int, float, dict[str, list[f
 def test_paired_differences_are_structured_minus_free_form_within_model_and_case(cohort: dict[str, Any]) -> None:
     rows = cohort["tables"]["paired_differences"]
     assert list(rows[0]) == ["model", "rubric", "component", "criterion", "cases", "mean_difference", "ci_low",
-                             "ci_high"]
+                             "ci_high", "not_evaluable"]  # the items not evaluable (issue 18 review, item 7)
     expected = {(m, "ai-consilium", "conclusion", c): {"cases": n, "mean_difference": d}
                 for (m, c), (n, d, _) in expected_pairs().items()}
     check(rows, ("model", "rubric", "component", "criterion"), expected)

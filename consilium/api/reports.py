@@ -11,8 +11,16 @@ from pathlib import Path
 
 from consilium.cli import report_cmd
 from consilium.cli.compare_cmd import Compared, write_compare
+from consilium.errors import UserError
 
 __all__ = ["Compared", "acompare", "areport", "compare", "report"]
+
+
+def _draws(bootstrap: int) -> int:
+    """``bootstrap`` checked as ``--bootstrap`` is: a whole number of draws, at least 1."""
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+        raise UserError(f"bootstrap: must be a positive whole number of draws, got {bootstrap!r}")
+    return bootstrap
 
 
 def compare(run_dir: str | Path, *, out: str | Path | None = None, bootstrap: int = 10_000,
@@ -20,7 +28,8 @@ def compare(run_dir: str | Path, *, out: str | Path | None = None, bootstrap: in
     """Every table and figure of ``consilium compare RUN_DIR``, written under ``out`` (default
     ``RUN_DIR/compare``) and returned: ``tables`` (file name → title, rows), ``coverage``, ``report``
     (compare.md), ``csvs`` and ``figures``."""
-    return write_compare(Path(run_dir), Path(out) if out is not None else None, bootstrap=bootstrap, seed=seed)
+    return write_compare(Path(run_dir), Path(out) if out is not None else None, bootstrap=_draws(bootstrap),
+                         seed=seed)
 
 
 async def acompare(run_dir: str | Path, *, out: str | Path | None = None, bootstrap: int = 10_000,
@@ -35,7 +44,7 @@ def report(run_dir: str | Path, *, out: str | Path | None = None, bootstrap: int
     folder, written under ``out`` (default ``RUN_DIR/report``); returns the folder's ``report.md``."""
     folder = Path(run_dir)
     where = Path(out) if out is not None else folder / "report"
-    report_cmd.run(argparse.Namespace(run_dir=folder, out=where, bootstrap=bootstrap, seed=seed))
+    report_cmd.run(argparse.Namespace(run_dir=folder, out=where, bootstrap=_draws(bootstrap), seed=seed))
     return where / "report.md"
 
 

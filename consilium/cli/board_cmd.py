@@ -21,6 +21,7 @@ from consilium.fileio import make_folder
 from consilium.log import attach_run_log
 from consilium.models import ChatModel
 from consilium.models.factory import build_model
+from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
 from consilium.protocols.board.run import resolve_role, run_board, run_turn, slide_images
@@ -130,12 +131,14 @@ def run_turn_command(args: argparse.Namespace) -> int:
 def _print_usage(trace: BoardTrace | TurnTrace) -> None:
     for note in trace.notes:
         print(f"  note: {note}")
-    print("  tokens by stage (input / output / calls):")
+    print("  tokens by stage (input / output / calls · cost, unknown without prices):")  # as simulate shows them
+    costs = stage_costs(trace)
     for stage, usage in trace.usage.by_stage.items():
-        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}")
+        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}"
+              f" · {format_usd(costs.get(stage))}")
     total = trace.usage.total
     print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}"
-          f"{' (estimated)' if total.estimated else ''}")
+          f" · {format_usd(trace_cost(trace))}{' (estimated)' if total.estimated else ''}")
     print(f"  wall time: {trace.wall_s:.1f} s")
 
 

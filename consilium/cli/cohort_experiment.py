@@ -70,6 +70,9 @@ def _model_file(entry: ModelEntry, where: str, *, options: bool | tuple[str, ...
         raise UserError(f"{where}.{first_error(exc)}") from None
     allowed = () if options is False else options if isinstance(options, tuple) else None
     extra = sorted(k for k in values if k not in ("spec", "description") and allowed is not None and k not in allowed)
+    if extra and extra[0] == "prices" and options is False:  # a judge or moderator: never priced by a file
+        raise UserError(f"{where}.prices: only panel models take prices (models.N.prices); a judge or moderator "
+                        "model is priced only when its spec is a priced panel model's")
     if extra:
         own = f" (another panel model may carry only its own {', '.join(allowed)})" if allowed else ""
         raise UserError(f"{where}.{extra[0]}: the cohort reaches every model with one set of options; give them "

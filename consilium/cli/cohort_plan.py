@@ -219,7 +219,8 @@ def _refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_di
 
 
 def resume_plan(args: argparse.Namespace) -> Plan:
-    run_dir: Path = args.resume
+    # `--resume .` (or `..`): the folder's own name is the cohort's run id, as when named by its path.
+    run_dir: Path = args.resume.resolve() if args.resume.name in ("", "..") else args.resume
     manifest = read_manifest(run_dir)
     s = manifest.settings
     _refuse_conflicts(args, manifest, run_dir)

@@ -242,7 +242,7 @@ def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10
             progress.advance(f"{part.protocol} figures", "drawn")
     arms = [a for part in parts for a in part.arms]
     counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
-    md = [f"# Free-form vs structured: {run_dir.name}", "",
+    md = [f"# Free-form vs structured: {run_dir.resolve().name}", "",
           f"{len(arms)} arms{f' ({counts})' if several else ''}; "
           f"{sum(a.get('status') == 'completed' for a in arms)} completed.", ""]
     coverage_md, coverage = coverage_section(*parts)

@@ -14,6 +14,7 @@ from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cases import Case
 from consilium.cli.concurrency import default_concurrency
+from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
@@ -25,7 +26,7 @@ from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
 from consilium.judges.runner import AnyTrace, JudgeSetup
-from consilium.models import GenerationSettings
+from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_model
 from consilium.protocols.registry import read_trace
 
@@ -58,6 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_scope_argument(parser)
     parser.add_argument("--calibration", type=Path, default=None,
                         help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
+    parser.add_argument("--force", action="store_true",
+                        help="replace judgements another judge model, jury or judge prompt made (refused otherwise)")
     parser.set_defaults(func=run)
 
 
@@ -112,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
     if len(specs) > 1 and not args.concurrency:  # a jury: what suits its slowest judge's backend, by default
         options = model_options(args, max_concurrency=min(options.max_concurrency, default_concurrency(*specs)))
     models = [build_model(spec, options) for spec in specs]  # one judge, or a jury (docs/judges.md, Juries)
+    if not args.force:  # another judge's judgements are results: never replaced without a word
+        try:
+            check_replace((judgement_path(path, rubric.name) for path in files), rubric, judge_label(models),
+                          flag="--force")
+        except UserError:
+            aio.run(_close(models))
+            raise
     setups = [JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                   timeout_s=args.timeout or 120.0),
                          max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
@@ -170,8 +180,17 @@ def run(args: argparse.Namespace) -> int:
             label = f"{row['protocol']} {row['variant']}" if several else row["variant"]
             print(f"  {label:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
                   + ", ".join(stats))
+    for folder in dict.fromkeys(p.resolve() for p in args.paths if p.is_dir()):
+        rebuilt = rebuild_judgements_csv(folder)  # a cohort's table says what its judgement files now say
+        if rebuilt is not None:
+            print(f"judgements: {rebuilt} (rebuilt from the judgement files)")
     # A rubric that could not be applied at all is a failure, not an empty result.
     return 1 if print_coverage(judging_coverage(judgements, [rubric.name])) else 0
+
+
+async def _close(models: list[ChatModel]) -> None:
+    for model in models:
+        await model.aclose()
 
 
 def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path) -> Judgement:

@@ -78,9 +78,12 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms)
     tables += [Table(name, title, rows) for name, (title, rows) in
                replicate_tables(data, bootstrap=args.bootstrap, seed=args.seed).items()]
+    costs, stage_costs = cost_table(data), cost_by_stage(data)
+    estimated = "; estimated = true: tokens counted with tiktoken, so the dollars are estimates too" \
+        if any(row["estimated"] for row in costs) else ""
     tables += [Table("cost", "Cost per case by model and format (USD at the prices the traces recorded; – unknown: "
-                     "a model without prices)", cost_table(data)),
-               Table("cost_by_stage", "Cost per case by stage (USD)", cost_by_stage(data))]
+                     f"a model without prices{estimated})", costs),
+               Table("cost_by_stage", f"Cost per case by stage (USD{estimated})", stage_costs)]
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
     for table in tables:
@@ -110,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     built = [(part, *_part(part, args)) for part in parts]
     baselines = _baselines(parts, args)
     out = args.out or args.run_dir / "report"
-    md = [f"# Cohort report: {args.run_dir.name}", ""]
+    md = [f"# Cohort report: {args.run_dir.resolve().name}", ""]
     merged: dict[str, list[dict[str, Any]]] = {}
     figures: list[Path] = []
     for part, part_md, tables, draw in built:

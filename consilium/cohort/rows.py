@@ -19,7 +19,8 @@ __all__ = ["ARM_COLUMNS", "REPLICATE_COLUMNS", "arm_row", "counts", "failed_row"
 #: The columns every arms.csv has, even with no arm finished (a cohort stopped at once).
 ARM_COLUMNS = ("case_id", "model_spec", "model", "protocol", "format", "status", "stop_reason", "input_tokens",
                "output_tokens", "calls", "cached_tokens", "cache_hits", "spent_input_tokens", "spent_output_tokens",
-               "spent_cached_tokens", "spent_calls", "cost_usd", "spent_cost_usd", "wall_s", "failed_stage", "error",
+               "spent_cached_tokens", "spent_calls", "cost_usd", "spent_cost_usd", "cost_estimated", "wall_s",
+               "failed_stage", "error",
                "trace", "resumed")
 #: The columns a cohort run in replicates adds, after ``format``: the replicate's index and its seed.
 REPLICATE_COLUMNS = ("replicate", "seed")
@@ -52,6 +53,8 @@ def _common(trace: TraceBase, path: Path, run_dir: Path) -> dict[str, Any]:
         "spent_cached_tokens": spent.cached_tokens, "spent_calls": spent.calls,
         # dollars at the prices each call recorded (models/pricing.py); None (an empty cell): unknown
         "cost_usd": _usd(trace_cost(trace)), "spent_cost_usd": _usd(trace_cost(trace, spent=True)),
+        # true when any call's tokens were counted with tiktoken: its dollars are an estimate too
+        "cost_estimated": total.estimated,
         "wall_s": trace.wall_s,
         "failed_stage": trace.failed_stage or "", "error": trace.error or "", "trace": relative(path, run_dir),
     }

@@ -33,13 +33,14 @@ from typing import Any, TypeVar
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langsmith.run_helpers import tracing_context
+from pydantic import SecretBytes, SecretStr
 
 from consilium.errors import ConsiliumError, ModelError, UserError
 from consilium.models.backends.langchain_wire import model_error, one_line, read_answer, to_langchain
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import is_openai_reasoning_model
 from consilium.models.types import GenerationSettings, ModelRequest, ModelResponse
-from consilium.redact import redact_url, redact_value
+from consilium.redact import redact, redact_url, redact_value, register_secret
 
 __all__ = ["LangChainChatModel", "chat_model_identity", "load_chat_model"]
 
@@ -89,7 +90,7 @@ def load_chat_model(target: str) -> LangChainChatModel:
         except ConsiliumError:
             raise
         except Exception as exc:  # the factory's own failure (a missing key, a bad argument)
-            raise UserError(f"model spec {spec!r}: {attr}() failed ({one_line(exc)})") from None
+            raise UserError(f"model spec {spec!r}: {attr}() failed ({redact(one_line(exc))})") from None
     if isinstance(made, LangChainChatModel):
         return LangChainChatModel(made.chat, model_id=spec, method=made.method)
     if not isinstance(made, BaseChatModel):
@@ -136,6 +137,25 @@ def _scrub(value: Any) -> Any:
     return value
 
 
+def _register_secrets(value: Any, name: str = "") -> None:
+    """Register for masking (consilium/redact.py) every secret a chat model holds: each ``SecretStr`` and
+    each string under a secret-looking name (``api_key``, ``token``, ``Authorization`` …), at any depth
+    of its fields, so its own key is masked in every trace, log and terminal line as ``--api-key`` is."""
+    if isinstance(value, SecretStr):
+        register_secret(value.get_secret_value())
+    elif isinstance(value, SecretBytes):
+        register_secret(value.get_secret_value().decode(errors="replace"))
+    elif isinstance(value, str):
+        if name and _SECRET_KEY.search(name):
+            register_secret(value)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _register_secrets(inner, str(key))
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            _register_secrets(inner, name)
+
+
 def chat_model_identity(chat: BaseChatModel) -> str | None:
     """The chat model's class, identifying params and where it is served, as stable JSON without secrets;
     None when they are not JSON data (then its answers are not cached: the identity would not hold)."""
@@ -176,6 +196,8 @@ class LangChainChatModel:
         if not isinstance(chat, BaseChatModel):
             raise UserError(f"a {type(chat).__name__} is not a LangChain BaseChatModel")
         cls = type(chat)
+        for field in cls.model_fields:
+            _register_secrets(getattr(chat, field, None), field)
         name = _model_name(chat)
         self.chat = chat
         self.model_id = model_id or f"langchain:{cls.__name__}" + (f"({name})" if name else "")

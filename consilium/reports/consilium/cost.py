@@ -61,6 +61,8 @@ class CostPoint(NamedTuple):
     score: float
     score_sd: float
     scores: int
+    #: any arm's tokens counted with tiktoken (the server reported none): the dollars are an estimate
+    estimated: bool = False
 
 
 def cost_table(data: CohortData) -> list[dict[str, Any]]:
@@ -82,7 +84,9 @@ def cost_table(data: CohortData) -> list[dict[str, Any]]:
                       "cached_tokens_per_case": _per_case(usages, "cached_tokens"),
                       "output_tokens_per_case": _per_case(usages, "output_tokens"),
                       "reasoning_tokens_per_case": _per_case(usages, "reasoning_tokens"),
-                      "mean_judge_score": mean_sd(judged)[0]})
+                      "mean_judge_score": mean_sd(judged)[0],
+                      # any arm's tokens counted with tiktoken (not reported by the server): its dollars estimated
+                      "estimated": any(a.usage.estimated for a in arms)})
     return table
 
 
@@ -98,7 +102,8 @@ def cost_by_stage(data: CohortData) -> list[dict[str, Any]]:
             table.append({"model": model, "format": fmt, "stage": stage, "cases": len(arms),
                           "cost_usd_per_case": _usd(sum(known) / len(arms)) if known is not None else None,
                           "input_tokens_per_case": _per_case(usages, "input_tokens"),
-                          "output_tokens_per_case": _per_case(usages, "output_tokens")})
+                          "output_tokens_per_case": _per_case(usages, "output_tokens"),
+                          "estimated": any(u.estimated for u in usages)})
     return table
 
 
@@ -113,7 +118,8 @@ def cost_points(data: CohortData) -> list[CostPoint]:
         if model == POOLED or not known or not judged:
             continue
         points.append(CostPoint(model, fmt, len(arms), statistics.fmean(known), statistics.pstdev(known),
-                                statistics.fmean(judged), statistics.pstdev(judged), len(judged)))
+                                statistics.fmean(judged), statistics.pstdev(judged), len(judged),
+                                any(a.usage.estimated for a in arms)))
     return points
 
 

@@ -18,10 +18,13 @@ from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
-__all__ = ["MEAN_CRITERION", "paired_differences", "replicate_scores", "rubric_key_order"]
+__all__ = ["MEAN_CRITERION", "not_evaluable_counts", "paired_differences", "replicate_scores", "rubric_key_order"]
 
 #: A score's place: (rubric, component, criterion) → (model, case) → format → replicate ("" when none) → score.
 Scores = dict[tuple[str, str, str], dict[tuple[str, str], dict[str, dict[str, float]]]]
+
+#: Not-evaluable items by place: (rubric, component, criterion) → (model, case) → format → how many.
+Missing = dict[tuple[str, str, str], dict[tuple[str, str], dict[str, int]]]
 
 #: The ``criterion`` of a paired difference of C1–C8 output means.
 MEAN_CRITERION = "mean"
@@ -48,6 +51,24 @@ def replicate_scores(data: CohortData) -> Scores:
     return scores
 
 
+def not_evaluable_counts(data: CohortData) -> Missing:
+    """How many items the judge could not evaluate, by place (:data:`Missing`; replicates counted apart):
+    a criterion never evaluable still has its row in the replicate and paired tables, with a count."""
+    missing: Missing = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for row in data.judgements:
+        if score_of(row) is None:
+            missing[(row["rubric"], row["component"], row["criterion"])][(row["model"], row["case_id"])][
+                row["format"]] += 1
+    return missing
+
+
+def _judged_formats(pairs: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]], missing: Missing,
+                    key: tuple[str, str, str], model: str) -> set[str]:
+    """The formats in which the judge scored, or could not evaluate, ``key`` for ``model`` (or any: pooled)."""
+    return {fmt for found in (pairs.get(key, {}), missing.get(key, {})) for (m, _), by_format in found.items()
+            if model in (POOLED, m) for fmt in by_format}
+
+
 def _pairs(data: CohortData) -> dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]]:
     """(rubric, component, criterion) → (model, case) → format → score, the mean over its replicates."""
     return {key: {where: {fmt: statistics.fmean(by_replicate.values()) for fmt, by_replicate in formats.items()}
@@ -69,24 +90,33 @@ def paired_differences(data: CohortData, *, bootstrap: int = 10_000, seed: int =
     model and pooled, for each rubric, component and criterion scored in both formats (and the C1–C8
     output mean, criterion ``mean``): ``cases`` paired (model, case) outputs, the mean difference and
     its 95 % interval from a bootstrap that resamples cases (all of a case's models together),
-    ``bootstrap`` draws seeded by ``seed``."""
+    ``bootstrap`` draws seeded by ``seed``, and ``not_evaluable``: the items of either format the judge
+    could not evaluate (a criterion with none paired has its row, its statistics empty)."""
     free, structured = arm_format(data.protocol, "free-form"), arm_format(data.protocol, "structured")
     if free is None or structured is None:
         return []
-    pairs = _pairs(data)
+    pairs, missing = _pairs(data), not_evaluable_counts(data)
     table = []
     for model in models_and_pool(data):
-        for rubric, component, criterion in rubric_key_order(pairs):
+        for rubric, component, criterion in rubric_key_order({*pairs, *missing}):
             clusters: dict[str, list[float]] = defaultdict(list)
-            for (m, case), by_format in pairs[(rubric, component, criterion)].items():
+            for (m, case), by_format in pairs.get((rubric, component, criterion), {}).items():
                 if model in (POOLED, m) and free in by_format and structured in by_format:
                     clusters[case].append(by_format[structured] - by_format[free])
+            unscored = sum(n for (m, _), by_format in missing.get((rubric, component, criterion), {}).items()
+                           if model in (POOLED, m) for fmt, n in by_format.items() if fmt in (free, structured))
             if not clusters:
+                # judged in both formats (a criterion of one format alone, as the roles', is never paired)
+                if unscored and {free, structured} <= _judged_formats(pairs, missing, (rubric, component, criterion),
+                                                                      model):
+                    table.append({"model": model, "rubric": rubric, "component": component, "criterion": criterion,
+                                  "cases": 0, "mean_difference": None, "ci_low": None, "ci_high": None,
+                                  "not_evaluable": unscored})
                 continue
             diffs = [d for values in clusters.values() for d in values]
             low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed,
                                           key=f"{model}|{rubric}|{component}|{criterion}")
             table.append({"model": model, "rubric": rubric, "component": component, "criterion": criterion,
                           "cases": len(diffs), "mean_difference": number(statistics.fmean(diffs)),
-                          "ci_low": number(low), "ci_high": number(high)})
+                          "ci_low": number(low), "ci_high": number(high), "not_evaluable": unscored})
     return table

@@ -21,7 +21,7 @@ from typing import Any
 
 from consilium.reports.consilium.data import CohortData
 from consilium.reports.consilium.judged import models_and_pool
-from consilium.reports.consilium.paired import replicate_scores, rubric_key_order
+from consilium.reports.consilium.paired import not_evaluable_counts, replicate_scores, rubric_key_order
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
 __all__ = ["REPLICATE_NOTES", "has_replicates", "replicate_case_sd", "replicate_note", "replicate_sd"]
@@ -68,17 +68,19 @@ def _sd(values: list[float]) -> float | None:
 
 def replicate_case_sd(data: CohortData) -> list[dict[str, Any]]:
     """Per model, format, score and case: the ``replicates`` scored, their mean and sample SD (empty
-    with fewer than two)."""
-    scores = replicate_scores(data)
+    with fewer than two), and the items ``not_evaluable`` (a place with none scored has its row, empty)."""
+    scores, missing = replicate_scores(data), not_evaluable_counts(data)
     table = []
-    for rubric, component, criterion in rubric_key_order(scores):
-        places = scores[(rubric, component, criterion)]
-        for (model, case), formats in sorted(places.items()):
-            for fmt, by_replicate in sorted(formats.items()):
-                values = list(by_replicate.values())
-                table.append({"model": model, "format": fmt, "rubric": rubric, "component": component,
-                              "criterion": criterion, "case_id": case, "replicates": len(values),
-                              "mean": number(statistics.fmean(values)), "sd": number(_sd(values))})
+    for key in rubric_key_order({*scores, *missing}):
+        places, unscored = scores.get(key, {}), missing.get(key, {})
+        for model, case in sorted({*places, *unscored}):
+            formats, absent = places.get((model, case), {}), unscored.get((model, case), {})
+            for fmt in sorted({*formats, *absent}):
+                values = list(formats.get(fmt, {}).values())
+                table.append({"model": model, "format": fmt, "rubric": key[0], "component": key[1],
+                              "criterion": key[2], "case_id": case, "replicates": len(values),
+                              "mean": number(statistics.fmean(values)) if values else None,
+                              "sd": number(_sd(values)), "not_evaluable": absent.get(fmt, 0)})
     return table
 
 
@@ -86,17 +88,21 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
     """Per model (and pooled), format and score: the ``cases`` scored and the scored ``replicates`` in all,
     the mean of the case means with its case-clustered 95 % interval (``bootstrap`` draws seeded by
     ``seed`` and the row), and the between-replicate SD: ``sd_mean`` and ``sd_pooled`` over the
-    ``cases_with_sd`` cases with at least two replicates scored."""
-    scores = replicate_scores(data)
-    formats = sorted({fmt for places in scores.values() for by in places.values() for fmt in by})
+    ``cases_with_sd`` cases with at least two replicates scored; ``not_evaluable``: the items the judge
+    could not evaluate (a score never evaluable has its row, its statistics empty)."""
+    scores, missing = replicate_scores(data), not_evaluable_counts(data)
+    formats = sorted({fmt for found in (scores, missing) for places in found.values() for by in places.values()
+                      for fmt in by})
     table = []
     for model in models_and_pool(data):
         for fmt in formats:
-            for rubric, component, criterion in rubric_key_order(scores):
+            for rubric, component, criterion in rubric_key_order({*scores, *missing}):
                 clusters: dict[str, list[float]] = defaultdict(list)
                 sds: list[tuple[int, float]] = []
                 replicates = 0
-                for (m, case), by_format in scores[(rubric, component, criterion)].items():
+                unscored = sum(by_format.get(fmt, 0) for (m, _), by_format in
+                               missing.get((rubric, component, criterion), {}).items() if model in (POOLED, m))
+                for (m, case), by_format in scores.get((rubric, component, criterion), {}).items():
                     values = list(by_format.get(fmt, {}).values())
                     if model not in (POOLED, m) or not values:
                         continue
@@ -106,6 +112,11 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
                     if sd is not None:
                         sds.append((len(values), sd))
                 if not clusters:
+                    if unscored:
+                        table.append({"model": model, "format": fmt, "rubric": rubric, "component": component,
+                                      "criterion": criterion, "cases": 0, "replicates": 0, "mean": None,
+                                      "ci_low": None, "ci_high": None, "cases_with_sd": 0, "sd_mean": None,
+                                      "sd_pooled": None, "not_evaluable": unscored})
                     continue
                 means = [v for c in sorted(clusters) for v in clusters[c]]
                 low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed,
@@ -117,5 +128,5 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
                     "ci_low": number(low), "ci_high": number(high), "cases_with_sd": len(sds),
                     "sd_mean": number(statistics.fmean(sd for _, sd in sds)) if sds else None,
                     "sd_pooled": number(math.sqrt(sum((n - 1) * sd * sd for n, sd in sds) / freedom))
-                    if freedom else None})
+                    if freedom else None, "not_evaluable": unscored})
     return table

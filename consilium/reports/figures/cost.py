@@ -39,7 +39,8 @@ def draw_cost(points: list[CostPoint], out: Path, unknown: list[str] | None = No
                       color=FORMAT_COLOURS.get(fmt, "#2ca02c"), markersize=6, elinewidth=0.8,
                       label=format_label(fmt))
         for p in mine:
-            axis.annotate(f"{p.model} (n = {p.cases})", (p.cost, p.score), textcoords="offset points",
+            axis.annotate(f"{p.model} (n = {p.cases}){', estimated' if p.estimated else ''}", (p.cost, p.score),
+                          textcoords="offset points",
                           xytext=(6, 5), fontsize=7)
     low, high = rubric_scale()
     axis.set_ylim(low - 0.1, high + 0.1)
@@ -51,6 +52,8 @@ def draw_cost(points: list[CostPoint], out: Path, unknown: list[str] | None = No
     axis.legend(loc="lower right")
     figure.suptitle("Cost against judge score by model and format", fontsize=9.5, fontweight="bold")
     note = "error bars: population SD over the completed arms (cost) and the scores (score); n = completed arms"
+    if any(p.estimated for p in points):
+        note += "\nestimated: tokens counted with tiktoken (the server reported none), so are the dollars"
     if unknown:
         note += "\nno point, cost unknown (no prices): " + "; ".join(unknown)
     figure.supxlabel(note, fontsize=7)

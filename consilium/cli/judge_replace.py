@@ -1,0 +1,105 @@
+"""Judging a folder again: never silently over another judge's judgements, and a cohort's
+``judgements.csv`` rebuilt to match its judgement files.
+
+A judgement file beside a trace is the record every table, report and export reads; replacing one made by
+another judge model (or jury) or another judge prompt would change a cohort's results without a word, so
+``consilium judge`` and the API's ``judge_run`` refuse unless told to (``--force``, ``force=True``). The same
+judge re-judging (a retry after a failure, an added component) replaces its own files freely.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from consilium.cli.cohort_finish import JUDGEMENT_COLUMNS, JURY_COLUMNS
+from consilium.cohort.arms import relative
+from consilium.cohort.manifest import MANIFEST
+from consilium.cohort.tables import write_csv
+from consilium.errors import UserError
+from consilium.judges.coverage import shortened_input
+from consilium.judges.prompting import judge_prompt_hash
+from consilium.judges.record import Judgement, read_judgement
+from consilium.judges.rubric import Rubric
+from consilium.models import ChatModel
+
+__all__ = ["check_replace", "judge_label", "judgement_rows", "rebuild_judgements_csv"]
+
+
+def judge_label(models: Sequence[ChatModel]) -> str:
+    """``judge_model`` as a judgement made by these judges records it (a jury: ``jury[a, b]``)."""
+    if len(models) == 1:
+        return models[0].model_id
+    return "jury[" + ", ".join(m.model_id for m in models) + "]"
+
+
+def check_replace(paths: Iterable[Path], rubric: Rubric, judge: str, *, flag: str) -> None:
+    """:class:`UserError` naming the first judgement file among ``paths`` that another judge (or another
+    judge prompt, by its hash) made; files that do not exist yet, and the same judge's, pass."""
+    prompt = judge_prompt_hash(rubric)
+    for path in paths:
+        if not path.is_file():
+            continue
+        try:
+            made = json.loads(path.read_text(encoding="utf-8"))
+            by, their_prompt = str(made["judge_model"]), str(made["prompt_hash"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise UserError(f"{path}: an unreadable judgement is in the way; {flag} replaces it") from None
+        if by != judge:
+            raise UserError(f"{path}: judged by {by}, not {judge}; {flag} replaces it")
+        if their_prompt != prompt:
+            raise UserError(f"{path}: judged by {by} with another judge prompt (hash {their_prompt}, now "
+                            f"{prompt}); {flag} replaces it")
+
+
+def judgement_rows(judgement: Judgement, *, model: str, protocol: str, variant: str, replicate: dict[str, Any],
+                   judgement_file: str, jury: bool) -> list[dict[str, Any]]:
+    """The rows of ``judgements.csv`` for one judgement: one per item (docs/cohorts.md)."""
+    return [{"case_id": judgement.case_id, "model": model, "protocol": protocol, "format": variant, **replicate,
+             "rubric": judgement.rubric, "component": item.component, "criterion": item.criterion,
+             "score": item.score, "calibrated_score": item.calibrated_score, "not_evaluable": item.not_evaluable,
+             "reason": item.reason or "",
+             # kept/total characters of a whole-case record cut to fit the judge's context
+             "shortened_input": shortened_input(item.detail), "judgement": judgement_file,
+             **({"jury_judges": item.verdict.judges, "jury_not_evaluable": item.verdict.not_evaluable,
+                 "jury_tie": item.verdict.tie or ""} if jury and item.verdict else {})}
+            for item in judgement.items]
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def rebuild_judgements_csv(run_dir: Path) -> Path | None:
+    """A cohort folder's ``judgements.csv`` rewritten from the judgement files beside its arms' traces (in
+    the file's rubric order, then new rubrics by name; within a rubric, arms.csv's order), so that it says
+    what the files say after a re-judging; None when ``run_dir`` is not a cohort (no manifest, no arms.csv)."""
+    arms = run_dir / "arms.csv"
+    if not (run_dir / MANIFEST).is_file() or not arms.is_file():
+        return None
+    rows = [r for r in _csv(arms) if r.get("trace") and r.get("status") == "completed"]
+    order = list(dict.fromkeys(r["rubric"] for r in _csv(run_dir / "judgements.csv") if r.get("rubric")))
+    found: dict[str, list[tuple[dict[str, str], Judgement, Path]]] = {}
+    for row in rows:
+        trace = run_dir / row["trace"]
+        for path in sorted(trace.parent.glob(trace.name.removesuffix(".trace.json") + ".judge.*.json")):
+            judgement = read_judgement(path)
+            found.setdefault(judgement.rubric, []).append((row, judgement, path))
+    replicates = any(r.get("replicate") not in (None, "") for r in rows)
+    jury = any(j.jury is not None for judged in found.values() for _, j, _ in judged)
+    columns: tuple[str, ...] = (*JUDGEMENT_COLUMNS[:4], "replicate", *JUDGEMENT_COLUMNS[4:]) if replicates \
+        else JUDGEMENT_COLUMNS
+    columns += JURY_COLUMNS if jury else ()
+    table: list[dict[str, Any]] = []
+    for rubric in [*(r for r in order if r in found), *sorted(set(found) - set(order))]:
+        for row, judgement, path in found[rubric]:
+            replicate = {"replicate": row["replicate"]} if replicates and row.get("replicate") else {}
+            table += judgement_rows(judgement, model=row["model"], protocol=row["protocol"], variant=row["format"],
+                                    replicate=replicate, judgement_file=relative(path, run_dir), jury=jury)
+    return write_csv(run_dir / "judgements.csv", table, fields=columns)
