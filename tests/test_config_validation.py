@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 # run settings with no flag: set in a --config file only (the length budgets are the protocol's, and
 # "lengths" exists for replaying traces recorded before them)
-FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths"}
+# (panel and review are what consilium ablate changes, docs/ablations.md)
+FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths", "panel", "review"}
 CONFIGS = (ConsiliumConfig, BoardConfig)
 
 

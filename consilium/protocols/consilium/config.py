@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from consilium.agents.records import AssignedRole
 from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
 __all__ = ["BUDGETED_STAGES", "CHARS_PER_TOKEN", "DEFAULT_BUDGET_CHARS", "DEFAULT_MAX_TOKENS", "FRAME_TOKENS",
@@ -74,6 +75,14 @@ class ConsiliumConfig(RunConfig):
                                       "(structured sections 800 characters, free-form unchecked), for replaying them")
     budget_tokens: int | None = Field(default=None, ge=1, description="stop before a call once this many "
                                                                        "tokens (input + output) are spent")
+    # Ablations (consilium ablate, docs/ablations.md); each is recorded only when set, so every other
+    # config (and every digest a resume compares) is as it was.
+    panel: list[AssignedRole] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="a fixed panel, seated instead of asking the moderator for one (the same panel less one "
+                    "role, or under another moderator)")
+    review: bool = Field(default=True, exclude_if=lambda v: v is True,
+                         description="false: stop at the initial report, with no review round")
 
     @model_validator(mode="before")
     @classmethod

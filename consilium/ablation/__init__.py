@@ -1,0 +1,1 @@
+"""Counterfactual ablations of a finished cohort (``consilium ablate``, docs/ablations.md)."""

@@ -1,0 +1,77 @@
+"""An ablation's outputs in its folder: ``arms.csv``, ``pairs.csv``, ``stats.csv``, ``stop_reasons.csv``,
+``calls.csv``, for leave-one-out ``contributions.csv``, ``report.md`` and ``forest.png``/``.pdf``; the ablated
+traces and their judgements under ``arms/``. The folder is new each run (:func:`new_folder`): nothing is
+overwritten."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from consilium.ablation.figures import forest_plot
+from consilium.cohort.tables import write_csv
+from consilium.errors import UserError
+from consilium.fileio import make_folder, write_text_atomic
+
+__all__ = ["Tables", "new_folder", "write_outputs"]
+
+Tables = dict[str, list[dict[str, Any]]]
+
+_STAT_COLUMNS = ("group", "model", "format", "metric", "cases", "pairs_left_out", "mean_original", "mean_ablated",
+                 "mean_difference", "ci_low", "ci_high", "rank_biserial", "wilcoxon_w", "p", "p_holm", "note")
+
+
+def new_folder(run_dir: Path, kind: str, out: Path | None) -> Path:
+    """``out`` if it does not exist yet (refused otherwise), else ``RUN_DIR/ablate/<kind>/run-<n>``, the next n."""
+    if out is not None:
+        if out.exists():
+            raise UserError(f"--out: {out}: already exists (an ablation never writes over one); name a new folder")
+        return make_folder(out)
+    base = run_dir / "ablate" / kind
+    n = 1
+    while (base / f"run-{n}").exists():
+        n += 1
+    return make_folder(base / f"run-{n}")
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e-3 and value else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value).replace("|", "\\|")
+
+
+def _markdown(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    if not rows:
+        return "(none)\n"
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out: Path, kind: str, tables: Tables, summary: list[str]) -> list[Path]:
+    """Every table as CSV, the figure and report.md; returns the files written."""
+    written = [write_csv(out / f"{name}.csv", rows, fields=_STAT_COLUMNS if name == "stats" else ())
+               for name, rows in tables.items()]
+    figure = forest_plot(tables["stats"], out, f"consilium ablate --kind {kind}")
+    parts = [f"# Ablation: {kind}\n", *[f"- {line}" for line in summary], "",
+             "## Paired differences (ablated − original)\n",
+             "One value per case (its ablated arms averaged); 95 % case-clustered bootstrap CI; rank-biserial "
+             "from the signed ranks; Wilcoxon signed-rank (zero_method wilcox, two-sided); Holm across the "
+             "groups of one model, format and metric.\n", _markdown(tables["stats"], _STAT_COLUMNS)]
+    if "contributions" in tables:
+        parts += ["## Which specialist mattered (mean score drop when left out)\n",
+                  _markdown(tables["contributions"], ("category", "model", "format", "metric", "cases", "mean_drop",
+                                                      "ci_low", "ci_high", "p_holm"))]
+    parts += ["## Stop reasons (original → ablated)\n",
+              _markdown(tables["stop_reasons"], ("group", "model", "format", "original", "ablated", "arms")),
+              "## Calls reused from the original traces\n",
+              _markdown(tables["calls"], ("group", "model", "format", "arms", "reused_calls", "new_calls",
+                                          "reused_share"))]
+    if figure is not None:
+        parts.append(f"![forest plot]({figure.name})\n")
+        written.append(figure)
+    written.append(write_text_atomic(out / "report.md", "\n".join(parts)))
+    return written

@@ -1,0 +1,84 @@
+"""The finished cohort an ablation re-runs: its manifest, its completed consilium arms and their judgements."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from consilium.cohort.manifest import MANIFEST, CohortManifest, read_manifest
+from consilium.datafiles import first_error
+from consilium.errors import UserError
+from consilium.judges.record import Judgement
+
+__all__ = ["Cohort", "OriginalArm", "judgement_path", "read_cohort", "read_judgement"]
+
+
+@dataclass(frozen=True)
+class OriginalArm:
+    """A completed consilium arm of the cohort, as its arms.csv row names it."""
+
+    case_id: str
+    model_spec: str
+    model: str
+    format: str
+    replicate: str  #: the replicate's index, "" in a cohort not run in replicates
+    trace: str  #: relative to the run folder
+
+    def path(self, run_dir: Path) -> Path:
+        return run_dir / self.trace
+
+
+@dataclass(frozen=True)
+class Cohort:
+    run_dir: Path
+    manifest: CohortManifest
+    arms: list[OriginalArm]
+
+
+def read_cohort(run_dir: Path) -> Cohort:
+    """The cohort in ``run_dir`` and its completed consilium arms; one line naming what is wrong otherwise."""
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder")
+    if not (run_dir / MANIFEST).is_file():
+        raise UserError(f"{run_dir}: no {MANIFEST} (not a cohort folder)")
+    manifest = read_manifest(run_dir)
+    table = run_dir / "arms.csv"
+    try:
+        with table.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise UserError(f"{table}: not found (the cohort has no arms table)") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{table}: not a readable arms table ({exc})") from None
+    missing = [c for c in ("case_id", "model_spec", "protocol", "format", "status", "trace")
+               if rows and c not in rows[0]]
+    if missing:
+        raise UserError(f"{table}: {missing[0]}: column missing")
+    arms = [OriginalArm(r["case_id"], r["model_spec"], r.get("model", ""), r["format"], r.get("replicate") or "",
+                        r["trace"])
+            for r in rows if r["protocol"] == "consilium" and r["status"] == "completed" and r["trace"]]
+    if not arms:
+        raise UserError(f"{table}: no completed consilium arm to ablate")
+    return Cohort(run_dir, manifest, arms)
+
+
+def judgement_path(trace: Path, rubric: str) -> Path:
+    """Where a cohort writes a trace's judgement by ``rubric``: beside it."""
+    return trace.with_name(trace.name.removesuffix(".trace.json") + f".judge.{rubric}.json")
+
+
+def read_judgement(path: Path) -> Judgement | None:
+    """The judgement at ``path``; None when there is none; a file that is not one is a user error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable judgement ({exc})") from None
+    try:
+        return Judgement.model_validate_json(text)
+    except ValidationError as exc:
+        raise UserError(f"{path}: {first_error(exc)}") from None

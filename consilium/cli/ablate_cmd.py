@@ -1,0 +1,158 @@
+"""``consilium ablate RUN_DIR --kind …``: re-run a finished cohort's consilium arms with one thing changed, judge
+them as the cohort was judged, and compare with the originals case by case (docs/ablations.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from consilium import aio
+from consilium.ablation.judging import Scores, judge_arms
+from consilium.ablation.kinds import KINDS, Kind
+from consilium.ablation.report import new_folder, write_outputs
+from consilium.ablation.run import AblatedArm, run_ablation
+from consilium.ablation.source import Cohort, read_cohort
+from consilium.ablation.tables import arm_rows, call_rows, contribution_rows, pair_rows, stat_rows, stop_rows
+from consilium.cli.concurrency import add_concurrency_argument
+from consilium.cli.options import model_options, positive_int
+from consilium.cohort.resume import base_url_for_resume
+from consilium.errors import UserError
+from consilium.judges.rubric import Rubric, load_rubric
+from consilium.judges.runner import JudgeSetup
+from consilium.models import ChatModel
+from consilium.models.factory import ModelOptions, build_model
+
+__all__ = ["register", "run"]
+
+#: The round caps --kind max-rounds sweeps unless --max-rounds says otherwise.
+DEFAULT_CAPS = (1, 2, 3, 5)
+
+
+def _caps(text: str) -> tuple[int, ...]:
+    try:
+        caps = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected round caps such as 1,2,3,5, not {text!r}") from None
+    if not caps or any(c < 1 for c in caps) or len(set(caps)) != len(caps):
+        raise argparse.ArgumentTypeError(f"expected distinct round caps of at least 1, not {text!r}")
+    return caps
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("ablate", help="re-run a cohort's arms with one thing changed and compare, paired")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished cohort's folder")
+    parser.add_argument("--kind", required=True, choices=KINDS, help="what to change (docs/ablations.md)")
+    parser.add_argument("--moderator-model", default=None, metavar="SPEC",
+                        help="--kind moderator: the other moderator's model")
+    parser.add_argument("--max-rounds", type=_caps, default=None, metavar="N,N,…",
+                        help="--kind max-rounds: the round caps to sweep (default 1,2,3,5)")
+    parser.add_argument("--judge", action="append", default=None, metavar="RUBRIC",
+                        help="score with this rubric (repeatable; default: the cohort's rubrics)")
+    parser.add_argument("--judge-model", default=None, metavar="SPEC",
+                        help="the judge's model (default: the cohort's judge model)")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="a new folder for the results (default: RUN_DIR/ablate/<kind>/run-<n>)")
+    parser.add_argument("--bootstrap", type=positive_int, default=10_000, metavar="N",
+                        help="bootstrap resamples (10000)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="the bootstrap's seed (0)")
+    group = parser.add_argument_group("model")
+    add_concurrency_argument(group, positive_int)
+    group.add_argument("--base-url", default=None, help="the server, when the cohort's URL had masked credentials")
+    group.add_argument("--no-cache", action="store_true", help="do not use the SQLite response cache")
+    parser.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace, cohort: Cohort) -> ModelOptions:
+    """The cohort's way to its models (the manifest's settings), as a resume reaches them."""
+    s = cohort.manifest.settings
+    kept = argparse.Namespace(
+        model_config=None, base_url=base_url_for_resume(args, cohort.manifest, os.environ.get("OPENAI_BASE_URL")),
+        schema_dialect=s.model.schema_dialect, http_client=s.model.http_client, concurrency=None,
+        timeout=s.model.timeout, max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay,
+        no_cache=args.no_cache or s.model.no_cache, cache_path=Path(s.model.cache_path) if s.model.cache_path else None)
+    overrides: dict[str, object] = {"max_concurrency": args.concurrency or s.concurrency}
+    if s.model.api_key_env:
+        key = os.environ.get(s.model.api_key_env)
+        if not key:
+            raise UserError(f"{cohort.run_dir}: the cohort's key comes from ${s.model.api_key_env}, which is not set")
+        overrides["api_key"] = key
+    return model_options(kept, **overrides)
+
+
+def _rubrics(args: argparse.Namespace, cohort: Cohort) -> list[Rubric]:
+    names = args.judge if args.judge is not None else cohort.manifest.settings.judges
+    return [load_rubric(name, flag="--judge") for name in dict.fromkeys(names)]
+
+
+def _progress() -> Callable[[AblatedArm], None]:
+    """One line on stderr per ablated arm as it finishes."""
+    count = [0]
+
+    def on_done(arm: AblatedArm) -> None:
+        count[0] += 1
+        o = arm.original
+        replicate = f" · r{o.replicate}" if o.replicate else ""
+        print(f"[{count[0]}] {o.case_id} · {o.format}{replicate} · {arm.condition.name}: {arm.after.status} · "
+              f"{arm.reused} calls reused, {arm.new} new", file=sys.stderr)
+
+    return on_done
+
+
+def run(args: argparse.Namespace) -> int:
+    kind: Kind = args.kind
+    if args.moderator_model is not None and kind != "moderator":
+        raise UserError("--moderator-model: only --kind moderator changes the moderator")
+    if kind == "moderator" and args.moderator_model is None:
+        raise UserError("--moderator-model: --kind moderator needs the other moderator's model spec")
+    if args.max_rounds is not None and kind != "max-rounds":
+        raise UserError("--max-rounds: only --kind max-rounds sweeps the round cap")
+    caps: tuple[int, ...] = args.max_rounds or DEFAULT_CAPS
+    cohort = read_cohort(args.run_dir)
+    rubrics = _rubrics(args, cohort)
+    s = cohort.manifest.settings
+    options = _options(args, cohort)
+    specs = dict.fromkeys([*(a.model_spec for a in cohort.arms), *([s.moderator_model] if s.moderator_model else []),
+                           *([args.moderator_model] if args.moderator_model else [])])
+    models: dict[str, ChatModel] = {spec: build_model(spec, options) for spec in specs}
+    judge_spec = args.judge_model or s.judge_model
+    if rubrics and not judge_spec:
+        raise UserError("--judge-model: the cohort names no judge model; give one to judge the ablated arms")
+    judge = build_model(judge_spec, options) if rubrics and judge_spec else None
+    out = new_folder(args.run_dir, kind, args.out)
+    limit = options.max_concurrency
+    started = time.perf_counter()
+
+    setup = JudgeSetup(model=judge, scope=s.judge_scope) if judge else None
+
+    async def go() -> tuple[list[AblatedArm], tuple[Scores, Scores], int]:
+        try:
+            arms = await run_ablation(cohort, kind, models, out, moderator=args.moderator_model,
+                                      max_rounds=caps, limit=limit, on_done=_progress())
+            originals, scores, judged = await judge_arms(cohort, arms, rubrics, setup, out, limit=limit)
+            return arms, (originals, scores), judged
+        finally:
+            for model in [*models.values(), *([judge] if judge else [])]:
+                await model.aclose()
+
+    arms, (originals, scores), judged = aio.run(go())
+    pairs, left_out = pair_rows(arms, cohort.run_dir, originals, scores)
+    stats = stat_rows(pairs, left_out, draws=args.bootstrap, seed=args.seed)
+    tables = {"arms": arm_rows(arms, cohort.run_dir, out, originals, scores), "pairs": pairs, "stats": stats,
+              "stop_reasons": stop_rows(arms), "calls": call_rows(arms)}
+    if kind == "leave-one-out":
+        tables["contributions"] = contribution_rows(stats)
+    reused, new = sum(a.reused for a in arms), sum(a.new for a in arms)
+    summary = [f"cohort: {cohort.run_dir}", f"ablated arms: {len(arms)} from {len(cohort.arms)} completed consilium "
+               f"arms ({sum(a.after.status != 'completed' for a in arms)} failed)",
+               f"calls: {reused} reused from the original traces, {new} new",
+               f"judged with: {', '.join(r.name for r in rubrics) or 'no rubric'}"
+               + (f" by {judge_spec}" if rubrics else "") + (f"; {judged} original judgements made here" if judged
+                                                              else ""),
+               f"wall time: {time.perf_counter() - started:.1f} s"]
+    write_outputs(out, kind, tables, summary)
+    print(f"{len(arms)} ablated arms: {reused} calls reused, {new} new; results in {out}")
+    return 0

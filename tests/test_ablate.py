@@ -1,0 +1,328 @@
+"""``consilium ablate``: a scripted cohort of three cases, each kind run on it, and every number checked by hand.
+
+The panel (``panel_script``) answers by case marker: each case's panel, the dissent of each round (VOTES), a
+synthesis that names which opinions it merged (``report FULL``, ``report NO-<role>``), revisions that keep
+that name (``… rev<round>``). The judge (``judge_script``) scores each final text by case and name (SCORES), so
+the ablated arms score differently from the originals and from each other. The reused-call counts follow from
+which requests an ablation leaves as they were (worked out beside each assertion).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy.stats import wilcoxon
+
+from consilium.ablation.stats import holm, rank_biserial
+from consilium.cli import main
+
+CASES = ("k1", "k2", "k3")
+MARK = {"k1": "ZQALPHA", "k2": "ZQBRAVO", "k3": "ZQCHARLIE"}
+IM, CA, NE, PU = "Internal Medicine", "Cardiology", "Neurology", "Pulmonology"
+PANELS = {"k1": (IM, CA, NE), "k2": (CA, IM, PU), "k3": (NE, IM, CA)}  # the primary first
+MAX_ROUNDS = 3
+
+
+def rid(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+
+
+#: case → the role ids dissenting in rounds 1, 2, …: k1 consensus in round 2, k2 round_limit at 3, k3 consensus in 1.
+VOTES = {"k1": [{rid(CA)}], "k2": [{rid(IM)}] * 3, "k3": []}
+RUBRIC = "otb-conclusion-alignment"
+METRIC = f"score:{RUBRIC}"
+#: case → (a text the final report holds → the judge's score), tried in order.
+SCORES = {
+    "k1": [("FULL rev", 4), ("report FULL", 2), ("NO-internal-medicine", 2), ("NO-cardiology", 4),
+           ("NO-neurology", 3), ("SINGLE", 3), ("MODB", 3)],
+    "k2": [("FULL rev3", 5), ("FULL rev", 3), ("report FULL", 4), ("NO-cardiology", 1), ("NO-internal-medicine", 3),
+           ("NO-pulmonology", 3), ("SINGLE", 2), ("MODB", 3)],
+    "k3": [("report FULL", 5), ("NO-neurology", 3), ("NO-internal-medicine", 5), ("NO-cardiology", 4),
+           ("SINGLE", 5), ("MODB", 3)],
+}
+
+
+def panel_script() -> dict[str, Any]:
+    rules: list[dict[str, Any]] = []
+    for case, labels in PANELS.items():
+        m = MARK[case]
+        rules.append({"stage": "role_assignment", "contains": m, "json": {
+            "primary": {"label": labels[0], "justification": "owns the question"},
+            "supporting": [{"label": x, "justification": "also needed"} for x in labels[1:]]}})
+        rules.append({"stage": "opinion", "contains_all": [m, "No panel meets on this case"],
+                      "response": f"{m} SINGLE answer"})
+    rules.append({"stage": "opinion", "response": "Opinion of {role}"})
+    for case, labels in PANELS.items():
+        m = MARK[case]
+        rules.append({"stage": "synthesis", "contains_all": [m, *(f"[{x}]" for x in labels)],
+                      "response": f"{m} report FULL"})
+        for left in labels:
+            rules.append({"stage": "synthesis", "contains_all": [m, *(f"[{x}]" for x in labels if x != left)],
+                          "response": f"{m} report NO-{rid(left)}"})
+        for rnd, dissenting in enumerate(VOTES[case], 1):
+            rules += [{"stage": "vote", "role": role, "round": rnd, "contains": m,
+                       "json": {"vote": "dissent", "reason": "r", "requested_change": "c"}} for role in dissenting]
+        for tag in ["FULL", *(f"NO-{rid(x)}" for x in labels)]:
+            rules.append({"stage": "revision", "contains_all": [m, f"report {tag}"], "json": {
+                "changed": True, "change_summary": "revised", "report": f"{m} report {tag} rev{{round}}"}})
+    rules.append({"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}})
+    return {"model": "panel", "rules": rules}
+
+
+def moderator_script() -> dict[str, Any]:
+    rules: list[dict[str, Any]] = []
+    for m in MARK.values():
+        rules.append({"stage": "synthesis", "contains": m, "response": f"{m} report MODB"})
+        rules.append({"stage": "revision", "contains": m, "json": {
+            "changed": True, "change_summary": "revised", "report": f"{m} report MODB rev{{round}}"}})
+    return {"model": "moderator-b", "rules": rules}
+
+
+def judge_script() -> dict[str, Any]:
+    return {"model": "judge", "rules": [
+        {"stage": "judge", "contains_all": [MARK[case], text],
+         "json": {"conclusion_alignment": {"score": value, "rationale": "r"}}}
+        for case in CASES for text, value in SCORES[case]]}
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ablate")
+    (root / "cases").mkdir()
+    for case in CASES:
+        (root / "cases" / f"{case}.json").write_text(json.dumps({
+            "id": case, "title": case, "kind": "diagnostic", "question": "What is the most likely diagnosis?",
+            "presentation": f"Case {MARK[case]}: fever and cough.",
+            "reference": {"diagnosis": "Pneumonia", "conclusion": "Treat community-acquired pneumonia."}}))
+    for name, script in (("panel", panel_script()), ("moderator", moderator_script()), ("judge", judge_script())):
+        (root / f"{name}.json").write_text(json.dumps(script))
+    (root / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    code = main(["cohort", "--cases", str(root / "cases"), "--model", f"scripted:{root / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(root / "run.yaml"), "--judge", RUBRIC,
+                 "--judge-model", f"scripted:{root / 'judge.json'}", "--concurrency", "4", "--out", str(root / "runs")])
+    assert code == 0
+    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    return run_dir
+
+
+def ablate(run_dir: Path, kind: str, *extra: str) -> Path:
+    out = run_dir.parent / f"out-{kind}"
+    assert main(["ablate", str(run_dir), "--kind", kind, "--out", str(out), "--bootstrap", "500", *extra]) == 0
+    return out
+
+
+def table(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def stat(out: Path, group: str, metric: str = METRIC) -> dict[str, str]:
+    [row] = [r for r in table(out / "stats.csv") if r["group"] == group and r["metric"] == metric]
+    return row
+
+
+def calls(out: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    return {(r["condition"], r["case_id"]): (int(r["reused_calls"]), int(r["new_calls"]))
+            for r in table(out / "arms.csv")}
+
+
+def trace(out: Path, case: str, condition: str) -> dict[str, Any]:
+    [path] = out.glob(f"arms/*/*/{case}.free-form.{condition}.trace.json")
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def p_of(differences: Sequence[float]) -> float:
+    return round(float(wilcoxon(differences, zero_method="wilcox").pvalue), 6)
+
+
+def by_hand_rank_biserial(differences: Sequence[float]) -> float:
+    """Signed ranks of |d| over the non-zero d (ties averaged), (W+ − W−) / (W+ + W−)."""
+    nonzero = sorted((d for d in differences if d), key=abs)
+    ranks: dict[float, float] = {}
+    i = 0
+    while i < len(nonzero):
+        j = i
+        while j < len(nonzero) and abs(nonzero[j]) == abs(nonzero[i]):
+            j += 1
+        ranks[abs(nonzero[i])] = (i + 1 + j) / 2
+        i = j
+    plus = sum(ranks[abs(d)] for d in nonzero if d > 0)
+    minus = sum(ranks[abs(d)] for d in nonzero if d < 0)
+    return (plus - minus) / (plus + minus)
+
+
+def holm_by_hand(ps: list[float]) -> list[float]:
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    adjusted, running = [0.0] * len(ps), 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - k) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def test_no_deliberation(cohort: Path) -> None:
+    out = ablate(cohort, "no-deliberation")
+    # The role assignment, three opinions and the synthesis ask what the original asked: all reused, none new.
+    assert calls(out) == {("no-deliberation", c): (5, 0) for c in CASES}
+    k1 = trace(out, "k1", "no-deliberation")
+    assert k1["rounds"] == [] and len(k1["reports"]) == 1 and k1["config"]["review"] is False
+    assert k1["stop_reason"] is None and k1["final_report"]["text"] == "ZQALPHA report FULL"
+    # originals: k1 "FULL rev1" 4, k2 "FULL rev2" 3, k3 "FULL" 5; the initial reports: 2, 4, 5
+    differences = [2 - 4, 4 - 3, 5 - 5]
+    row = stat(out, "no-deliberation")
+    assert int(row["cases"]) == 3 and float(row["mean_difference"]) == round(-1 / 3, 4)
+    assert float(row["rank_biserial"]) == round(by_hand_rank_biserial(differences), 4) == round(-1 / 3, 4)
+    assert float(row["p"]) == p_of(differences) and float(row["p_holm"]) == float(row["p"])  # a family of one
+    assert float(row["ci_low"]) <= float(row["mean_difference"]) <= float(row["ci_high"])
+    rounds = stat(out, "no-deliberation", "rounds")
+    assert float(rounds["mean_difference"]) == -2.0 and float(rounds["rank_biserial"]) == -1.0  # 0 − (2, 3, 1)
+    stops = {(r["original"], r["ablated"]): int(r["arms"]) for r in table(out / "stop_reasons.csv")}
+    assert stops == {("consensus", "none"): 2, ("round_limit", "none"): 1}
+    assert (out / "forest.png").is_file() and "## Paired differences" in (out / "report.md").read_text()
+    assert "15 reused from the original traces, 0 new" in (out / "report.md").read_text()
+
+
+def test_leave_one_out(cohort: Path) -> None:
+    out = ablate(cohort, "leave-one-out")
+    # A fixed panel makes no role assignment; the two remaining opinions are reused; the synthesis merges other
+    # opinions (new), so every later call sees another report (new). k1 less CA: one round of 2 votes (3 new);
+    # less IM or NE: CA still dissents, so 2 votes, a revision and 2 votes (6 new). k2 less IM: no dissent (3
+    # new), less CA or PU: IM dissents to the cap, 3 × 2 votes and 2 revisions (9 new). k3: one round (3 new).
+    expected = {"k1": {IM: 6, CA: 3, NE: 6}, "k2": {CA: 9, IM: 3, PU: 9}, "k3": {NE: 3, IM: 3, CA: 3}}
+    assert calls(out) == {(f"without-{rid(x)}", c): (2, n) for c, new in expected.items() for x, n in new.items()}
+    k1 = trace(out, "k1", "without-internal-medicine")
+    assert [r["id"] for r in k1["roles"]] == ["cardiology", "neurology"] and len(k1["rounds"]) == 2
+    assert [r["id"] for r in k1["config"]["panel"]] == ["cardiology", "neurology"]
+    assert {v["role"] for rnd in k1["rounds"] for v in rnd["votes"]} == {"cardiology", "neurology"}
+    assert not any(c["stage"] == "role_assignment" for c in k1["calls"])
+    assert len(trace(out, "k2", "without-cardiology")["rounds"]) == 3
+    # score differences by category (originals 4, 3, 5): IM in k1 (2), k2 (3), k3 (5); CA in k1 (4), k2 (1),
+    # k3 (4); NE in k1 (3), k3 (3); PU in k2 (3); the primary roles IM (2), CA (1), NE (3).
+    diffs = {"internal_medicine": [-2, 0, 0], "cardiology": [0, -2, -1], "neurology": [-1, -2], "pulmonology": [0],
+             "primary": [-2, -2, -2]}
+    rows = {g: stat(out, g) for g in diffs}
+    for group, d in diffs.items():
+        assert float(rows[group]["mean_difference"]) == round(sum(d) / len(d), 4), group
+        assert int(rows[group]["cases"]) == len(d)
+    assert rows["pulmonology"]["p"] == "" and "not testable" in rows["pulmonology"]["note"]
+    testable = [g for g in diffs if any(diffs[g])]
+    ps = [p_of(diffs[g]) for g in testable]
+    for group, p, adjusted in zip(testable, ps, holm_by_hand(ps), strict=True):
+        assert float(rows[group]["p"]) == p and float(rows[group]["p_holm"]) == pytest.approx(adjusted, abs=1e-6)
+        assert float(rows[group]["rank_biserial"]) == round(by_hand_rank_biserial(diffs[group]), 4)
+    drops = [(r["category"], float(r["mean_drop"])) for r in table(out / "contributions.csv")]
+    assert drops == [("primary", 2.0), ("neurology", 1.5), ("cardiology", 1.0), ("internal_medicine", 0.6667),
+                     ("pulmonology", 0.0)]
+
+
+def test_single(cohort: Path) -> None:
+    out = ablate(cohort, "single")
+    # The baseline's role assignment is the consilium's own request (reused); its one answer is new.
+    assert calls(out) == {("single", c): (1, 1) for c in CASES}
+    k2 = trace(out, "k2", "single")
+    assert k2["kind"] == "single" and k2["specialist"] == "cardiology"
+    row = stat(out, "single")
+    assert float(row["mean_difference"]) == round((3 - 4 + 2 - 3 + 5 - 5) / 3, 4)
+    assert float(row["p"]) == p_of([-1, -1, 0])
+
+
+def test_max_rounds(cohort: Path) -> None:
+    out = ablate(cohort, "max-rounds", "--max-rounds", "1,2,5")
+    # Up to the original's last round every request is the original's. Cap 1: assignment, 3 opinions, synthesis,
+    # 3 votes (8); cap 2: k1 all 12, k2 12 (its third round never comes), k3 8; cap 5: k2 goes on: a third revision
+    # and a fourth round of 3 votes are new.
+    assert calls(out) == {**{("max-rounds-1", c): (8, 0) for c in CASES},
+                          ("max-rounds-2", "k1"): (12, 0), ("max-rounds-2", "k2"): (12, 0),
+                          ("max-rounds-2", "k3"): (8, 0), ("max-rounds-5", "k1"): (12, 0),
+                          ("max-rounds-5", "k2"): (16, 4), ("max-rounds-5", "k3"): (8, 0)}
+    assert len(trace(out, "k2", "max-rounds-5")["rounds"]) == 4
+    assert trace(out, "k2", "max-rounds-1")["stop_reason"] == "round_limit"
+    one, two, five = (stat(out, f"max_rounds={k}") for k in (1, 2, 5))
+    assert float(one["mean_difference"]) == round(-1 / 3, 4) and float(one["p"]) == p_of([-2, 1, 0])
+    assert two["p"] == "" and float(two["mean_difference"]) == 0.0  # k2 ends at "FULL rev1" as the original: 3
+    assert float(five["mean_difference"]) == round(2 / 3, 4) and float(five["p"]) == p_of([0, 2, 0])
+    [adjusted_one, adjusted_five] = holm_by_hand([p_of([-2, 1, 0]), p_of([0, 2, 0])])
+    assert float(one["p_holm"]) == pytest.approx(adjusted_one, abs=1e-6)
+    assert float(five["p_holm"]) == pytest.approx(adjusted_five, abs=1e-6)
+    assert float(stat(out, "max_rounds=5", "rounds")["mean_difference"]) == round(1 / 3, 4)
+
+
+def test_moderator(cohort: Path) -> None:
+    moderator = cohort.parent.parent / "moderator.json"
+    out = ablate(cohort, "moderator", "--moderator-model", f"scripted:{moderator}")
+    # The same panel (no assignment call), its three opinions reused; the other moderator's syntheses and
+    # revisions are new, and so is every vote on its reports: k1 1 + 3 + 1 + 3, k2 1 + 3 × 3 + 2, k3 1 + 3.
+    assert calls(out) == {("moderator", "k1"): (3, 8), ("moderator", "k2"): (3, 12), ("moderator", "k3"): (3, 4)}
+    k2 = trace(out, "k2", "moderator")
+    assert k2["moderator_model"] == "moderator-b" and [r["id"] for r in k2["roles"]] == ["cardiology",
+                                                                                          "internal-medicine",
+                                                                                          "pulmonology"]
+    assert float(stat(out, "moderator")["mean_difference"]) == round((3 - 4 + 3 - 3 + 3 - 5) / 3, 4)
+
+
+def test_replicates_are_averaged_within_their_case(tmp_path: Path) -> None:
+    """Two replicates (seeds 0 and 1); with seed 1 the k1 synthesis is another text, scored 1. Each case is one
+    pair, its replicates' differences averaged: k1 (2 − 4 + 1 − 4) / 2, k2 +1, k3 0."""
+    for case in CASES:
+        (tmp_path / "cases").mkdir(exist_ok=True)
+        (tmp_path / "cases" / f"{case}.json").write_text(json.dumps({
+            "id": case, "title": case, "kind": "diagnostic", "question": "What is the most likely diagnosis?",
+            "presentation": f"Case {MARK[case]}: fever and cough.",
+            "reference": {"diagnosis": "Pneumonia", "conclusion": "Treat community-acquired pneumonia."}}))
+    panel = panel_script()
+    panel["rules"].insert(0, {"stage": "synthesis", "seed": 1, "contains_all": [MARK["k1"], *(f"[{x}]" for x in
+                                                                                             PANELS["k1"])],
+                              "response": f"{MARK['k1']} report FULL-SEED1"})
+    judge = judge_script()
+    judge["rules"].insert(0, {"stage": "judge", "contains_all": [MARK["k1"], "FULL-SEED1"],
+                              "json": {"conclusion_alignment": {"score": 1, "rationale": "r"}}})
+    (tmp_path / "panel.json").write_text(json.dumps(panel))
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    (tmp_path / "study.yaml").write_text(
+        f"cases: cases\nmodels: [scripted:panel.json]\nformats: [free-form]\nrun: {{max_rounds: {MAX_ROUNDS}}}\n"
+        f"judges: [{RUBRIC}]\njudge_model: scripted:judge.json\nreplicates: 2\n")
+    assert main(["cohort", "--experiment", str(tmp_path / "study.yaml"), "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    out = ablate(run_dir, "no-deliberation")
+    arms = table(out / "arms.csv")
+    assert sorted((r["case_id"], r["replicate"]) for r in arms) == [(c, r) for c in CASES for r in ("0", "1")]
+    assert all((r["reused_calls"], r["new_calls"]) == ("5", "0") for r in arms)
+    pairs = {r["case_id"]: r for r in table(out / "pairs.csv") if r["metric"] == METRIC}
+    assert {c: (int(r["arms"]), float(r["difference"])) for c, r in pairs.items()} == \
+        {"k1": (2, -2.5), "k2": (2, 1.0), "k3": (2, 0.0)}
+    row = stat(out, "no-deliberation")
+    assert int(row["cases"]) == 3 and float(row["mean_difference"]) == round((-2.5 + 1 + 0) / 3, 4)
+    assert float(row["p"]) == p_of([-2.5, 1.0, 0.0])
+
+
+def test_the_statistics_helpers_agree_with_the_hand_formulas() -> None:
+    d = [1.5, -0.5, 2.0, -2.0, 0.0, 3.0]
+    assert rank_biserial(d) == pytest.approx(by_hand_rank_biserial(d))
+    assert rank_biserial([0.0, 0.0]) is None
+    ps = [0.01, 0.04, None, 0.03]
+    assert holm(ps) == pytest.approx([0.03, 0.06, None, 0.06])
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["ablate", "/no/such/run", "--kind", "single"], "/no/such/run: no such run folder"),
+    (["ablate", "{run}", "--kind", "moderator"], "--moderator-model: --kind moderator needs"),
+    (["ablate", "{run}", "--kind", "single", "--moderator-model", "embedded"], "--moderator-model: only"),
+    (["ablate", "{run}", "--kind", "single", "--out", "{run}"], "--out: "),
+    (["ablate", "{run}", "--kind", "max-rounds", "--max-rounds", "0,2"], "--max-rounds"),
+    (["ablate", "{run}", "--kind", "sideways"], "--kind"),
+    (["ablate", "{run}", "--kind", "single", "--max-rounds", "2"], "--max-rounds: only"),
+    (["ablate", "{cases}", "--kind", "single"], "no manifest.json"),
+])
+def test_bad_input_is_one_line_and_exit_2(cohort: Path, argv: list[str], expected: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.format(run=cohort, cases=cohort.parent.parent / "cases") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err, err
