@@ -11,6 +11,7 @@ from functools import lru_cache
 import tiktoken
 
 from consilium.models.types import Message
+from consilium.models.usage import Usage
 
 __all__ = ["ENCODING_NAME", "context_window", "count_message_tokens", "count_tokens"]
 
@@ -44,3 +45,19 @@ def context_window(model: object) -> int | None:
             return n_ctx
         model, seen = getattr(model, "inner", None), seen + 1
     return None
+
+
+def reported_usage(messages: list[Message], answer: str, reasoning: str | None, *, prompt: int | None,
+                   output: int | None, cached: int, thinking: int | None) -> Usage:
+    """A backend's reported counts (None: not reported); a count left out is counted with tiktoken and the
+    usage marked estimated, never 0. Reasoning tokens are part of the output tokens: when not reported they are
+    counted from the reasoning text (vLLM, a ``<think>`` block), never more than the reported output."""
+    reasoning_estimated = thinking is None and reasoning is not None
+    if thinking is None:
+        thinking = count_tokens(reasoning) if reasoning is not None else 0
+        if output is not None:  # an estimate never claims more than the backend counted in all
+            thinking = min(thinking, output)
+    return Usage(input_tokens=count_message_tokens(messages) if prompt is None else prompt,
+                 output_tokens=count_tokens(answer) + thinking if output is None else output,
+                 cached_tokens=cached, reasoning_tokens=thinking, calls=1,
+                 estimated=prompt is None or output is None or reasoning_estimated)

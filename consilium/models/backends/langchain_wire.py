@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from consilium.errors import ConsiliumError, ModelError, TransientModelError, UserError
 from consilium.models.images import image_data_url
 from consilium.models.reasoning import split_reasoning
-from consilium.models.tokens import count_message_tokens, count_tokens
+from consilium.models.tokens import reported_usage
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 from consilium.redact import redact
@@ -101,18 +101,10 @@ def _usage(message: AIMessage, request: ModelRequest, answer: str, reasoning: st
     """``usage_metadata``'s counts (cached input: ``input_token_details.cache_read``, reasoning:
     ``output_token_details.reasoning``); a count it leaves out is counted with tiktoken, marked estimated."""
     meta: dict[str, Any] = dict(message.usage_metadata or {})
-    prompt, output = meta.get("input_tokens"), meta.get("output_tokens")
-    cached = int((meta.get("input_token_details") or {}).get("cache_read") or 0)
-    thinking = (meta.get("output_token_details") or {}).get("reasoning")
-    reasoning_estimated = thinking is None and reasoning is not None
-    if thinking is None:
-        thinking = count_tokens(reasoning) if reasoning is not None else 0
-        if output is not None:  # an estimate never claims more than the model counted in all
-            thinking = min(thinking, output)
-    return Usage(input_tokens=count_message_tokens(list(request.messages)) if prompt is None else prompt,
-                 output_tokens=count_tokens(answer) + thinking if output is None else output,
-                 cached_tokens=cached, reasoning_tokens=thinking, calls=1,
-                 estimated=prompt is None or output is None or reasoning_estimated)
+    return reported_usage(list(request.messages), answer, reasoning, prompt=meta.get("input_tokens"),
+                          output=meta.get("output_tokens"),
+                          cached=int((meta.get("input_token_details") or {}).get("cache_read") or 0),
+                          thinking=(meta.get("output_token_details") or {}).get("reasoning"))
 
 
 def model_error(model_id: str, exc: Exception) -> ConsiliumError:

@@ -31,7 +31,7 @@ from consilium.models.backends.openai_wire import Completion, MalformedCompletio
 from consilium.models.images import image_data_url
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import SAMPLING_SETTINGS, TOKEN_PARAMS, request_rule, split_reasoning
-from consilium.models.tokens import count_message_tokens, count_tokens
+from consilium.models.tokens import reported_usage
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
 from consilium.redact import redact, redact_url
@@ -185,13 +185,6 @@ def _usage(completion: Completion, request: ModelRequest, answer: str, reasoning
     """The server's counts; a count it leaves out is counted with tiktoken and marked estimated, never 0.
     Reasoning tokens are part of the output tokens: reported in ``completion_tokens_details``, else
     counted from the reasoning text when there is some (vLLM, a ``<think>`` block)."""
-    prompt, output, thinking = completion.prompt_tokens, completion.completion_tokens, completion.reasoning_tokens
-    reasoning_estimated = thinking is None and reasoning is not None
-    if thinking is None:
-        thinking = count_tokens(reasoning) if reasoning is not None else 0
-        if output is not None:  # an estimate never claims more than the server counted in all
-            thinking = min(thinking, output)
-    return Usage(input_tokens=count_message_tokens(list(request.messages)) if prompt is None else prompt,
-                 output_tokens=count_tokens(answer) + thinking if output is None else output,
-                 cached_tokens=completion.cached_tokens, reasoning_tokens=thinking, calls=1,
-                 estimated=prompt is None or output is None or reasoning_estimated)
+    return reported_usage(list(request.messages), answer, reasoning, prompt=completion.prompt_tokens,
+                          output=completion.completion_tokens, cached=completion.cached_tokens,
+                          thinking=completion.reasoning_tokens)
