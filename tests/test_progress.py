@@ -46,8 +46,9 @@ def _lines(err: str) -> list[re.Match[str]]:
 def _judge_argv(folder: Path, tmp_path: Path) -> list[str]:
     judge = tmp_path / "judge.json"
     judge.write_text(json.dumps(JUDGE))
+    # The folder was judged by another judge: --force replaces its judgements (judge refuses to otherwise).
     return ["judge", str(folder), "--rubric", "ai-consilium", "--judge-model", f"scripted:{judge}",
-            "--component", "conclusion"]
+            "--component", "conclusion", "--force"]
 
 
 def test_item_progress_off_a_terminal_writes_one_line_per_item_with_its_counts() -> None:
