@@ -9,6 +9,8 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from networks_runs import cohort as _cohort
+from networks_runs import simulate_varied as _simulate_varied
 
 from consilium.cli import main
 from consilium.reports.networks.uptake import content_words, overlap_share
@@ -27,23 +29,6 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def _by(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, str]]:
     return {r[key]: r for r in rows}
-
-
-def _cohort(tmp: Path, cases: list[Path], *flags: str) -> Path:
-    folder = tmp / "cases"
-    folder.mkdir(parents=True)
-    for case in cases:
-        (folder / case.name).write_text(case.read_text(encoding="utf-8"), encoding="utf-8")
-    assert main(["cohort", "--cases", str(folder), "--no-cache", "--out", str(tmp / "runs"), *flags]) == 0
-    (run,) = (tmp / "runs").iterdir()
-    return run
-
-
-def _simulate_varied(tmp: Path) -> Path:
-    assert main(["simulate", "--case", str(MYOCARDITIS), "--format", "free-form", "--no-cache", "--out", str(tmp),
-                 "--model", f"scripted:{FIXTURES / 'varied-panel.yaml'}"]) == 0
-    (run,) = tmp.iterdir()
-    return run
 
 
 def _metrics(out: Path) -> dict[str, tuple[str, str, str]]:

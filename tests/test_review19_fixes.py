@@ -11,6 +11,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 import yaml
+from networks_runs import cohort as _cohort
+from networks_runs import simulate_varied as _simulate_varied
 
 from consilium.cli import main
 from consilium.reports.networks.metrics import category_metrics, dissenters
@@ -21,23 +23,6 @@ MYOCARDITIS = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
 PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"
 GRAPHML = "{http://graphml.graphdrawing.org/xmlns}"
-
-
-def _cohort(tmp: Path, cases: list[Path], *flags: str) -> Path:
-    folder = tmp / "cases"
-    folder.mkdir(parents=True)
-    for case in cases:
-        (folder / case.name).write_text(case.read_text(encoding="utf-8"), encoding="utf-8")
-    assert main(["cohort", "--cases", str(folder), "--no-cache", "--out", str(tmp / "runs"), *flags]) == 0
-    (run,) = (tmp / "runs").iterdir()
-    return run
-
-
-def _simulate_varied(tmp: Path) -> Path:
-    assert main(["simulate", "--case", str(MYOCARDITIS), "--format", "free-form", "--no-cache", "--out", str(tmp),
-                 "--model", f"scripted:{FIXTURES / 'varied-panel.yaml'}"]) == 0
-    (run,) = tmp.iterdir()
-    return run
 
 
 def _check_graphml(path: Path) -> int:
