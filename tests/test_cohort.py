@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,8 @@ def test_viewer_page_is_inert_in_headless_chromium(tmp_path: Path) -> None:
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("headless Chromium is missing under CI: .ci/run installs Debian's chromium")
         pytest.skip("headless Chromium is not installed (Debian package chromium)")
     hostile = '<script>document.title="pwned"</script>"><img src=x onerror="document.title=1">'
     panel = dict(PANEL, rules=[{"stage": "synthesis", "contains": "in prose", "response": hostile}, *PANEL["rules"]])
