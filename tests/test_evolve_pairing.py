@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 from corpus_evolve import CASES, HEADER, build_judged, evolve_argv, mark, write_scripts
 
+from consilium.calibration.evolution_results import Candidate, CriterionResult, Evaluation, RepeatResult
 from consilium.calibration.evolve import REEVALUATION_SEED_OFFSET, Item, evolve_criterion, rated_items
 from consilium.calibration.isotonic import split_cases
 from consilium.calibration.pairs import load_judgements
 from consilium.calibration.ratings import load_ratings
 from consilium.cli import main
+from consilium.cli.evolve_cmd import table5_csv
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models.backends.scripted import Script, ScriptedModel
@@ -130,7 +132,7 @@ def test_reevaluation_runs_the_judge_again_with_new_seeds(judged: Path, tmp_path
     for column, key in (("train_reeval_best_initial", "ti"), ("train_reeval_best_descendant", "td"),
                         ("val_best_initial", "vi"), ("val_best_descendant", "vd")):
         assert float(table[f"{column}_mean"]) == pytest.approx(statistics.fmean(expected[key]), abs=1e-4)
-        assert float(table[f"{column}_sd"]) == pytest.approx(statistics.pstdev(expected[key]), abs=1e-4)
+        assert float(table[f"{column}_sd"]) == pytest.approx(statistics.stdev(expected[key]), abs=1e-4)
     assert (table["criterion"], table["repeats"], table["promoted"]) == ("c1", "2", "true")
     evolved = load_rubric(str(out / "ai-consilium.v3.yaml"))
     assert next(c for c in evolved.criteria if c.id == "c1").definition.startswith("STRICT")
@@ -196,3 +198,46 @@ def test_a_scripted_rule_can_match_on_the_seed() -> None:
         return (await model.generate(request)).text
 
     assert [asyncio.run(ask(s)) for s in (7, 0, None)] == ["seven", "other", "other"]
+
+
+# ai-consilium.txt Table 5, criterion 1 and criterion 4's validation cells as printed (mean, SD), and three
+# repeats' MAEs that give them: k correct-distance units of 1/27 (training) or 1/9 (validation) items.
+PAPER_TABLE5 = {
+    "train_reeval_best_initial": ((25 / 27, 29 / 27, 31 / 27), 1.0494, 0.1132),
+    "train_reeval_best_descendant": ((13 / 27, 17 / 27, 21 / 27), 0.6296, 0.1481),
+    "val_best_initial": ((9 / 9, 12 / 9, 12 / 9), 1.2222, 0.1925),
+    "val_best_descendant": ((5 / 9, 5 / 9, 7 / 9), 0.6296, 0.1283),
+}
+
+
+def _repeat(index: int, maes: dict[str, float]) -> RepeatResult:
+    def evaluation(mae: float) -> Evaluation:
+        return Evaluation(mae=mae, worst=[], calls=0, cached=0, seeds=frozenset({index}))
+    initial, descendant = Candidate("initial", "initial", None), Candidate("evolved", "descendant", 0)
+    return RepeatResult(repeat=index, train_cases=27, val_cases=9, train_items=27, val_items=9, selection_seed=index,
+                        reevaluation_seed=REEVALUATION_SEED_OFFSET + index, best_initial=initial,
+                        best_descendant=descendant, selection_initial=1.0, selection_descendant=0.5,
+                        train_initial=evaluation(maes["train_reeval_best_initial"]),
+                        train_descendant=evaluation(maes["train_reeval_best_descendant"]),
+                        val_initial=evaluation(maes["val_best_initial"]),
+                        val_descendant=evaluation(maes["val_best_descendant"]), selection_calls=0)
+
+
+def test_table5_reports_the_sample_sd_over_repeats_as_the_paper_does() -> None:
+    """Each cell is mean ± the sample SD (n − 1) over the repeats: three repeats that give the paper's
+    printed criterion-1 means give its printed SDs to the fourth decimal, where the population SD does not."""
+    repeats = [_repeat(i, {cell: values[i] for cell, (values, _, _) in PAPER_TABLE5.items()}) for i in range(3)]
+    [row] = read_csv_text(table5_csv([CriterionResult("c1", repeats, calls=0)]))
+    for cell, (values, paper_mean, paper_sd) in PAPER_TABLE5.items():
+        centre = sum(values) / len(values)
+        sample = (sum((v - centre) ** 2 for v in values) / (len(values) - 1)) ** 0.5  # by hand, n − 1
+        population = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5
+        assert round(centre, 4) == paper_mean and round(sample, 4) == paper_sd != round(population, 4)
+        assert (float(row[f"{cell}_mean"]), float(row[f"{cell}_sd"])) == (paper_mean, paper_sd), cell
+    # one repeat has no sample SD: the cell is empty, never 0
+    [single] = read_csv_text(table5_csv([CriterionResult("c1", repeats[:1], calls=0)]))
+    assert single["train_reeval_best_initial_sd"] == "" and single["train_reeval_best_initial_mean"] != ""
+
+
+def read_csv_text(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(text.splitlines()))
