@@ -111,7 +111,8 @@ def test_cases_validate_and_cohort_read_the_same_files(tmp_path: Path, capsys: p
     (folder / "CASE.YAML~").write_text("not: a case")
     (folder / "notes.txt").write_text("not a case")
 
-    assert [p.relative_to(folder).as_posix() for p in case_files(folder)] == ["CASE.YAML", "b.Json", "more/c.yml"]
+    # Natural order: letters compare ignoring case (and digit runs as numbers), as a person reads the folder.
+    assert [p.relative_to(folder).as_posix() for p in case_files(folder)] == ["b.Json", "CASE.YAML", "more/c.yml"]
     assert main(["cases", "validate", str(folder)]) == 0
     assert capsys.readouterr().out.splitlines() == ["3 files, 0 invalid"]
     assert sorted(case.id for case in load_cohort(folder)) == ["mixed", "nested", "upper"]
@@ -135,3 +136,25 @@ def test_settings_files_use_the_same_strict_reader(tmp_path: Path, capsys: pytes
     assert main(["models", "check", "--model-config", str(config)]) == 2
     assert capsys.readouterr().err.strip().endswith(
         f"{config}: timeout_s: nan is not a number this file may hold (NaN and Infinity are refused)")
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_an_integer_of_5000_digits_is_one_line_in_every_reader(
+        suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    digits = "7" * 5000  # Python refuses to convert more than 4,300 decimal digits to an int
+    text = (with_metadata(f"  count: {digits}\n") if suffix == ".yaml"
+            else json.dumps({**GOOD_DATA, "metadata": {"count": 0}}).replace('"count": 0', f'"count": {digits}'))
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    path = case_file(folder, text, f"big{suffix}")
+    expected = f"{path}: metadata.count: an integer of 5,000 digits; at most 4,300 are allowed"
+    assert main(["cases", "validate", str(path)]) == 2
+    assert capsys.readouterr().out.splitlines() == [expected, "1 file, 1 invalid"]
+    for argv in (["simulate", "--case", str(path), "--model", "scripted:x.json", "--out", str(tmp_path / "o1")],
+                 ["cohort", "--cases", str(folder), "--model", "scripted:x.json", "--out", str(tmp_path / "o2")]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == f"consilium: error: {expected}"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "consilium.log.jsonl") == ["cases"]
+    # Just under the limit is a number like any other.
+    case_file(folder, text.replace(digits, "7" * 4300), f"big{suffix}")
+    assert load_case(path).metadata["count"] == int("7" * 4300)

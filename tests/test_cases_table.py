@@ -148,3 +148,174 @@ def test_a_value_the_case_model_refuses_names_the_field(tmp_path: Path) -> None:
         ("sections.histroy", "unknown field"),
         ("id", "'t-a b' is not a valid case id"),
     ]
+
+
+def _line_of(text: str, start: str) -> int:
+    """The 1-based line of ``text`` that starts (after its indent) with ``start``, found by hand."""
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if line.strip().startswith(start))
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_source_in_no_record_stops_the_import_naming_its_mapping_line_and_the_columns(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = write_table(tmp_path, kind)
+    text = MAPPING.replace("reference.diagnosis: Final Name", "reference.diagnosis: Final name")
+    mapping = write_mapping(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["cases", "import", "table", str(table), "--mapping", str(mapping), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    line = _line_of(text, "reference.diagnosis:")
+    assert line == 5
+    assert err == (f"consilium: error: {mapping}: line {line}: fields.reference.diagnosis: 'Final name' is in "
+                   f"no record of {table.name} (columns: Number, Initial Presentation, Sections JSON, Final Name, "
+                   "Year); nothing was written")
+    assert not out.exists()
+
+
+def test_a_source_some_records_lack_is_one_line_each_and_they_are_written_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = [{"Number": n, "Initial Presentation": f"Patient {n}.", "Sections JSON": "{}", "Year": 2000 + n}
+               for n in range(1, 6)]
+    for record in (records[0], records[2], records[3]):
+        record["Final Name"] = f"Diagnosis {record['Number']}"
+    table = tmp_path / "partial.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["cases", "import", "table", str(table), "--mapping", str(write_mapping(tmp_path)),
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"{table}: record {n} (line {n}, id t-{n}): reference.diagnosis: 'Final Name' is not in this record; "
+        "written without it" for n in (2, 5)]
+    assert captured.out.strip() == f"wrote 5 cases to {out}; 2 records lack a mapped source"
+    diagnoses = {n: load_case(out / f"t-{n}.json").reference for n in range(1, 6)}
+    assert {n: ref.diagnosis if ref else None for n, ref in diagnoses.items()} == {
+        1: "Diagnosis 1", 2: None, 3: "Diagnosis 3", 4: "Diagnosis 4", 5: None}
+
+
+NESTED_MAPPING = """\
+fields:
+  id: {from: case.id, prefix: n-}
+  presentation: patient.story
+  sections.history: patient.past.history
+  sections.labs: patient.labs.1
+  reference.diagnosis: outcome.dx.final
+  metadata.site: Site.Name
+values:
+  question: What is the diagnosis?
+"""
+
+
+def test_nested_sources_reach_into_records_and_a_dotted_key_is_still_one_column(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = [
+        {"case.id": "a7", "Site.Name": "North", "patient": {"story": "A cough for a week.", "labs": ["Hb 12", "CRP 80"],
+                                                         "past": {"history": "Smoker"}},
+         "outcome": {"dx": {"final": "Pneumonia"}}},
+        {"case.id": "b2", "Site.Name": "South", "patient": {"story": "Chest pain.", "labs": ["Trop 0.4"],
+                                                         "past": {}},
+         "outcome": {"dx": {"final": "NSTEMI"}}},
+    ]
+    table = tmp_path / "nested.json"
+    table.write_text(json.dumps(records), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["cases", "import", "table", str(table), "--mapping",
+                 str(write_mapping(tmp_path, NESTED_MAPPING)), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"{table}: record 2 (id n-b2): sections.history: 'patient.past.history' is not in this record; written "
+        "without it",
+        f"{table}: record 2 (id n-b2): sections.labs: 'patient.labs.1' is not in this record; written without it"]
+    first, second = load_case(out / "n-a7.json"), load_case(out / "n-b2.json")
+    assert (first.presentation, first.sections.history, first.sections.labs) == ("A cough for a week.", "Smoker",
+                                                                                "CRP 80")
+    assert first.reference is not None and first.reference.diagnosis == "Pneumonia"
+    assert second.reference is not None and second.reference.diagnosis == "NSTEMI"
+    assert (first.metadata["site"], second.metadata["site"]) == ("North", "South")
+    assert (second.sections.history, second.sections.labs) == (None, None)
+    # A nested path misspelt below an existing key names the keys found there.
+    text = NESTED_MAPPING.replace("outcome.dx.final", "outcome.dx.finale")
+    misspelt = write_mapping(tmp_path, text, "bad.yaml")
+    assert main(["cases", "import", "table", str(table), "--mapping", str(misspelt),
+                 "--out", str(tmp_path / "out2")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"consilium: error: {misspelt}: line {_line_of(text, 'reference.diagnosis')}: fields.reference.diagnosis: "
+        "'outcome.dx.finale' is in no record of nested.json "
+        "(keys under outcome.dx: final); nothing was written")
+
+
+JSON_CELL_MAPPING = """\
+fields:
+  id: N
+  presentation: P
+  sections.history: {from: Case JSON, decode: json, select: History}
+  sections.exam: {from: Case JSON, decode: json, select: Exam.findings}
+  reference.diagnosis: {from: Case JSON, decode: json, select: Answer}
+values:
+  question: What is it?
+"""
+
+
+def test_parts_of_a_json_cell_are_mapped_into_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cells = [{"History": "Two days of fever", "Exam": {"findings": "Neck stiffness"}, "Answer": "Meningitis"},
+             {"History": "A fall", "Exam": {"findings": "Shortened, rotated leg"}, "Answer": "Hip fracture"},
+             {"History": "Wheeze", "Answer": "Asthma"}]
+    table = tmp_path / "cells.csv"
+    with table.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["N", "P", "Case JSON"])
+        writer.writerows([[f"c{n}", f"Patient {n}.", json.dumps(cell)] for n, cell in enumerate(cells, start=1)])
+    out = tmp_path / "out"
+    assert main(["cases", "import", "table", str(table), "--mapping",
+                 str(write_mapping(tmp_path, JSON_CELL_MAPPING)), "--out", str(out)]) == 0
+    assert capsys.readouterr().err.strip() == (
+        f"{table}: record 3 (line 4, id c3): sections.exam: 'Case JSON' (decoded, at Exam.findings) is not in this "
+        "record; written without it")
+    got = {n: load_case(out / f"c{n}.json") for n in (1, 2, 3)}
+    assert [(c.sections.history, c.sections.exam, c.reference.diagnosis if c.reference else None)
+            for c in got.values()] == [(cell["History"], cell.get("Exam", {}).get("findings"), cell["Answer"])
+                                       for cell in cells]
+    # A key no decoded cell has is refused at its mapping line, naming the keys the cells decode to.
+    bad = write_mapping(tmp_path, JSON_CELL_MAPPING.replace("select: History", "select: history"), "bad.yaml")
+    assert main(["cases", "import", "table", str(table), "--mapping", str(bad), "--out", str(tmp_path / "o2")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"consilium: error: {bad}: line 4: fields.sections.history: 'Case JSON' (decoded, at history) is in no "
+        "record of cells.csv "
+        "('Case JSON' decodes to keys: History, Exam, Answer); nothing was written")
+
+
+def test_a_json_cell_that_is_not_an_object_of_sections_is_one_plain_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text('Number,Initial Presentation,Sections JSON,Final Name,Year\n'
+                     '1,A cough.,"[""history: smoker""]",Asthma,2020\n'
+                     '2,A rash.,"""exam: target lesions""",Erythema multiforme,2021\n', encoding="utf-8")
+    assert main(["cases", "import", "table", str(table), "--mapping", str(write_mapping(tmp_path)),
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"{table}: record 1 (line 2, id t-1): sections: must be a mapping of fields, not a list",
+        f"{table}: record 2 (line 3, id t-2): sections: must be a mapping of fields, not a string"]
+    assert "ClinicalSections" not in err
+
+
+def test_reimporting_into_a_folder_with_the_same_cases_is_refused_unless_forced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "ok.jsonl"
+    table.write_text(json.dumps(RECORDS[0]) + "\n" + json.dumps(RECORDS[3]) + "\n", encoding="utf-8")
+    argv = ["cases", "import", "table", str(table), "--mapping", str(write_mapping(tmp_path)),
+            "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    (tmp_path / "out" / "t-4.json").write_text("edited by hand", encoding="utf-8")
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"consilium: error: {tmp_path / 'out'}: already holds t-1.json and 1 more case file of the ids being "
+        "imported; nothing was written (import into another folder, or pass --force to overwrite them)")
+    assert (tmp_path / "out" / "t-4.json").read_text(encoding="utf-8") == "edited by hand"
+    assert main([*argv, "--force"]) == 0
+    assert load_case(tmp_path / "out" / "t-4.json").reference is not None
+    # The same case in the other format would sit in the folder twice: refused even when forced.
+    assert main([*argv, "--format", "yaml", "--force"]) == 2
+    assert "already holds t-1.json, case 't-1' in another file" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["t-1.json", "t-4.json"]

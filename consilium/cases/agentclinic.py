@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from consilium.cases.loader import problems_from_validation, save_case
+from consilium.cases.loader import problems_from_validation
 from consilium.cases.model import Case
+from consilium.cases.writing import write_cases
 from consilium.datafiles import DataError, DataSyntaxError, parse_json
 from consilium.errors import UserError
 
@@ -53,17 +54,18 @@ _KNOWN_KEYS = {"Objective_for_Doctor", "Patient_Actor", "Physical_Examination_Fi
 
 
 def import_agentclinic(
-    path: str | os.PathLike[str], out_dir: str | os.PathLike[str], fmt: Literal["json", "yaml"] = "json"
+    path: str | os.PathLike[str], out_dir: str | os.PathLike[str], fmt: Literal["json", "yaml"] = "json",
+    *, force: bool = False,
 ) -> list[Path]:
     """Convert every record of an AgentClinic JSONL file to one case file in ``out_dir``; return the paths.
 
-    Nothing is written unless every line converts.
+    Nothing is written unless every line converts, nor when ``out_dir`` holds a case file of one of the ids
+    (unless ``force``: consilium/cases/writing.py).
     """
     if fmt not in ("json", "yaml"):
         raise UserError(f"unknown case format {fmt!r}; use json or yaml")
     cases = read_agentclinic(path)
-    out = Path(out_dir)
-    return [save_case(case, out / f"{case.id}.{fmt}") for case in cases]
+    return write_cases(cases, Path(out_dir), fmt, force=force)
 
 
 def read_agentclinic(path: str | os.PathLike[str]) -> list[Case]:

@@ -20,6 +20,7 @@ from consilium.cases.model import Case
 from consilium.datafiles import DataError, parse_data
 from consilium.errors import UserError
 from consilium.fileio import write_json_atomic, write_text_atomic
+from consilium.natural import natural_key
 
 __all__ = [
     "CASE_SUFFIXES",
@@ -62,7 +63,8 @@ def _is_case_file_name(name: str) -> bool:
 
 
 def case_files(folder: str | os.PathLike[str]) -> list[Path]:
-    """The case files in ``folder`` and its subfolders, sorted; the one rule every command uses.
+    """The case files in ``folder`` and its subfolders, in natural order (``mac-2`` before ``mac-10``, as a
+    person reads the folder; consilium/natural.py); the one rule every command uses.
 
     Hidden files and folders are skipped and symlinked folders are not followed; a broken link with a
     case name is kept, so loading it reports the problem instead of the file silently going missing,
@@ -75,7 +77,7 @@ def case_files(folder: str | os.PathLike[str]) -> list[Path]:
             path = Path(current) / name
             if _is_case_file_name(name) and (path.is_file() or not path.exists()):
                 found.append(path)
-    return sorted(found)
+    return sorted(found, key=lambda path: natural_key(str(path)))
 
 
 def _unreadable_folder(exc: OSError) -> None:
@@ -130,15 +132,22 @@ def problems_from_validation(file: str, error: ValidationError) -> list[CaseProb
     problems = []
     for detail in error.errors(include_url=False):
         field = ".".join(str(part) for part in detail["loc"])
-        problems.append(CaseProblem(file, field, _reason(detail["type"], detail["msg"])))
+        problems.append(CaseProblem(file, field, _reason(detail["type"], detail["msg"], detail.get("input"))))
     return problems
 
 
-def _reason(kind: str, message: str) -> str:
+#: pydantic's error types for a value that should have been a mapping of fields; its message names the
+#: model's class (``instance of ClinicalSections``), which means nothing to whoever wrote the file.
+_NOT_A_MAPPING = ("model_type", "model_attributes_type", "dict_type")
+
+
+def _reason(kind: str, message: str, given: Any = None) -> str:
     if kind == "extra_forbidden":
         return "unknown field (not part of the case format; check the spelling)"
     if kind == "missing":
         return "required field is missing"
+    if kind in _NOT_A_MAPPING:
+        return f"must be a mapping of fields, not {_kind(given)}"
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
             return message[len(prefix) :]
@@ -185,4 +194,6 @@ def _kind(value: Any) -> str:
         return "a list"
     if isinstance(value, str):
         return "a string"
+    if value is None:
+        return "null"
     return f"a {type(value).__name__}"

@@ -2,8 +2,10 @@
 
 Each record is converted on its own: a record that fails (a required column empty, JSON text that
 does not decode, a value the case model refuses, an id used twice) is reported as one
-:class:`RecordProblem` and not written, while the good records are written as case files. The
-mapping is in :mod:`consilium.cases.table_mapping`.
+:class:`RecordProblem` and not written, while the good records are written as case files; a record
+that lacks the source of an optional field is written without it and reported as a note. A source
+that no record has at all (a misspelt column) stops the import before anything is written, since
+every case would silently lack that field. The mapping is in :mod:`consilium.cases.table_mapping`.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from consilium.cases.loader import problems_from_validation, save_case
+from consilium.cases.loader import problems_from_validation
 from consilium.cases.model import Case
-from consilium.cases.table_mapping import TableFormat, TableMapping, case_path_takes_text, load_mapping
+from consilium.cases.table_mapping import TableFormat, TableMapping, TableSource, case_path_takes_text, load_mapping
+from consilium.cases.writing import write_cases
 from consilium.datafiles import DataError, DataSyntaxError, parse_json
 from consilium.errors import UserError
 
-__all__ = ["RecordProblem", "TableImport", "TableRecord", "convert_records", "import_table", "read_records"]
+__all__ = ["RecordProblem", "TableImport", "TableRecord", "convert_records", "import_table", "read_records",
+           "unmapped_fields"]
 
 _SUFFIX_FORMATS: dict[str, TableFormat] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 
@@ -49,10 +53,12 @@ class RecordProblem:
 
 @dataclass
 class TableImport:
-    """What an import did: the case files written and the records left out."""
+    """What an import did: the case files written, the records left out (``problems``) and the records
+    written without the source of an optional field (``notes``)."""
 
     written: list[Path] = field(default_factory=list)
     problems: list[RecordProblem] = field(default_factory=list)
+    notes: list[RecordProblem] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,10 @@ class TableRecord:
     line: int | None
     data: Any  # a dict when well formed; anything else is reported
     error: str | None = None  # a JSONL line that does not parse
+
+
+#: A source a record does not have (a missing key, as against a present but empty one).
+_ABSENT: Any = object()
 
 
 class _Failed(Exception):
@@ -77,16 +87,29 @@ def import_table(
     mapping_path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     fmt: Literal["json", "yaml"] = "json",
+    *,
+    force: bool = False,
 ) -> TableImport:
-    """Convert every record of ``path`` by the mapping; write the good ones to ``out_dir`` as ``<id>.<fmt>``."""
+    """Convert every record of ``path`` by the mapping; write the good ones to ``out_dir`` as ``<id>.<fmt>``.
+
+    Nothing is written when a mapped source is in no record (a :class:`UserError` naming the mapping's line
+    and the columns there are), or when ``out_dir`` already holds a case file of one of the ids (unless
+    ``force``)."""
     if fmt not in ("json", "yaml"):
         raise UserError(f"unknown case format {fmt!r}; use json or yaml")
     mapping = load_mapping(Path(mapping_path))
     source = Path(path)
-    cases, problems = convert_records(source, read_records(source, mapping), mapping)
-    out = Path(out_dir)
-    written = [save_case(case, out / f"{case.id}.{fmt}") for case in cases]
-    return TableImport(written, problems)
+    records = read_records(source, mapping)
+    unmapped = unmapped_fields(records, mapping)
+    if unmapped:
+        first, keys = unmapped[0]
+        more = f" (and {len(unmapped) - 1} more field{'s' if len(unmapped) > 2 else ''})" if len(unmapped) > 1 else ""
+        raise UserError(f"{mapping_path}: {mapping.where(first)}: {mapping.fields[first].describe()} is in no record "
+                        f"of {source.name} ({keys}){more}; nothing was written")
+    result = TableImport()
+    cases, result.problems, result.notes = convert_records(source, records, mapping)
+    result.written = write_cases(cases, Path(out_dir), fmt, force=force)
+    return result
 
 
 def read_records(source: Path, mapping: TableMapping) -> list[TableRecord]:
@@ -173,15 +196,18 @@ def _csv_records(source: Path, text: str, mapping: TableMapping) -> list[TableRe
 
 def convert_records(
     source: Path, records: list[TableRecord], mapping: TableMapping
-) -> tuple[list[Case], list[RecordProblem]]:
-    """Map each record to a case; a record that fails becomes one problem and no case."""
+) -> tuple[list[Case], list[RecordProblem], list[RecordProblem]]:
+    """Map each record to a case; a record that fails becomes one problem and no case, and each optional
+    field whose source a record lacks one note (the case is made without it)."""
     cases: list[Case] = []
     problems: list[RecordProblem] = []
+    notes: list[RecordProblem] = []
     seen: dict[str, int] = {}
     for record in records:
         case_id = _raw_id(record, mapping)
+        lacking: list[tuple[str, str]] = []
         try:
-            case = _convert(record, mapping, source.name)
+            case = _convert(record, mapping, source.name, lacking)
             if case.id in seen:
                 raise _Failed("id", f"{case.id!r} is also the id of record {seen[case.id]}")
         except _Failed as exc:
@@ -189,16 +215,96 @@ def convert_records(
             continue
         seen[case.id] = record.number
         cases.append(case)
-    return cases, problems
+        notes += [RecordProblem(str(source), record.number, record.line, case_id, path, reason)
+                  for path, reason in lacking]
+    return cases, problems, notes
+
+
+def unmapped_fields(records: list[TableRecord], mapping: TableMapping) -> list[tuple[str, str]]:
+    """The mapped fields whose source no record has, each with the keys that are there, as
+    ``columns: A, B`` (or ``keys under patient: …``, ``'Sections JSON' decodes to keys: …``).
+
+    Only records that are objects count; when none is, each record fails on its own instead."""
+    objects = [record.data for record in records if record.error is None and isinstance(record.data, dict)]
+    if not objects:
+        return []
+    found = []
+    for path, spec in mapping.fields.items():
+        values = [_lookup(data, spec.from_) for data in objects]
+        present = [value for value in values if value is not _ABSENT]
+        if not present:
+            found.append((path, _nearby(objects, spec.from_, "columns")))
+        elif spec.select is not None:
+            decoded = [_decoded_or_none(value) for value in present if not _blank(value)]
+            objects_inside = [value for value in decoded if value is not None]
+            if objects_inside and all(_lookup(value, spec.select) is _ABSENT for value in objects_inside):
+                found.append((path, f"{spec.from_!r} decodes to " + _nearby(objects_inside, spec.select, "keys")))
+    return found
+
+
+def _decoded_or_none(value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_json(value)
+    except DataError:
+        return None  # its records fail on their own, naming the column
+
+
+def _lookup(data: Any, path: str) -> Any:
+    """``data[path]``; else, for a dotted path, ``data[a][b][c]`` (a list step by its index); else :data:`_ABSENT`.
+
+    The whole name first, so a column named ``Dx.Final`` is still one column."""
+    if isinstance(data, dict) and path in data:
+        return data[path]
+    value = data
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and len(part) < 10 and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _ABSENT
+    return value
+
+
+def _nearby(objects: list[Any], path: str, what: str) -> str:
+    """The keys there are where ``path`` stops resolving, in every object: ``columns: A, B, C``."""
+    parts = path.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:depth])
+        inner = [value for value in (_lookup(data, prefix) for data in objects) if isinstance(value, dict)]
+        if inner:
+            return f"keys under {prefix}: {_key_list(inner)}"
+    return f"{what}: {_key_list(objects)}"
+
+
+def _key_list(objects: list[Any], most: int = 30) -> str:
+    keys = list(dict.fromkeys(str(key) for data in objects if isinstance(data, dict) for key in data))
+    if not keys:
+        return "none"
+    shown = ", ".join(keys[:most])
+    return shown + (f", … ({len(keys) - most} more)" if len(keys) > most else "")
 
 
 def _raw_id(record: TableRecord, mapping: TableMapping) -> str | None:
-    spec = mapping.fields["id"]
-    value = record.data.get(spec.from_) if isinstance(record.data, dict) else None
-    return None if _blank(value) else f"{spec.prefix}{value}"
+    value = _lookup(record.data, mapping.fields["id"].from_)
+    return None if value is _ABSENT or _blank(value) else f"{mapping.fields['id'].prefix}{value}"
 
 
-def _convert(record: TableRecord, mapping: TableMapping, file_name: str) -> Case:
+def _value(record: TableRecord, path: str, spec: TableSource) -> Any:
+    """The value a record gives field ``path``: :data:`_ABSENT` when the record lacks the source."""
+    value = _lookup(record.data, spec.from_)
+    if value is _ABSENT or _blank(value):
+        return value
+    if spec.decode == "json":
+        value = _decode(path, spec.from_, value)
+    if spec.select is not None:
+        value = _lookup(value, spec.select)
+    return value
+
+
+def _convert(record: TableRecord, mapping: TableMapping, file_name: str, lacking: list[tuple[str, str]]) -> Case:
     if record.error is not None:
         raise _Failed("", record.error)
     if not isinstance(record.data, dict):
@@ -208,13 +314,13 @@ def _convert(record: TableRecord, mapping: TableMapping, file_name: str) -> Case
         _put(data, path, value)
     required = {name for name, info in Case.model_fields.items() if info.is_required()}
     for path, spec in mapping.fields.items():
-        value = record.data.get(spec.from_)
-        if _blank(value):
+        value = _value(record, path, spec)
+        if value is _ABSENT or _blank(value):
             if path in required:
-                raise _Failed(path, f"required, but {spec.from_!r} is missing or empty in this record")
+                raise _Failed(path, f"required, but {spec.describe()} is missing or empty in this record")
+            if value is _ABSENT:
+                lacking.append((path, f"{spec.describe()} is not in this record; written without it"))
             continue
-        if spec.decode == "json":
-            value = _decode(path, spec.from_, value)
         if isinstance(value, int | float) and not isinstance(value, bool) and case_path_takes_text(path):
             value = str(value)
         if spec.prefix:

@@ -1,11 +1,13 @@
 """The mapping file of ``cases import table``: which column or key of a data set fills which case field.
 
 A mapping names case fields by dotted path (``reference.diagnosis``, ``sections.history``,
-``metadata.year``) and, for each, the record's column or key (``"Final Name"``), optionally decoded
-from JSON text (``{from: "Sections JSON", decode: json}``) or given a prefix (``{from: Number,
-prefix: nejm-}``). ``values`` sets constants, e.g. the question every record shares. The model forbids
-unknown keys, and every path is checked against the case model when the mapping is read, so a typo
-is one line naming the mapping file and field rather than a thousand failed records.
+``metadata.year``) and, for each, the record's column or key (``"Final Name"``, or a dotted path into
+nested records, ``patient.history``), optionally decoded from JSON text (``{from: "Sections JSON",
+decode: json}``, with ``select: History`` to take one key of what it decodes to) or given a prefix
+(``{from: Number, prefix: nejm-}``). ``values`` sets constants, e.g. the question every record shares.
+The model forbids unknown keys, and every path is checked against the case model when the mapping is
+read, so a typo is one line naming the mapping file and field rather than a thousand failed records;
+each field's line in the mapping file is kept, so a source no record has is reported at its line.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
+from yaml.nodes import MappingNode, ScalarNode
 
 from consilium.cases.model import Case
 from consilium.datafiles import read_data_file
+from consilium.datafiles.strict_yaml import StrictLoader
 from consilium.errors import UserError
 
 __all__ = ["TableFormat", "TableMapping", "TableSource", "case_path_takes_text", "load_mapping"]
@@ -31,9 +36,23 @@ class TableSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    from_: str = Field(alias="from", min_length=1, description="the column or key holding the value")
+    from_: str = Field(alias="from", min_length=1, description="the column or key holding the value; a dotted "
+                       "path (patient.history) reaches into nested records when no key has the whole name")
     decode: Literal["json"] | None = Field(default=None, description="'json': the value is JSON text to decode")
+    select: str | None = Field(default=None, min_length=1, description="a dotted key path into the decoded JSON "
+                               "(decode: json only): the part of it this field takes")
     prefix: str = Field(default="", description="text put before the value, e.g. 'nejm-' for ids")
+
+    @field_validator("select")
+    @classmethod
+    def _decoded_only(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("decode") != "json":
+            raise ValueError("select picks a part of decoded JSON text; add decode: json")
+        return value
+
+    def describe(self) -> str:
+        """The source as one message names it: ``'Sections JSON' (decoded, at History)``."""
+        return repr(self.from_) + (f" (decoded, at {self.select})" if self.select else "")
 
 
 class TableMapping(BaseModel):
@@ -46,6 +65,12 @@ class TableMapping(BaseModel):
                                 description="JSON only: the (dotted) key of the list of records")
     values: dict[str, Any] = Field(default_factory=dict, description="case field path -> constant value")
     fields: dict[str, TableSource] = Field(min_length=1, description="case field path -> source")
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    def where(self, path: str) -> str:
+        """Where field ``path`` is set in the mapping file: ``line 7: fields.reference.diagnosis``."""
+        line = self._lines.get(path)
+        return (f"line {line}: " if line is not None else "") + f"fields.{path}"
 
     @field_validator("records")
     @classmethod
@@ -97,7 +122,7 @@ def load_mapping(path: Path) -> TableMapping:
     if data is None:
         raise UserError(f"{path}: the mapping file is empty; it needs at least fields.id (docs/cases.md)")
     try:
-        return TableMapping.model_validate(data)
+        mapping = TableMapping.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         # A misspelt key also leaves a required one missing; the misspelling is the one to report.
@@ -107,6 +132,27 @@ def load_mapping(path: Path) -> TableMapping:
         if err["type"] == "extra_forbidden":
             reason = "unknown key in a mapping file (check the spelling; see docs/cases.md)"
         raise UserError(f"{path}: {where}: {reason}") from None
+    if path.suffix.lower() != ".json":
+        mapping._lines = _field_lines(path.read_text(encoding="utf-8"))
+    return mapping
+
+
+def _field_lines(text: str) -> dict[str, int]:
+    """The line of each key under ``fields:`` of a YAML mapping file (read once already by the strict reader,
+    so composing its nodes again is safe)."""
+    loader = StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError:
+        return {}
+    finally:
+        loader.dispose()
+    if not isinstance(node, MappingNode):
+        return {}
+    for key, value in node.value:
+        if isinstance(key, ScalarNode) and key.value == "fields" and isinstance(value, MappingNode):
+            return {k.value: k.start_mark.line + 1 for k, _ in value.value if isinstance(k, ScalarNode)}
+    return {}
 
 
 def _unwrap(annotation: Any) -> list[Any]:

@@ -53,13 +53,16 @@ def register(subparsers: Any) -> None:
     agentclinic.add_argument(
         "--format", dest="fmt", choices=("json", "yaml"), default="json", help="case file format (default: json)"
     )
+    _add_force(agentclinic)
     agentclinic.set_defaults(func=run_import_agentclinic)
     table = sources.add_parser(
         "table",
         help="your own JSON, JSONL or CSV table -> one case file per good record, as a mapping file says",
         description="Convert the records of a JSON (a list, or a list under a key), JSONL or CSV file into case "
         "files, mapping columns to case fields as MAP.yaml says (docs/cases.md). A record that fails is one line "
-        "'file: record N (...): field: reason' and is not written; the exit status is 2 if any record failed.",
+        "'file: record N (...): field: reason' and is not written; the exit status is 2 if any record failed. A "
+        "mapped source that no record has stops the import with nothing written; a record that lacks one is "
+        "written without it, with a line saying so.",
     )
     table.add_argument("file", metavar="FILE", help="data file: .json, .jsonl or .csv")
     table.add_argument("--mapping", required=True, metavar="MAP.yaml", help="mapping file (docs/cases.md)")
@@ -67,7 +70,14 @@ def register(subparsers: Any) -> None:
     table.add_argument(
         "--format", dest="fmt", choices=("json", "yaml"), default="json", help="case file format (default: json)"
     )
+    _add_force(table)
     table.set_defaults(func=run_import_table)
+
+
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite case files of the same ids in DIR (an earlier import); without it, "
+                             "an import into a folder that has one is refused with nothing written")
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -98,18 +108,21 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_import_agentclinic(args: argparse.Namespace) -> int:
     """Import an AgentClinic JSONL file; a malformed line stops the import before anything is written."""
-    written = import_agentclinic(args.file, args.out, fmt=args.fmt)
+    written = import_agentclinic(args.file, args.out, fmt=args.fmt, force=args.force)
     print(f"wrote {len(written)} case{'' if len(written) == 1 else 's'} to {args.out}")
     return 0
 
 
 def run_import_table(args: argparse.Namespace) -> int:
-    """Import a table by a mapping; each failed record is one line on stderr, and any failure makes it exit 2."""
-    result = import_table(args.file, args.mapping, args.out, fmt=args.fmt)
-    for problem in result.problems:
-        print(problem, file=sys.stderr)
+    """Import a table by a mapping; each failed record, and each record written without a mapped source, is one
+    line on stderr (in record order), and any failure makes it exit 2."""
+    result = import_table(args.file, args.mapping, args.out, fmt=args.fmt, force=args.force)
+    for line in sorted([*result.problems, *result.notes], key=lambda p: p.record):
+        print(line, file=sys.stderr)
     written, failed = len(result.written), len(result.problems)
-    tail = f"; {failed} record{'' if failed == 1 else 's'} failed" if failed else ""
+    lacking = len({note.record for note in result.notes})
+    tail = f"; {lacking} record{' lacks' if lacking == 1 else 's lack'} a mapped source" if lacking else ""
+    tail += f"; {failed} record{'' if failed == 1 else 's'} failed" if failed else ""
     print(f"wrote {written} case{'' if written == 1 else 's'} to {args.out}{tail}")
     return 2 if failed else 0
 

@@ -15,10 +15,18 @@ from consilium.datafiles.reading import (
     parse_yaml,
     read_data_file,
 )
-from consilium.datafiles.values import MAX_DEPTH, MAX_TEXT_CHARS, MAX_VALUES, DataError, DataSyntaxError
+from consilium.datafiles.values import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_TEXT_CHARS,
+    MAX_VALUES,
+    DataError,
+    DataSyntaxError,
+)
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_TEXT_CHARS",
     "MAX_VALUES",
     "DataError",

@@ -2,10 +2,10 @@
 
 Every settings file (model configs, experiments, run configs, scripts) and every case file is parsed
 here, so a mistake always reads ``<file>: <field.path>: <reason>`` and exits 2. Parsing is strict
-in the same way for both formats: duplicate keys, NaN/Infinity, NUL characters, lone surrogates,
-nesting deeper than :data:`MAX_DEPTH` and YAML aliases that expand past :data:`MAX_VALUES` values
-or :data:`MAX_TEXT_CHARS` characters are refused before any value reaches a model; one leading
-byte-order mark is ignored in both.
+in the same way for both formats: duplicate keys, NaN/Infinity, integers of more than
+:data:`MAX_INT_DIGITS` digits, NUL characters, lone surrogates, nesting deeper than :data:`MAX_DEPTH`
+and YAML aliases that expand past :data:`MAX_VALUES` values or :data:`MAX_TEXT_CHARS` characters are
+refused before any value reaches a model; one leading byte-order mark is ignored in both.
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from consilium.datafiles.strict_yaml import StrictLoader
-from consilium.datafiles.values import DataError, DataSyntaxError, check_value, json_object, too_deep, unacceptable_char
+from consilium.datafiles.values import (
+    DataError,
+    DataSyntaxError,
+    check_value,
+    huge_int,
+    json_object,
+    too_deep,
+    unacceptable_char,
+)
 from consilium.errors import UserError
 
 __all__ = ["first_error", "load_data_file", "parse_data", "parse_json", "parse_yaml", "read_data_file"]
@@ -71,7 +79,7 @@ def parse_data(text: str, *, json_format: bool) -> Any:
 def parse_json(text: str) -> Any:
     """Strict JSON: no duplicate keys, no NaN/Infinity, no NUL or lone surrogate, bounded depth."""
     try:
-        data = json.loads(text, object_pairs_hook=json_object)
+        data = json.loads(text, object_pairs_hook=json_object, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         if exc.pos < len(text) and unicodedata.category(text[exc.pos]) == "Cc" and text[exc.pos] not in "\t\n\r":
             raise DataError("", unacceptable_char(text[exc.pos], exc.lineno)) from None
@@ -80,6 +88,11 @@ def parse_json(text: str) -> Any:
         raise DataError("", too_deep()) from None
     check_value(data)
     return data
+
+
+def _json_int(digits: str) -> Any:
+    """``parse_int`` for :func:`json.loads`: an integer too long to convert is kept for :func:`check_value`."""
+    return huge_int(digits) or int(digits)
 
 
 def parse_yaml(text: str) -> Any:

@@ -10,7 +10,16 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from consilium.datafiles.values import MAX_DEPTH, MAX_TEXT_CHARS, MAX_VALUES, DataError, join_path, short_path, too_deep
+from consilium.datafiles.values import (
+    MAX_DEPTH,
+    MAX_TEXT_CHARS,
+    MAX_VALUES,
+    DataError,
+    huge_int,
+    join_path,
+    short_path,
+    too_deep,
+)
 
 __all__ = ["StrictLoader"]
 
@@ -41,6 +50,11 @@ class StrictLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_yaml_int(self, node: ScalarNode) -> Any:
+        """An integer too long to convert is kept as text for :func:`~consilium.datafiles.values.check_value`
+        to refuse at its path (``int`` of it would raise without one)."""
+        return huge_int(str(node.value)) or super().construct_yaml_int(node)  # type: ignore[no-untyped-call]
 
     def measure(self, node: Node, path: str, depth: int) -> tuple[int, int, int]:
         """(values, characters, height) of ``node`` as if its aliases were copies; raises on a limit."""
@@ -96,3 +110,7 @@ class StrictLoader(yaml.SafeLoader):
                 raise DataError(join_path(path, key), f"duplicate key (set at lines {first} and {line})")
             children.append((join_path(path, key), value_node))
         return children
+
+
+# The constructors are looked up by tag in a table filled when SafeLoader was defined; register the override.
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)

@@ -1,6 +1,6 @@
 """The rules every value of a user's data file must keep, whichever format it came in: finite numbers,
-text without NUL characters or lone surrogates, unique keys, nesting at most :data:`MAX_DEPTH` deep;
-and the errors that say which rule a file broke, and where.
+integers of at most :data:`MAX_INT_DIGITS` digits, text without NUL characters or lone surrogates, unique
+keys, nesting at most :data:`MAX_DEPTH` deep; and the errors that say which rule a file broke, and where.
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ from typing import Any
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_TEXT_CHARS",
     "MAX_VALUES",
     "DataError",
     "DataSyntaxError",
+    "HugeInt",
     "check_value",
+    "huge_int",
     "join_path",
     "json_object",
     "short_path",
@@ -28,6 +31,10 @@ MAX_DEPTH = 64
 MAX_VALUES = 100_000
 #: Most characters of text a YAML document may expand to, each alias counted as a copy.
 MAX_TEXT_CHARS = 10_000_000
+#: Most digits an integer may have: Python's default limit on converting an integer to or from decimal
+#: text (sys.int_info.default_max_str_digits), past which parsing, printing or writing it as JSON fails.
+MAX_INT_DIGITS = 4300
+_INT_BOUND = 10**MAX_INT_DIGITS
 
 
 class DataError(ValueError):
@@ -50,10 +57,35 @@ class DataSyntaxError(DataError):
         self.message = message
 
 
+class HugeInt(str):
+    """The digits of an integer too long to convert (more than :data:`MAX_INT_DIGITS`), kept as text by the
+    parsers so that :func:`check_value` can refuse it at its path instead of the parser failing without one."""
+
+
+def huge_int(digits: str) -> HugeInt | None:
+    """``digits`` (an integer literal: sign, digits, YAML's ``_``) as a :class:`HugeInt` when it has more
+    digits than :data:`MAX_INT_DIGITS`; None when it converts."""
+    count = sum(char.isdigit() for char in digits)
+    return HugeInt(digits) if count > MAX_INT_DIGITS else None
+
+
+def _huge(value: Any) -> str | None:
+    """Why an integer (or a key that is one) cannot be held, if it cannot."""
+    if isinstance(value, HugeInt):
+        return f"an integer of {sum(char.isdigit() for char in value):,} digits; at most {MAX_INT_DIGITS:,} are allowed"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_BOUND:
+        return f"an integer of more than {MAX_INT_DIGITS:,} digits; at most {MAX_INT_DIGITS:,} are allowed"
+    return None
+
+
 def check_value(value: Any, path: str = "", depth: int = 1) -> None:
-    """Refuse NaN/Infinity, NUL, lone surrogates, duplicate JSON keys and nesting past :data:`MAX_DEPTH`."""
+    """Refuse NaN/Infinity, integers past :data:`MAX_INT_DIGITS` digits, NUL, lone surrogates, duplicate JSON
+    keys and nesting past :data:`MAX_DEPTH`."""
     if depth > MAX_DEPTH:
         raise DataError(short_path(path), too_deep())
+    huge = _huge(value)
+    if huge is not None:
+        raise DataError(path, huge)
     if isinstance(value, str):
         _check_text(value, path, "text")
     elif isinstance(value, float):
@@ -66,6 +98,9 @@ def check_value(value: Any, path: str = "", depth: int = 1) -> None:
         if isinstance(value, _DuplicateKeys):
             raise DataError(join_path(path, value.duplicate), "duplicate key (set more than once in this object)")
         for key, item in value.items():
+            huge = _huge(key)
+            if huge is not None:
+                raise DataError(path, f"a key is {huge}")
             if isinstance(key, str):
                 _check_text(key, path, f"key {_label(key)}")
             elif isinstance(key, float) and not math.isfinite(key):
