@@ -432,3 +432,187 @@ def test_a_cohort_is_judged_by_a_jury_and_its_table_holds_the_verdicts(run: Path
         assert read_judgement(path).jury is not None
     assert main(["jury", str(manifest.parent), "--rubric", ORDINAL]) == 0
     assert (manifest.parent / "jury" / f"jury.{ORDINAL}.alpha.csv").is_file()
+
+
+# ---- a jury on the four-decision rubric: "out of scope" is no point of the scale -----------------------------
+
+FOUR = "otb-four-decision"
+NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
+DIMS = ("therapy", "surgery", "next_action", "clinical_trial")
+#: Each judge's four scores per (case, panel); −1: out of scope; None: the judge's answer on that dimension
+#: is never valid (not evaluable). j1 (gpt-4o's family) favours gpt answers; most judges put the clinical
+#: trial out of scope, and they disagree on scope for some items.
+FOUR_SCORES: dict[str, dict[tuple[str, str], tuple[int | None, ...]]] = {
+    "j1": {("A", "gpt"): (5, 4, 5, -1), ("A", "claude"): (3, 3, 4, -1), ("B", "gpt"): (4, 5, 4, -1),
+           ("B", "claude"): (2, 3, 3, -1), ("C", "gpt"): (5, 5, 3, 3), ("C", "claude"): (3, 2, 4, 3)},
+    "j2": {("A", "gpt"): (3, 3, 2, -1), ("A", "claude"): (4, 2, 3, -1), ("B", "gpt"): (2, 4, 3, -1),
+           ("B", "claude"): (3, -1, 2, -1), ("C", "gpt"): (4, 3, 4, -1), ("C", "claude"): (2, 3, 3, 1)},
+    "j3": {("A", "gpt"): (2, 4, 3, -1), ("A", "claude"): (3, 4, 2, -1), ("B", "gpt"): (4, 3, -1, -1),
+           ("B", "claude"): (1, 2, 3, -1), ("C", "gpt"): (3, 4, 2, 3), ("C", "claude"): (4, None, 3, 3)}}
+PLANS = {"A": "Lobectomy.", "B": "Staging first, then lobectomy and adjuvant chemotherapy.",
+         "C": "Brain MRI and EBUS staging, lobectomy with nodal dissection, then chemotherapy and osimertinib."}
+
+
+def _board_panel(key: str) -> dict[str, Any]:
+    turns = [{"stage": "board_turn", "role": "board", "contains": f"CASE-{case}", "response": (
+        "<discussion>\n<turn 1> Moderator: Staging?\n<turn 2> Radiologist: Early.\n</discussion>\n"
+        f"<conclusion>{plan}{EXTRA[key]} ({key}-answer)</conclusion>")} for case, plan in PLANS.items()]
+    return {"model": PANELS[key], "rules": [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Medical oncologist", "justification": "x"},
+                                              "supporting": [{"label": "Radiologist", "justification": "y"}]}},
+        *turns]}
+
+
+def _four_judge(name: str) -> dict[str, Any]:
+    rules = []
+    for (case, panel), scores in FOUR_SCORES[name].items():
+        answer: dict[str, Any] = {d: "high" if s is None else s for d, s in zip(DIMS, scores, strict=True)}
+        rules.append({"stage": "judge", "contains_all": [f"CASE-{case}", f"{panel}-answer"],
+                      "json": {**answer, "rationale": "r"}})
+        if None in scores:  # the repair requests quote neither marker: the same invalid dimension again
+            rules.append({"stage": "judge", "json": {**answer, "rationale": "r"}})
+    return {"model": JUDGES[name], "rules": rules}
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three board cases × two panel models, judged by the three judges on the four-decision rubric with
+    the judge deciding scope; then `consilium jury`."""
+    tmp = tmp_path_factory.mktemp("jury-four")
+    base = yaml.safe_load(NSCLC.read_text())
+    out = tmp / "runs"
+    for key in PANELS:
+        (tmp / f"panel-{key}.json").write_text(json.dumps(_board_panel(key)))
+        for case in PLANS:
+            data = {**base, "id": f"four-{case.lower()}", "presentation": f"CASE-{case}. {base['presentation']}"}
+            (tmp / f"case-{case}.yaml").write_text(yaml.safe_dump(data))
+            assert main(["board", "--case", str(tmp / f"case-{case}.yaml"), "--mode", "single", "--model",
+                         f"scripted:{tmp / f'panel-{key}.json'}", "--out", str(out)]) == 0
+    specs = []
+    for name in JUDGES:
+        (tmp / f"{name}.{FOUR}.json").write_text(json.dumps(_four_judge(name)))
+        specs += ["--judge-model", f"scripted:{tmp / f'{name}.{FOUR}.json'}"]
+    assert main(["judge", str(out), "--rubric", FOUR, "--scope", "judge", *specs, "--no-cache"]) == 0
+    assert main(["jury", str(out), "--rubric", FOUR]) == 0
+    return out
+
+
+def _four_units() -> dict[str, list[list[int | None]]]:
+    """Per criterion, each answer's votes (j1, j2, j3); the order of the answers matters to no statistic
+    below."""
+    return {d: [[FOUR_SCORES[j][key][i] for j in JUDGES] for key in FOUR_SCORES["j1"]] for i, d in enumerate(DIMS)}
+
+
+def _fleiss_agreement(units: list[list[Any]]) -> float:
+    """Percent agreement by hand: per item of two values or more, agreeing pairs / all pairs; the mean."""
+    shares = []
+    for values in units:
+        if len(values) < 2:
+            continue
+        pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1:]]
+        shares.append(sum(a == b for a, b in pairs) / len(pairs))
+    return sum(shares) / len(shares)
+
+
+def _row(rows: list[dict[str, str]], **where: str) -> dict[str, str]:
+    [row] = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    return row
+
+
+def test_jury_statistics_read_in_scope_scores_and_report_scope_agreement_apart(four: Path) -> None:
+    report = four / "jury"
+    units = _four_units()
+    pooled = [u for d in DIMS for u in units[d]]
+    in_scope = {d: [[v for v in u if v is not None and v != -1] for u in units[d]] for d in DIMS}
+    all_in = [u for d in DIMS for u in in_scope[d]]
+    alpha = _csv(report / f"jury.{FOUR}.alpha.csv")
+    for name, values in [*((f"conclusion/{d}", in_scope[d]) for d in DIMS), ("all", all_in)]:
+        row = _row(alpha, criterion=name)
+        assert row["level"] == "ordinal" and int(row["pairable_units"]) == sum(len(v) >= 2 for v in values)
+        assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(values, [1, 2, 3, 4, 5]), abs=1e-4)
+        assert float(row["percent_agreement"]) == pytest.approx(_fleiss_agreement(values), abs=1e-4)
+    # The defect this guards against: −1 read as the lowest ordinal point inflates the pooled α.
+    before = _ordinal_alpha([[v for v in u if v is not None] for u in pooled], [-1, 1, 2, 3, 4, 5])
+    after = _ordinal_alpha(all_in, [1, 2, 3, 4, 5])
+    assert float(_row(alpha, criterion="all")["alpha"]) == pytest.approx(after, abs=1e-4)
+    assert before - after > 0.3
+    # κ and percent agreement per pair, on the items both judges scored in scope; n/a says why.
+    kappa = _csv(report / f"jury.{FOUR}.kappa.csv")
+    specs = [kappa[0]["judge_a"], kappa[0]["judge_b"], kappa[1]["judge_b"]]  # pairs (j1, j2), (j1, j3), …
+    for name, groups in [*((f"conclusion/{d}", [units[d]]) for d in DIMS), ("all", [units[d] for d in DIMS])]:
+        for a, b in combinations(range(3), 2):
+            row = _row(kappa, criterion=name, judge_a=specs[a], judge_b=specs[b])
+            both = [(u[a], u[b]) for g in groups for u in g
+                    if u[a] not in (None, -1) and u[b] not in (None, -1)]
+            assert int(row["n"]) == len(both)
+            if len(both) >= 2 and len({x for p in both for x in p}) > 1:
+                expected = _quadratic_kappa([int(x or 0) for x, _ in both], [int(y or 0) for _, y in both],
+                                            [1, 2, 3, 4, 5])
+                assert float(row["kappa"]) == pytest.approx(expected, abs=1e-4) and row["note"] == ""
+            else:
+                assert row["kappa"] == "" and row["note"].startswith("n/a: ")
+            if both:
+                assert float(row["percent_agreement"]) == pytest.approx(
+                    sum(x == y for x, y in both) / len(both), abs=1e-4)
+    trial = "conclusion/clinical_trial"
+    # j1 and j3 both gave 3 to both answers of case C: no variation; j2 scored one of them in scope.
+    assert _row(kappa, criterion=trial, judge_a=specs[0], judge_b=specs[2])["note"] == (
+        "n/a: no variation (both judges gave every common item 3)")
+    assert _row(kappa, criterion=trial, judge_a=specs[0], judge_b=specs[1])["note"] == (
+        "n/a: 1 item both scored in scope, fewer than 2")
+    # Scope agreement apart: in or out of scope, over the items two judges or more decided.
+    scope = _csv(report / f"jury.{FOUR}.scope.csv")
+    for name, values in [*((f"conclusion/{d}", units[d]) for d in DIMS), ("all", pooled)]:
+        decided = [[v != -1 for v in u if v is not None] for u in values]
+        row = _row(scope, criterion=name)
+        assert float(row["percent_agreement"]) == pytest.approx(_fleiss_agreement(decided), abs=1e-4)
+        assert int(row["out_of_scope_votes"]) == sum(u.count(-1) for u in values)
+        assert int(row["unanimous_units"]) == sum(len(set(d)) == 1 for d in decided if len(d) >= 2)
+    assert float(_row(scope, criterion=trial)["percent_agreement"]) == pytest.approx((5 + 1 / 3) / 6, abs=1e-4)
+    text = (report / f"jury.{FOUR}.md").read_text()
+    assert "## Scope agreement" in text and "n/a: no variation" in text
+
+
+def test_self_preference_and_length_bias_leave_out_of_scope_scores_out(four: Path) -> None:
+    report = four / "jury"
+    names = list(JUDGES)
+    # j1 on the gpt answers: per answer, the items j1 and another judge scored in scope.
+    differences, mine, theirs = [], [], []
+    for case in PLANS:
+        pairs = []
+        for i in range(4):
+            own = FOUR_SCORES["j1"][(case, "gpt")][i]
+            others = [s for j in names[1:] if (s := FOUR_SCORES[j][(case, "gpt")][i]) not in (None, -1)]
+            if own not in (None, -1) and others:
+                pairs.append((float(own or 0), sum(others) / len(others)))
+        mine.append(sum(p[0] for p in pairs) / len(pairs))
+        theirs.append(sum(p[1] for p in pairs) / len(pairs))
+        differences.append(mine[-1] - theirs[-1])
+    row = {r["family"]: r for r in _csv(report / f"jury.{FOUR}.self_preference.csv")}["gpt-4o"]
+    assert int(row["answers"]) == 3 and int(row["items"]) == 3 + 3 + 4
+    assert float(row["self_mean"]) == pytest.approx(sum(mine) / 3, abs=1e-4)
+    assert float(row["difference"]) == pytest.approx(sum(differences) / 3, abs=1e-4)
+    # Length bias: an answer's score is the mean of its in-scope items (j1, and the jury's verdicts).
+    texts = {}
+    for path in sorted(four.rglob(f"*.judge.{FOUR}.json")):
+        judgement = read_judgement(path)
+        trace = read_trace(path.parent / judgement.trace)
+        key = (judgement.case_id[-1].upper(), next(k for k, v in PANELS.items() if v == trace.model))
+        texts[key] = component_texts(trace)["conclusion"]
+    keys = sorted(texts)
+
+    def verdict(key: tuple[str, str], i: int) -> int | None:
+        votes = sorted(v for j in names if (v := FOUR_SCORES[j][key][i]) is not None)
+        return votes[(len(votes) - 1) // 2]  # the median, or the lower middle (−1 sorts lowest)
+
+    def answer_score(score: Any, key: tuple[str, str]) -> float:
+        kept = [s for i in range(4) if (s := score(key, i)) not in (None, -1)]
+        return sum(kept) / len(kept)
+
+    rows = {r["judge"]: r for r in _csv(report / f"jury.{FOUR}.length_bias.csv")}
+    chars = [float(len(texts[k])) for k in keys]
+    j1 = [answer_score(lambda k, i: FOUR_SCORES["j1"][k][i], k) for k in keys]
+    jury = [answer_score(verdict, k) for k in keys]
+    spec = _csv(report / f"jury.{FOUR}.kappa.csv")[0]["judge_a"]  # j1
+    assert float(rows[spec]["rho_chars"]) == pytest.approx(_spearman(j1, chars), abs=1e-4)
+    assert float(rows["jury"]["rho_chars"]) == pytest.approx(_spearman(jury, chars), abs=1e-4)

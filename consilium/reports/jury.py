@@ -2,43 +2,51 @@
 
 Read from the jury judgements of one rubric under a run folder (docs/judges.md, Juries):
 
-* **agreement**: Krippendorff's α per criterion (the ``krippendorff`` package; ordinal level for
-  ordinal scales, nominal for binary) with the judges as raters and the judged items as units, and
-  Cohen's κ per judge pair and criterion (scikit-learn ``cohen_kappa_score``, quadratic weights over
-  the rubric's whole scale, so a weight is a distance on the scale);
+* **agreement** (:mod:`consilium.reports.jury_agreement`): Krippendorff's α per criterion and Cohen's κ
+  per judge pair, each with its percent agreement, and, on a rubric with an out-of-scope score, the
+  judges' agreement on scope apart;
 * **self-preference**: per judge, on the answers of panels of its own model family
   (:func:`consilium.judges.jury.family`), the mean score it gives minus the mean the other judges give
   the same items, per answer, then over answers, with a t interval over answers;
 * **length bias**: Spearman's ρ (scipy ``spearmanr``) of each judge's and the jury's score of an answer
-  (the mean of its evaluable items) with the answer's length in characters and in tokens (tiktoken).
+  (the mean of its scored items) with the answer's length in characters and in tokens (tiktoken).
 
-A judge's not-evaluable item is a missing rating: it is in no statistic.
+A judge's not-evaluable item is a missing rating: it is in no statistic. On a rubric whose scale has an
+out-of-scope score (the four-decision rubric's −1: "the reference decides nothing here",
+opentumorboard.txt App. C.3 L184) that score is no point of the scale: α, κ, self-preference and length
+bias read the in-scope scores only (:meth:`JuryData.scored`), and scope agreement is reported apart.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from consilium.errors import UserError
 from consilium.judges.components import component_texts
-from consilium.judges.jury import family, is_binary
+from consilium.judges.jury import family
 from consilium.judges.record import JuryMember, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.models.tokens import count_tokens
 from consilium.protocols.registry import read_trace
+from consilium.traces.folder import judgement_files
 
-__all__ = ["ALL", "JURY", "Answer", "JuryData", "Unit", "alpha_rows", "kappa_rows", "length_rows", "load_jury",
-           "self_preference_rows"]
+__all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups", "length_rows", "load_jury",
+           "out_of_scope_score", "self_preference_rows"]
 
 #: The pooled row of every criterion; the jury's own row among the judges.
 ALL, JURY = "all", "jury"
+#: The score a rubric's scale may hold for "out of scope" (Rubric.scale: "-1 means out of scope where the
+#: rubric allows it"; the four-decision rubric, opentumorboard.txt App. C.3 L184-186).
+OUT_OF_SCOPE = -1
+
+
+def out_of_scope_score(rubric: Rubric) -> int | None:
+    """The rubric's out-of-scope score, None when its scale has none."""
+    return OUT_OF_SCOPE if OUT_OF_SCOPE in rubric.scale else None
 
 
 @dataclass(frozen=True)
@@ -76,13 +84,26 @@ class JuryData:
     def criteria(self) -> list[str]:
         return list(dict.fromkeys(u.criterion for u in self.units))
 
+    @property
+    def out_of_scope(self) -> int | None:
+        return out_of_scope_score(self.rubric)
+
+    @property
+    def scale(self) -> list[int]:
+        """The points of the rubric's scale a score is read on: its scale without the out-of-scope score."""
+        return sorted(s for s in self.rubric.scale if s != self.out_of_scope)
+
+    def scored(self, score: float | None) -> float | None:
+        """``score`` when it is a point of the scale; None when not evaluable or out of scope."""
+        return None if score is None or score == self.out_of_scope else score
+
 
 def load_jury(run_dir: Path, rubric: Rubric) -> JuryData:
     """Every jury judgement of ``rubric`` under ``run_dir``, with the trace beside each (for the answer's
     text and its panel's model). One jury for all of them: a record of another jury is refused."""
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a run folder")
-    files = sorted(run_dir.rglob(f"*.judge.{rubric.name}.json"))
+    files = judgement_files(run_dir, rubric.name)  # the run's own, not a run's nested in it (an ablation's)
     data: JuryData | None = None
     for file in files:
         judgement = read_judgement(file)
@@ -114,55 +135,13 @@ def load_jury(run_dir: Path, rubric: Rubric) -> JuryData:
     return data
 
 
-def _groups(data: JuryData) -> list[tuple[str, list[Unit]]]:
+def groups(data: JuryData) -> list[tuple[str, list[Unit]]]:
+    """Each criterion's units, then every unit (the pooled row, :data:`ALL`)."""
     return [*((c, [u for u in data.units if u.criterion == c]) for c in data.criteria), (ALL, data.units)]
 
 
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
-
-
-def alpha_rows(data: JuryData) -> list[dict[str, object]]:
-    """Krippendorff's α per criterion and pooled; None where it is undefined (no unit with two
-    ratings, or no variation at all)."""
-    import krippendorff
-
-    level: Literal["nominal", "ordinal"] = "nominal" if is_binary(data.rubric) else "ordinal"
-    rows: list[dict[str, object]] = []
-    for name, units in _groups(data):
-        matrix = np.array([[np.nan if s is None else s for s in u.scores] for u in units], dtype=float).T
-        pairable = int(sum(np.sum(~np.isnan(matrix[:, i])) >= 2 for i in range(matrix.shape[1])))
-        value: float | None = None
-        if pairable:
-            try:
-                with np.errstate(divide="ignore", invalid="ignore"):  # one value only: α is undefined (nan)
-                    value = _finite(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level,
-                                                       value_domain=sorted(data.rubric.scale)))
-            except (ValueError, ZeroDivisionError):
-                value = None
-        rows.append({"criterion": name, "level": level, "units": len(units), "pairable_units": pairable,
-                     "alpha": value})
-    return rows
-
-
-def kappa_rows(data: JuryData) -> list[dict[str, object]]:
-    """Cohen's κ (quadratic weights) per judge pair and criterion, on the items both evaluated."""
-    from sklearn.metrics import cohen_kappa_score
-
-    labels = sorted(data.rubric.scale)
-    rows: list[dict[str, object]] = []
-    for name, units in _groups(data):
-        for a, b in combinations(range(len(data.members)), 2):
-            both = [(u.scores[a], u.scores[b]) for u in units if u.scores[a] is not None and u.scores[b] is not None]
-            value = None
-            if len(both) >= 2:
-                x, y = [int(p[0]) for p in both if p[0] is not None], [int(p[1]) for p in both if p[1] is not None]
-                with warnings.catch_warnings():  # two judges who each gave one same score: κ undefined (nan)
-                    warnings.simplefilter("ignore")
-                    value = _finite(cohen_kappa_score(x, y, labels=labels, weights="quadratic"))
-            rows.append({"criterion": name, "judge_a": data.members[a].judge, "judge_b": data.members[b].judge,
-                         "n": len(both), "kappa": value})
-    return rows
 
 
 def _t_interval(values: list[float]) -> tuple[float | None, float | None]:
@@ -177,14 +156,15 @@ def _t_interval(values: list[float]) -> tuple[float | None, float | None]:
 
 def self_preference_rows(data: JuryData) -> list[dict[str, object]]:
     """Per judge: on the answers of panels of its own family, its mean score minus the other judges'
-    mean on the same items (per answer first, then over answers); a 95 % t interval over answers."""
+    mean on the same items (per answer first, then over answers); a 95 % t interval over answers. Only
+    in-scope scores count: an item is compared where the judge and at least one other scored it."""
     rows: list[dict[str, object]] = []
     for at, member in enumerate(data.members):
         own: dict[int, list[tuple[float, float]]] = {}
         for unit in data.units:
             answer = data.answers[unit.answer]
-            mine = unit.scores[at]
-            others = [s for i, s in enumerate(unit.scores) if i != at and s is not None]
+            mine = data.scored(unit.scores[at])
+            others = [s for i, v in enumerate(unit.scores) if i != at and (s := data.scored(v)) is not None]
             if family(answer.panel_model) != member.family or mine is None or not others:
                 continue
             own.setdefault(unit.answer, []).append((mine, sum(others) / len(others)))
@@ -192,27 +172,41 @@ def self_preference_rows(data: JuryData) -> list[dict[str, object]]:
         other_means = [float(np.mean([p[1] for p in pairs])) for pairs in own.values()]
         differences = [s - o for s, o in zip(self_means, other_means, strict=True)]
         low, high = _t_interval(differences)
+        note = ("n/a: no answer of its family that it and another judge scored in scope" if not own else
+                "interval n/a: one answer" if len(own) == 1 else "")
         rows.append({"judge": member.judge, "family": member.family, "answers": len(own),
                      "items": sum(len(p) for p in own.values()),
                      "self_mean": float(np.mean(self_means)) if own else None,
                      "others_mean": float(np.mean(other_means)) if own else None,
-                     "difference": float(np.mean(differences)) if own else None, "ci_low": low, "ci_high": high})
+                     "difference": float(np.mean(differences)) if own else None, "ci_low": low, "ci_high": high,
+                     "note": note})
     return rows
 
 
 def _answer_scores(data: JuryData, at: int | None) -> dict[int, float]:
-    """Each answer's score by judge ``at`` (None: the jury's verdicts): the mean of its evaluable items."""
+    """Each answer's score by judge ``at`` (None: the jury's verdicts): the mean of its items scored in
+    scope (an answer with none has no score)."""
     scores: dict[int, list[float]] = {}
     for unit in data.units:
-        score = unit.verdict if at is None else unit.scores[at]
+        score = data.scored(unit.verdict if at is None else unit.scores[at])
         if score is not None:
             scores.setdefault(unit.answer, []).append(score)
     return {answer: sum(values) / len(values) for answer, values in scores.items()}
 
 
+def _length_note(scores: list[float], lengths: list[int]) -> str:
+    if len(scores) < 3:
+        return f"n/a: {len(scores)} answers scored in scope, fewer than 3"
+    if len(set(scores)) == 1:
+        return f"n/a: no variation (every answer scores {scores[0]:g})"
+    if len(set(lengths)) == 1:
+        return "n/a: no variation (every answer has the same length)"
+    return ""
+
+
 def length_rows(data: JuryData) -> list[dict[str, object]]:
     """Spearman's ρ of each judge's (and the jury's) answer scores with answer length, per component;
-    None where a side is constant or fewer than three answers were scored."""
+    None, with the reason in ``note``, where a side is constant or fewer than three answers were scored."""
     from scipy.stats import spearmanr
 
     rows: list[dict[str, object]] = []
@@ -223,11 +217,16 @@ def length_rows(data: JuryData) -> list[dict[str, object]]:
             scored = [(s, data.answers[a]) for a, s in _answer_scores(data, at).items()
                       if data.answers[a].component == component]
             row: dict[str, object] = {"judge": name, "component": component, "n": len(scored)}
+            notes: dict[str, str] = {}
             for unit in ("chars", "tokens"):
                 rho = p = None
-                if len(scored) >= 3 and len({s for s, _ in scored}) > 1:
-                    result = spearmanr([s for s, _ in scored], [getattr(a, unit) for _, a in scored])
+                lengths = [int(getattr(a, unit)) for _, a in scored]
+                notes[unit] = _length_note([s for s, _ in scored], lengths)
+                if not notes[unit]:
+                    result = spearmanr([s for s, _ in scored], lengths)
                     rho, p = _finite(float(result.statistic)), _finite(float(result.pvalue))
                 row[f"rho_{unit}"], row[f"p_{unit}"] = rho, p
+            same = notes["chars"] == notes["tokens"]
+            row["note"] = notes["chars"] if same else "; ".join(f"{u}: {n}" for u, n in notes.items() if n)
             rows.append(row)
     return rows

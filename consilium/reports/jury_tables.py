@@ -9,12 +9,13 @@ from pathlib import Path
 
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.reports.jury import JuryData, alpha_rows, kappa_rows, length_rows, self_preference_rows
+from consilium.reports.jury import JuryData, length_rows, self_preference_rows
+from consilium.reports.jury_agreement import alpha_rows, kappa_rows, scope_rows
 
 __all__ = ["MARK", "TABLES", "check_ours", "jury_markdown", "write_jury"]
 
 #: Each table's file name part and the function computing its rows.
-TABLES = {"alpha": alpha_rows, "kappa": kappa_rows, "self_preference": self_preference_rows,
+TABLES = {"alpha": alpha_rows, "kappa": kappa_rows, "scope": scope_rows, "self_preference": self_preference_rows,
           "length_bias": length_rows}
 
 
@@ -36,11 +37,24 @@ def _csv(rows: Sequence[dict[str, object]]) -> str:
 
 
 def _table(rows: Sequence[dict[str, object]]) -> list[str]:
+    """A markdown table; an empty cell is "n/a" for a statistic (its row's note says why), "–" otherwise."""
     if not rows:
         return ["(none)"]
     keys = list(rows[0])
     return ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys),
-            *("| " + " | ".join(_cell(row[k]) or "–" for k in keys) + " |" for row in rows)]
+            *("| " + " | ".join(_cell(row[k]) or ("–" if k == "note" or row[k] == "" else "n/a") for k in keys)
+              + " |" for row in rows)]
+
+
+def _scope_lines(data: JuryData, tables: dict[str, list[dict[str, object]]]) -> list[str]:
+    if data.out_of_scope is None:
+        return [f"The rubric has no out-of-scope score: every score is a point of its scale "
+                f"({', '.join(str(s) for s in data.scale)}).", ""]
+    return ["## Scope agreement", "",
+            f"Whether each judge put the item in scope or out of scope ({data.out_of_scope}): percent "
+            "agreement within an item, averaged over the items two judges or more decided. The out-of-scope "
+            f"score is no point of the scale: α, κ, self-preference and length bias read the in-scope scores "
+            f"({', '.join(str(s) for s in data.scale)}) only.", "", *_table(tables["scope"]), ""]
 
 
 def jury_markdown(data: JuryData, tables: dict[str, list[dict[str, object]]]) -> str:
@@ -53,14 +67,20 @@ def jury_markdown(data: JuryData, tables: dict[str, list[dict[str, object]]]) ->
              + ("majority (a tie is not evaluable)" if tables["alpha"][0]["level"] == "nominal"
                 else "median (an even split: the lower middle)") + ".", "",
              f"Figure: `jury.{rubric.name}.png` (α per criterion; κ per judge pair, all criteria).", "",
-             "## Inter-judge agreement: Krippendorff's α", "", *_table(tables["alpha"]), "",
-             "## Pairwise Cohen's κ (quadratic weights)", "", *_table(tables["kappa"]), "",
+             "## Inter-judge agreement: Krippendorff's α", "",
+             "percent_agreement = the share of agreeing judge pairs within an item, averaged over the items "
+             "with two scores or more; n/a: the note says why.", "", *_table(tables["alpha"]), "",
+             "## Pairwise Cohen's κ (quadratic weights)", "",
+             "percent_agreement = the share of the items both judges scored with the same score.", "",
+             *_table(tables["kappa"]), "", *_scope_lines(data, tables),
              "## Self-preference (answers of panels of the judge's own family)", "",
-             "difference = the judge's mean score minus the other judges' mean on the same items, per answer "
-             "then over answers; 95% t interval over answers.", "", *_table(tables["self_preference"]), "",
+             "difference = the judge's mean score minus the other judges' mean on the same items (scored in "
+             "scope), per answer then over answers; 95% t interval over answers.", "",
+             *_table(tables["self_preference"]), "",
              "## Length bias: Spearman's ρ of score with answer length", "",
-             "An answer's score is the mean of its evaluable items; blank where a side is constant or fewer "
-             "than three answers were scored.", "", *_table(tables["length_bias"]), ""]
+             "An answer's score is the mean of its items scored in scope (not evaluable and out of scope left "
+             "out); n/a where a side is constant or fewer than three answers were scored.", "",
+             *_table(tables["length_bias"]), ""]
     return "\n".join(lines)
 
 
@@ -89,14 +109,16 @@ def check_ours(out: Path, name: str) -> None:
 
 
 def write_jury(out: Path, data: JuryData) -> list[Path]:
-    """The four CSVs, the markdown and the figure (α per criterion, κ per judge pair); their paths. A file
-    of the report that ``consilium jury`` did not write is never replaced (:func:`check_ours`)."""
+    """The CSVs (scope agreement only for a rubric with an out-of-scope score), the markdown and the figure
+    (α per criterion, κ per judge pair); their paths. A file of the report that ``consilium jury`` did not
+    write is never replaced (:func:`check_ours`)."""
     from consilium.reports.figures.jury import write_jury_figure
 
     name = data.rubric.name
     check_ours(out, name)
     tables = {key: rows(data) for key, rows in TABLES.items()}
-    paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(rows)) for key, rows in tables.items()]
+    paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(rows)) for key, rows in tables.items()
+             if rows or key != "scope"]
     paths.append(write_text_atomic(out / f"jury.{name}.md", jury_markdown(data, tables)))
     paths.append(write_jury_figure(out, f"jury.{name}", data, tables["alpha"], tables["kappa"]))
     return paths

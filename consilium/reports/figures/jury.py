@@ -1,5 +1,5 @@
 """The jury figure (``consilium jury``): Krippendorff's α per criterion (left) and the judge × judge
-quadratic-weighted κ pooled over the criteria (right). The numbers are :mod:`consilium.reports.jury`'s;
+quadratic-weighted κ pooled over the criteria (right). The numbers are :mod:`consilium.reports.jury_agreement`'s;
 an undefined α or κ is drawn as an empty bar or a grey cell marked "n/a"."""
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def write_jury_figure(out: Path, stem: str, data: JuryData, alpha: Sequence[dict
         left.invert_yaxis()
         left.axvline(0, color="black", linewidth=0.6)
         left.set_xlim(min(-0.1, min(values) - 0.1), 1.15)
-        left.set_xlabel(f"Krippendorff's α ({alpha[0]['level'] if alpha else ''})")
+        scope = ", in-scope scores" if data.out_of_scope is not None else ""
+        left.set_xlabel(f"Krippendorff's α ({alpha[0]['level'] if alpha else ''}{scope})")
         left.set_title("Agreement per criterion")
         shown = np.ma.masked_invalid(matrix)
         image = right.imshow(shown, vmin=-1, vmax=1, cmap="RdBu")
