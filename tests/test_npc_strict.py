@@ -177,12 +177,16 @@ def test_the_report_gives_strict_success_with_its_intervals(report: dict[str, di
     assert report["structured"]["strict_not_evaluable"] == "0"
 
 
-def test_strict_counts_a_patient_once_over_its_responses() -> None:
-    """Two responses of one patient (case) in one group: the patient succeeds only if both do."""
+def test_strict_averages_a_patients_replicates_and_counts_patients_in_n() -> None:
+    """Two replicates of one patient (case) in one group, one succeeding: the patient's success is 0.5,
+    Strict the mean over the two patients, and Wilson's n the patients, not the three responses."""
     good, bad = tuple(elements({"r1", "r2"})), tuple(elements({"r1"}))
-    responses = [Response("m", "free-form", "p1", "npc-signed-criteria", good),
-                 Response("m", "free-form", "p1", "npc-signed-criteria", bad),
-                 Response("m", "free-form", "p2", "npc-signed-criteria", good)]
+    responses = [Response("m", "free-form", "p1", "npc-signed-criteria", good, replicate="0"),
+                 Response("m", "free-form", "p1", "npc-signed-criteria", bad, replicate="1"),
+                 Response("m", "free-form", "p2", "npc-signed-criteria", good, replicate="0")]
     [row] = npc_scores(responses, bootstrap=10, seed=0)
-    assert (row["responses"], row["strict_n"], row["strict_patients"], row["strict_not_evaluable"]) == (3, 1, 2, 0)
-    assert row["strict_pct"] == 50.0
+    assert (row["responses"], row["strict_n"], row["strict_patients"], row["strict_not_evaluable"]) == \
+        (3, 1.5, 2, 0)
+    assert row["strict_pct"] == 75.0
+    low, high = wilson(1.5, 2)  # p̂ = 0.75 over n = 2 patients
+    assert (row["strict_ci_low"], row["strict_ci_high"]) == (round(100 * low, 2), round(100 * high, 2))

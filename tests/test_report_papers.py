@@ -169,7 +169,7 @@ def board_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--extra-model", write(tmp_path, "b.json", board_script("b")),
                  "--judge", "otb-conclusion-alignment", "--judge", "otb-four-decision",
                  "--judge", "otb-clinical-equivalence", "--judge-model", write(tmp_path, "j.json", board_judge()),
-                 "--out", str(out)])
+                 "--out", str(out), "--allow-missing-reference"])  # t3 has no reference conclusion, on purpose
     assert code == 1  # one arm failed
     run_dir = only_run(out)
     assert main(["report", str(run_dir)]) == 0
@@ -258,6 +258,9 @@ def test_four_decision_and_its_dimensions(board_run: Path) -> None:
         row = rows[key]
         assert (row["responses"], row["scored"]) == (str(len(done)), str(len(means)))
         assert row["not_evaluable"] == str(len(done) - len(valid))
+        # a failed arm has no conclusion: not evaluable, counted in every four-decision row of its format
+        assert row["failed"] == str(3 - len(done))
+        assert {dims[(*key, d)]["failed"] for d in DIMS} == {str(3 - len(done))}
         assert row["partly_judged"] == str(sum(partly(s) for s in decided))
         assert row["no_decision_in_scope"] == str(len(valid) - len(means))
         assert close(row["weighted_mean"], sum(means) / len(means) if means else None)
@@ -290,7 +293,7 @@ def test_board_stops_failed_arms_and_not_evaluable_are_shown(board_run: Path) ->
     md = (report / "report.md").read_text()
     for title in ("Board Simulation by model and mode", "Four-decision dimensions", "Specialist Turn", "Failed arms"):
         assert f"## {title}" in md
-    assert "| model-b | board-single | surgery | 1.25 | 2 | 0 | 1 | 3.0 |" in md
+    assert "| model-b | board-single | surgery | 1.25 | 2 | 0 | 1 | 0 | 3.0 |" in md
     assert (report / "board_format.png").stat().st_size > 2000
 
 
@@ -456,7 +459,8 @@ def consilium_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--model", write(tmp_path, "a.json", panel_script("a")),
                  "--extra-model", write(tmp_path, "b.json", panel_script("b")),
                  "--judge", "npc-signed-criteria", "--judge", "nmb-diagnosis-match",
-                 "--judge-model", write(tmp_path, "j.json", consilium_judge()), "--out", str(out)])
+                 "--judge-model", write(tmp_path, "j.json", consilium_judge()), "--out", str(out),
+                 "--allow-missing-reference"])  # k3 has no signed criteria: not evaluable, on purpose
     assert code == 1  # model b's two k3 arms failed
     run_dir = only_run(out)
     assert main(["report", str(run_dir), "--bootstrap", "2000", "--seed", "7"]) == 0
@@ -506,19 +510,25 @@ def test_medbench_pass_at_1_and_pass_at_k_with_wilson_intervals(consilium_run: P
         first, ranks = LEADING[(model, case)], (LEADING[(model, case)], *differential)
         within = True if any(r is True for r in ranks) else (False if None not in ranks else None)
         expected.setdefault((f"model-{model}", "structured", "differential", "pass@1"), []).append(first)
-        # the cohort's judge ranks up to k = 5 candidates; the reports give a leading diagnosis and 3 more
-        expected.setdefault((f"model-{model}", "structured", "differential", "pass@5"), []).append(within)
+        # the judge ranks up to k = 5 candidates, the reports give a leading diagnosis and 3 more: pass@4
+        expected.setdefault((f"model-{model}", "structured", "differential", "pass@4"), []).append(within)
+    for key in expected:  # model b's k3 arms failed: no answer, incorrect (k3 has a reference diagnosis)
+        if key[0] == "model-b":
+            expected[key].append(False)
     assert set(rows) == set(expected)
     for key, outcomes in expected.items():
         known = [o for o in outcomes if o is not None]
         row = rows[key]
         assert (row["cases"], row["correct"]) == (str(len(known)), str(sum(known)))
         assert row["not_evaluable"] == str(len(outcomes) - len(known))
+        assert row["failed"] == ("1" if key[0] == "model-b" else "0")
         assert close(row["accuracy"], sum(known) / len(known))
         low, high = wilson(sum(known), len(known))
         assert close(row["ci_low"], low) and close(row["ci_high"], high)
-    b5 = rows[("model-b", "structured", "differential", "pass@5")]
-    assert (b5["cases"], b5["correct"]) == ("2", "2")  # rank 1 not evaluable, rank 2 a match: pass@5 is known
+    b4 = rows[("model-b", "structured", "differential", "pass@4")]
+    # rank 1 not evaluable, rank 2 a match: pass@4 is known; k3's failed arm a miss
+    assert (b4["cases"], b4["correct"]) == ("3", "2")
+    assert "pass@5 n/a: the responses rank at most 4 candidates" in b4["note"]
     assert rows[("model-b", "structured", "differential", "pass@1")]["not_evaluable"] == "1"
 
 
@@ -636,3 +646,224 @@ def test_four_decision_outcomes_of_partly_judged_conclusions() -> None:
     assert (row["responses"], row["scored"], row["not_evaluable"], row["partly_judged"],
             row["no_decision_in_scope"]) == (5, 2, 2, 1, 1)
     assert row["weighted_mean"] == pytest.approx((c3 + 1.0) / 2, abs=1e-4)
+
+
+# --------------------------------------------------------------------------------------------------
+# A cohort in replicates: models a and b, both formats, cases q1 and q2 (signed criteria and a reference
+# diagnosis) and q3 (no reference at all), two replicates (seeds 11 and 12) whose answers differ. Model
+# a's replicate 0 of q1 fails and model b's replicate 1 of q3 fails, in both formats. The paper tables
+# average a case's replicates first, count intervals over cases, count a failed arm as a failure
+# (Strict, pass@k) or outside V (O1), and leave q3 not evaluable for both models.
+
+R_CASES = ("q1", "q2", "q3")
+SEEDS = (11, 12)
+R_FAILED = {("a", "q1", 0), ("b", "q3", 1)}  # (model, case, replicate): both formats fail
+SIGNED_PATTERNS: tuple[set[str] | None, ...] = (
+    {"r1", "r2"}, {"r1"}, {"r1", "r2", "n1"}, None, {"r1", "r2", "m1"}, {"r2"}, {"r1", "r2"})
+DIFF_PATTERNS: tuple[tuple[bool | None, bool, bool], ...] = (  # leading diagnosis, differential d1, d2
+    (True, False, False), (False, False, True), (False, False, False), (None, True, False), (False, True, False))
+
+
+def r_arms() -> list[tuple[str, str, str, int]]:
+    return [(m, f, c, r) for m in ("a", "b") for f in FORMATS for c in R_CASES for r in range(len(SEEDS))]
+
+
+def r_failed(model: str, case: str, replicate: int) -> bool:
+    return (model, case, replicate) in R_FAILED
+
+
+def r_index(model: str, fmt: str, case: str, replicate: int) -> int:
+    return "ab".index(model) + 2 * R_CASES.index(case) + 3 * FORMATS.index(fmt) + 5 * replicate
+
+
+def r_met(model: str, fmt: str, case: str, replicate: int) -> set[str] | None:
+    """The signed criteria the judge finds met; None: r2's answer is invalid (not evaluable)."""
+    return SIGNED_PATTERNS[r_index(model, fmt, case, replicate) % len(SIGNED_PATTERNS)]
+
+
+def r_match(model: str, fmt: str, case: str, replicate: int) -> bool:
+    """The final conclusion matches the reference diagnosis."""
+    return r_index(model, fmt, case, replicate) % 3 != 1
+
+
+def r_ranks(model: str, case: str, replicate: int) -> tuple[bool | None, bool, bool]:
+    return DIFF_PATTERNS[r_index(model, "structured", case, replicate) % len(DIFF_PATTERNS)]
+
+
+def r_verdict(model: str, case: str, replicate: int) -> str:
+    return f"Verdict {model}{case}R{replicate}"
+
+
+def r_in_text(model: str, fmt: str, case: str, replicate: int) -> str:
+    verdict = r_verdict(model, case, replicate)
+    return f"Final opinion: {verdict}" if fmt == "structured" else f'"final_opinion": "{verdict}"'
+
+
+def r_panel(model: str) -> dict[str, Any]:
+    rules = [r for r in panel_script(model)["rules"] if r["stage"] != "synthesis"]
+    for replicate, seed in enumerate(SEEDS):
+        for case in R_CASES:
+            where = {"stage": "synthesis", "seed": seed, "contains": f"casemark-{case}."}
+            if r_failed(model, case, replicate):
+                rules.append({**where, "fail": "model"})
+                continue
+            differential = "\n".join(f"{d}. Dx {model}{case}R{replicate} d{d}" for d in (1, 2))
+            rules.append({**where, "json": {
+                "final_opinion": r_verdict(model, case, replicate), "summary": "s", "final_differential": differential,
+                "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}})
+    return {"model": f"model-{model}", "rules": rules}
+
+
+def r_judge() -> dict[str, Any]:
+    invalid_signed, invalid_match = {"explanation": "x"}, {"rationale": "r"}
+    rules: list[dict[str, Any]] = []
+    for model, fmt, case, replicate in r_arms():
+        if case == "q3" or r_failed(model, case, replicate):
+            continue
+        text, met = r_in_text(model, fmt, case, replicate), r_met(model, fmt, case, replicate)
+        for cid in CRITERIA:
+            answer = invalid_signed if met is None and cid == "r2" else \
+                {"explanation": "x", "criteria_met": cid in (met or set())}
+            rules.append({"stage": "judge", "role": f"conclusion:{cid}", "contains": text, "json": answer})
+        rules.append({"stage": "judge", "role": "conclusion:final_conclusion", "contains": text,
+                      "json": {"rationale": "r", "match": r_match(model, fmt, case, replicate)}})
+        if fmt == "structured":
+            leading, *items = r_ranks(model, case, replicate)
+            rules.append({"stage": "judge", "role": "differential:rank_1",
+                          "contains": r_verdict(model, case, replicate),
+                          "json": invalid_match if leading is None else {"rationale": "r", "match": leading}})
+            rules += [{"stage": "judge", "role": f"differential:rank_{d + 1}",
+                       "contains": f"Dx {model}{case}R{replicate} d{d}", "json": {"rationale": "r", "match": match}}
+                      for d, match in enumerate(items, 1)]
+    rules += [{"stage": "judge", "role": "conclusion:r2", "contains": "could not be used", "json": invalid_signed},
+              {"stage": "judge", "role": "differential:rank_1", "contains": "could not be used", "json": invalid_match}]
+    return {"model": "judge", "rules": rules}
+
+
+@pytest.fixture(scope="module")
+def replicate_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp_path = tmp_path_factory.mktemp("replicates")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    base = yaml.safe_load(AFIB.read_text())
+    rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
+              for cid, (kind, weight) in CRITERIA.items()]
+    for case_id in R_CASES:
+        case = {**base, "id": case_id, "presentation": f"{base['presentation']} Marker casemark-{case_id}."}
+        if case_id == "q3":
+            case.pop("reference", None)
+        else:
+            case["reference"] = {"diagnosis": "Atrial fibrillation needing anticoagulation", "rubric": rubric}
+        (cases / f"{case_id}.yaml").write_text(yaml.safe_dump(case))
+    for model in ("a", "b"):
+        (tmp_path / f"{model}.json").write_text(json.dumps(r_panel(model)))
+    (tmp_path / "judge.json").write_text(json.dumps(r_judge()))
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(f"""cases: cases
+models: [scripted:a.json, scripted:b.json]
+protocol: consilium
+formats: [free-form, structured]
+run: {{seed: {SEEDS[0]}}}
+judges: [npc-signed-criteria, nmb-diagnosis-match]
+judge_model: scripted:judge.json
+replicates: {len(SEEDS)}
+""")
+    assert main(["cohort", "--experiment", str(experiment), "--out", str(tmp_path / "runs"),
+                 "--allow-missing-reference"]) == 1  # the failed arms; q3 has no reference, on purpose
+    run_dir = only_run(tmp_path / "runs")
+    assert main(["report", str(run_dir), "--bootstrap", "500"]) == 0
+    return run_dir
+
+
+def strict_by_hand(met: set[str] | None) -> bool | None:
+    """Eq. 1 for one answer: every requirement met and no error present; r2 not evaluable leaves it
+    undecided unless another element is already wrong."""
+    if met is None:  # r2 unknown; r1 must be met and no error present, else a failure either way
+        return None
+    return {"r1", "r2"} <= met and not met & {"m1", "m2", "n1"}
+
+
+def by_case(outcomes: list[tuple[str, float | None]]) -> dict[str, float]:
+    """Each case's mean over its replicates' known outcomes (a case with none is left out)."""
+    cases: dict[str, list[float]] = {}
+    for case, value in outcomes:
+        if value is not None:
+            cases.setdefault(case, []).append(value)
+    return {case: sum(v) / len(v) for case, v in cases.items()}
+
+
+def test_the_replicate_cohort_ran_as_scripted(replicate_run: Path) -> None:
+    arms = read_csv(replicate_run / "arms.csv")
+    assert len(arms) == len(r_arms())
+    failed = {(r["model"], r["format"], r["case_id"], r["replicate"]) for r in arms if r["status"] != "completed"}
+    assert failed == {(f"model-{m}", f, c, str(r)) for m, c, r in R_FAILED for f in FORMATS}
+    # the replicates of a case differ: the fixture tests averaging, not a constant
+    assert any(r_met(m, f, c, 0) != r_met(m, f, c, 1) for m, f, c, _ in r_arms())
+
+
+def test_npcbench_strict_averages_replicates_per_case_and_counts_failed_arms(replicate_run: Path) -> None:
+    rows = {(r["model"], r["variant"]): r for r in read_csv(replicate_run / "report" / "npcbench_scores.csv")}
+    assert set(rows) == {(f"model-{m}", f) for m in ("a", "b") for f in FORMATS}
+    for model in ("a", "b"):
+        for fmt in FORMATS:
+            row = rows[(f"model-{model}", fmt)]
+            strict: list[tuple[str, float | None]] = []
+            scores: list[tuple[str, float | None]] = []
+            for case in ("q1", "q2"):  # q3 has no signed criteria: not evaluable, whatever its arms did
+                for replicate in range(len(SEEDS)):
+                    if r_failed(model, case, replicate):
+                        strict.append((case, 0.0))  # a missing answer is incorrect
+                        continue
+                    met = r_met(model, fmt, case, replicate)
+                    outcome = strict_by_hand(met)
+                    strict.append((case, None if outcome is None else float(outcome)))
+                    scores.append((case, None if met is None else signed(met)))
+            cases = by_case(strict)
+            n, successes = len(cases), sum(cases.values())
+            low, high = wilson(successes, n)
+            assert int(row["strict_patients"]) == n == 2  # the same P for both models: q3 is out for each
+            assert close(row["strict_n"], successes) and close(row["strict_pct"], 100 * successes / n, 2)
+            assert close(row["strict_ci_low"], 100 * low, 2) and close(row["strict_ci_high"], 100 * high, 2)
+            assert row["strict_missing"] == str(sum(r_failed(model, c, r) for c in ("q1", "q2") for r in (0, 1)))
+            assert row["strict_not_evaluable"] == "1"  # q3
+            o1 = by_case(scores)
+            assert row["cases"] == str(len(o1))
+            assert close(row["score_mean"], sum(o1.values()) / len(o1))
+            assert row["failed"] == str(sum(r_failed(model, c, r) for c in R_CASES for r in (0, 1)))
+    # by hand, (a, free-form): q1 has replicate 0 failed (0) and replicate 1 {r2} (0); q2's replicates are
+    # {r1, r2, m1} (0) and {r1, r2} (1): Strict = (0 + 0.5) / 2 = 25 %, over 2 patients, not 4 arms
+    assert (rows[("model-a", "free-form")]["strict_pct"], rows[("model-a", "free-form")]["strict_n"]) == ("25.0", "0.5")
+
+
+def test_medbench_pass_at_k_averages_replicates_per_case_and_counts_failed_arms(replicate_run: Path) -> None:
+    rows = {(r["model"], r["variant"], r["component"], r["metric"]): r
+            for r in read_csv(replicate_run / "report" / "medbench_pass_at_k.csv")}
+    expected: dict[tuple[str, str, str, str], list[tuple[str, float | None]]] = {}
+    for model, fmt, case, replicate in r_arms():
+        if case == "q3":
+            continue  # no reference diagnosis: not evaluable for both models, failed arm or not
+        failed = r_failed(model, case, replicate)
+        group = (f"model-{model}", fmt)
+        match = 0.0 if failed else float(r_match(model, fmt, case, replicate))
+        expected.setdefault((*group, "conclusion", "pass@1"), []).append((case, match))
+        if fmt == "structured":
+            ranks = (False, False, False) if failed else r_ranks(model, case, replicate)
+            first = None if ranks[0] is None else float(ranks[0])
+            within = 1.0 if True in ranks else (None if None in ranks else 0.0)
+            expected.setdefault((*group, "differential", "pass@1"), []).append((case, first))
+            # three candidates (a leading diagnosis and two more) under the judge's k = 5: pass@3
+            expected.setdefault((*group, "differential", "pass@3"), []).append((case, within))
+    assert set(rows) == set(expected)
+    for key, outcomes in expected.items():
+        cases = by_case(outcomes)
+        n, correct = len(cases), sum(cases.values())
+        row = rows[key]
+        assert row["cases"] == str(n) == "2", key
+        assert close(row["correct"], correct) and close(row["accuracy"], correct / n)
+        low, high = wilson(correct, n)
+        assert close(row["ci_low"], low) and close(row["ci_high"], high)
+        assert row["failed"] == str(sum(r_failed(key[0][-1], c, r) for c in ("q1", "q2") for r in (0, 1)))
+        # an arm whose outcome is undecided, and each of q3's arms (failed or not)
+        assert row["not_evaluable"] == str(sum(o is None for _, o in outcomes) + len(SEEDS))
+    note = rows[("model-a", "structured", "differential", "pass@3")]["note"]
+    assert "pass@5 n/a" in note and "at most 3 candidates" in note

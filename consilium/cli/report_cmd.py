@@ -75,7 +75,8 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
 
         def figures(out: Path) -> list[Path]:  # ai-consilium.txt's figures draw a deliberation
             return write_figures(data, out) if deliberates(part.protocol) else []
-    tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms)
+    tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms,
+                            cases=data.cases)
     tables += [Table(name, title, rows) for name, (title, rows) in
                replicate_tables(data, bootstrap=args.bootstrap, seed=args.seed).items()]
     costs, stage_costs = cost_table(data), cost_by_stage(data)

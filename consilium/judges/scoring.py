@@ -49,7 +49,7 @@ def pass_at_k(matches: Sequence[bool], k: int) -> bool:
     return any(matches[:k])
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval for a proportion; z = 1.96 (95 %) as neural-medbench.txt (Confidence
     Intervals) states, so every table that shows one agrees; (0, 0) when n is 0."""
     if n == 0:

@@ -5,12 +5,14 @@ criterion means)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from consilium.reports.compare import CohortData
 from consilium.reports.papers import medbench, npcbench, otb
+from consilium.reports.papers.per_case import FailedArm, failed_arms, has_reference, rubric_groups
 from consilium.reports.papers.responses import Response
 from consilium.reports.papers.stats import mean, sd
 
@@ -33,58 +35,81 @@ def board_tables(run_dir: Path, data: CohortData, responses: list[Response]) -> 
             Table("board_stops", "Board stop reasons by model and mode (completed arms)", otb.board_stops(data))]
 
 
-def rubric_summary(responses: list[Response], rubrics: set[str]) -> list[dict[str, Any]]:
+def rubric_summary(responses: list[Response], rubrics: set[str],
+                   failed: Mapping[tuple[str, str], list[FailedArm]] | None = None) -> list[dict[str, Any]]:
     """Per model, variant, rubric, component and criterion: items, how many were scored and not
-    evaluable, and the mean ± population SD of the scores (for a rubric without a paper table here)."""
+    evaluable, the failed arms of the model and variant (no answer to judge), and the mean ± population
+    SD of the scores (for a rubric without a paper table here)."""
     groups: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
-    for response in responses:
-        if response.rubric in rubrics:
-            for item in response.items:
-                groups[(response.model, response.variant, response.rubric, item.component, item.criterion)].append(
-                    item.score)
+    for rubric in sorted(rubrics):
+        found = rubric_groups(responses, rubric, failed or {})
+        shapes: dict[str, set[tuple[str, str]]] = defaultdict(set)  # variant → its (component, criterion)s
+        for (model, variant), group_responses in found.items():
+            for item in (i for response in group_responses for i in response.items):
+                shapes[variant].add((item.component, item.criterion))
+                groups[(model, variant, rubric, item.component, item.criterion)].append(item.score)
+        for model, variant in found:  # a group whose every arm failed: its variant's rows, nothing scored
+            for component, criterion in shapes[variant]:
+                groups.setdefault((model, variant, rubric, component, criterion), [])
     rows = []
     for (model, variant, rubric, component, criterion), scores in sorted(groups.items()):
         values = [s for s in scores if s is not None]
         rows.append({"model": model, "variant": variant, "rubric": rubric, "component": component,
                      "criterion": criterion, "items": len(scores), "scored": len(values),
-                     "not_evaluable": len(scores) - len(values), "mean": mean(values), "sd": sd(values)})
+                     "not_evaluable": len(scores) - len(values),
+                     "failed": len((failed or {}).get((model, variant), [])), "mean": mean(values), "sd": sd(values)})
     return rows
 
 
+_COUNTED = ("a case's replicates averaged first, intervals over cases (n = cases); a failed arm counts as "
+            "incorrect (a missing answer, npcbench.txt App. C), shown in {column}; a case without {reference} is "
+            "not evaluable for every model")
+_FAILED = "; a failed arm (no conclusion) is not evaluable, counted in failed"
+
+
 def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int,
-                  arms: list[dict[str, str]] | None = None) -> list[Table]:
-    """One table (or two) per rubric judged, except those in ``covered`` (already shown elsewhere)."""
+                  arms: list[dict[str, str]] | None = None,
+                  cases: Mapping[str, Mapping[str, Any]] | None = None) -> list[Table]:
+    """One table (or two) per rubric judged, except those in ``covered`` (already shown elsewhere). ``arms``
+    (arms.csv's rows) give the failed arms every table counts; ``cases`` (case id → the case as its traces
+    recorded it) say which cases have each rubric's reference."""
     judged = {r.rubric for r in responses} - covered
+    failed, known = failed_arms(arms or []), cases or {}
     tables = []
     if otb.ALIGNMENT in judged:
         tables.append(Table("otb_conclusion_alignment", "Conclusion alignment by model and variant, 1–5 "
-                            "(opentumorboard.txt, App. C.2; Table A3)", otb.conclusion_alignment(responses)))
+                            f"(opentumorboard.txt, App. C.2; Table A3){_FAILED}",
+                            otb.conclusion_alignment(responses, failed)))
     if otb.DECISIONS in judged:
         tables += [Table("otb_four_decision", "Four-decision score by model and variant: Σ w·(s/5) / Σ w over the "
-                         "dimensions in scope (opentumorboard.txt, App. C.3, E.2)", otb.four_decision(responses)),
+                         f"dimensions in scope (opentumorboard.txt, App. C.3, E.2){_FAILED}",
+                         otb.four_decision(responses, failed)),
                    Table("otb_decision_dimensions", "Four-decision dimensions: mean 1–5 score over conclusions "
-                         "whose reference decides the dimension (App. C.3; Table A4)",
-                         otb.decision_dimensions(responses))]
+                         f"whose reference decides the dimension (App. C.3; Table A4){_FAILED}",
+                         otb.decision_dimensions(responses, failed))]
     if otb.EQUIVALENCE in judged:
         tables.append(Table("otb_specialist_turn", "Specialist Turn: clinical equivalence, critical-error and "
-                            "unsupported-claim rates (opentumorboard.txt, Table A2, App. C.1)",
-                            otb.specialist_turn(responses)))
+                            f"unsupported-claim rates (opentumorboard.txt, Table A2, App. C.1){_FAILED}",
+                            otb.specialist_turn(responses, failed)))
     if npcbench.RUBRIC in judged:
         tables.append(Table("npcbench_scores", f"NPCBench consultation score and error rates over evaluable "
-                            f"responses (npcbench.txt, Eqs. A7–A8, Table A29); case-clustered bootstrap 95% CI, "
-                            f"{bootstrap} resamples, seed {seed}; strict patient-level success (Eq. 1: every "
-                            "signed criterion of the case correct; a failed arm counts as a failure, "
-                            "strict_missing) with 95% Wilson and exact (Clopper–Pearson) intervals in percent",
-                            npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed,
-                                                failed=npcbench.failed_cases(arms or []))))
+                            f"responses (npcbench.txt, Eqs. A7–A8, Table A29; a failed arm is not in V, counted in "
+                            f"failed); case bootstrap 95% CI, {bootstrap} resamples, seed {seed}; strict "
+                            "patient-level success (Eq. 1: every signed criterion of the case correct) with 95% "
+                            "Wilson and exact (Clopper–Pearson) intervals in percent; "
+                            + _COUNTED.format(column="strict_missing", reference="signed criteria"),
+                            npcbench.npc_scores(responses, bootstrap=bootstrap, seed=seed, failed=failed,
+                                                reference=has_reference(npcbench.RUBRIC, known))))
     if medbench.RUBRIC in judged:
         tables.append(Table("medbench_pass_at_k", "Neural-MedBench diagnostic accuracy, pass@1 and pass@k with "
-                            "95% Wilson intervals (neural-medbench.txt, Evaluation Metrics, Confidence Intervals)",
-                            medbench.pass_at_k_table(responses)))
+                            "95% Wilson intervals (neural-medbench.txt, Evaluation Metrics, Confidence Intervals); "
+                            + _COUNTED.format(column="failed", reference="a reference diagnosis"),
+                            medbench.pass_at_k_table(responses, failed, has_reference(medbench.RUBRIC, known))))
     others = judged - {otb.ALIGNMENT, otb.DECISIONS, otb.EQUIVALENCE, npcbench.RUBRIC, medbench.RUBRIC}
     if others:
-        tables.append(Table("rubric_summary", f"Scores by model, variant and criterion ({', '.join(sorted(others))})",
-                            rubric_summary(responses, others)))
+        tables.append(Table("rubric_summary", f"Scores by model, variant and criterion ({', '.join(sorted(others))})"
+                            "; a failed arm (no answer) is not evaluable, counted in failed",
+                            rubric_summary(responses, others, failed)))
     return tables
 
 

@@ -86,6 +86,9 @@ class CohortData:
     roles: list[RoleRow] = field(default_factory=list)
     costs: list[ArmCost] = field(default_factory=list)  # every completed arm's, in arms.csv's order
 
+    # case id → the case as the traces of its completed arms recorded it (what each rubric's reference needs:
+    # a case whose every arm failed is not here)
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 _ARM_COLUMNS = ("case_id", "format", "status")
 # Columns a completed arm needs, and which of them are numbers (None: any text).
@@ -235,6 +238,7 @@ def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase,
         counter[f"{stage}:output"] += usage.output_tokens
     counter["cases"] += 1
     data.costs.append(ArmCost(model, fmt, case, trace_cost(trace), stage_costs(trace), trace.usage.total,
+    data.cases.setdefault(case, trace.case)
                               trace.usage.by_stage))
     if not isinstance(trace, Trace):
         return

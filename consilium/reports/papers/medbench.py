@@ -1,14 +1,23 @@
 """Neural-MedBench's diagnostic accuracy (neural-medbench.txt, Evaluation Metrics; Confidence
-Intervals): pass@1 and pass@k per model and variant, each with its 95 % Wilson score interval."""
+Intervals): pass@1 and pass@k per model and variant, each with its 95 % Wilson score interval.
+
+Counted as every paper table here counts (:mod:`consilium.reports.papers.per_case`): a case's replicates
+averaged first, Wilson's n the cases, a failed arm an incorrect answer, a case without a reference
+diagnosis not evaluable for every model. pass@k is shown for the k the responses can reach: the judge's
+k, or fewer when no response ranks that many candidates (a note says so).
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from consilium.judges.record import JudgementItem
-from consilium.reports.papers.responses import Response, by_component, group
-from consilium.reports.papers.stats import rate, wilson
+from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups
+from consilium.reports.papers.responses import Response, by_component
+from consilium.reports.papers.stats import count, rate, wilson
 
 __all__ = ["RUBRIC", "outcome", "pass_at_k_table"]
 
@@ -21,11 +30,15 @@ def _k(response: Response, component: str, ranks: int) -> int:
     return max(keys, default=ranks)
 
 
+def _ranked(items: list[JudgementItem]) -> list[JudgementItem]:
+    return sorted((i for i in items if i.criterion.startswith("rank_")), key=lambda i: int(i.criterion[5:]))
+
+
 def outcome(items: list[JudgementItem], k: int) -> bool | None:
     """pass@k of one response: True when one of its first k ranked candidates was judged a match,
     False when all of them were judged and none matched, None when that is undetermined (a candidate
     not evaluable and no match before it) or there is nothing to judge."""
-    ranked = sorted((i for i in items if i.criterion.startswith("rank_")), key=lambda i: int(i.criterion[5:]))[:k]
+    ranked = _ranked(items)[:k]
     if not ranked:
         return None
     if any(i.score == 1.0 for i in ranked):
@@ -33,29 +46,75 @@ def outcome(items: list[JudgementItem], k: int) -> bool | None:
     return False if all(i.score is not None for i in ranked) else None
 
 
-def pass_at_k_table(responses: list[Response]) -> list[dict[str, Any]]:
-    """Per model, variant, component and metric: cases whose outcome is known, how many pass, the
-    accuracy and its Wilson interval, and how many were not evaluable. The ``conclusion`` component's
-    one candidate (the final conclusion) gives pass@1; the ``differential`` component's ranked
-    candidates give pass@1 (rank 1) and pass@k (any of ranks 1..k)."""
-    tallies: dict[tuple[str, str, str, str, int], list[bool | None]] = defaultdict(list)
-    for (model, variant), group_responses in group(responses, RUBRIC).items():
-        for response in group_responses:
-            for component, items in by_component(response).items():
-                if component == "differential":
-                    k = _k(response, component, sum(i.criterion.startswith("rank_") for i in items))
-                    tallies[(model, variant, component, "pass@1", 1)].append(outcome(items, 1))
-                    if k > 1:
-                        tallies[(model, variant, component, f"pass@{k}", k)].append(outcome(items, k))
-                else:
-                    judged = [i.score == 1.0 if i.score is not None else None for i in items
-                              if i.criterion == "final_conclusion"]
-                    tallies[(model, variant, component, "pass@1", 1)].append(judged[0] if judged else None)
+def _conclusion(items: list[JudgementItem]) -> bool | None:
+    judged = [i.score == 1.0 if i.score is not None else None for i in items if i.criterion == "final_conclusion"]
+    return judged[0] if judged else None
+
+
+@dataclass
+class _Metric:
+    """One (component, metric) row of a group: each arm's (case, outcome) and the ``note``."""
+
+    k: int
+    outcomes: list[tuple[str, bool | None]]
+    note: str = ""
+
+
+def _metrics(group: list[Response]) -> dict[tuple[str, str], _Metric]:
+    """(component, metric) → the group's outcomes. The differential's pass@k takes k = the judge's k, or
+    the most candidates any response of the group ranks when that is fewer: pass@5 of three candidates
+    would be pass@3 under another name."""
+    found: dict[tuple[str, str], _Metric] = {}
+    differentials = [(r.case_id, items, _k(r, "differential", len(_ranked(items))))
+                     for r in group for component, items in by_component(r).items() if component == "differential"]
+    if differentials:
+        asked = max(k for _, _, k in differentials)
+        ranks = max(len(_ranked(items)) for _, items, _ in differentials)
+        k = min(asked, ranks)
+        found[("differential", "pass@1")] = _Metric(1, [(case, outcome(items, 1)) for case, items, _ in differentials])
+        if k > 1:
+            fewer = sum(len(_ranked(items)) < k for _, items, _ in differentials)
+            notes = [f"pass@{asked} n/a: the responses rank at most {ranks} candidates"] if k < asked else []
+            notes += [f"{fewer} response(s) rank fewer than {k}, scored on those"] if fewer else []
+            found[("differential", f"pass@{k}")] = _Metric(
+                k, [(case, outcome(items, k)) for case, items, _ in differentials], "; ".join(notes))
+    conclusions = [(r.case_id, _conclusion(items)) for r in group for component, items in by_component(r).items()
+                   if component != "differential"]
+    if conclusions:
+        found[("conclusion", "pass@1")] = _Metric(1, conclusions)
+    return found
+
+
+def pass_at_k_table(responses: list[Response], failed: Mapping[tuple[str, str], list[FailedArm]] | None = None,
+                    reference: HasReference | None = None) -> list[dict[str, Any]]:
+    """Per model, variant, component and metric: the ``cases`` whose outcome is known (each the mean of
+    its replicates' outcomes), ``correct`` (their sum: a count when each case has one arm), the accuracy
+    and its Wilson interval over the cases; ``arms`` the arm outcomes averaged into them, of which
+    ``failed`` were failed arms (each incorrect, a missing answer); ``not_evaluable`` the arms whose
+    outcome is undetermined (a case none of whose arms is decided is not in ``cases``). The
+    ``conclusion`` component's one candidate (the final conclusion) gives pass@1; the ``differential``
+    component's ranked candidates give pass@1 (rank 1) and pass@k (any of ranks 1..k). ``failed``
+    arms come from :func:`~consilium.reports.papers.per_case.failed_arms`; ``reference`` says whether a
+    case has a reference diagnosis (a failed arm of a case without one is not evaluable)."""
+    failed, known = failed or {}, reference or (lambda case: None)
+    groups = rubric_groups(responses, RUBRIC, failed)
+    shapes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)  # variant → (component, metric) → k
+    metrics = {key: _metrics(group) for key, group in groups.items()}
+    for (_, variant), found in metrics.items():
+        shapes[variant].update({name: metric.k for name, metric in found.items()})
     rows = []
-    for (model, variant, component, metric, k), outcomes in sorted(tallies.items(), key=lambda t: (t[0][:3], t[0][4])):
-        known = [o for o in outcomes if o is not None]
-        low, high = wilson(sum(known), len(known))
-        rows.append({"model": model, "variant": variant, "component": component, "metric": metric, "k": k,
-                     "cases": len(known), "correct": sum(known), "accuracy": rate(sum(known), len(known)),
-                     "ci_low": low, "ci_high": high, "not_evaluable": len(outcomes) - len(known)})
+    for (model, variant), found in metrics.items():
+        missing = failed.get((model, variant), [])
+        for name, k in shapes[variant].items():
+            metric = found.setdefault(name, _Metric(k, []))
+            metric.outcomes += [(arm.case_id, None if known(arm.case_id) is False else False) for arm in missing]
+        for (component, label), metric in sorted(found.items(), key=lambda m: (m[0][0], m[1].k)):
+            values = case_values((case, None if o is None else float(o)) for case, o in metric.outcomes)
+            low, high = wilson(values.total, values.cases)
+            rows.append({"model": model, "variant": variant, "component": component, "metric": label,
+                         "k": metric.k, "cases": values.cases, "correct": count(values.total),
+                         "accuracy": rate(values.total, values.cases), "ci_low": low, "ci_high": high,
+                         "arms": values.arms,
+                         "failed": sum(known(a.case_id) is not False for a in missing),
+                         "not_evaluable": values.unknown, "note": metric.note})
     return rows

@@ -9,22 +9,26 @@ is correct. Here a patient is a case and its elements are the signed criteria of
 triggered (App. D.3: a positive label on an error criterion means the error is present). The
 paper's intervals for Strict are exact binomial (Clopper–Pearson, App. C.2.3 "Confidence
 intervals"); both that interval and the 95 % Wilson interval of the other rates are given.
+
+Every statistic is over cases, a case's replicates averaged first, and a failed arm is counted: a
+failure in Strict, outside V (counted in ``failed``) for O1 (:mod:`consilium.reports.papers.per_case`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from scipy.stats import beta
 
 from consilium.judges.record import JudgementItem
 from consilium.judges.scoring import signed_score
-from consilium.reports.papers.responses import Response, by_component, group
-from consilium.reports.papers.stats import DIGITS, cluster_bootstrap, mean, pct, wilson
+from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups
+from consilium.reports.papers.responses import Response, by_component
+from consilium.reports.papers.stats import DIGITS, cluster_bootstrap, count, mean, pct, wilson
 
-__all__ = ["RUBRIC", "clopper_pearson", "element_correct", "failed_cases", "npc_scores", "response_score",
-           "strict_success"]
+__all__ = ["RUBRIC", "clopper_pearson", "element_correct", "npc_scores", "response_score", "strict_success"]
 
 RUBRIC = "npc-signed-criteria"
 
@@ -63,8 +67,9 @@ def strict_success(items: list[JudgementItem]) -> bool | None:
     return True if correct and None not in correct else None
 
 
-def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
-    """The exact binomial interval of a proportion, as npcbench.txt App. C.2.3 gives for Strict."""
+def clopper_pearson(successes: float, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """The exact binomial interval of a proportion, as npcbench.txt App. C.2.3 gives for Strict; with
+    ``successes`` a sum of case means (replicates averaged), the same beta quantiles at n·p̂."""
     if n == 0:
         return None, None
     alpha = 1 - level
@@ -78,62 +83,67 @@ def _percent(bounds: tuple[float | None, float | None]) -> tuple[float | None, f
     return None if low is None else round(100 * low, 2), None if high is None else round(100 * high, 2)
 
 
-def _strict_columns(answers: list[tuple[str, list[JudgementItem]]], missing: set[str]) -> dict[str, object]:
-    """Strict over the patients (cases) of one model, variant and component: a patient's elements are
-    every signed criterion of its responses there (one per case in a cohort). A patient whose arm
-    failed has no answer, which Eq. 1 scores as incorrect (§4.1: P counts every patient): it is a
-    failure in P, counted in ``strict_missing`` so that it is seen."""
-    patients: dict[str, list[JudgementItem]] = defaultdict(list)
-    for case, items in answers:
-        patients[case] += items
-    missing = missing - set(patients)
-    outcomes = [strict_success(items) for items in patients.values()] + [False] * len(missing)
-    known = [o for o in outcomes if o is not None]
-    successes = sum(known)
-    low, high = _percent(wilson(successes, len(known)))
-    exact_low, exact_high = _percent(clopper_pearson(successes, len(known)))
-    return {"strict_n": successes, "strict_patients": len(known), "strict_missing": len(missing),
-            "strict_not_evaluable": len(outcomes) - len(known),
-            "strict_pct": pct(successes, len(known)), "strict_ci_low": low, "strict_ci_high": high,
+def _strict_columns(answers: list[tuple[str, list[JudgementItem]]], missing: list[FailedArm],
+                    reference: HasReference) -> dict[str, object]:
+    """Strict over the patients (cases) of one model, variant and component: each case's success is the
+    mean of its replicates' Eq. 1 outcomes (one arm: 0 or 1), Strict the mean over the cases decided,
+    its intervals over those cases (n = patients). A failed arm has no answer, which Eq. 1 scores as
+    incorrect (§4.1: P counts every patient; App. C: a missing answer has correctness zero): a failure,
+    counted in ``strict_missing``, unless its case has no signed criteria (not evaluable for every
+    model)."""
+    outcomes: list[tuple[str, float | None]] = [
+        (case, None if (o := strict_success(items)) is None else float(o)) for case, items in answers]
+    counted = [arm for arm in missing if reference(arm.case_id) is not False]
+    outcomes += [(arm.case_id, 0.0 if arm in counted else None) for arm in missing]
+    values = case_values(outcomes)
+    successes, n = values.total, values.cases
+    low, high = _percent(wilson(successes, n))
+    exact_low, exact_high = _percent(clopper_pearson(successes, n))
+    return {"strict_n": count(successes), "strict_patients": n, "strict_missing": len(counted),
+            "strict_not_evaluable": values.cases_unknown,
+            "strict_pct": pct(successes, n), "strict_ci_low": low, "strict_ci_high": high,
             "strict_exact_low": exact_low, "strict_exact_high": exact_high}
 
 
-def failed_cases(arms: list[dict[str, str]]) -> dict[tuple[str, str], set[str]]:
-    """(model, variant) → the cases whose arm did not complete (arms.csv rows), for Eq. 1's P."""
-    failed: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for arm in arms:
-        if arm.get("status") != "completed":
-            failed[(arm.get("model") or arm.get("model_spec", ""), arm.get("format", ""))].add(arm.get("case_id", ""))
-    return dict(failed)
-
-
 def npc_scores(responses: list[Response], *, bootstrap: int, seed: int,
-               failed: dict[tuple[str, str], set[str]] | None = None) -> list[dict[str, Any]]:
-    """Per model, variant and component: O1 = the mean of R_i over V (items weighted equally, Eq. A7),
-    its percentile 95 % interval from ``bootstrap`` case-clustered resamples (seeded), and
-    ErrorRate_s = 100/|V| · Σ 1{H_i^s > 0} (Eq. A8) for s = major, minor, as a count and a percentage;
-    and Strict (Eq. 1) over the evaluable patients: its count ``strict_n``, the patients ``strict_patients``
-    (P, failed arms included as failures and counted in ``strict_missing``: ``failed`` from
-    :func:`failed_cases`), those not evaluable, the percentage and its 95 % Wilson and Clopper–Pearson
-    intervals, in percent."""
-    rows = []
-    for (model, variant), group_responses in group(responses, RUBRIC).items():
+               failed: Mapping[tuple[str, str], list[FailedArm]] | None = None,
+               reference: HasReference | None = None) -> list[dict[str, Any]]:
+    """Per model, variant and component, over the cases (a case's replicates averaged first,
+    :mod:`~consilium.reports.papers.per_case`): O1 = the mean over the ``cases`` in V of each case's mean
+    R_i (Eq. A7; with one response per case, the mean of R_i over V), its percentile 95 % interval from
+    ``bootstrap`` case resamples (seeded), and ErrorRate_s = 100/|V| · Σ 1{H_i^s > 0} (Eq. A8) for s =
+    major, minor, as a count (a sum of case shares with replicates) and a percentage; ``responses``
+    judged, ``evaluable`` and ``not_evaluable`` of them, and ``failed`` arms (no answer: not in V). And
+    Strict (Eq. 1, :func:`_strict_columns`) over the patients. ``failed`` comes from
+    :func:`~consilium.reports.papers.per_case.failed_arms`; ``reference`` says whether a case has signed
+    criteria."""
+    failed, known = failed or {}, reference or (lambda case: None)
+    groups = rubric_groups(responses, RUBRIC, failed)
+    shapes: dict[str, set[str]] = defaultdict(set)  # variant → its components
+    components_of: dict[tuple[str, str], dict[str, list[tuple[str, list[JudgementItem]]]]] = {}
+    for (model, variant), group_responses in groups.items():
         components: dict[str, list[tuple[str, list[JudgementItem]]]] = defaultdict(list)
         for response in group_responses:
             for component, items in by_component(response).items():
                 components[component].append((response.case_id, items))
-        for component, answers in sorted(components.items()):
-            scored = [(case, s) for case, items in answers if (s := response_score(items)) is not None]
-            clusters: dict[str, list[float]] = defaultdict(list)
-            for case, (value, _, _) in scored:
-                clusters[case].append(value)
-            low, high = cluster_bootstrap(clusters, bootstrap, seed)
-            majors = sum(major for _, (_, major, _) in scored)
-            minors = sum(minor for _, (_, _, minor) in scored)
+        components_of[(model, variant)] = components
+        shapes[variant] |= set(components)
+    rows = []
+    for (model, variant), components in components_of.items():
+        missing = failed.get((model, variant), [])
+        for component in sorted(shapes[variant]):
+            answers = components.get(component, [])
+            scored = [(case, response_score(items)) for case, items in answers]
+            value = case_values((case, None if s is None else s[0]) for case, s in scored)
+            major = case_values((case, None if s is None else float(s[1])) for case, s in scored)
+            minor = case_values((case, None if s is None else float(s[2])) for case, s in scored)
+            low, high = cluster_bootstrap({case: [m] for case, m in value.means.items()}, bootstrap, seed)
+            evaluable = sum(s is not None for _, s in scored)
             rows.append({"model": model, "variant": variant, "component": component, "responses": len(answers),
-                         "evaluable": len(scored), "not_evaluable": len(answers) - len(scored),
-                         "score_mean": mean([value for _, (value, _, _) in scored]), "ci_low": low, "ci_high": high,
-                         "major_error_n": majors, "major_error_pct": pct(majors, len(scored)),
-                         "minor_error_n": minors, "minor_error_pct": pct(minors, len(scored)),
-                         **_strict_columns(answers, (failed or {}).get((model, variant), set()))})
+                         "evaluable": evaluable, "not_evaluable": len(answers) - evaluable, "failed": len(missing),
+                         "cases": value.cases, "score_mean": mean(list(value.means.values())),
+                         "ci_low": low, "ci_high": high,
+                         "major_error_n": count(major.total), "major_error_pct": pct(major.total, major.cases),
+                         "minor_error_n": count(minor.total), "minor_error_pct": pct(minor.total, minor.cases),
+                         **_strict_columns(answers, missing, known)})
     return rows

@@ -1,11 +1,15 @@
 """OpenTumorBoard's summaries (opentumorboard.txt): Board Simulation per model and mode (Table A3:
 conclusion alignment, ROUGE-L; App. E.2 format checks), the four-decision rubric (App. C.3, E.2;
 Table A4's dimensions) and the Specialist Turn (Table A2: clinical equivalence, critical-error and
-unsupported-claim rates)."""
+unsupported-claim rates).
+
+Each table's means are over the responses the judge scored; a failed arm has no conclusion to judge, so
+it is not evaluable and counted in ``failed`` (:mod:`consilium.reports.papers.per_case`)."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from consilium.judges.scoring import weighted_decisions
 from consilium.protocols.board.protocol import BOARD
 from consilium.protocols.registry import read_trace
 from consilium.reports.compare import CohortData, arm_protocol, trace_location
+from consilium.reports.papers.per_case import FailedArm, rubric_groups
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import mean, pct, rate, sd
 
@@ -25,6 +30,7 @@ __all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment",
 
 ALIGNMENT, DECISIONS, EQUIVALENCE = "otb-conclusion-alignment", "otb-four-decision", "otb-clinical-equivalence"
 DIMENSIONS = ("therapy", "surgery", "next_action", "clinical_trial")
+Failed = Mapping[tuple[str, str], list[FailedArm]]  # (model, variant) → its failed arms
 
 
 @lru_cache(maxsize=1)
@@ -133,40 +139,44 @@ def board_stops(data: CohortData) -> list[dict[str, Any]]:
             for (model, variant), stops in sorted(done.items()) for stop, n in sorted(stops.items())]
 
 
-def conclusion_alignment(responses: list[Response]) -> list[dict[str, Any]]:
+def conclusion_alignment(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
     """Per model and variant, the mean conclusion-alignment score (1–5, App. C.2) over the conclusions
-    the judge scored, with its population SD; conclusions not evaluable are counted apart."""
+    the judge scored, with its population SD; conclusions not evaluable and failed arms are counted apart."""
     rows = []
-    for (model, variant), group_responses in group(responses, ALIGNMENT).items():
+    for (model, variant), group_responses in rubric_groups(responses, ALIGNMENT, failed or {}).items():
         scores = [s for s in (_alignment(r) for r in group_responses) if s is not None]
         rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scores),
-                     "not_evaluable": len(group_responses) - len(scores), "mean": mean(scores), "sd": sd(scores)})
+                     "not_evaluable": len(group_responses) - len(scores),
+                     "failed": len((failed or {}).get((model, variant), [])), "mean": mean(scores), "sd": sd(scores)})
     return rows
 
 
-def four_decision(responses: list[Response]) -> list[dict[str, Any]]:
+def four_decision(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
     """Per model and variant, the four-decision score of App. E.2 averaged over conclusions:
     Σ w·(s/5) / Σ w over the judged dimensions in scope (s ≠ −1). A conclusion with no dimension judged
     is not evaluable; one with some dimensions not evaluable is scored on the others and counted in
-    ``partly_judged``; one whose judged dimensions are all out of scope is counted apart."""
+    ``partly_judged``; one whose judged dimensions are all out of scope is counted apart; a failed arm
+    (no conclusion) is not evaluable, counted in ``failed``."""
     rows = []
-    for (model, variant), group_responses in group(responses, DECISIONS).items():
+    for (model, variant), group_responses in rubric_groups(responses, DECISIONS, failed or {}).items():
         decided = [_decision_scores(r) for r in group_responses]
         means = [weighted_decisions(s, weights()) for s in decided if s is not None]
         scored = [m for m in means if m is not None]
         rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
                      "not_evaluable": sum(s is None for s in decided),
+                     "failed": len((failed or {}).get((model, variant), [])),
                      "partly_judged": sum(_partly_judged(r) for r in group_responses),
                      "no_decision_in_scope": sum(m is None for m in means), "weighted_mean": mean(scored)})
     return rows
 
 
-def decision_dimensions(responses: list[Response]) -> list[dict[str, Any]]:
+def decision_dimensions(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
     """Per model, variant and dimension (App. C.3): the mean 1–5 score over the conclusions whose
     reference decides the dimension (score ≠ −1), with how many were in scope, out of scope (−1) and
-    not evaluable; the dimension's weight in the four-decision score (E.2)."""
+    not evaluable, and the failed arms (no conclusion); the dimension's weight in the four-decision
+    score (E.2)."""
     rows = []
-    for (model, variant), group_responses in group(responses, DECISIONS).items():
+    for (model, variant), group_responses in rubric_groups(responses, DECISIONS, failed or {}).items():
         for dimension in DIMENSIONS:
             items = [i for r in group_responses for i in r.items if i.criterion == dimension]
             judged = [i.score for i in items if i.score is not None]
@@ -174,16 +184,17 @@ def decision_dimensions(responses: list[Response]) -> list[dict[str, Any]]:
             rows.append({"model": model, "variant": variant, "dimension": dimension,
                          "weight": weights()[dimension], "in_scope": len(in_scope),
                          "out_of_scope": len(judged) - len(in_scope),
-                         "not_evaluable": len(group_responses) - len(judged), "mean": mean(in_scope)})
+                         "not_evaluable": len(group_responses) - len(judged),
+                         "failed": len((failed or {}).get((model, variant), [])), "mean": mean(in_scope)})
     return rows
 
 
-def specialist_turn(responses: list[Response]) -> list[dict[str, Any]]:
+def specialist_turn(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
     """Per model and variant (Table A2): the mean clinical-equivalence score (1–5, App. C.1) and the
     critical-error and unsupported-claim rates, the share of scored answers with that flag set (§2.4),
-    over the answers the judge scored; answers not evaluable are counted apart."""
+    over the answers the judge scored; answers not evaluable and failed arms are counted apart."""
     rows = []
-    for (model, variant), group_responses in group(responses, EQUIVALENCE).items():
+    for (model, variant), group_responses in rubric_groups(responses, EQUIVALENCE, failed or {}).items():
         scored = []
         for response in group_responses:
             items = by_component(response).get("answer", [])
@@ -193,6 +204,7 @@ def specialist_turn(responses: list[Response]) -> list[dict[str, Any]]:
         unsupported = sum(i.flags["unsupported_claim"] for i in flagged)
         rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
                      "not_evaluable": len(group_responses) - len(scored),
+                     "failed": len((failed or {}).get((model, variant), [])),
                      "clinical_equivalence_mean": mean([float(i.score) for i in scored if i.score is not None]),
                      "flagged": len(flagged), "critical_error_n": critical,
                      "critical_error_pct": pct(critical, len(flagged)), "unsupported_claim_n": unsupported,

@@ -21,7 +21,7 @@ __all__ = ["Response", "by_component", "group", "judged_responses"]
 
 @dataclass(frozen=True)
 class Response:
-    """What one rubric made of one completed arm."""
+    """What one rubric made of one completed arm (one replicate of a case, in a cohort run in replicates)."""
 
     model: str
     variant: str  # the arm's format: a consilium format or board-<mode>
@@ -29,6 +29,7 @@ class Response:
     rubric: str
     items: tuple[JudgementItem, ...]
     aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replicate: str = ""  # the arm's replicate index ("" when the cohort has none)
 
 
 def _item(row: dict[str, str]) -> JudgementItem:
@@ -40,17 +41,19 @@ def _item(row: dict[str, str]) -> JudgementItem:
 
 def judged_responses(run_dir: Path, data: CohortData) -> list[Response]:
     """Every judged response of the cohort's completed arms, in a stable order."""
-    rows: dict[tuple[str, str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    rows: dict[tuple[str, str, str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for row in data.judgements:
-        rows[(row["model"], row["format"], row["case_id"], row["rubric"], row.get("judgement") or "")].append(row)
+        rows[(row["model"], row["format"], row["case_id"], row["rubric"], row.get("replicate") or "",
+              row.get("judgement") or "")].append(row)
     responses = []
-    for (model, variant, case_id, rubric, record), group_rows in sorted(rows.items()):
+    for (model, variant, case_id, rubric, replicate, record), group_rows in sorted(rows.items()):
         if data.judgements_from == "records" and record:
             judgement = read_judgement(run_dir / record)
             responses.append(Response(model, variant, case_id, rubric, tuple(judgement.items),
-                                      judgement.aggregates))
+                                      judgement.aggregates, replicate))
         else:
-            responses.append(Response(model, variant, case_id, rubric, tuple(_item(r) for r in group_rows)))
+            responses.append(Response(model, variant, case_id, rubric, tuple(_item(r) for r in group_rows),
+                                      replicate=replicate))
     return responses
 
 

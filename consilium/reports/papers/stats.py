@@ -10,7 +10,7 @@ import numpy as np
 
 from consilium.judges.scoring import wilson_interval
 
-__all__ = ["DIGITS", "cluster_bootstrap", "mean", "pct", "rate", "sd", "wilson"]
+__all__ = ["DIGITS", "cluster_bootstrap", "count", "mean", "pct", "rate", "sd", "wilson"]
 
 DIGITS = 4  # every mean, rate and interval bound is rounded to this many decimals
 
@@ -24,16 +24,23 @@ def sd(values: Sequence[float]) -> float | None:
     return round(statistics.pstdev(values), DIGITS) if values else None
 
 
-def rate(count: int, total: int) -> float | None:
+def rate(count: float, total: int) -> float | None:
     return round(count / total, DIGITS) if total else None
 
 
-def pct(count: int, total: int) -> float | None:
+def pct(count: float, total: int) -> float | None:
     return round(100 * count / total, 2) if total else None
 
 
-def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
-    """95 % Wilson score interval with z = 1.96, as neural-medbench.txt (Confidence Intervals) states."""
+def count(value: float) -> int | float:
+    """A count that may be a sum of case means (a case's replicates averaged): an int when it is whole."""
+    return int(value) if float(value).is_integer() else round(value, DIGITS)
+
+
+def wilson(successes: float, n: int) -> tuple[float | None, float | None]:
+    """95 % Wilson score interval with z = 1.96, as neural-medbench.txt (Confidence Intervals) states.
+    ``successes`` is n·p̂, so a proportion averaged over each case's replicates (not a whole count) has
+    its interval over the n cases."""
     if n == 0:
         return None, None
     low, high = wilson_interval(successes, n, z=1.96)

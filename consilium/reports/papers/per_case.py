@@ -1,0 +1,127 @@
+"""How the paper tables count a cohort's cases, replicates and failed arms: one rule for every table.
+
+- A case's replicates (an experiment's ``replicates:``) are averaged first: each per-case quantity (a
+  pass@k outcome, Strict success, R_i, an error flag) is the mean over the case's replicates whose value
+  is known, and the table's statistic is the mean over the cases; its interval is over cases (Wilson's
+  n is the number of cases), so the replicates never count as independent cases. Without replicates
+  (one arm per case) this is the plain per-case statistic.
+- A failed arm has no answer. Where the paper scores a missing answer as wrong (npcbench.txt App. C:
+  "Missing or conflicting extracted answers have correctness zero and remain in the scored
+  denominator"; Strict, Eq. 1; pass@k) it is a failure; where the statistic is a mean over evaluable
+  responses (O1 over V, Eq. A7; the OpenTumorBoard means) it is not evaluable. Either way it is counted
+  and shown (``failed``), never dropped.
+- Whether a case can be scored at all is the case's property: a case without what the rubric compares
+  with (``reference.rubric`` for the signed criteria, ``reference.diagnosis`` for the diagnosis match)
+  is not evaluable for every model, its failed arms included. The case is read from the trace of any
+  arm that ran it; a case no trace shows is unknown, and its failed arms count by the paper's rule.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from consilium.cases import Case
+from consilium.judges.rubric import Rubric, load_rubric, rubric_names
+from consilium.judges.runner import reference_for
+from consilium.reports.papers.responses import Response
+
+__all__ = ["CaseValues", "FailedArm", "HasReference", "case_values", "failed_arms", "has_reference",
+           "rubric_groups"]
+
+#: Whether a case (by id) has what a rubric compares with; None when that is not known.
+HasReference = Callable[[str], bool | None]
+
+
+@dataclass(frozen=True)
+class FailedArm:
+    """An arm of arms.csv that did not complete: it has no answer to judge."""
+
+    model: str
+    variant: str
+    case_id: str
+    replicate: str
+
+
+def failed_arms(arms: Iterable[dict[str, str]]) -> dict[tuple[str, str], list[FailedArm]]:
+    """(model, variant) → its failed arms (arms.csv rows whose status is not ``completed``)."""
+    failed: dict[tuple[str, str], list[FailedArm]] = defaultdict(list)
+    for arm in arms:
+        if arm.get("status") != "completed":
+            model, variant = arm.get("model") or arm.get("model_spec", ""), arm.get("format", "")
+            failed[(model, variant)].append(FailedArm(model, variant, arm.get("case_id", ""),
+                                                      arm.get("replicate") or ""))
+    return dict(failed)
+
+
+@cache
+def _rubric(name: str) -> Rubric | None:
+    return load_rubric(name) if name in rubric_names() else None
+
+
+def has_reference(rubric: str, cases: Mapping[str, Mapping[str, Any]]) -> HasReference:
+    """Whether each case has the rubric's reference (:func:`consilium.judges.runner.reference_for`), from
+    the cases as the traces recorded them; None for a case not among them, or a rubric whose reference is
+    not the case's (a Specialist Turn's reference answer, a rubric not shipped)."""
+    found = _rubric(rubric)
+    if found is None or found.reference in ("answer", "none"):
+        return lambda case_id: None
+
+    def check(case_id: str) -> bool | None:
+        case = cases.get(case_id)
+        return None if case is None else reference_for(found, Case.model_validate(case)) is not None
+    return check
+
+
+def rubric_groups(responses: list[Response], rubric: str,
+                  failed: Mapping[tuple[str, str], list[FailedArm]]) -> dict[tuple[str, str], list[Response]]:
+    """The rubric's responses by (model, variant), sorted, with a (model, variant) whose every arm failed
+    present (empty) when the rubric judged that variant for another model: its failed arms are counted."""
+    groups: dict[tuple[str, str], list[Response]] = defaultdict(list)
+    for response in responses:
+        if response.rubric == rubric:
+            groups[(response.model, response.variant)].append(response)
+    variants = {variant for _, variant in groups}
+    for key in failed:
+        if key[1] in variants:
+            groups.setdefault(key, [])
+    return dict(sorted(groups.items()))
+
+
+@dataclass(frozen=True)
+class CaseValues:
+    """A per-case quantity over one group's cases, a case's replicates averaged first."""
+
+    means: dict[str, float]  # case → the mean of its replicates' known values
+    arms: int  # the arms (replicates) whose value is known, in ``means``
+    unknown: int  # the arms whose value is not known (not evaluable)
+    cases_unknown: int  # the cases none of whose arms has a known value
+
+    @property
+    def cases(self) -> int:
+        return len(self.means)
+
+    @property
+    def total(self) -> float:
+        """The sum of the case means: the number of successes when each case has one arm."""
+        return sum(self.means.values())
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.means.values()) if self.means else None
+
+
+def case_values(values: Iterable[tuple[str, float | None]]) -> CaseValues:
+    """(case, value or None) per arm → :class:`CaseValues`."""
+    by_case: dict[str, list[float | None]] = defaultdict(list)
+    for case, value in values:
+        by_case[case].append(value)
+    means = {case: statistics.fmean(known) for case, found in sorted(by_case.items())
+             if (known := [v for v in found if v is not None])}
+    unknown = sum(v is None for found in by_case.values() for v in found)
+    arms = sum(len(found) for found in by_case.values()) - unknown
+    return CaseValues(means, arms, unknown, len(by_case) - len(means))
