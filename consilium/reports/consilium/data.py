@@ -85,10 +85,10 @@ class CohortData:
     # the panel of every (model, case, replicate) with a completed arm, once (its formats share it)
     roles: list[RoleRow] = field(default_factory=list)
     costs: list[ArmCost] = field(default_factory=list)  # every completed arm's, in arms.csv's order
-
     # case id → the case as the traces of its completed arms recorded it (what each rubric's reference needs:
     # a case whose every arm failed is not here)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+
 
 _ARM_COLUMNS = ("case_id", "format", "status")
 # Columns a completed arm needs, and which of them are numbers (None: any text).
@@ -237,8 +237,8 @@ def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase,
         counter[f"{stage}:input"] += usage.input_tokens
         counter[f"{stage}:output"] += usage.output_tokens
     counter["cases"] += 1
-    data.costs.append(ArmCost(model, fmt, case, trace_cost(trace), stage_costs(trace), trace.usage.total,
     data.cases.setdefault(case, trace.case)
+    data.costs.append(ArmCost(model, fmt, case, trace_cost(trace), stage_costs(trace), trace.usage.total,
                               trace.usage.by_stage))
     if not isinstance(trace, Trace):
         return
