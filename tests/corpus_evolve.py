@@ -50,14 +50,14 @@ def _panel(model: str) -> dict[str, Any]:
         {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
 
 
-def build_judged(tmp: Path) -> Path:
+def build_judged(tmp: Path, judge_rules: list[dict[str, Any]] | None = None) -> Path:
     """Every (model, case) simulated in both formats and judged on the conclusion (ai-consilium, a
-    judge scoring 2 everywhere); returns the folder holding the runs."""
+    judge answering by ``judge_rules`` first, else scoring 2); returns the folder holding the runs."""
     out = tmp / "runs"
     base = yaml.safe_load(AFIB.read_text())
     judge = tmp / "first-judge.json"
-    judge.write_text(json.dumps({"model": "first-judge", "rules": [{"stage": "judge",
-                                                                    "json": {"rationale": "r", "score": 2}}]}))
+    judge.write_text(json.dumps({"model": "first-judge", "rules": [
+        *(judge_rules or []), {"stage": "judge", "json": {"rationale": "r", "score": 2}}]}))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         for model in MODELS:
             script = tmp / f"{model}.json"

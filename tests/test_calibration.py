@@ -188,8 +188,9 @@ def test_evolve_saves_a_new_rubric_version_when_training_improves(tmp_path: Path
                  "--population", "2", "--generations", "2", "--repeats", "2"]) == 0
     out = capsys.readouterr().out
     # Repeat 1 starts from the original instructions only (MAE 2); the scripted optimiser's later
-    # rewrites are STRICT, so repeat 2's initial population already holds one (MAE 0).
-    assert "| c1 | 1.000 ± 1.000 | 0.000 ± 0.000 | 1.000 ± 1.000 | 0.000 ± 0.000 |" in out
+    # rewrites are STRICT, so repeat 2's initial population already holds one (MAE 0). Means over the
+    # repeats (2, 0) and (0, 0): 1 ± sample SD √2 = 1.414, and 0 ± 0.
+    assert "| c1 | 1.000 ± 1.414 | 0.000 ± 0.000 | 1.000 ± 1.414 | 0.000 ± 0.000 |" in out
     rubric = load_rubric(str(run_dir / "calibration" / "ai-consilium.v3.yaml"))
     assert rubric.provenance and rubric.provenance["criteria"]["c1"]["train_mae_after"] == 0.0
     assert rubric.provenance["criteria"]["c1"]["train_mae_before"] == 2.0

@@ -4,6 +4,11 @@ Libraries: scikit-learn (``cohen_kappa_score``: Cohen's κ, quadratic-weighted f
 scipy (``spearmanr``, ``pearsonr``), krippendorff (``alpha``), numpy (bootstrap draws).
 Binary statistics follow npcbench.txt Eq. A9: observed agreement, Cohen's κ, sensitivity,
 specificity, balanced agreement (their mean) and the judge's true rate q_J.
+
+A unit is what a physician rated: one output's component and criterion (:attr:`Pair.unit`: case,
+variant, panel model, run, trace), so the ratings of several models or formats of a case are separate
+units. The bootstrap resamples cases with replacement and keeps repeats: a case drawn twice brings its
+units twice, as distinct units (columns of α's reliability data).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
@@ -24,7 +29,7 @@ from sklearn.metrics import cohen_kappa_score
 from consilium.calibration.pairs import Pair
 
 __all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict", "baseline_pairs",
-           "binary_stats", "describe", "kripp_alpha", "ordinal_stats"]
+           "binary_stats", "describe", "kripp_alpha", "ordinal_stats", "reliability_data"]
 
 ORDINAL = ("mae", "exact", "within_one", "qwk", "spearman", "pearson")
 BINARY = ("accuracy", "kappa", "sensitivity", "specificity", "balanced_agreement", "judge_true_rate",
@@ -64,19 +69,23 @@ def binary_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int] = (0, 1)) -
             "judge_true_rate": (tp + fp) / len(h), "physician_true_rate": (tp + fn) / len(h)}
 
 
-def kripp_alpha(pairs: Sequence[Pair], binary: bool, *, include_judge: bool = True) -> float | None:
-    """Krippendorff's α over items, with every physician (and the judge, unless excluded) as raters."""
-    items = sorted({(p.case_id, p.component, p.criterion) for p in pairs})
-    raters = sorted({p.rater for p in pairs})
-    if len(items) < 2:
-        return None
-    index = {item: i for i, item in enumerate(items)}
-    data = np.full((len(raters) + int(include_judge), len(items)), np.nan)
+def reliability_data(pairs: Sequence[Pair], raters: Sequence[str], *, include_judge: bool = True) -> np.ndarray:
+    """Krippendorff's reliability data: a row per rater in ``raters`` (then the judge's, unless excluded),
+    a column per unit (one output's component and criterion), NaN where a rater did not rate it."""
+    units = sorted({p.unit for p in pairs})
+    column = {unit: i for i, unit in enumerate(units)}
+    row = {rater: i for i, rater in enumerate(raters)}
+    data = np.full((len(raters) + int(include_judge), len(units)), np.nan)
     for p in pairs:
-        column = index[(p.case_id, p.component, p.criterion)]
-        data[raters.index(p.rater), column] = p.physician
+        data[row[p.rater], column[p.unit]] = p.physician
         if include_judge:
-            data[-1, column] = p.judge
+            data[-1, column[p.unit]] = p.judge
+    return data
+
+
+def _alpha(data: np.ndarray, binary: bool) -> float | None:
+    if data.shape[1] < 2:
+        return None
     try:
         return _finite(krippendorff.alpha(reliability_data=data,
                                           level_of_measurement="nominal" if binary else "ordinal"))
@@ -84,19 +93,23 @@ def kripp_alpha(pairs: Sequence[Pair], binary: bool, *, include_judge: bool = Tr
         return None
 
 
+def kripp_alpha(pairs: Sequence[Pair], binary: bool, *, include_judge: bool = True) -> float | None:
+    """Krippendorff's α over units, with every physician (and the judge, unless excluded) as raters."""
+    return _alpha(reliability_data(pairs, sorted({p.rater for p in pairs}), include_judge=include_judge), binary)
+
+
 def baseline_pairs(pairs: Sequence[Pair]) -> list[Pair]:
     """Physician vs physician, leaving one rater out: each rating against the median of the other
-    raters of the same item (rounded half up), as the 'judge' side."""
-    by_item: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    raters of the same unit (rounded half up), as the 'judge' side."""
+    by_unit: dict[tuple[str, ...], list[Pair]] = defaultdict(list)
     for p in pairs:
-        by_item[(p.case_id, p.component, p.criterion)][p.rater] = p.physician
+        by_unit[p.unit].append(p)
     out = []
-    for (case_id, component, criterion), ratings in by_item.items():
-        if len(ratings) < 2:
-            continue
-        for rater, score in ratings.items():
-            others = [v for r, v in ratings.items() if r != rater]
-            out.append(Pair(case_id, component, criterion, rater, score, math.floor(median(others) + 0.5)))
+    for rated in by_unit.values():
+        for p in rated:
+            others = [q.physician for q in rated if q.rater != p.rater]
+            if others:
+                out.append(replace(p, judge=math.floor(median(others) + 0.5)))
     return out
 
 
@@ -109,13 +122,28 @@ class AgreementRow:
     ci: dict[str, tuple[float, float] | None] = field(default_factory=dict)
 
 
-def _compute(pairs: Sequence[Pair], binary: bool, labels: Sequence[int],
-             baseline: bool = False) -> dict[str, float | None]:
-    h = np.array([p.physician for p in pairs], dtype=float)
-    j = np.array([p.judge for p in pairs], dtype=float)
+@dataclass(frozen=True)
+class _Cluster:
+    """One case's pairs of a row as arrays: physician and judge scores, and its columns of α's
+    reliability data (the row's raters, then the judge's unless the row is the physician baseline)."""
+
+    physician: np.ndarray
+    judge: np.ndarray
+    reliability: np.ndarray
+
+    @classmethod
+    def of(cls, pairs: Sequence[Pair], raters: Sequence[str], include_judge: bool) -> _Cluster:
+        return cls(np.array([p.physician for p in pairs], dtype=float), np.array([p.judge for p in pairs], dtype=float),
+                   reliability_data(pairs, raters, include_judge=include_judge))
+
+
+def _compute(clusters: Sequence[_Cluster], binary: bool, labels: Sequence[int]) -> dict[str, float | None]:
+    """Every statistic over the clusters' units taken together; a cluster listed twice counts twice."""
+    h = np.concatenate([c.physician for c in clusters])
+    j = np.concatenate([c.judge for c in clusters])
     result = binary_stats(h, j) if binary else ordinal_stats(h, j, labels)
-    # For the physician baseline, α is among the physicians alone.
-    result["alpha"] = kripp_alpha(pairs, binary, include_judge=not baseline)
+    # For the physician baseline, α is among the physicians alone (its clusters hold no judge row).
+    result["alpha"] = _alpha(np.hstack([c.reliability for c in clusters]), binary)
     return result
 
 
@@ -138,8 +166,11 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
     """Rows per criterion, then 'pooled', then (with ≥ 2 raters on some item) the physician baseline;
     ``on_row`` hears of each row as its bootstrap ends (a progress bar).
 
-    One set of bootstrap draws (cases resampled with replacement, seeded) serves every row and
-    statistic, so intervals are comparable and reproducible."""
+    One set of bootstrap draws serves every row and statistic, so intervals are comparable and
+    reproducible: ``numpy.random.default_rng(seed).integers(0, C, (bootstrap, C))`` over the C sorted
+    case ids, each draw a resample of C cases with replacement, repeats kept, every rated output of a drawn
+    case with it (npcbench.txt C.2 "Confidence intervals"; Fig. A7's case-level resampling keeps every
+    generator and criterion of a sampled case)."""
     cases = sorted({p.case_id for p in pairs})
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(cases), size=(bootstrap, len(cases))) if cases and bootstrap else np.empty((0, 0))
@@ -154,16 +185,19 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
 def _row(name: str, group: list[Pair], cases: list[str], draws: np.ndarray, binary: bool,
          labels: Sequence[int]) -> AgreementRow:
     baseline = name.startswith("physician baseline")
-    point = _compute(group, binary, labels, baseline)
+    raters = sorted({p.rater for p in group})
     by_case: dict[str, list[Pair]] = defaultdict(list)
     for p in group:
         by_case[p.case_id].append(p)
+    clusters = {case: _Cluster.of(pairs, raters, not baseline) for case, pairs in by_case.items()}
+    point = _compute([clusters[c] for c in sorted(clusters)], binary, labels)
     samples: dict[str, list[float]] = defaultdict(list)
     for draw in draws:
-        resampled = [p for index in draw for p in by_case.get(cases[index], [])]
+        # Repeats kept: a case drawn twice brings its units twice, as distinct columns.
+        resampled = [clusters[cases[index]] for index in draw if cases[index] in clusters]
         if not resampled:
             continue
-        for key, value in _compute(resampled, binary, labels, baseline).items():
+        for key, value in _compute(resampled, binary, labels).items():
             if value is not None:
                 samples[key].append(value)
     ci: dict[str, tuple[float, float] | None] = {}

@@ -1,9 +1,10 @@
 """Physician ratings paired with the judge's scores for the same judged trace, component and criterion.
 
 A judged trace is one run of one model on one case in one variant: pairing by case alone would let
-two runs or two models of a case collide silently (issue 15, item 16). A rating names its trace by
+two runs or two models of a case collide silently. A rating names its trace by
 any of ``variant``, ``model``, ``run`` and ``trace``; one that could still belong to several judged
-traces is refused with a message naming them.
+traces is refused with a message naming them, and so is a rater rating one trace's item twice. Each
+pair carries its trace's identity, so agreement counts one unit per rated output.
 """
 
 from __future__ import annotations
@@ -17,18 +18,38 @@ from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.judges.jury import one_judge
 from consilium.judges.record import Judgement, read_judgement
+from consilium.traces.folder import judgement_files
 
 __all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "match_ratings", "pair_ratings"]
 
 
 @dataclass(frozen=True)
 class Pair:
+    """A physician's rating and the judge's score of one rated unit: a component and criterion of one
+    output, the judged trace named by ``variant``, panel ``model``, ``run`` and ``trace`` (None: unknown,
+    for pairs made without them, one output per case)."""
+
     case_id: str
     component: str
     criterion: str
     rater: str
     physician: float
     judge: float
+    variant: str | None = None
+    model: str | None = None
+    run: str | None = None
+    trace: str | None = None
+
+    @property
+    def output(self) -> tuple[str, str, str, str, str]:
+        """The rated output: its case, variant, panel model, run and trace ("" where unknown)."""
+        return self.case_id, self.variant or "", self.model or "", self.run or "", self.trace or ""
+
+    @property
+    def unit(self) -> tuple[str, ...]:
+        """What was rated: one output's component and criterion. Agreement statistics key items by it, so
+        the ratings of two outputs of a case never merge."""
+        return *self.output, self.component, self.criterion
 
 
 @dataclass(frozen=True)
@@ -50,7 +71,7 @@ def load_judgements(run_dir: str | Path, rubric: str, judge: str | None = None) 
     folder = Path(run_dir)
     if not folder.is_dir():
         raise UserError(f"{folder}: --judgements must be a run folder holding *.judge.{rubric}.json files")
-    files = sorted(folder.rglob(f"*.judge.{rubric}.json"))
+    files = judgement_files(folder, rubric)  # the run's own, not a run's nested in it (an ablation's)
     if not files:
         raise UserError(f"{folder}: no judgements for rubric {rubric} (run `consilium judge` first)")
     loaded = [(file, read_judgement(file)) for file in files]
@@ -113,13 +134,22 @@ def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[P
     ``load_judgements``' (path, judgement) pairs so that a rating's ``model`` can be matched;
     ``origin`` (the ratings file) begins the message of a refused rating."""
     pairs: list[Pair] = []
+    seen: set[tuple[tuple[str, ...], str]] = set()
     unmatched = 0
     for rating, judged in match_ratings(ratings, judgements, origin):
         score = None if judged is None else next(
             (i.score for i in judged.judgement.items
              if i.component == rating.component and i.criterion == rating.criterion), None)
-        if score is None:
+        if judged is None or score is None:
             unmatched += 1
             continue
-        pairs.append(Pair(rating.case_id, rating.component, rating.criterion, rating.rater, rating.score, score))
+        j = judged.judgement
+        pair = Pair(rating.case_id, rating.component, rating.criterion, rating.rater, rating.score, score,
+                    variant=j.variant, model=judged.model, run=j.trace_run_id, trace=j.trace)
+        if (pair.unit, pair.rater) in seen:
+            where = f"{origin}: " if origin else ""
+            raise UserError(f"{where}{rating.rater} rated {rating.case_id}/{rating.component}/{rating.criterion} "
+                            f"of one judged trace twice ({judged.describe()}); keep one rating per rater and item")
+        seen.add((pair.unit, pair.rater))
+        pairs.append(pair)
     return pairs, unmatched

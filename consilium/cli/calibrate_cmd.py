@@ -70,12 +70,16 @@ def run_agreement(args: argparse.Namespace) -> int:
         rows = agreement(pairs, binary=binary, labels=rubric.scale, bootstrap=args.bootstrap, seed=args.seed,
                          on_row=lambda row: progress.advance(row.criterion, f"{args.bootstrap} draws, n={row.n}"))
     out = args.out or args.judgements / "calibration"
+    outputs = {p.output for p in pairs}
     notes = [f"rubric {rubric.name} v{rubric.version}; ratings {args.ratings} ({len(ratings)} ratings, "
-             f"{len({r.rater for r in ratings})} raters); {len(pairs)} paired with judge scores, {unmatched} without",
-             f"95% intervals: {args.bootstrap} case-clustered bootstrap draws, seed {args.seed}, the same draws "
-             "for every statistic",
+             f"{len({r.rater for r in ratings})} raters); {len(pairs)} paired with judge scores, {unmatched} without; "
+             f"{len(outputs)} rated outputs of {len({o[0] for o in outputs})} cases",
+             f"95% intervals: {args.bootstrap} case-clustered bootstrap draws (cases with replacement, a case drawn "
+             f"twice counted twice, each with all its rated outputs), seed {args.seed}, the same draws for every "
+             "statistic",
              "statistics: scikit-learn cohen_kappa_score (quadratic weights for ordinal scales), scipy spearmanr/"
-             "pearsonr, krippendorff.alpha (physicians and judge as raters); binary rates per npcbench.txt Eq. A9"]
+             "pearsonr, krippendorff.alpha (physicians and judge as raters; a unit is one output's component and "
+             "criterion); binary rates per npcbench.txt Eq. A9"]
     paths = write_agreement(out, rows, pairs, binary=binary, scale=rubric.scale,
                             title=f"Judge vs physicians: {rubric.name}", notes=notes)
     keys = ("accuracy", "kappa", "balanced_agreement") if binary else ("mae", "qwk", "spearman")
