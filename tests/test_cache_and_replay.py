@@ -67,3 +67,33 @@ async def test_replay_serves_recorded_calls_and_reports_divergence(tmp_path: Pat
         await fresh.generate(req("another case", stage="vote", schema=schema))
     with pytest.raises(ReplayDivergenceError, match="no further recorded call"):
         await fresh.generate(req("case", stage="opinion"))
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
+
+
+def test_replay_says_different_when_a_trace_holds_a_call_its_run_could_not_have_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import consilium
+    from consilium.cli import main
+
+    assert main(["simulate", "--case", str(CASE), "--model", PANEL, "--formats", "free-form", "--out",
+                 str(tmp_path)]) == 0
+    [path] = tmp_path.glob("*/*.trace.json")
+    capsys.readouterr()
+    assert main(["replay", str(path)]) == 0  # as written: every recorded call is made once
+    assert "identical (12 recorded calls served" in capsys.readouterr().out
+    trace = json.loads(path.read_text())
+    # Two processes resuming one run each made the radiologist's round-1 vote: it is in the trace twice.
+    [vote] = [c for c in trace["calls"] if (c["stage"], c["role"], c["round"]) == ("vote", "radiologist", 1)]
+    twice = tmp_path / "twice.trace.json"
+    twice.write_text(json.dumps({**trace, "calls": [*trace["calls"], {**vote, "index": 12}]}))
+    assert main(["replay", str(twice)]) == 1
+    said = capsys.readouterr().out
+    assert said.startswith(f"{twice}: different: calls[12]: recorded call #12 (stage=vote role=radiologist round=1) "
+                           "is one the run does not make: 13 calls recorded, 12 made by the replayed run"), said
+    result = consilium.replay(twice)
+    assert not result.identical and result.served == 12 and result.difference is not None
+    assert result.difference.startswith("calls[12]")

@@ -22,6 +22,7 @@ import yaml
 
 import consilium
 from consilium.cli import main
+from consilium.errors import UserError
 from consilium.protocols.consilium.seat import SEAT_JUSTIFICATION, HumanPrompt, seat_human
 from consilium.roles.catalogue import load_catalogue
 
@@ -375,3 +376,254 @@ def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_pa
     [opinion] = [o for o in trace["opinions"] if o["role"] == "radiologist"]
     assert opinion["text"] == "Typed at the terminal." and trace["stop_reason"] == "consensus"
     assert trace["calls"][:len(made)] == made  # kept as made before Ctrl-C, not made again
+
+
+# --- a person's run, resumed safely ------------------------------------------------------------------------------
+
+def _paused(tmp_path: Path, answers: dict[str, Any], *extra: str) -> Path:
+    """A free-form run with the person's answers file short of what the run needs: paused (exit 2); its folder."""
+    path = write_answers(tmp_path / "partial.yaml", answers)
+    assert simulate(tmp_path, "--formats", "free-form", "--human", "Cardiologist", "--answers", str(path),
+                    *extra) == 2
+    return run_dir(tmp_path)
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("consilium: error: "), err
+    return err
+
+
+class _Heard:
+    """A stand-in OpenAI-compatible server on 127.0.0.1 that plays a panel which accepts at once, and keeps what
+    each request carried: its path and its Authorization header."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str | None]] = []
+        self.url = ""
+
+    def answer(self, body: dict[str, Any]) -> str:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        if schema == "RoleAssignment":
+            return json.dumps({"primary": {"label": "Internist", "justification": "medical"},
+                               "supporting": [{"label": "Neurologist", "justification": "nerves"},
+                                              {"label": "Radiologist", "justification": "imaging"}]})
+        if "vote" in schema.lower():
+            return json.dumps({"vote": "accept", "reason": "fine", "requested_change": None})
+        return "Myocarditis is most likely; confirm it with cardiac MRI."
+
+
+@contextlib.contextmanager
+def _heard_server() -> Any:
+    from localserver import JsonHandler, QuietServer, serving
+
+    heard = _Heard()
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            heard.requests.append((self.path, self.headers.get("Authorization")))
+            text = heard.answer(body)
+            self._send_json(200, {"id": "c", "object": "chat.completion", "created": 0, "model": "stand-in",
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                               "finish_reason": "stop"}],
+                                  "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}})
+
+    with serving(QuietServer(("127.0.0.1", 0), Handler)) as url:
+        heard.url = url
+        yield heard
+
+
+@pytest.mark.localhost
+def test_a_resumed_run_takes_the_servers_credentials_from_the_user_never_from_its_saved_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # user:password@ is the Authorization header
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    password = "pw-2718-not-in-any-file"
+    basic = "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
+    full = write_answers(tmp_path / "full.yaml", {"free-form": {"opinion": "Myocarditis; cardiac MRI.",
+                                                                "votes": {1: {"vote": "accept", "reason": "ok"}}}})
+    with _heard_server() as server:
+        url = server.url.replace("http://", f"http://alice:{password}@")
+        model = ("--model", "openai:stand-in", "--base-url", url, "--no-cache")
+        folder = _paused(tmp_path, {}, *model)  # paused at the person's opinion
+        # The role assignment and the three models' opinions (the person's seat is added), with the credentials.
+        assert server.requests == [("/v1/chat/completions", basic)] * 4
+        for path in folder.rglob("*"):
+            assert not path.is_file() or password.encode() not in path.read_bytes(), path
+        capsys.readouterr()
+
+        # Without the credentials (no --base-url, no $OPENAI_BASE_URL): refused, nothing sent.
+        assert main(["simulate", "--resume", str(folder), "--answers", str(full)]) == 2
+        masked = server.url.replace("http://", "http://***@")
+        assert f"--base-url: the run's server URL {masked} held credentials" in _one_line(capsys)
+        # With another server's URL: refused too.
+        other = server.url.replace("127.0.0.1", "127.0.0.2")
+        assert main(["simulate", "--resume", str(folder), "--answers", str(full), "--base-url", other]) == 2
+        assert "--base-url: --resume continues the run with its own settings" in _one_line(capsys)
+        assert len(server.requests) == 4
+
+        # Given again: the synthesis and the three models' votes go with the user's credentials, never '***'.
+        assert main(["simulate", "--resume", str(folder), "--answers", str(full), "--base-url", url]) == 0
+    assert server.requests == [("/v1/chat/completions", basic)] * 8
+    [trace] = traces(folder).values()
+    assert trace["status"] == "completed" and trace["stop_reason"] == "consensus" and len(trace["calls"]) == 8
+    for path in folder.rglob("*"):
+        assert not path.is_file() or password.encode() not in path.read_bytes(), path
+
+
+def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "runs"
+    term = Terminal(["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(folder), "--formats",
+                     "free-form", "--human", "Radiologist", "--no-cache"], ROOT)
+    try:
+        term.expect("opinion (end with a blank line):\n")
+        term.type("Typed at the terminal.", "")
+        term.expect("vote (accept/dissent): ")
+        os.kill(term.pid, signal.SIGINT)  # Ctrl-C at the round-1 vote: checkpointed
+        status, shown = term.rest()
+    finally:
+        term.close()
+    assert status == 130, shown
+    [run] = folder.iterdir()
+    votes = write_answers(tmp_path / "votes.yaml", {"free-form": {"votes": {1: {"vote": "accept", "reason": "Fine."}}}})
+    first = Terminal(["simulate", "--resume", str(run)], ROOT)  # back at the terminal: waits at the vote
+    try:
+        first.expect("vote (accept/dissent): ")
+        capsys.readouterr()
+        assert main(["simulate", "--resume", str(run), "--answers", str(votes)]) == 2
+        err = _one_line(capsys)
+        assert f"{run}: in use by this run or a resume of it, still going (pid {first.pid})" in err
+        first.type("accept", "Complete.")
+        status, shown = first.rest()
+    finally:
+        first.close()
+    assert status == 0, shown
+    [trace] = traces(run).values()
+    # Each call once: the role assignment, the internist's and the neurologist's opinions, the synthesis and
+    # their two round-1 votes (the person is the radiologist; everyone accepts: consensus in round 1).
+    assert [(c["stage"], c["role"], c["round"]) for c in trace["calls"]] == [
+        ("role_assignment", "moderator", None), ("opinion", "internist", None), ("opinion", "neurologist", None),
+        ("synthesis", "moderator", None), ("vote", "internist", 1), ("vote", "neurologist", 1)]
+    assert trace["usage"]["total"]["calls"] == 6
+    assert main(["replay", str(next(run.glob("*.trace.json")))]) == 0
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda h: (h / "checkpoints.sqlite").unlink(), "checkpoints.sqlite: missing: without the run's checkpoint"),
+    (lambda h: (h / "checkpoints.sqlite").write_bytes(b"not a database, just bytes " * 64),
+     "checkpoints.sqlite: not a readable checkpoint of this run (DatabaseError"),
+    (lambda h: (h / "checkpoints.sqlite").write_bytes(b""),  # an empty (valid) database: the steps are gone
+     "checkpoints.sqlite: holds no step of the free-form format, while free-form.calls.json records 8 model calls"),
+    (lambda h: (h / "free-form.calls.json").unlink(),
+     "free-form.calls.json: missing, while"),
+    (lambda h: (h / "free-form.calls.json").write_text('[{"index": 0}]'),
+     "free-form.calls.json: 0.stage: Field required"),
+    (lambda h: (h / "free-form.calls.json").write_text('{"calls": []}'),
+     "free-form.calls.json: (root): a list of the run's model calls"),
+    (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(max_rounds="many")),
+     "session.json: args.max_rounds: "),
+    (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(format="all")),
+     "session.json: args.format: 'all' is not one of free-form, structured, both"),
+    (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(rounds=3)),
+     "session.json: args.rounds: not a setting of simulate"),
+    (lambda h: _edit_json(h / "session.json", lambda s: s["case"].update(question="Another question?")),
+     "session.json: case: does not match its case_hash"),
+    (lambda h: _edit_json(h / "session.json", lambda s: s["case"].pop("id")), "session.json: case.id: "),
+    (lambda h: (h / "session.json").write_text('{"args": {}, "args": {}}'), "session.json: "),
+])
+def test_a_damaged_checkpoint_or_an_edited_session_is_refused_in_one_line_before_any_call(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any, message: str) -> None:
+    full = write_answers(tmp_path / "full.yaml", yaml.safe_load(ANSWERS.read_text()))
+    folder = _paused(tmp_path, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})  # paused at the r1 vote
+    human = folder / "human"
+    made = json.loads((human / "free-form.calls.json").read_text())
+    # The role assignment, the three models' opinions, the synthesis and their three round-1 votes.
+    assert [c["stage"] for c in made] == ["role_assignment", *["opinion"] * 3, "synthesis", *["vote"] * 3]
+    damage(human)
+    kept = {p: p.read_bytes() for p in human.iterdir() if p.name != "checkpoints.sqlite"}
+    capsys.readouterr()
+    assert main(["simulate", "--resume", str(folder), "--answers", str(full)]) == 2
+    assert message in _one_line(capsys).replace(str(human) + "/", "")
+    assert not list(folder.glob("*.trace.json"))
+    assert {p: p.read_bytes() for p in human.iterdir() if p.name != "checkpoints.sqlite"} == kept
+
+
+def _edit_json(path: Path, change: Any) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+#: A YAML "billion laughs" in a vote: nine nested levels of nine aliases, a few hundred bytes that expand to 9**9
+#: strings (a reader that builds and shows the value takes gigabytes).
+ALIAS_BOMB = ("free-form:\n  votes:\n    1:\n      reason: x\n"
+              "      vote: [&a [lol, lol, lol, lol, lol, lol, lol, lol, lol], "
+              + ", ".join(f"&{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]" for i in range(8)) + "]\n")
+
+
+def test_an_alias_bomb_answers_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(ALIAS_BOMB, encoding="utf-8")
+    assert len(ALIAS_BOMB.encode()) < 1000
+    # In a process of its own, so that a reader that expands the aliases fails this test by its timeout
+    # instead of taking the test run's memory.
+    done = subprocess.run([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), "--model", PANEL,
+                           "--out", str(tmp_path / "runs"), "--human", "Cardiologist", "--answers", str(bomb)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{bomb}: " in done.stderr and "alias" in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("free-form:\n  opinion: Myocarditis, caf\xe9 au lait spots aside.\n".encode("latin-1"),
+     "bad.yaml: cannot read the answers file (not UTF-8 text, byte "),
+    (("free-form:\n  opinion: " + "[" * 5000 + "]" * 5000 + "\n").encode(), "nested more than 64 levels deep"),
+    # The second vote of round 1 would silently replace the first: a dissent read as an accept.
+    (b"free-form:\n  votes:\n    1: {vote: dissent, reason: No MRI., requested_change: Add cardiac MRI.}\n"
+     b"    1: {vote: accept, reason: Fine.}\n", "duplicate key"),
+])
+def test_an_answers_file_goes_through_the_strict_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        content: bytes, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(path)) == 2
+    err = _one_line(capsys)
+    assert message in err.replace(str(tmp_path) + "/", "") and "internal error" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("flags", "refused"), [
+    (["--formats", "both"], "--formats: --resume continues the run with its own settings (it was started with "
+                            "--formats free-form)"),
+    (["--protocol", "consilium", "--out", "runs"], "--out: --resume continues the run with its own settings (it "
+                                                   "was started with --out /"),
+])
+def test_a_flag_typed_with_its_default_value_on_resume_is_compared_with_the_runs_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], refused: str) -> None:
+    folder = _paused(tmp_path, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})
+    full = write_answers(tmp_path / "full.yaml", yaml.safe_load(ANSWERS.read_text()))
+    capsys.readouterr()
+    assert main(["simulate", "--resume", str(folder), "--answers", str(full), *flags]) == 2
+    assert refused in _one_line(capsys)
+    assert not list(folder.glob("*.trace.json"))
+    # A flag typed with the run's own value is no change: the run resumes and finishes.
+    assert main(["simulate", "--resume", str(folder), "--answers", str(full), "--formats", "free-form",
+                 "--protocol", "consilium"]) == 0
+    assert list(traces(folder)) == ["free-form"]
+
+
+@pytest.mark.parametrize("role", ["moderator", "  MODERATOR "])
+def test_the_moderator_is_not_a_seat_a_person_can_take(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       role: str) -> None:
+    assert simulate(tmp_path, "--human", role, "--answers", str(ANSWERS)) == 2
+    assert "--human: 'moderator' is the moderator, who chairs the panel and holds no seat on it" in \
+        _one_line(capsys).replace("MODERATOR", "moderator")
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(UserError, match="is the moderator"):
+        consilium.run(CASE, variants=["free-form"], model=PANEL, human=role,
+                      answers=yaml.safe_load(ANSWERS.read_text()))

@@ -33,7 +33,12 @@ from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 from consilium.traces.schema import TraceBase
 
-__all__ = ["finish", "print_summary", "register", "run"]
+__all__ = ["DEFAULTS", "finish", "print_summary", "register", "run", "with_defaults"]
+
+#: The flags of simulate whose default is not "not given": the parser leaves them None, so that a flag typed
+#: with its default value is told apart from one left out (``--resume`` refuses any flag typed with a value other
+#: than the run's own), and :func:`with_defaults` fills them in.
+DEFAULTS: dict[str, object] = {"format": "both", "protocol": "consilium", "out": Path("runs")}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="stop a format's run before a call that could take it past this many tokens")
     add_role_labels_argument(parser)
     add_human_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, **dict.fromkeys(DEFAULTS))
 
 
 def _formats(text: str) -> str:
@@ -83,9 +88,15 @@ def _config(args: argparse.Namespace, protocol: AnyProtocol) -> RunConfig:
     return with_role_labels(config, args.moderator_model or model_spec(args))
 
 
+def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with each flag of :data:`DEFAULTS` that was not given set to its default."""
+    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k, None) is None}})
+
+
 def run(args: argparse.Namespace) -> int:
     if args.human is not None or args.answers is not None or args.resume is not None:
         return run_human(args)  # a person at the table: checkpointed, resumable (cli/simulate_human.py)
+    args = with_defaults(args)
     if args.case is None:
         raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
     case = load_case(args.case)

@@ -9,16 +9,23 @@ with Ctrl-C, resumes without running again what it had done.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from consilium import aio
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
 from consilium.cli.human_prompt import TerminalAnswers
 from consilium.cli.options import model_options, model_spec
+from consilium.cohort.manifest import RunLock
+from consilium.cohort.resume import url_given_again
+from consilium.datafiles import first_error, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import attach_run_log
@@ -26,9 +33,10 @@ from consilium.models.factory import build_model
 from consilium.protocols.base import RunModels
 from consilium.protocols.consilium.answers import AnswerRefused, AnswerSource, load_answers
 from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.human_run import HumanRun, check_config, run_with_person
+from consilium.protocols.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import get_protocol
+from consilium.redact import redact_url
 from consilium.traces.io import new_run_id
 
 __all__ = ["add_human_arguments", "run_human"]
@@ -38,6 +46,10 @@ SESSION = "session.json"
 _NOT_SAVED = ("func", "resume")
 #: What a resumed run may be given anew; any other flag must equal the run's own (or be left out).
 _FREE = ("answers", "verbose", "log_file", "resume", "human", "func", "command", "model_default", "model_flag")
+#: What the parser sets beside the flags (not a flag's value), saved as it is.
+_INTERNAL = ("command", "model_default", "model_flag")
+#: What else holds a run's lock, as a refused resume names it.
+_HOLDER = "this run or a resume of it, still going"
 #: Model specs that name a file, saved with the file's absolute path.
 _FILE_SPECS = ("scripted:", "gguf:", "replay:")
 
@@ -56,46 +68,63 @@ def add_human_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_human(args: argparse.Namespace) -> int:
+    """A run with a person at the table, new or resumed. Its folder is locked while it runs (the lock of
+    ``cohort``'s folders), so a second ``--resume`` of it, or one of a run still going, is refused at once
+    instead of making the same calls twice into one trace."""
     from consilium.cli import simulate_cmd  # it hands human runs to this module
 
     if args.resume is not None:
-        args, run_id, case = _resumed(args)
-    else:
-        if args.human is None:
-            raise UserError("--answers: the answers are a person's: give --human ROLE too")
-        if args.case is None:
-            raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
-        case = load_case(args.case)
-        run_id = new_run_id(case.id)
+        run_dir: Path = args.resume
+        if not (run_dir / "human" / SESSION).is_file():
+            raise UserError(f"{run_dir}: --resume: not a run with a person at the table (no human/{SESSION})")
+        with RunLock(run_dir, holder=_HOLDER):
+            resumed, case = _resumed(args, run_dir)
+            return _seated(resumed, case, run_dir, new=False)
+    if args.human is None:
+        raise UserError("--answers: the answers are a person's: give --human ROLE too")
+    if args.case is None:
+        raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
+    args = simulate_cmd.with_defaults(args)
+    case = load_case(args.case)
+    return _seated(args, case, args.out / new_run_id(case.id), new=True)
+
+
+def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) -> int:
+    from consilium.cli import simulate_cmd
+
     protocol = get_protocol(args.protocol)
     if protocol.name != "consilium":
         raise UserError(f"--human: only the consilium protocol seats a person (not {protocol.name!r})")
     config = simulate_cmd._config(args, protocol)
     assert isinstance(config, ConsiliumConfig)
     check_config(config)
-    folder: Path = args.out / run_id
     human = HumanRun(args.human, _source(args), folder / "human")
     formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
     options = model_options(args)
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
-    attach_run_log(make_folder(folder))
-    if not (folder / "human" / SESSION).exists():
-        _save_session(folder / "human", args, case)
-    resume = f"consilium simulate --resume {folder}"
-    try:
-        traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, run_id, human))
-    except KeyboardInterrupt:
-        print(f"consilium: interrupted; the run is checkpointed: resume it with `{resume}`", file=sys.stderr)
-        return 130
-    except AnswerRefused as exc:  # over its length budget: the run waits at that prompt, checkpointed
-        fix = f"correct {args.answers} and " if args.answers else ""
-        raise UserError(f"{exc}; the run is paused there: {fix}resume it with `{resume}`") from None
-    if human.paused:
-        fill = f"add the answer to {args.answers} and " if args.answers else ""
-        more = f" (and {len(human.paused) - 1} more)" if len(human.paused) > 1 else ""
-        raise UserError(f"{human.paused[0]}{more}; the run is paused there: {fill}resume it with `{resume}`")
-    return simulate_cmd.finish(args, protocol, run_id, case, list(traces), config)
+    with contextlib.ExitStack() as held:
+        if new:  # a resumed run's folder is locked already
+            held.enter_context(RunLock(make_folder(folder), holder=_HOLDER))
+        attach_run_log(make_folder(folder))
+        if new:  # the checkpoint database first: a run whose settings are saved always has one
+            (make_folder(folder / "human") / CHECKPOINTS).touch()
+            _save_session(folder / "human", args, case)
+        resume = f"consilium simulate --resume {folder}"
+        try:
+            traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, folder.name,
+                                  human))
+        except KeyboardInterrupt:
+            print(f"consilium: interrupted; the run is checkpointed: resume it with `{resume}`", file=sys.stderr)
+            return 130
+        except AnswerRefused as exc:  # over its length budget: the run waits at that prompt, checkpointed
+            fix = f"correct {args.answers} and " if args.answers else ""
+            raise UserError(f"{exc}; the run is paused there: {fix}resume it with `{resume}`") from None
+        if human.paused:
+            fill = f"add the answer to {args.answers} and " if args.answers else ""
+            more = f" (and {len(human.paused) - 1} more)" if len(human.paused) > 1 else ""
+            raise UserError(f"{human.paused[0]}{more}; the run is paused there: {fill}resume it with `{resume}`")
+        return simulate_cmd.finish(args, protocol, folder.name, case, list(traces), config)
 
 
 def _source(args: argparse.Namespace) -> AnswerSource:
@@ -130,54 +159,133 @@ def _absolute(value: Any) -> Any:
 
 
 def _save_session(folder: Path, args: argparse.Namespace, case: Case) -> None:
-    """The run's settings (its command line, parsed, paths absolute) and its case, which ``--resume`` runs
-    with."""
+    """The run's settings (its command line, parsed, paths absolute, a server URL's credentials masked: they are
+    given again on resume) and its case, which ``--resume`` runs with."""
     values = {k: v for k, v in vars(args).items() if k not in _NOT_SAVED}
+    if values.get("base_url"):
+        values["base_url"] = redact_url(values["base_url"])
     paths = sorted(k for k, v in values.items() if isinstance(v, Path))
     saved = {"args": {k: _absolute(v) for k, v in values.items()}, "paths": paths,
-             "case": case.model_dump(mode="json")}
+             "case": case.model_dump(mode="json"), "case_hash": case.content_hash()}
     write_text_atomic(make_folder(folder) / SESSION, json.dumps(saved, indent=2) + "\n")
 
 
-def _resumed(args: argparse.Namespace) -> tuple[argparse.Namespace, str, Case]:
-    """The settings, run id and case of the run ``--resume`` names; ``--answers`` may name a new file."""
-    run_dir: Path = args.resume
-    path = run_dir / "human" / SESSION
+class _Session(BaseModel):
+    """``human/session.json`` as :func:`_save_session` writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    args: dict[str, Any]
+    paths: list[str]
+    case: dict[str, Any]
+    case_hash: str | None = None
+
+
+def _simulate_parser() -> argparse.ArgumentParser:
+    from consilium.cli import build_parser  # the parser of simulate, for its flags, types and defaults
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return cast(argparse.ArgumentParser, sub.choices["simulate"])
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """simulate's options by their ``args`` name (the first of two that share one)."""
+    flags: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        if action.option_strings:
+            flags.setdefault(action.dest, action)
+    return flags
+
+
+def _read_session(path: Path) -> tuple[dict[str, Any], dict[str, Any], Case]:
+    """The saved settings as saved and each read as its flag would read it on a command line, and the case: one
+    line naming the file and field if the file was edited into something the run could not have saved."""
     try:
-        saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{run_dir}: --resume: not a run with a person at the table (no human/{SESSION})") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the run's settings ({exc})") from None
-    values = dict(saved["args"])
-    _check_unchanged(args, values)
-    formats = list(FORMATS) if values.get("format") == "both" else [values.get("format")]
+        session = _Session.model_validate(read_data_file(path, "run's settings"))
+    except ValidationError as exc:
+        raise UserError(f"{path}: {first_error(exc)}") from None
+    flags = _flags(_simulate_parser())
+    values: dict[str, Any] = {}
+    for key, value in session.args.items():
+        if key in _INTERNAL:
+            values[key] = value
+            continue
+        action = flags.get(key)
+        if action is None:
+            raise UserError(f"{path}: args.{key}: not a setting of simulate")
+        values[key] = _setting(action, value, f"{path}: args.{key}")
+    if not isinstance(values.get("human"), str) or not values["human"].strip():
+        raise UserError(f"{path}: args.human: the role the person plays is missing")
+    try:
+        case = Case.model_validate(session.case)
+    except ValidationError as exc:
+        raise UserError(f"{path}: {first_error(exc, prefix='case.')}") from None
+    if session.case_hash is not None and case.content_hash() != session.case_hash:
+        raise UserError(f"{path}: case: does not match its case_hash {session.case_hash} (edited since the run "
+                        "started); a resumed run continues with the case it started with")
+    return session.args, values, case
+
+
+def _setting(action: argparse.Action, value: Any, where: str) -> Any:
+    """A saved setting as its flag reads it (a path as a Path): refused if the flag would refuse it."""
+    if value is None or value == action.default:
+        return value
+    if action.nargs == 0:  # --no-cache, --otel: on or off
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: true or false, not {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise UserError(f"{where}: not a value {action.option_strings[0]} takes ({value!r})")
+    convert = action.type if callable(action.type) else str
+    try:
+        typed = convert(str(value))
+    except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if action.choices is not None and typed not in action.choices:
+        raise UserError(f"{where}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    return typed
+
+
+def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespace, Case]:
+    """The settings and case of the run ``--resume`` names; ``--answers`` may name a new file, and a server URL
+    whose credentials were masked takes them from ``--base-url`` or ``$OPENAI_BASE_URL`` again."""
+    from consilium.cli import simulate_cmd
+
+    path = run_dir / "human" / SESSION
+    saved, values, case = _read_session(path)
+    database = run_dir / "human" / CHECKPOINTS
+    if not database.is_file():
+        raise UserError(f"{database}: missing: without the run's checkpoint, resuming would make its model calls "
+                        "again; start the run again")
+    _check_unchanged(args, saved)
+    formats = list(FORMATS) if values.get("format") in (None, "both") else [values["format"]]
     if all(any(run_dir.glob(f"*.{fmt}.trace.json")) for fmt in formats):
         raise UserError(f"{run_dir}: --resume: the run is already finished (every format's trace is there); "
                         f"`consilium replay {run_dir}` reproduces it")
-    for key in saved["paths"]:
-        values[key] = Path(values[key])
     if args.human is not None and " ".join(args.human.split()) != " ".join(str(values["human"]).split()):
         raise UserError(f"--human: the resumed run's seat is {values['human']!r}; it cannot change")
     answers = args.answers if args.answers is not None else values.get("answers")  # else the run's own file
+    base_url = url_given_again(values.get("base_url"), args.base_url, os.environ.get("OPENAI_BASE_URL"),
+                               "the run's")
     resumed = argparse.Namespace(**{**vars(args), **values, "out": run_dir.parent, "resume": run_dir,
-                                    "answers": answers})
-    return resumed, run_dir.name, Case.model_validate(saved["case"])
+                                    "answers": answers, "base_url": base_url})
+    return simulate_cmd.with_defaults(resumed), case
 
 
 def _check_unchanged(args: argparse.Namespace, saved: dict[str, Any]) -> None:
-    """A flag given with ``--resume`` (any but --answers, --human, -v and --log-file) must equal the run's
-    own setting: the resumed run keeps its settings, and a changed one would be ignored."""
-    from consilium.cli import build_parser  # the parser of simulate, for its defaults and flag names
-
-    simulate = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[
-        "simulate"]
-    flags = {a.dest: a.option_strings[0] for a in simulate._actions if a.option_strings}
-    defaults = vars(simulate.parse_args([]))
+    """A flag typed with ``--resume`` (any but --answers, --human, -v and --log-file) must say what the run's
+    own setting says: the resumed run keeps its settings, and a changed one would be ignored. Every flag of
+    simulate is left unset when not typed (``simulate_cmd.DEFAULTS``), so a flag typed with its default value
+    is compared too. A server URL is compared as saved, its credentials masked."""
+    flags = _flags(_simulate_parser())
     for key, given in vars(args).items():
-        if key in _FREE or given == defaults.get(key) or _absolute(given) == saved.get(key):
+        action = flags.get(key)
+        if key in _FREE or action is None or given == action.default:
             continue
-        flag = flags.get(key, key)
+        as_saved = redact_url(given) if key == "base_url" else _absolute(given)
+        if as_saved == saved.get(key):
+            continue
+        flag = action.option_strings[0]
         own = f"{flag} {saved[key]}" if saved.get(key) is not None else f"no {flag}"
         raise UserError(f"{flag}: --resume continues the run with its own settings (it was started with {own}); "
                         "give no other flags than --answers, -v and --log-file")

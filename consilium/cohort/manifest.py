@@ -228,11 +228,13 @@ def read_manifest(run_dir: Path) -> CohortManifest:
 
 
 class RunLock:
-    """An exclusive lock on a run folder for as long as a cohort writes into it: a second cohort or
-    resume of the same folder is refused at once instead of doing the same work twice."""
+    """An exclusive lock on a run folder for as long as a cohort (or a run with a person at the table) writes
+    into it: a second cohort or resume of the same folder is refused at once instead of doing the same work
+    twice. ``holder`` names, in the refusal, what else holds it."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, holder: str = "another cohort") -> None:
         self.path = run_dir / ".lock"
+        self.holder = holder
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
@@ -245,7 +247,7 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
             os.close(fd)
-            raise UserError(f"{self.path.parent}: in use by another cohort (pid {holder}); wait for it to end") \
+            raise UserError(f"{self.path.parent}: in use by {self.holder} (pid {holder}); wait for it to end") \
                 from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))

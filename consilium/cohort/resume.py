@@ -20,7 +20,7 @@ from consilium.errors import UserError
 from consilium.protocols.registry import get_protocol
 from consilium.redact import MASK, redact_url
 
-__all__ = ["refuse_changed_experiment", "refuse_conflicts"]
+__all__ = ["base_url_for_resume", "refuse_changed_experiment", "refuse_conflicts", "url_given_again"]
 
 
 def _conflict(flag: str, given: Any, kept: Any, run_dir: Path) -> UserError:
@@ -174,11 +174,17 @@ def refuse_changed_experiment(given: Path | None, manifest: CohortManifest, run_
 def base_url_for_resume(args: argparse.Namespace, manifest: CohortManifest, env_url: str | None) -> str | None:
     """The server URL to resume with: the manifest's, or — when its credentials were masked — the
     flag's or the environment's, which must match it once masked."""
-    kept = manifest.settings.model.base_url
+    return url_given_again(manifest.settings.model.base_url, args.base_url, env_url, "the cohort's")
+
+
+def url_given_again(kept: str | None, given: str | None, env_url: str | None, whose: str) -> str | None:
+    """The server URL a resumed run sends to: the one it kept (``whose`` it is, in the message), or — when its
+    credentials were masked before it was stored — the flag's or the environment's, which must match it once
+    masked: credentials come from the user again, never from a file."""
     if kept is None or MASK not in kept:
         return kept
-    for source in (args.base_url, env_url):
+    for source in (given, env_url):
         if source and redact_url(source) == kept:
             return str(source)
-    raise UserError(f"--base-url: the cohort's server URL {kept} held credentials, which are never stored; "
+    raise UserError(f"--base-url: {whose} server URL {kept} held credentials, which are never stored; "
                     "give it again with --base-url (or $OPENAI_BASE_URL)")

@@ -15,15 +15,13 @@ sections) and the votes by review round (docs/human.md)::
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from consilium.agents.records import FORMATS, AssignedRole
+from consilium.datafiles import read_data_file
 from consilium.errors import UserError
 from consilium.protocols.consilium.seat import (
     AnswerInvalid,
@@ -84,16 +82,10 @@ class MappingAnswers:
 
 
 def load_answers(path: Path) -> MappingAnswers:
-    """An answers file, its shape checked before anything runs (one line naming the field if not)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the answers file ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'} "
-                        f"({' '.join(str(exc).split())})") from None
+    """An answers file, read by the strict reader every case and settings file goes through (no duplicate key, no
+    alias that expands past its bound, bounded nesting, UTF-8 only: consilium/datafiles/), its shape checked
+    before anything runs (one line naming the field if not)."""
+    data = read_data_file(path, "answers file")
     return MappingAnswers(data if data is not None else {}, str(path))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -23,10 +24,12 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from consilium.agents import records
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
+from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.graphs.running import Latest
@@ -46,8 +49,14 @@ from consilium.protocols.consilium.graph import RECURSION_LIMIT, ConsiliumContex
 from consilium.protocols.consilium.run import run_case
 from consilium.protocols.consilium.seat import AnswerInvalid, HumanPrompt, HumanRecord, check_answer
 from consilium.protocols.consilium.trace import Trace
+from consilium.roles.catalogue import normalise_label
 
-__all__ = ["HumanRun", "check_config", "run_seated", "run_with_person", "seated"]
+__all__ = ["CHECKPOINTS", "MODERATOR", "HumanRun", "check_config", "run_seated", "run_with_person", "seated"]
+
+#: The run's LangGraph checkpoint database, in its ``human/`` folder.
+CHECKPOINTS = "checkpoints.sqlite"
+#: The moderator's role in every call tag and in ``usage.by_role``: not a seat a person can take.
+MODERATOR = "moderator"
 
 #: The record types the graph state holds, which the checkpointer may rebuild (and nothing else).
 SERDE = JsonPlusSerializer(allowed_msgpack_modules=[
@@ -63,8 +72,13 @@ class HumanRun:
     def __init__(self, requested: str, source: AnswerSource, folder: Path | None = None) -> None:
         if not requested.strip():
             raise UserError("--human: give the role the person plays (a label or category of the panel)")
+        if normalise_label(requested) == MODERATOR:  # its id would merge the seat with the moderator's usage
+            raise UserError(f"--human: {requested.strip()!r} is the moderator, who chairs the panel and holds no "
+                            "seat on it; a person takes a panel member's seat (a label or category of the panel)")
         self.requested, self.source, self.folder = " ".join(requested.split()), source, folder
         self.paused: list[str] = []
+        #: The formats whose thread holds a state (their calls file is written only then: see ``_save``).
+        self._started: set[Format] = set()
         self._graph: CompiledStateGraph[Any, ConsiliumContext, Any, Any] | None = (
             human_graph(InMemorySaver(serde=SERDE)) if folder is None else None)
 
@@ -74,7 +88,7 @@ class HumanRun:
         if self.folder is None:
             yield self
             return
-        async with aiosqlite.connect(make_folder(self.folder) / "checkpoints.sqlite") as conn:
+        async with aiosqlite.connect(make_folder(self.folder) / CHECKPOINTS) as conn:
             self._graph = human_graph(AsyncSqliteSaver(conn, serde=SERDE))
             try:
                 yield self
@@ -89,11 +103,38 @@ class HumanRun:
         path = self._calls_file(fmt)
         if path is None or not path.exists():
             return list(shared or [])
-        return [CallRecord.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))]
+        return _read_calls(path)
+
+    async def check_resumable(self, formats: Sequence[Format]) -> None:
+        """Refuse, in one line, a checkpoint that cannot continue the run without making a call twice or
+        leaving one out: a database that is not LangGraph's SQLite checkpoint, or a format whose checkpointed
+        steps and recorded calls (``<format>.calls.json``) do not go together (one without the other)."""
+        graph = self._graph
+        if self.folder is None or graph is None:
+            return
+        database = self.folder / CHECKPOINTS
+        for fmt in formats:
+            try:
+                values = (await graph.aget_state(_thread(fmt))).values
+            except (sqlite3.Error, ValueError, TypeError, KeyError) as exc:
+                raise UserError(f"{database}: not a readable checkpoint of this run ({type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())}); it cannot be resumed: start the run again") from None
+            path = self._calls_file(fmt)
+            assert path is not None
+            made = _read_calls(path) if path.exists() else None
+            if values and made is None:
+                raise UserError(f"{path}: missing, while {database} holds the {fmt} format's steps: their model "
+                                "calls are gone, so the run cannot be resumed; start it again")
+            if not values and made:
+                raise UserError(f"{database}: holds no step of the {fmt} format, while {path.name} records "
+                                f"{len(made)} model calls of it: the checkpoint was lost or replaced, and resuming "
+                                "would make those calls again; start the run again")
 
     def _save(self, fmt: Format, recorder: CallRecorder) -> None:
+        """The format's calls so far, beside its checkpoint: written only once its thread holds a state, so that
+        calls of a first step cut short (made again on resume) are never restored beside their remaking."""
         path = self._calls_file(fmt)
-        if path is not None:
+        if path is not None and fmt in self._started:
             write_text_atomic(path, json.dumps([c.model_dump(mode="json") for c in recorder.calls]) + "\n")
 
     async def follow(self, fmt: Format, state: Latest, context: ConsiliumContext, recorder: CallRecorder, *,
@@ -102,16 +143,19 @@ class HumanRun:
         graph = self._graph
         if graph is None:
             raise RuntimeError("HumanRun.follow outside HumanRun.opened()")
-        config: Any = {"configurable": {"thread_id": fmt}, "recursion_limit": RECURSION_LIMIT}
+        config = _thread(fmt)
         try:
             saved = (await graph.aget_state(config)).values
             todo: Any = state.values
             if saved:  # a paused or interrupted run: continue its thread from its last checkpoint
+                self._started.add(fmt)
                 on_step(state.values, dict(saved))
                 state.values, todo = dict(saved), None
             while True:
                 async for values in graph.astream(todo, config=config, context=context, stream_mode="values"):
                     values = {k: v for k, v in values.items() if k != "__interrupt__"}
+                    if values:
+                        self._started.add(fmt)
                     on_step(state.values, values)
                     state.values = values
                     self._save(fmt, recorder)
@@ -139,6 +183,31 @@ class HumanRun:
         return seat.human_record(self.requested, values)
 
 
+def _thread(fmt: Format) -> Any:
+    """The LangGraph config of a format's thread."""
+    return {"configurable": {"thread_id": fmt}, "recursion_limit": RECURSION_LIMIT}
+
+
+def _read_calls(path: Path) -> list[CallRecord]:
+    """A format's recorded calls, checked: one line naming the file and the call's field if it was edited into
+    something else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path}: not the run's readable record of its model calls ({exc})") from None
+    if not isinstance(data, list):
+        raise UserError(f"{path}: (root): a list of the run's model calls")
+    calls: list[CallRecord] = []
+    for i, call in enumerate(data):
+        try:
+            calls.append(CallRecord.model_validate(call))
+        except ValidationError as exc:
+            raise UserError(f"{path}: {first_error(exc, prefix=f'{i}.')}") from None
+    if [c.index for c in calls] != list(range(len(calls))):
+        raise UserError(f"{path}: index: the calls are not numbered 0 to {len(calls) - 1} in order (edited?)")
+    return calls
+
+
 def check_config(config: ConsiliumConfig) -> None:
     """A run with a person at the table takes no wall-clock limit: the person's time to answer would count
     against it (docs/human.md)."""
@@ -154,6 +223,7 @@ async def run_with_person(case: Case, formats: list[Format], models: RunModels, 
     time to answer as the run's."""
     check_config(config)
     async with human.opened():
+        await human.check_resumable(formats)
         return await run_case(case, formats, models, config, run_id=run_id, human=human)
 
 
