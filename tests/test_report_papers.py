@@ -22,8 +22,10 @@ import yaml
 
 from consilium.cli import main
 from consilium.judges.record import read_judgement
+from consilium.reports.compare import load_cohort_data
 from consilium.reports.papers.otb import specialist_turn
-from consilium.reports.papers.responses import Response
+from consilium.reports.papers.responses import Response, judged_responses
+from consilium.reports.summary import judged_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
@@ -867,3 +869,50 @@ def test_medbench_pass_at_k_averages_replicates_per_case_and_counts_failed_arms(
         assert row["not_evaluable"] == str(sum(o is None for _, o in outcomes) + len(SEEDS))
     note = rows[("model-a", "structured", "differential", "pass@3")]["note"]
     assert "pass@5 n/a" in note and "at most 3 candidates" in note
+
+
+def test_a_case_without_signed_criteria_is_not_evaluable_for_every_model(consilium_run: Path) -> None:
+    """k3 has no reference.rubric: model a's k3 responses are not evaluable, and so are model b's failed k3
+    arms, so both models' Strict runs over the same patients (k1, k2), never 2 for one and 3 for the other."""
+    rows = {(r["model"], r["variant"]): r for r in read_csv(consilium_run / "report" / "npcbench_scores.csv")}
+    for fmt in FORMATS:
+        a, b = rows[("model-a", fmt)], rows[("model-b", fmt)]
+        assert (a["strict_patients"], a["strict_not_evaluable"]) == ("2", "1")
+        assert (b["strict_patients"], b["strict_not_evaluable"], b["strict_missing"]) == ("2", "1", "0")
+        assert (a["failed"], b["failed"]) == ("0", "1")
+
+
+def test_a_format_whose_every_arm_failed_is_counted_not_dropped(consilium_run: Path) -> None:
+    """Model b's structured arms all fail (its records set aside): its rows stay, every arm counted by the
+    paper's rule: an incorrect answer for pass@k and Strict, outside V for O1, not evaluable where the case
+    has no signed criteria (k3)."""
+    data = load_cohort_data(consilium_run)
+    arms = [{**a, "status": "failed"} if (a["model"], a["format"]) == ("model-b", "structured") else a
+            for a in data.arms]
+    responses = [r for r in judged_responses(consilium_run, data) if (r.model, r.variant) != ("model-b", "structured")]
+    tables = {t.name: t.rows for t in judged_tables(responses, set(), bootstrap=50, seed=0, arms=arms,
+                                                    cases=data.cases)}
+    [npc] = [r for r in tables["npcbench_scores"] if (r["model"], r["variant"]) == ("model-b", "structured")]
+    assert (npc["responses"], npc["failed"], npc["cases"], npc["score_mean"]) == (0, 3, 0, None)
+    # k1 and k2 have signed criteria: two failures; k3 has none: not evaluable
+    assert (npc["strict_patients"], npc["strict_n"], npc["strict_missing"], npc["strict_not_evaluable"]) == (2, 0, 2, 1)
+    low, high = wilson(0, 2)
+    assert (npc["strict_pct"], npc["strict_ci_low"], npc["strict_ci_high"]) == \
+        (0.0, round(100 * low, 2), round(100 * high, 2))
+    passes = {(r["component"], r["metric"]): r for r in tables["medbench_pass_at_k"]
+              if (r["model"], r["variant"]) == ("model-b", "structured")}
+    # every case has a reference diagnosis: three incorrect answers in each row model a's structured arms have
+    assert set(passes) == {("conclusion", "pass@1"), ("differential", "pass@1"), ("differential", "pass@4")}
+    for row in passes.values():
+        assert (row["cases"], row["correct"], row["accuracy"], row["failed"], row["arms"]) == (3, 0, 0.0, 3, 3)
+        assert (row["ci_low"], row["ci_high"]) == tuple(round(x, 4) for x in wilson(0, 3))
+
+
+def test_pass_at_k_is_shown_only_for_a_k_the_candidates_reach(replicate_run: Path) -> None:
+    """The judge's k is 5; every structured answer ranks three candidates (a leading diagnosis and two
+    more): the row is pass@3, and pass@5 is named n/a with the reason, never shown over three candidates."""
+    rows = read_csv(replicate_run / "report" / "medbench_pass_at_k.csv")
+    assert not [r for r in rows if r["metric"] == "pass@5"]
+    ranked = [r for r in rows if r["component"] == "differential" and r["metric"] != "pass@1"]
+    assert {(r["metric"], r["k"]) for r in ranked} == {("pass@3", "3")}
+    assert {r["note"] for r in ranked} == {"pass@5 n/a: the responses rank at most 3 candidates"}
