@@ -247,3 +247,119 @@ def test_viewer_page_is_inert_in_headless_chromium(tmp_path: Path) -> None:
     assert "<pre>" in dom, done.stderr[-2000:]
     assert "<img" not in dom and "pwned" not in dom.split("<title>")[1].split("</title>")[0]
     assert "&lt;script&gt;document.title" in dom
+
+
+MATCH_JUDGE = {"rules": [{"stage": "judge", "contains": '"match"', "json": {"rationale": "r", "match": True}},
+                         {"stage": "judge", "json": {"rationale": "r", "score": 2}}]}
+
+
+def _cases_folder(tmp_path: Path, references: dict[str, dict[str, Any] | None]) -> Path:
+    """A folder of the example diagnostic case under each id, with the reference given (None: none)."""
+    import yaml
+
+    source = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples" / "cases" /
+                             "diagnostic-myocarditis.yaml").read_text())
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    for case_id, reference in references.items():
+        case = {**source, "id": case_id}
+        case.pop("reference", None)
+        if reference is not None:
+            case["reference"] = reference
+        (folder / f"{case_id}.json").write_text(json.dumps(case))
+    return folder
+
+
+def test_a_judged_cohort_whose_cases_lack_the_rubrics_reference_is_refused_before_it_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _cases_folder(tmp_path, {
+        "r1": {"diagnosis": "Myocarditis"}, "r2": {"conclusion": "Admit."}, "r3": None,
+        "r4": {"diagnosis": "Pericarditis", "conclusion": "Treat."}, "r5": {"diagnosis": "  "}})
+    out = tmp_path / "runs"
+    panel, judge = write(tmp_path, "p.json", PANEL), write(tmp_path, "j.json", MATCH_JUDGE)
+    argv = ["cohort", "--cases", str(folder), "--model", panel, "--formats", "free-form", "--judge-model", judge,
+            "--out", str(out)]
+    # r2, r3 and r5 have no diagnosis (r5's is blank): 3 of 5, the first in the cohort's order being r2.
+    assert main([*argv, "--judge", "nmb-diagnosis-match"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"consilium: error: --judge nmb-diagnosis-match: 3 of 5 cases lack reference.diagnosis, which it scores "
+        f"against (first: {folder / 'r2.json'}); add it to the cases, or pass --allow-missing-reference to run "
+        "them anyway (their judgements are not evaluable)")
+    assert not out.exists()
+    # What a rubric needs is read from its file: the same rubric scoring against the conclusion needs that.
+    rubric = (Path(__file__).resolve().parents[1] / "consilium" / "judges" / "rubrics" / "nmb-diagnosis-match.yaml")
+    custom = tmp_path / "conclusion-match.yaml"
+    custom.write_text(rubric.read_text().replace("name: nmb-diagnosis-match", "name: conclusion-match")
+                      .replace("reference: diagnosis", "reference: conclusion"))
+    assert main([*argv, "--judge", str(custom)]) == 2
+    # r1, r3 and r5 have no conclusion.
+    assert "--judge conclusion-match: 3 of 5 cases lack reference.conclusion, which it scores against (first: " \
+           f"{folder / 'r1.json'})" in capsys.readouterr().err
+    assert not out.exists()
+    # With the flag the cohort runs, says how many, and those cases' judgements are not evaluable.
+    assert main([*argv, "--judge", "nmb-diagnosis-match", "--allow-missing-reference"]) == 0
+    err = capsys.readouterr().err
+    assert ("--allow-missing-reference: 3 of 5 cases lack reference.diagnosis (nmb-diagnosis-match); their "
+            "judgements will be not evaluable") in err
+    [run_dir] = list(out.iterdir())
+    evaluable = {}
+    for path in run_dir.glob("arms/**/*.judge.nmb-diagnosis-match.json"):
+        record = json.loads(path.read_text())
+        evaluable[record["case_id"]] = any(not item["not_evaluable"] for item in record["items"])
+    assert evaluable == {"r1": True, "r2": False, "r3": False, "r4": True, "r5": False}
+
+
+def _ids(run_dir: Path) -> list[str]:
+    return list(json.loads((run_dir / "manifest.json").read_text())["settings"]["case_hashes"])
+
+
+def test_limit_takes_the_first_cases_in_natural_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _cases_folder(tmp_path, {f"mac-{n}": {"diagnosis": "Myocarditis"} for n in (11, 0, 10, 2, 1, 3)})
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(folder), "--model", write(tmp_path, "p.json", PANEL), "--formats",
+                 "free-form", "--limit", "4", "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    # By hand: 0, 1, 2, 3 come before 10 and 11 (string order would take mac-0, mac-1, mac-10, mac-11).
+    assert _ids(run_dir) == ["mac-0", "mac-1", "mac-2", "mac-3"]
+    assert sorted(a["case_id"] for a in read_csv(run_dir / "arms.csv")) == ["mac-0", "mac-1", "mac-2", "mac-3"]
+
+
+def test_a_seeded_sample_is_reproducible_and_recorded_in_the_manifest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import random
+
+    import consilium
+
+    numbers = list(range(12))
+    folder = _cases_folder(tmp_path, {f"mac-{n}": {"diagnosis": "Myocarditis"} for n in numbers})
+    panel = write(tmp_path, "p.json", PANEL)
+
+    def expected(seed: int) -> list[str]:
+        # random.Random(seed).sample of the positions in natural order (mac-0 … mac-11), kept in that order.
+        return [f"mac-{numbers[i]}" for i in sorted(random.Random(seed).sample(range(12), 3))]
+
+    assert expected(7) != expected(8)
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(folder), "--model", panel, "--formats", "free-form", "--sample", "3",
+                 "--seed", "7", "--out", str(out)]) == 0
+    [first] = list(out.iterdir())
+    settings = json.loads((first / "manifest.json").read_text())["settings"]
+    assert settings["sample"] == {"n": 3, "seed": 7} and settings["limit"] is None
+    assert _ids(first) == expected(7)
+    again = consilium.run_cohort(folder, models=[panel], formats=["free-form"], sample=3, seed=7,
+                                 out=tmp_path / "again")
+    assert _ids(again.run_dir) == expected(7) and again.manifest.settings.sample is not None
+    other = consilium.run_cohort(folder, models=[panel], formats=["free-form"], sample=3, seed=8,
+                                 out=tmp_path / "other")
+    assert _ids(other.run_dir) == expected(8)
+    # A resume draws the same cases; a different sample is refused like any changed flag.
+    capsys.readouterr()
+    assert main(["cohort", "--resume", str(first), "--sample", "4"]) == 2
+    assert "--sample: 4 differs from the resumed cohort's 3" in capsys.readouterr().err
+    assert main(["cohort", "--resume", str(first)]) == 0
+    assert "3 arms (3 completed, 0 failed, 3 resumed)" in capsys.readouterr().out
+    for extra, message in ((["--sample", "13"], "--sample 13: there are only 12 cases to sample from"),
+                           (["--sample", "3", "--limit", "3"], "--sample: give --limit or --sample, not both")):
+        assert main(["cohort", "--cases", str(folder), "--model", panel, *extra, "--out", str(tmp_path / "x")]) == 2
+        assert capsys.readouterr().err.strip() == f"consilium: error: {message}"
+    assert not (tmp_path / "x").exists()

@@ -90,10 +90,11 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
                   temperature: float | None, max_rounds: int | None, wall_limit: float | None,
                   role_labels: str | None, judges: Names | None, judge_model: Names | None, scope: Scope | None,
                   experiment: str | Path | None, out: str | Path | None, concurrency: int | None,
-                  limit: int | None, resume: str | Path | None) -> Any:
+                  limit: int | None, resume: str | Path | None, sample: int | None = None,
+                  allow_missing_reference: bool = False) -> Any:
     """The ``cohort`` command line the arguments stand for: the parser's defaults, then each argument given."""
-    for name, value in (("concurrency", concurrency), ("limit", limit), ("max_rounds", max_rounds),
-                        ("wall_limit", wall_limit)):
+    for name, value in (("concurrency", concurrency), ("limit", limit), ("sample", sample),
+                        ("max_rounds", max_rounds), ("wall_limit", wall_limit)):
         _positive(name, value)
     args = build_parser().parse_args(["cohort"])
     panel = _model_specs(models)
@@ -101,7 +102,7 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
         "cases": cases, "config": config, "experiment": experiment, "out": out, "resume": resume,
         "model": panel[0] if panel else None, "moderator_model": moderator,
         "seed": seed, "temperature": temperature, "max_rounds": max_rounds, "wall_limit": wall_limit,
-        "role_labels": role_labels, "scope": scope, "concurrency": concurrency, "limit": limit,
+        "role_labels": role_labels, "scope": scope, "concurrency": concurrency, "limit": limit, "sample": sample,
         "formats": ",".join(_names(formats) or []) or None, "modes": ",".join(_names(modes) or []) or None,
     }
     for name in ("cases", "config", "experiment", "out", "resume"):
@@ -111,6 +112,7 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
         if value is not None:
             setattr(args, name, value)
     args.extra_model = panel[1:] if panel else []
+    args.allow_missing_reference = allow_missing_reference
     jury = _names(judge_model) or []  # several: a jury, as --judge-model given for each (docs/judges.md, Juries)
     twice = sorted({spec for spec in jury if jury.count(spec) > 1})
     if twice:
@@ -138,16 +140,18 @@ async def arun_cohort(cases: str | Path | None = None, *, models: Names | None =
                       judge_model: Names | None = None, scope: Scope | None = None,
                       experiment: str | Path | None = None, out: str | Path | None = None,
                       concurrency: int | None = None, limit: int | None = None,
-                      resume: str | Path | None = None) -> CohortResult:
+                      resume: str | Path | None = None, sample: int | None = None,
+                      allow_missing_reference: bool = False) -> CohortResult:
     """Run a cohort as ``consilium cohort`` does (each argument is the flag of its name: ``models`` the
     ``--model`` and ``--extra-model`` specs, ``protocols`` ``--protocol``, ``judges`` ``--judge``, ``config``
-    a ``--config`` file, ``experiment`` an experiment file, ``resume`` a run folder to finish) and return its
-    folder, its arms.csv rows and counts. A failed arm is a row with status ``failed``, not an exception."""
+    a ``--config`` file, ``experiment`` an experiment file, ``resume`` a run folder to finish, ``sample`` N
+    cases drawn with ``seed``) and return its folder, its arms.csv rows and counts. A failed arm is a row
+    with status ``failed``, not an exception."""
     args = _cohort_flags(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
                          modes=modes, config=config, seed=seed, temperature=temperature, max_rounds=max_rounds,
                          wall_limit=wall_limit, role_labels=role_labels, judges=judges, judge_model=judge_model,
                          scope=scope, experiment=experiment, out=out, concurrency=concurrency, limit=limit,
-                         resume=resume)
+                         resume=resume, sample=sample, allow_missing_reference=allow_missing_reference)
     # The cohort runs its own event loop (as the CLI's does): on a worker thread, in the caller's context.
     return await asyncio.to_thread(contextvars.copy_context().run, _planned_and_run, args)
 
@@ -159,13 +163,15 @@ def run_cohort(cases: str | Path | None = None, *, models: Names | None = None, 
                judges: Names | None = None, judge_model: Names | None = None, scope: Scope | None = None,
                experiment: str | Path | None = None, out: str | Path | None = None,
                concurrency: int | None = None, limit: int | None = None,
-               resume: str | Path | None = None) -> CohortResult:
+               resume: str | Path | None = None, sample: int | None = None,
+               allow_missing_reference: bool = False) -> CohortResult:
     """:func:`arun_cohort`, from plain code or a notebook."""
     return _sync(arun_cohort(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
                              modes=modes, config=config, seed=seed, temperature=temperature,
                              max_rounds=max_rounds, wall_limit=wall_limit, role_labels=role_labels, judges=judges,
                              judge_model=judge_model, scope=scope, experiment=experiment, out=out,
-                             concurrency=concurrency, limit=limit, resume=resume))
+                             concurrency=concurrency, limit=limit, resume=resume, sample=sample,
+                             allow_missing_reference=allow_missing_reference))
 
 
 async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,

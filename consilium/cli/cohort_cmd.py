@@ -62,14 +62,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_scope_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed, and the seed of --sample (default 0)")
     parser.add_argument("--temperature", type=finite_float, default=None,
                         help="sampling temperature, 0 to 2 (default 0)")
     parser.add_argument("--max-rounds", type=positive_int, default=None,
                         help="review rounds of the protocols that have them (default 5)")
     add_role_labels_argument(parser)
     add_otel_argument(parser)
-    parser.add_argument("--limit", type=positive_int, default=None, help="only the first N cases")
+    parser.add_argument("--limit", type=positive_int, default=None,
+                        help="only the first N cases, in natural order (mac-2 before mac-10; a .jsonl: its first N)")
+    parser.add_argument("--sample", type=positive_int, default=None, metavar="N",
+                        help="only N cases drawn at random with --seed (default 0), the same N for the same seed; "
+                             "recorded in the manifest")
+    parser.add_argument("--allow-missing-reference", action="store_true",
+                        help="run even when cases lack what a --judge rubric scores against (reference.diagnosis "
+                             "for nmb-diagnosis-match, …): their judgements are not evaluable; without it the "
+                             "cohort is refused before anything runs")
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                         help="finish an interrupted cohort with its own settings (from its manifest.json)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,16 @@ from consilium.cli.options import (
     model_spec,
     run_config,
 )
-from consilium.cohort.cases import case_places, cases_exist, cohort_images, load_cohort_files
+from consilium.cohort.cases import (
+    case_places,
+    cases_exist,
+    check_references,
+    cohort_images,
+    load_cohort_files,
+    select_cases,
+)
 from consilium.cohort.experiment import FILE_SPECS, Experiment, experiment_variants, load_experiment, replicate_seeds
-from consilium.cohort.manifest import CohortManifest, CohortSettings, ModelSettings, read_manifest
+from consilium.cohort.manifest import CaseSample, CohortManifest, CohortSettings, ModelSettings, read_manifest
 from consilium.cohort.protocols import VARIANT_FLAGS, cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.datafiles import load_data_file, read_data_file
@@ -145,18 +153,26 @@ def new_plan(args: argparse.Namespace) -> Plan:
     if args.cases is None:
         raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
     protocols: list[str] = args.protocol or experiment.protocols
-    found = load_cohort_files(args.cases)[: args.limit]
-    cases = [case for case, _ in found]
     variants = cohort_variants(protocols, *_given_variants(args, experiment if args.experiment else None,
                                                            protocols))
     specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
     moderator = absolute_spec(args.moderator_model) if args.moderator_model else None
     configs = _configs(protocols, args, experiment, [moderator] if moderator else specs)  # who assigns the roles
+    sample = _sample(args, configs[protocols[0]].seed)
+    everything = load_cohort_files(args.cases)
+    found = select_cases(everything, limit=args.limit, sample=sample.n if sample else None,
+                         seed=sample.seed if sample else 0)
+    cases = [case for case, _ in found]
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
-    check_scope(args.scope, rubrics, case_places(args.cases, cases))
+    places = case_places(args.cases, [case for case, _ in everything])
+    chosen = {case.id for case in cases}
+    places = [(where, case) for where, case in places if case.id in chosen]
+    check_scope(args.scope, rubrics, places)
+    for line in check_references(rubrics, places, allow=bool(getattr(args, "allow_missing_reference", False))):
+        print(line, file=sys.stderr)
     # --concurrency: model calls in flight across all arms, by default what suits the slowest backend.
     model_file = _model_file(args)
     concurrency = (args.concurrency or (model_file.max_concurrency if model_file else None)
@@ -165,7 +181,7 @@ def new_plan(args: argparse.Namespace) -> Plan:
                             **setup.options)
     settings = CohortSettings(
         protocols=protocols, variants=list(dict.fromkeys(v for chosen in variants.values() for v in chosen)),
-        models=specs, moderator_model=moderator, cases=str(args.cases.resolve()), limit=args.limit,
+        models=specs, moderator_model=moderator, cases=str(args.cases.resolve()), limit=args.limit, sample=sample,
         case_hashes={c.id: c.content_hash() for c in cases},
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
@@ -227,7 +243,8 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     if not cases_exist(Path(s.cases)):
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
                         "started with")
-    found = load_cohort_files(Path(s.cases))[: s.limit]
+    found = select_cases(load_cohort_files(Path(s.cases)), limit=s.limit, sample=s.sample.n if s.sample else None,
+                         seed=s.sample.seed if s.sample else 0, flag="--resume: the cohort's sample")
     cases = [case for case, _ in found]
     hashes = {c.id: c.content_hash() for c in cases}
     for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
@@ -260,6 +277,12 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
                 manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found),
                 model_options=own_model_options(s.model_options, options))
+
+
+def _sample(args: argparse.Namespace, seed: int) -> CaseSample | None:
+    """``--sample N``: N cases drawn with the cohort's seed (``--seed``, else its run settings' seed)."""
+    n = getattr(args, "sample", None)
+    return None if n is None else CaseSample(n=n, seed=seed)
 
 
 def _refuse_on_ray(args: argparse.Namespace, settings: CohortSettings) -> None:

@@ -1,18 +1,34 @@
 """A cohort's cases: a folder of case files, one case file or an AgentClinic-style JSONL file, or a glob
-pattern (``cases/*.yaml``, ``data/**/*.jsonl``) naming several files, taken in sorted order."""
+pattern (``cases/*.yaml``, ``data/**/*.jsonl``) naming several files, taken in natural order (``mac-2``
+before ``mac-10``; a JSONL file's lines in their order); the first N of them (``--limit``) or a seeded
+random sample (``--sample``); and the check that every case has the reference its judges score against."""
 
 from __future__ import annotations
 
 import glob
+import random
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from consilium.cases import Case, case_files, load_case
 from consilium.cases.agentclinic import read_agentclinic
 from consilium.errors import UserError
+from consilium.judges.rubric import Rubric
+from consilium.natural import natural_key
 from consilium.protocols.board.run import slide_images
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["case_places", "cases_exist", "cohort_images", "glob_files", "load_cohort", "load_cohort_files"]
+__all__ = ["case_places", "cases_exist", "check_references", "cohort_images", "glob_files", "load_cohort",
+           "load_cohort_files", "missing_reference", "select_cases"]
+
+T = TypeVar("T")
+
+#: A rubric's ``reference`` (its data: consilium/judges/rubrics/*.yaml) → the case field it is read from
+#: (as consilium/judges/runner.py ``reference_for`` and components.py ``turn_reference`` read it).
+REFERENCE_FIELDS = {"diagnosis": "reference.diagnosis", "conclusion": "reference.conclusion",
+                    "decisions": "reference.conclusion", "case_criteria": "reference.rubric",
+                    "answer": "reference.answers"}
 
 
 def glob_files(source: Path) -> list[Path] | None:
@@ -20,7 +36,8 @@ def glob_files(source: Path) -> list[Path] | None:
     text = str(source)
     if source.exists() or not any(ch in text for ch in "*?["):
         return None
-    return sorted(p for p in (Path(m) for m in glob.glob(text, recursive=True)) if p.is_file())
+    return sorted((p for p in (Path(m) for m in glob.glob(text, recursive=True)) if p.is_file()),
+                  key=lambda path: natural_key(str(path)))
 
 
 def cases_exist(source: Path) -> bool:
@@ -79,3 +96,54 @@ def cohort_images(protocols: list[str], found: list[tuple[Case, Path | None]]) -
     if not any(get_protocol(name).uses_slides for name in protocols):
         return {}
     return {case.id: slide_images(case, file) for case, file in found if file is not None and case.slides}
+
+
+def select_cases(found: Sequence[T], *, limit: int | None, sample: int | None, seed: int,
+                 flag: str = "--sample") -> list[T]:
+    """The cases a cohort runs: all, the first ``limit`` (in the order above), or ``sample`` of them drawn at
+    random with ``seed`` (Python's ``random.Random(seed).sample``: the same seed draws the same cases), kept
+    in that order. More than there are is refused for a sample (it would not be one)."""
+    if limit is not None and sample is not None:
+        raise UserError(f"{flag}: give --limit or --sample, not both")
+    if sample is None:
+        return list(found[:limit])
+    if sample > len(found):
+        raise UserError(f"{flag} {sample}: there are only {len(found)} cases to sample from")
+    chosen = sorted(random.Random(seed).sample(range(len(found)), sample))
+    return [found[index] for index in chosen]
+
+
+def missing_reference(rubric: Rubric, case: Case) -> str | None:
+    """The case field a rubric scores against that the case lacks (``reference.diagnosis``), or None.
+
+    Derived from the rubric's own data: its ``reference`` names what it compares with, and its scoring kind
+    says whether a case without it is not evaluable (a criterion rubric such as ai-consilium judges the case
+    alone, so needs none)."""
+    kind = rubric.kind
+    field = REFERENCE_FIELDS.get(rubric.reference)
+    if field is None or not (kind.needs_reference or kind.criteria_from_case):
+        return None
+    ref = case.reference
+    value = {"reference.diagnosis": ref.diagnosis, "reference.conclusion": ref.conclusion,
+             "reference.rubric": ref.rubric, "reference.answers": ref.answers}[field] if ref else None
+    empty = value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, list) and not value)
+    return field if empty else None
+
+
+def check_references(rubrics: Iterable[Rubric], cases: Sequence[tuple[str, Case]], *, allow: bool) -> list[str]:
+    """Before a judged cohort runs: each rubric's cases that lack what it scores against. Refused in one line
+    (the panel would spend its tokens on arms no judge can score), or with ``allow`` returned as one line per
+    rubric saying how many, for the caller to print."""
+    said = []
+    for rubric in rubrics:
+        lacking = [(where, field) for where, case in cases if (field := missing_reference(rubric, case))]
+        if not lacking:
+            continue
+        count = f"{len(lacking)} of {len(cases)} case{'' if len(cases) == 1 else 's'}"
+        if not allow:
+            raise UserError(f"--judge {rubric.name}: {count} lack {lacking[0][1]}, which it scores against "
+                            f"(first: {lacking[0][0]}); add it to the cases, or pass --allow-missing-reference "
+                            "to run them anyway (their judgements are not evaluable)")
+        said.append(f"--allow-missing-reference: {count} lack {lacking[0][1]} ({rubric.name}); their judgements "
+                    "will be not evaluable")
+    return said

@@ -36,8 +36,8 @@ from consilium.protocols.registry import get_protocol
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
-__all__ = ["MANIFEST", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings", "OwnModelOptions",
-           "RunLock", "clean_temp_files", "read_manifest", "write_cohort_manifest"]
+__all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
+           "OwnModelOptions", "RunLock", "clean_temp_files", "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
@@ -117,6 +117,16 @@ class ExperimentRecord(BaseModel):
                                   "what it set")
 
 
+class CaseSample(BaseModel):
+    """``cohort --sample N``: N of the cases drawn at random with ``seed`` (consilium/cohort/cases.py
+    ``select_cases``), so a resume draws the same ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(ge=1, description="how many cases were drawn")
+    seed: int = Field(description="the seed they were drawn with (the cohort's --seed)")
+
+
 class CohortSettings(BaseModel):
     """What the cohort runs: cases, models, protocols with their variants and run settings, judges."""
 
@@ -129,7 +139,8 @@ class CohortSettings(BaseModel):
     moderator_model: str | None = Field(default=None, description="every arm's moderator (--moderator-model); "
                                         "None: each arm's panel model")
     cases: str = Field(description="the --cases path, absolute")
-    limit: int | None = None
+    limit: int | None = Field(default=None, description="--limit: the first N cases, in natural order")
+    sample: CaseSample | None = Field(default=None, description="--sample: a seeded random sample of the cases")
     case_hashes: dict[str, str] = Field(description="case id → content hash, in cohort order")
     configs: dict[str, dict[str, Any]] = Field(description="protocol → its run settings (ConsiliumConfig, …)")
     judges: list[str] = []

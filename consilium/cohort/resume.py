@@ -116,6 +116,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
             raise _conflict(f"--config {args.config}" if args.config else "--config", f"{key}: "
                             f"{config_values[key]!r}", _kept_any(manifest, key), run_dir)
     simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
+              "--sample": (getattr(args, "sample", None), s.sample.n if s.sample else None),
               "--judge": (args.judge or None, s.judges), "--judge-model": (_jury_given(args), _jury_kept(s)),
               "--scope": (args.scope, s.judge_scope),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),

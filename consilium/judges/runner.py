@@ -58,10 +58,11 @@ def reference_for(rubric: Rubric, case: Case, reference_answer: str | None = Non
         return reference_answer
     if ref is None:
         return None
+    # A blank reference text is none: there is nothing to compare with (consilium/cohort/cases.py checks alike).
     if rubric.reference == "diagnosis":
-        return ref.diagnosis
+        return ref.diagnosis if ref.diagnosis and ref.diagnosis.strip() else None
     if rubric.reference in ("conclusion", "decisions"):
-        return ref.conclusion
+        return ref.conclusion if ref.conclusion and ref.conclusion.strip() else None
     # Signed criteria: each call carries its one criterion in the task, as NPCBench's judge sees it.
     return "" if ref.rubric else None
 
