@@ -2,22 +2,32 @@
 
 Two kinds of secret are known: API keys (whatever the environment or a model config hands to a
 backend, registered here as they are read) and the ``user:password@`` part of a URL. :func:`redact`
-removes both from a text. It is applied at the choke points every byte passes through on its way
-out — the terminal streams (:class:`RedactingStream`, installed by the CLI), the log processors
-(consilium/log.py) and the atomic file writer (consilium/fileio.py, so every trace, manifest,
-judgement, CSV and report) — rather than at each place a message is made, so a new message cannot
-forget it (docs/reliability.md, "Secrets").
+removes both from a text. A credential is registered in every form it may come back in: a header value
+whole and each of its words (the token of ``Bearer TOKEN``), and a URL's ``user:password@`` as the
+``Authorization: Basic …`` header it is sent as, its base64 token, the decoded pair and the password.
+
+Masking is applied at the choke points every byte passes through on its way out — the terminal streams
+(:class:`RedactingStream`, installed by the CLI), the log processors (consilium/log.py) and the atomic
+file writer (consilium/fileio.py, so every trace, manifest, judgement, CSV and report) — and where text
+from outside comes in: every model answer (models/wrappers/masked.py) and every backend error. So a new
+message cannot forget it (docs/reliability.md, "Secrets"). Text is masked before it is shortened
+(:func:`clip`), never after: a cut through a key would leave all of it but the cut-off end unmasked.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 import os
 import re
 import threading
 import traceback
 from typing import Any, TextIO
+from urllib.parse import unquote
 
-__all__ = ["MASK", "RedactingStream", "redact", "redact_exception", "redact_url", "redact_value", "register_secret"]
+__all__ = ["MASK", "RedactingStream", "clip", "holds_key", "redact", "redact_exception", "redact_url", "redact_value",
+           "register_secret", "register_url_credentials"]
 
 MASK = "***"
 
@@ -38,22 +48,63 @@ _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
 
 
+def _basic_login(token: str) -> set[str]:
+    """The ``user:password`` an HTTP Basic token decodes to, and the password: empty when it is not one."""
+    try:
+        login = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # not base64, or not text
+        return set()
+    _, colon, password = login.partition(":")
+    return {login, password} if colon else set()
+
+
+def _forms(value: str) -> set[str]:
+    """``value`` and what a server may echo of it: each whitespace-separated word (the token of
+    ``Bearer TOKEN``), and for ``Basic TOKEN`` the decoded ``user:password`` and the password."""
+    words = value.split()
+    forms = {value, *words}
+    if len(words) == 2 and words[0].lower() == "basic":
+        forms |= _basic_login(words[1])
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
 def register_secret(value: str | None) -> None:
-    """Remember ``value`` (an API key) so that :func:`redact` masks it from now on."""
+    """Remember ``value`` (an API key, a credential header's value) so that :func:`redact` masks it from
+    now on, in each form a server may echo it in (:func:`_forms`)."""
     global _pattern
-    if not value or len(value) < MIN_SECRET_LENGTH:
+    if not value:
         return
+    forms = _forms(value)
     with _lock:
-        if value in _secrets:
+        if forms <= _secrets:
             return
-        _secrets.add(value)
+        _secrets.update(forms)
         # Longest first, so a key that contains another is masked whole.
         _pattern = re.compile("|".join(re.escape(s) for s in sorted(_secrets, key=len, reverse=True)))
 
 
+def register_url_credentials(url: str | None) -> None:
+    """Register the ``user:password@`` of every URL in ``url`` (several, comma-separated, for a pool) as
+    what it is sent as: the header ``Authorization: Basic TOKEN`` (so TOKEN, the pair and the password
+    too), and the userinfo as written (percent-encoded)."""
+    for match in _URL_CREDENTIALS.finditer(url or ""):
+        userinfo = match["userinfo"]
+        user, _, password = userinfo.partition(":")  # as urlsplit reads it: the user ends at the first ":"
+        login = f"{unquote(user)}:{unquote(password)}".encode()
+        register_secret("Basic " + base64.b64encode(login).decode("ascii"))
+        register_secret(userinfo)
+
+
+#: The key variables' values last registered (redact runs often: a value is registered once).
+_registered_environment: dict[str, str | None] = {}
+
+
 def _register_environment() -> None:
     for name in KEY_VARIABLES:
-        register_secret(os.environ.get(name))
+        value = os.environ.get(name)
+        if _registered_environment.get(name) != value:
+            register_secret(value)
+            _registered_environment[name] = value
 
 
 def redact_url(url: str) -> str:
@@ -74,6 +125,20 @@ def redact(text: str) -> str:
     return text
 
 
+def holds_key(text: str) -> bool:
+    """Whether ``text`` holds a registered key or credential (not counting URL credentials, which
+    :func:`redact` finds by their shape)."""
+    _register_environment()
+    pattern = _pattern
+    return pattern is not None and pattern.search(text) is not None
+
+
+def clip(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text`` with its secrets masked, masked *before* the cut: cut
+    first, a key that straddles the cut would be left with its start in the clear, too short to match."""
+    return redact(text)[:limit]
+
+
 def redact_exception(exc: BaseException) -> BaseException:
     """``exc`` for a handler that shows it (a span's event, LangSmith's error): ``exc`` itself when its
     message and traceback (chained causes included) hold no secret, else a copy of the same type with
@@ -88,14 +153,36 @@ def redact_exception(exc: BaseException) -> BaseException:
 
 
 def redact_value(value: Any) -> Any:
-    """``value`` with :func:`redact` applied to every string inside it (dicts, lists, tuples)."""
+    """``value`` with :func:`redact` applied to every string inside it: dicts, lists, tuples, sets, pydantic
+    models and dataclasses (copies, with the same types), at any depth; anything else as it is. A value that
+    holds no secret is returned itself."""
     if isinstance(value, str):
-        return redact(value)
+        masked = redact(value)
+        return value if masked == value else masked
     if isinstance(value, dict):
-        return {redact_value(k): redact_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(redact_value(v) for v in value)
+        pairs = [(k, v, redact_value(k), redact_value(v)) for k, v in value.items()]
+        if all(k is k2 and v is v2 for k, v, k2, v2 in pairs):
+            return value
+        return {k2: v2 for _, _, k2, v2 in pairs}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [redact_value(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(*items) if _is_namedtuple(value) else type(value)(items)
+    fields = getattr(type(value), "model_fields", None)
+    if isinstance(fields, dict) and hasattr(value, "model_copy"):  # a pydantic model (frozen ones too)
+        update = {name: redact_value(getattr(value, name)) for name in fields}
+        changed = {name: new for name, new in update.items() if new is not getattr(value, name)}
+        return value.model_copy(update=changed) if changed else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        update = {f.name: redact_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        changed = {name: new for name, new in update.items() if new is not getattr(value, name)}
+        return dataclasses.replace(value, **changed) if changed else value
     return value
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
 class RedactingStream:

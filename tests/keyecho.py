@@ -1,45 +1,128 @@
-"""An OpenAI-compatible server on 127.0.0.1 that refuses every chat request with HTTP 400 and a body that
-echoes the request's Authorization header, as a misconfigured proxy may: a secret in a model's error, for
-the tests that check it is masked wherever the error goes (tests marked ``localhost``)."""
+"""An OpenAI-compatible server on 127.0.0.1 that echoes the request's ``Authorization`` header, as a
+misconfigured proxy or a careless server may: a secret coming back from outside, for the tests that check it
+is masked wherever it goes (tests marked ``localhost``).
+
+What it echoes (:func:`echo`): the header's value, its token (``Bearer TOKEN``, ``Basic TOKEN``) and, for
+HTTP Basic, the decoded ``user:password`` and the password. By default every chat request is refused with
+HTTP 400 and the echo in the error's message (after ``padding`` characters, so that a key can be put across
+the place where an error message is cut); with ``answer=True`` every request is answered, with the echo inside
+the answer: a structured consilium's answers (tests/langchain_fakes.py, by the schema's name) with the echo
+in their free-text fields, and a free-form answer that ends with it.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["SECRET", "key_echo_server"]
+from langchain_fakes import ANSWERS
+
+__all__ = ["SECRET", "EchoServer", "echo", "echo_server", "key_echo_server"]
 
 #: The API key the tests put in OPENAI_API_KEY; it must appear in no output.
 SECRET = "sk-review18-echoed-secret-0123456789abcdef"
+#: The fields of a structured answer the echo is added to (free text: never an enum or a label).
+FREE_TEXT = ("justification", "reason", "summary", "final_conclusion", "clinical_data")
 
 
-class _Echo(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def echo(authorization: str) -> str:
+    """What the server says it was sent: the header, its token, and a Basic login decoded."""
+    said = [f"Authorization: {authorization}"]
+    words = authorization.split()
+    if len(words) == 2:
+        said.append(f"token {words[1]}")
+        if words[0] == "Basic":
+            try:
+                login = base64.b64decode(words[1]).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                login = ""
+            said += [f"login {login}", f"password {login.partition(':')[2]}"]
+    return "(you sent " + "; ".join(said) + ")"
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        echoed = f"bad request (you sent Authorization: {self.headers.get('Authorization')})"
-        data = json.dumps({"error": {"message": echoed}}).encode()
-        self.send_response(400)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+
+def _echoed(value: Any, said: str) -> Any:
+    if isinstance(value, dict):
+        return {k: (f"{v} {said}" if k in FREE_TEXT and isinstance(v, str) else _echoed(v, said))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_echoed(v, said) for v in value]
+    return value
+
+
+def _answer(body: dict[str, Any], said: str) -> str:
+    """A structured consilium's answer for the request's schema, else free text, with ``said`` in it."""
+    response_format = body.get("response_format") or {}
+    name = (response_format.get("json_schema") or {}).get("name")
+    if name in ANSWERS:
+        return json.dumps(_echoed(ANSWERS[name], said))
+    return f"Acute viral myocarditis is most likely; pericarditis is possible. {said}"
+
+
+class EchoServer:
+    """A running echo server: its base URL and how many answers carried the echo."""
+
+    def __init__(self, *, answer: bool, padding: int) -> None:
+        self.answer, self.padding = answer, padding
+        self.base_url = ""
+        self.echoed = 0
+        self.lock = threading.Lock()
+
+
+def _handler(state: EchoServer) -> type[BaseHTTPRequestHandler]:
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            said = echo(self.headers.get("Authorization") or "")
+            with state.lock:
+                state.echoed += 1
+            if state.answer:
+                text = _answer(body, said)
+                status, payload = 200, {
+                    "id": "chatcmpl-echo", "object": "chat.completion", "created": int(time.time()),
+                    "model": str(body.get("model", "echo")),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}}
+            else:
+                status, payload = 400, {"error": {"message": "x" * state.padding + f"bad request {said}"}}
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Echo
+
+
+@contextmanager
+def echo_server(*, answer: bool = False, padding: int = 0) -> Iterator[EchoServer]:
+    """The server's state (``base_url``: ``http://127.0.0.1:PORT/v1``) while it runs."""
+    state = EchoServer(answer=answer, padding=padding)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.base_url = f"http://127.0.0.1:{server.server_port}/v1"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @contextmanager
 def key_echo_server() -> Iterator[str]:
-    """The server's base URL (``http://127.0.0.1:PORT/v1``) while it runs."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A server that refuses every request with the echo in its error: its base URL while it runs."""
+    with echo_server() as state:
+        yield state.base_url

@@ -5,24 +5,19 @@ capture server on 127.0.0.1 that this test starts."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import langsmith.run_trees
-import langsmith.utils
 import pytest
 from keyecho import SECRET, key_echo_server
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.langchain import wait_for_all_tracers
+from langsmith_capture import API_KEY, Capture, langsmith_capture
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -39,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 BOARD_CASE = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
-API_KEY = "lsv2_pt_fake-key-that-must-never-leave-0123456789"
 
 
 def _simulate(out: Path, *extra: str) -> TraceBase:
@@ -57,106 +51,19 @@ def _calls(trace: TraceBase) -> list[CallRecord]:
     return sorted(trace.calls, key=lambda c: (*_key(c.stage, c.role, c.round), c.index))
 
 
-# --- LangSmith: a capture of its API -------------------------------------------------------------------------
-
-class _Capture(BaseHTTPRequestHandler):
-    """What the langsmith client sends: GET /info, then POST /runs/batch (``post`` and ``patch`` lists; this
-    server's /info turns the multipart endpoint off), or single POST /runs and PATCH /runs/{id}."""
-
-    bodies: list[bytes]
-    runs: dict[str, dict[str, Any]]
-    paths: list[str]
-    multipart = False  # what /info says of the multipart endpoint (real LangSmith: on)
-    lock = threading.Lock()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _reply(self, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _body(self) -> bytes:
-        data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.headers.get("Content-Encoding") == "gzip":
-            data = gzip.decompress(data)
-        with self.lock:
-            self.bodies.append(data)
-            self.paths.append(self.path)
-        return data
-
-    def _merge(self, run: dict[str, Any]) -> None:
-        with self.lock:
-            self.runs.setdefault(str(run["id"]), {}).update(run)
-
-    def do_GET(self) -> None:
-        if self.path.startswith("/info"):
-            self._reply({"version": "capture", "batch_ingest_config": {
-                "use_multipart_endpoint": self.multipart, "size_limit": 100, "size_limit_bytes": None,
-                "scale_up_nthreads_limit": 1, "scale_up_qsize_trigger": 1000, "scale_down_nempty_trigger": 4}})
-        else:
-            self._reply({})
-
-    def do_POST(self) -> None:
-        data = self._body()
-        if self.path.startswith("/runs/batch"):
-            batch = json.loads(data)
-            for run in [*batch.get("post", []), *batch.get("patch", [])]:
-                self._merge(run)
-        elif self.path.rstrip("/") == "/runs":
-            self._merge(json.loads(data))
-        self._reply({})
-
-    def do_PATCH(self) -> None:
-        data = self._body()
-        run = json.loads(data)
-        run.setdefault("id", self.path.rstrip("/").rsplit("/", 1)[-1])
-        self._merge(run)
-        self._reply({})
-
+# --- LangSmith: a capture of its API (tests/langsmith_capture.py) ----------------------------------------
 
 @pytest.fixture
-def langsmith_capture() -> Iterator[type[_Capture]]:
-    with _langsmith(multipart=False) as handler:
+def captured() -> Iterator[type[Capture]]:
+    with langsmith_capture(multipart=False) as handler:
         yield handler
 
 
-@contextmanager
-def _langsmith(*, multipart: bool) -> Iterator[type[_Capture]]:
-    handler = type("Capture", (_Capture,), {"bodies": [], "runs": {}, "paths": [], "multipart": multipart})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LANGSMITH_TRACING", "true")
-        mp.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-        mp.setenv("LANGSMITH_API_KEY", API_KEY)
-        mp.setenv("LANGSMITH_PROJECT", "consilium-test")
-        mp.setattr(langsmith.run_trees, "_CLIENT", None)  # a client of this endpoint, flushed by the test
-        _forget_langsmith_environment()
-        try:
-            yield handler
-        finally:
-            wait_for_all_tracers()
-    _forget_langsmith_environment()  # the environment is back: later tests must not read it as tracing
-    server.shutdown()
-    server.server_close()
-
-
-def _forget_langsmith_environment() -> None:
-    langsmith.utils.get_env_var.cache_clear()  # type: ignore[attr-defined]
-    langsmith.utils.get_tracer_project.cache_clear()
-
-
 @pytest.mark.localhost
-def test_every_model_call_is_an_llm_run_under_its_node(langsmith_capture: type[_Capture], tmp_path: Path) -> None:
+def test_every_model_call_is_an_llm_run_under_its_node(captured: type[Capture], tmp_path: Path) -> None:
     trace_ = _simulate(tmp_path / "runs")
     wait_for_all_tracers()
-    runs = langsmith_capture.runs
+    runs = captured.runs
     llm = [r for r in runs.values() if r.get("run_type") == "llm"]
     calls = _calls(trace_)
     assert len(llm) == len(calls) == len(trace_.calls) > 0
@@ -194,8 +101,8 @@ def test_every_model_call_is_an_llm_run_under_its_node(langsmith_capture: type[_
         assert run.get("end_time") and run.get("start_time")
         assert not run.get("error")
 
-    assert langsmith_capture.bodies
-    assert all(API_KEY.encode() not in body for body in langsmith_capture.bodies)
+    assert captured.bodies
+    assert all(API_KEY.encode() not in body for body in captured.bodies)
     assert all(API_KEY not in json.dumps(r.get("extra", {})) for r in runs.values())
 
 
@@ -370,7 +277,7 @@ def test_a_key_in_a_model_error_is_in_no_span(spans: InMemorySpanExporter, tmp_p
 def test_a_key_in_a_model_error_is_in_no_langsmith_run(multipart: bool, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    with _langsmith(multipart=multipart) as capture, key_echo_server() as url:
+    with langsmith_capture(multipart=multipart) as capture, key_echo_server() as url:
         _failed_openai_run(url, tmp_path)
         wait_for_all_tracers()
     assert any(p.startswith("/runs/multipart") for p in capture.paths) is multipart

@@ -34,6 +34,7 @@ from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallRecorder, CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models import for_run as run_layers
 from consilium.protocols.registry import read_trace
+from consilium.redact import clip
 from consilium.traces.schema import TraceBase
 
 __all__ = ["REEVALUATION_SEED_OFFSET", "Item", "evolve_criterion", "judge_seeds", "rated_items"]
@@ -115,7 +116,7 @@ async def _evaluate(candidate: Candidate, items: list[Item], rubric: Rubric, cri
         error = worst_error if score is None else abs(score - item.target)
         rationale = (found[0].rationale or found[0].reason or "") if found else "no judgement"
         errors.append((error, f"- judge {score if score is not None else 'not evaluable'}, physicians "
-                              f"{item.target:g}: {rationale[:300]}"))
+                              f"{item.target:g}: {clip(rationale, 300)}"))
     errors.sort(key=lambda e: -e[0])
     calls = [c for j in judgements for c in j.calls]
     return Evaluation(statistics.fmean(e[0] for e in errors), [text for _, text in errors[:5]], len(calls),

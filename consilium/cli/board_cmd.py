@@ -26,6 +26,7 @@ from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
 from consilium.protocols.board.run import resolve_role, run_board, run_turn, slide_images
 from consilium.protocols.board.trace import BoardTrace, TurnTrace
+from consilium.redact import clip
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 
 __all__ = ["register", "run_board_command", "run_turn_command"]
@@ -150,7 +151,7 @@ def _print_board(trace: BoardTrace, path: Path) -> None:
     if trace.error:
         print(f"  error: {trace.error}")
     if trace.conclusion:
-        print(f"  conclusion: {trace.conclusion[:500]}")
+        print(f"  conclusion: {clip(trace.conclusion, 500)}")
     if trace.validation is not None:
         failed = ", ".join(c.name for c in trace.validation.failed) or "none"
         print(f"  format: exact {trace.validation.exact}, dense {trace.validation.dense:.3f}, "

@@ -11,6 +11,7 @@ from consilium import aio
 from consilium.cli.options import add_model_arguments, model_options, model_spec, show_help
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.factory import build_model, for_run
+from consilium.redact import clip
 
 __all__ = ["CheckAnswer", "cache_note", "register", "run_check"]
 
@@ -74,7 +75,7 @@ def run_check(args: argparse.Namespace) -> int:
         cut = f", cut off at max_tokens {call.settings.max_tokens}" if call.finish_reason == "length" else ""
         print(f"[{call.role}] latency {call.latency_ms:.0f} ms, input {u.input_tokens} ({u.cached_tokens} cached), "
               f"output {u.output_tokens} tokens ({counted}), {rate}{cut}")
-        print(f"  -> {call.response.strip()[:200]}")
+        print(f"  -> {clip(call.response.strip(), 200)}")
     total = recorder.ledger.total
     elapsed = sum(c.latency_ms for c in recorder.calls) / 1000
     overall = total.output_tokens / elapsed if elapsed > 0 else 0.0

@@ -3,7 +3,7 @@
 A spec string picks the backend (``embedded``, ``gguf:PATH``, ``openai:MODEL``,
 ``vllm:MODEL``, ``scripted:FILE``, ``replay:TRACE`` or an installed plugin's; see
 backends/registry.py). :func:`build_model` wraps it once per process in the shared
-layers (prices → cache → retry → concurrency limit → backend; the cache only for a backend
+layers (prices → cache → retry → masking of secrets → concurrency limit → backend; the cache only for a backend
 whose answers may be cached); :func:`for_run` adds the per-run layers
 (structured-output repair → answer check → recording → observation, which tells
 LangChain's callbacks, e.g. LangSmith, of each call), so each run gets its own record of calls.
@@ -25,6 +25,7 @@ from consilium.models.wrappers import (
     RetryingModel,
     StructuredOutputModel,
 )
+from consilium.models.wrappers.masked import MaskedModel
 from consilium.models.wrappers.observed import ObservedModel
 from consilium.models.wrappers.priced import PricedModel
 from consilium.models.wrappers.recording import CallRecorder, RecordingModel
@@ -71,7 +72,7 @@ def shared_layers(model: ChatModel, options: ModelOptions, *, cacheable: bool = 
     model without a stable identity); ``spec`` is what a price list's ``prices_spec`` is compared with."""
     cached = options.cache and cacheable and getattr(model, "cacheable", True) is not False
     model = ConcurrencyLimitedModel(model, options.max_concurrency)
-    model = RetryingModel(model, options.retry)
+    model = RetryingModel(MaskedModel(model), options.retry)  # answers masked as they come, before any layer holds one
     if cached:
         model = CachedModel(model, options.cache_path or default_cache_path())
     if options.prices is not None and options.prices_spec in (None, spec):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from consilium.redact import redact
+
 __all__ = ["RecordSection", "shorten"]
 
 
@@ -28,7 +30,9 @@ class RecordSection:
 
 def shorten(text: str, keep: int) -> tuple[str, int]:
     """``text`` with at most ``keep`` of its characters, its start and its end, and a marker where the
-    middle was cut, and the number kept; ``text`` itself when it is no longer than that."""
+    middle was cut, and the number kept; ``text`` itself when it is no longer than that. Secrets are
+    masked first (consilium/redact.py): a cut through a key would leave its start unmasked."""
+    text = redact(text)
     if keep >= len(text):
         return text, len(text)
     keep = max(keep, 0)

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from consilium.errors import UserError
+from consilium.redact import register_secret
 
 __all__ = ["HTTP_CLIENTS", "AiohttpTransport", "HttpClient", "HttpReply", "SdkTransport", "Transport", "open_transport"]
 
@@ -81,6 +82,8 @@ class AiohttpTransport:
             host = parts.hostname or ""
             netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
             base_url = urlunsplit(parts._replace(netloc=netloc))
+        # Masked wherever a server's echo of it could go: the value, its token, a Basic login decoded.
+        register_secret(authorization)
         self.base_url = base_url.rstrip("/")
         # The proxy from the environment, looked up once: aiohttp's trust_env looks it up (and
         # ~/.netrc) in a worker thread on every request.

@@ -40,7 +40,7 @@ from consilium.models.backends.langchain_wire import model_error, one_line, read
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import is_openai_reasoning_model
 from consilium.models.types import GenerationSettings, ModelRequest, ModelResponse
-from consilium.redact import redact, redact_url, redact_value, register_secret
+from consilium.redact import redact_url, redact_value, register_secret
 
 __all__ = ["LangChainChatModel", "chat_model_identity", "load_chat_model"]
 
@@ -90,7 +90,7 @@ def load_chat_model(target: str) -> LangChainChatModel:
         except ConsiliumError:
             raise
         except Exception as exc:  # the factory's own failure (a missing key, a bad argument)
-            raise UserError(f"model spec {spec!r}: {attr}() failed ({redact(one_line(exc))})") from None
+            raise UserError(f"model spec {spec!r}: {attr}() failed ({one_line(exc)})") from None
     if isinstance(made, LangChainChatModel):
         return LangChainChatModel(made.chat, model_id=spec, method=made.method)
     if not isinstance(made, BaseChatModel):
@@ -140,7 +140,9 @@ def _scrub(value: Any) -> Any:
 def _register_secrets(value: Any, name: str = "") -> None:
     """Register for masking (consilium/redact.py) every secret a chat model holds: each ``SecretStr`` and
     each string under a secret-looking name (``api_key``, ``token``, ``Authorization`` …), at any depth
-    of its fields, so its own key is masked in every trace, log and terminal line as ``--api-key`` is."""
+    of its fields, so its own key is masked in every trace, log and terminal line as ``--api-key`` is; a
+    header's value (``Bearer TOKEN``) is registered whole and word by word (register_secret), so a server
+    that echoes the token alone is masked too."""
     if isinstance(value, SecretStr):
         register_secret(value.get_secret_value())
     elif isinstance(value, SecretBytes):

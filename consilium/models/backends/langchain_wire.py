@@ -19,7 +19,7 @@ from consilium.models.reasoning import split_reasoning
 from consilium.models.tokens import reported_usage
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
-from consilium.redact import redact
+from consilium.redact import clip
 
 __all__ = ["model_error", "one_line", "read_answer", "to_langchain"]
 
@@ -30,7 +30,8 @@ _LENGTH, _FILTERED = {"length", "max_tokens"}, {"content_filter", "safety", "ref
 
 
 def one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    """The exception on one line, masked, at most 500 characters (masked before it is cut, consilium/redact.py)."""
+    return clip(f"{type(exc).__name__}: {' '.join(str(exc).split())}", 500)
 
 
 def to_langchain(message: Message) -> BaseMessage:
@@ -111,7 +112,7 @@ def model_error(model_id: str, exc: Exception) -> ConsiliumError:
     """Our error for a chat model's failure: timeouts, connection failures, HTTP 408/429/5xx transient
     (retried); 401/403/404 the user's to fix; anything else a :class:`ModelError`, recorded as failed."""
     names = {cls.__name__ for cls in type(exc).__mro__}
-    status, detail = _status(exc), redact(one_line(exc))  # the server's text may echo a key
+    status, detail = _status(exc), one_line(exc)  # masked: the server's text may echo a key
     if isinstance(exc, TimeoutError) or names & _TIMEOUTS:
         return TransientModelError(f"{model_id}: request timed out ({detail})")
     if status is not None and (status in (408, 429) or status >= 500):

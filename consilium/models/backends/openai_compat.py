@@ -34,7 +34,7 @@ from consilium.models.reasoning import SAMPLING_SETTINGS, TOKEN_PARAMS, request_
 from consilium.models.tokens import reported_usage
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
-from consilium.redact import redact, redact_url
+from consilium.redact import clip, redact, redact_url
 
 __all__ = ["OpenAICompatModel", "SchemaDialect", "parse_retry_after"]
 
@@ -75,8 +75,9 @@ def _error_message(raw: bytes) -> str:
         text = str(message)
     except (ValueError, RecursionError):
         text = raw.decode("utf-8", "replace") or "(empty body)"
-    # Lone surrogates (from JSON escapes) would break every file this message is written to.
-    return text.encode("utf-8", "replace").decode("utf-8")[:500]
+    # Lone surrogates (from JSON escapes) would break every file this message is written to. Masked
+    # before it is cut: a key cut in two would no longer match.
+    return clip(text.encode("utf-8", "replace").decode("utf-8"), 500)
 
 
 class OpenAICompatModel:

@@ -9,6 +9,11 @@ and a stored answer is checked again before it is served, so an empty, cut-off
 or invalid answer never outlives the call that got it. Hits come back with
 ``cached=True`` and the usage the original call reported.
 
+No secret is stored: an answer is written with every known key and URL credential masked (the shared
+stack masks answers before they reach the cache, wrappers/masked.py; this layer masks again for a model
+wrapped without it), and an entry read back is masked too (one written before masking was done). A hit is
+therefore the masked answer, the same text the run's trace holds (docs/reliability.md, "Secrets").
+
 Writes never run on the event loop: a miss's answer is queued for a writer
 thread, which commits whatever has queued up in one transaction (WAL,
 ``synchronous=NORMAL``), and is served from memory until then. :meth:`CachedModel.flush`
@@ -36,6 +41,7 @@ from consilium.models.protocol import ChatModel
 from consilium.models.structured import OutputInvalid
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.wrappers.base import WrapperModel
+from consilium.models.wrappers.masked import mask_response
 from consilium.models.wrappers.recording import request_hash
 
 __all__ = ["CACHE_KEY_VERSION", "CachedModel", "cache_key"]
@@ -166,10 +172,11 @@ class CachedModel(WrapperModel):
             if pending is not None:
                 return pending
             row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return ModelResponse.model_validate_json(row[0]) if row else None
+        return mask_response(ModelResponse.model_validate_json(row[0])) if row else None
 
     def _put(self, key: str, response: ModelResponse) -> None:
-        """Queue the answer for the writer thread; it never waits for a commit."""
+        """Queue the answer, masked, for the writer thread; it never waits for a commit."""
+        response = mask_response(response)
         with self._lock:
             self._pending[key] = response
         self._writer.rows.put((key, response.model, response.model_dump_json(), time.time()))

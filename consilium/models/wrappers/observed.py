@@ -7,6 +7,7 @@ the callbacks of the LangChain run it is made in: the node's child config that L
 on. Each call becomes ``on_chat_model_start`` (the messages, the settings, its stage, role and round as
 metadata) and then ``on_llm_end`` (the answer with its token usage) or ``on_llm_error``, so the LLM run
 nests under its node's run (docs/observability.md). With no handler to tell, it only passes the call on.
+What it tells them is masked (consilium/redact.py): the messages and the answer, as every file is.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from langsmith.utils import tracing_is_enabled
 from consilium.models.protocol import ChatModel
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.wrappers.base import WrapperModel
-from consilium.redact import redact_exception
+from consilium.models.wrappers.masked import mask_response
+from consilium.redact import redact, redact_exception
 
 __all__ = ["ObservedModel", "call_metadata", "model_provider", "provider_of", "to_langchain_messages",
            "to_llm_result"]
@@ -85,7 +87,7 @@ def _message(message: Message) -> BaseMessage:
         content += "".join(f"\n[image {path}{': ' + caption if caption else ''}]"
                            for path, caption in zip(message.images, captions, strict=True))
     kinds: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    return kinds[message.role](content=content)
+    return kinds[message.role](content=redact(content))
 
 
 def to_langchain_messages(messages: tuple[Message, ...] | list[Message]) -> list[BaseMessage]:
@@ -94,7 +96,8 @@ def to_langchain_messages(messages: tuple[Message, ...] | list[Message]) -> list
 
 def to_llm_result(response: ModelResponse) -> LLMResult:
     """The answer as LangChain reports a chat model's: the message with its ``usage_metadata`` (what
-    LangSmith counts) and the OpenAI-style ``token_usage`` in ``llm_output``."""
+    LangSmith counts) and the OpenAI-style ``token_usage`` in ``llm_output``; secrets masked."""
+    response = mask_response(response)
     usage = response.usage
     usage_metadata: dict[str, Any] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                                       "total_tokens": usage.total_tokens}

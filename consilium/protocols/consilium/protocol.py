@@ -17,6 +17,7 @@ from consilium.protocols.consilium.run import run_case, run_format
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.record import RecordSection
 from consilium.protocols.view import Block, Diff, Heading, Note, Table, Text
+from consilium.redact import clip
 
 __all__ = ["CONSILIUM"]
 
@@ -138,7 +139,7 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
 
 def conclusion_line(report: Report) -> str:
     """A report's final opinion (its text when free-form) on one line of at most 400 characters."""
-    return " ".join(((report.sections or {}).get("final_opinion") or report.text).split())[:400]
+    return clip(" ".join(((report.sections or {}).get("final_opinion") or report.text).split()), 400)
 
 
 CONSILIUM = ConsiliumProtocol()

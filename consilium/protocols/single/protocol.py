@@ -13,6 +13,7 @@ from consilium.protocols.single.config import SingleConfig
 from consilium.protocols.single.run import run_single, run_single_case
 from consilium.protocols.single.trace import SingleTrace
 from consilium.protocols.view import Block, Heading, Note, Table, Text
+from consilium.redact import clip
 
 __all__ = ["SINGLE"]
 
@@ -67,7 +68,7 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
             lines.append(f"error: {trace.error}")
         if trace.answer is not None:
             opinion = (trace.answer.sections or {}).get("final_opinion") or trace.answer.text
-            lines.append("answer: " + " ".join(opinion.split())[:400])
+            lines.append("answer: " + clip(" ".join(opinion.split()), 400))
         return lines
 
     def view(self, trace: SingleTrace) -> list[Block]:

@@ -1,0 +1,36 @@
+"""Every answer with its secrets masked as it comes from the backend, before anything holds it.
+
+A server may echo what it was sent — the request's ``Authorization`` header, a key in the URL — in a
+*successful* answer, not only in an error. Masked here, innermost of the shared layers (factory.py), the
+answer is masked for everything that holds it from then on: the response cache, the run's state (and so
+the checkpoint of a person's run), the traces, LangSmith's runs and OpenTelemetry's spans, the API's
+return values. Errors are masked where they are made (each backend's message, consilium/redact.py).
+"""
+
+from __future__ import annotations
+
+from consilium.models.types import ModelRequest, ModelResponse
+from consilium.models.wrappers.base import WrapperModel
+from consilium.redact import redact
+
+__all__ = ["MaskedModel", "mask_response"]
+
+
+def mask_response(response: ModelResponse) -> ModelResponse:
+    """``response`` with every known secret masked in its text, reasoning and model name; itself when it
+    holds none."""
+    update: dict[str, str] = {}
+    for name in ("text", "reasoning", "model"):
+        value = getattr(response, name)
+        if isinstance(value, str):
+            masked = redact(value)
+            if masked != value:
+                update[name] = masked
+    return response.model_copy(update=update) if update else response
+
+
+class MaskedModel(WrapperModel):
+    """Answers with every known key and URL credential masked (consilium/redact.py)."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        return mask_response(await self.inner.generate(request))

@@ -1,0 +1,216 @@
+"""Secrets coming back from outside (docs/reliability.md, "Secrets"): a server that echoes what it was sent
+— the API key, a URL's password as the HTTP Basic header it becomes — in an error or in a successful answer,
+and a LangChain model's own credential header. Each test runs the real CLI or API against an echoing server
+on 127.0.0.1 (tests/keyecho.py) or a LangChain fake, then searches everything written, printed, stored in a
+database or sent to LangSmith for every form of the secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from keyecho import SECRET, echo_server
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tracers.langchain import wait_for_all_tracers
+from langchain_fakes import ANSWERS, ORDER
+from langsmith_capture import langsmith_capture
+from pydantic import Field, SecretStr
+
+import consilium
+from consilium.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+PERSON = ROOT / "examples" / "answers" / "cardiologist-myocarditis.yaml"
+PASSWORD = "hunter2-SENTINEL-pw"
+
+
+def sqlite_dump(path: Path) -> str:
+    """Every value of every table of the SQLite file ``path``, blobs decoded as text."""
+    with sqlite3.connect(path) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        values = [value for table in tables for row in db.execute(f'SELECT * FROM "{table}"') for value in row]
+    return "\n".join(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values)
+
+
+def everything(root: Path, *printed: str) -> str:
+    """Every byte of every file under ``root`` and every SQLite database there dumped, as text, and ``printed``."""
+    files = [p for p in root.rglob("*") if p.is_file()]
+    blobs = [p.read_bytes().decode("utf-8", "replace") for p in files]
+    blobs += [sqlite_dump(p) for p in files if p.read_bytes()[:16] == b"SQLite format 3\x00"]
+    return "\n".join([*blobs, *printed])
+
+
+def forms(secret: str) -> list[str]:
+    """What would give ``secret`` away: itself, its base64, either half of it."""
+    half = len(secret) // 2
+    return [secret, base64.b64encode(secret.encode()).decode(), secret[:half], secret[half:]]
+
+
+def one_trace(out: Path) -> dict[str, Any]:
+    (path,) = out.glob("*/*.trace.json")
+    return dict(json.loads(path.read_text()))
+
+
+# --- a URL's password, sent as HTTP Basic ----------------------------------------------------------------
+
+
+@pytest.mark.localhost
+@pytest.mark.parametrize("answer", [True, False], ids=["in-an-answer", "in-an-error"])
+def test_a_url_password_is_masked_as_its_basic_header_token_and_decoded_login(
+        answer: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONSILIUM_LOG_FILE")  # the log goes into the run's folder, searched below
+    login = f"alice:{PASSWORD}"
+    token = base64.b64encode(login.encode()).decode()
+    out = tmp_path / "runs"
+    with echo_server(answer=answer) as server:
+        url = server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
+        code = main(["-v", "simulate", "--case", str(CASE), "--model", "openai:echo", "--base-url", url,
+                     "--format", "free-form", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == (0 if answer else 1) and server.echoed > 0
+    trace = json.dumps(one_trace(out))
+    # The server's words are kept, the credential in each of its forms masked.
+    assert "Authorization: ***; token ***; login ***; password ***" in trace
+    written = everything(tmp_path, captured.out, captured.err)
+    assert "consilium.log.jsonl" in "".join(p.name for p in out.rglob("*"))
+    for secret in (f"Basic {token}", token, login, PASSWORD):
+        assert secret not in written, secret
+
+
+# --- a key across the place an error message is cut ------------------------------------------------------
+
+
+@pytest.mark.localhost
+def test_a_key_across_the_cut_of_a_server_error_is_masked_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    # The server's message is cut at 500 characters: the key starts 20 characters before the cut.
+    opening = "bad request (you sent Authorization: Bearer "
+    with echo_server(padding=480 - len(opening)) as server:
+        code = main(["simulate", "--case", str(CASE), "--model", "openai:echo", "--base-url", server.base_url,
+                     "--format", "free-form", "--out", str(tmp_path / "runs")])
+    captured = capsys.readouterr()
+    assert code == 1
+    error = one_trace(tmp_path / "runs")["error"]
+    assert "HTTP 400" in error and "bad request (you sent Authorization: ***; token ***)" in error
+    written = everything(tmp_path, captured.out, captured.err)
+    for secret in forms(SECRET):
+        assert secret not in written, secret
+
+
+class Refusing(BaseChatModel):
+    """A provider whose SDK refuses every call with a long message that quotes the model's own key."""
+
+    api_key: SecretStr
+    before_key: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "refusing-fake"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        raise ValueError("x" * self.before_key + f"key {self.api_key.get_secret_value()} refused")
+
+
+def test_a_key_across_the_cut_of_a_langchain_models_error_is_masked_whole(tmp_path: Path) -> None:
+    key = "sk-langchain-SENTINEL-0123456789abcdef"
+    # The error is shortened to 500 characters as "ValueError: <message>": the key starts 20 before the cut.
+    model = Refusing(api_key=SecretStr(key), before_key=480 - len("ValueError: ") - len("key "))
+    (trace,) = consilium.run(CASE, variants=["free-form"], model=model, out=tmp_path / "runs")
+    assert trace.status == "failed" and "ValueError: xxx" in (trace.error or "")
+    assert (trace.error or "").endswith("key *** refused")
+    written = everything(tmp_path, trace.model_dump_json())
+    for secret in forms(key):
+        assert secret not in written, secret
+
+
+# --- a LangChain model's credential header ---------------------------------------------------------------
+
+
+class HeaderEcho(FakeMessagesListChatModel):
+    """A chat model with a credential header, whose server echoes the token alone in its first answer."""
+
+    default_headers: dict[str, str] = Field(default_factory=dict)
+
+
+def test_the_token_of_a_langchain_models_authorization_header_is_masked_alone(tmp_path: Path) -> None:
+    token = "sk-header-SENTINEL-9876543210fedcba"
+    answers = [json.loads(json.dumps(ANSWERS[name])) for name in ORDER]
+    answers[0]["primary"]["justification"] += f" (the gateway saw {token})"
+    model = HeaderEcho(responses=[AIMessage(content=json.dumps(a)) for a in answers],
+                       default_headers={"Authorization": f"Bearer {token}"})
+    (trace,) = consilium.run(CASE, variants=["structured"], model=model, out=tmp_path / "runs")
+    assert trace.status == "completed"
+    assert "(the gateway saw ***)" in trace.calls[0].response
+    written = everything(tmp_path, trace.model_dump_json())
+    for secret in forms(token):
+        assert secret not in written, secret
+
+
+# --- a key echoed in a successful answer -------------------------------------------------------------------
+
+
+@pytest.mark.localhost
+def test_a_key_echoed_in_answers_is_in_no_file_database_or_langsmith_payload(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person's run (its checkpoint database), the response cache, the log, the traces, the terminal and
+    LangSmith's multipart payload: the key the server echoes in every answer is in none of them."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("CONSILIUM_LOG_FILE")
+    out = tmp_path / "runs"
+    with langsmith_capture(multipart=True) as capture, echo_server(answer=True) as server:
+        code = main(["-v", "simulate", "--case", str(CASE), "--model", "openai:echo", "--base-url", server.base_url,
+                     "--format", "structured", "--human", "Cardiologist", "--answers", str(PERSON),
+                     "--out", str(out)])
+        wait_for_all_tracers()
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert server.echoed == 6  # role assignment, two opinions, synthesis, two votes (the person has the rest)
+    databases = sorted(p.name for p in tmp_path.rglob("*.sqlite"))
+    assert databases == ["cache.sqlite", "checkpoints.sqlite"]
+    assert any(p.startswith("/runs/multipart") for p in capture.paths)
+    sent = b"\n".join(capture.bodies).decode("utf-8", "replace")
+    assert "(you sent Authorization: ***; token ***)" in sent  # the answers went to LangSmith, masked
+    cache = sqlite_dump(tmp_path / "cache.sqlite")
+    assert "(you sent Authorization: ***; token ***)" in cache  # a cache hit is the masked answer
+    written = everything(tmp_path, captured.out, captured.err, sent)
+    for secret in forms(SECRET):
+        assert secret not in written, secret
+
+
+# --- a key pasted with a newline ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("variable", "key", "said"), [
+    ("OPENAI_API_KEY", "sk-pasted-SENTINEL-0123456789\n", "$OPENAI_API_KEY ends with a line feed (\\n)"),
+    ("OPENAI_API_KEY", "sk-pasted-SENTINEL-0123456789\r\n", "$OPENAI_API_KEY ends with a carriage return (\\r)"),
+    ("GATEWAY_KEY", " sk-pasted-SENTINEL-0123456789", "$GATEWAY_KEY starts with a space"),
+    ("GATEWAY_KEY", "sk-pasted-SENTINEL\t0123456789", "$GATEWAY_KEY holds a tab (\\t)"),
+])
+def test_an_api_key_with_whitespace_is_refused_naming_the_variable_and_the_character(
+        variable: str, key: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(variable, key)
+    extra: list[str] = []
+    if variable != "OPENAI_API_KEY":  # a model config names the variable its key is in
+        config = tmp_path / "gateway.yaml"
+        config.write_text(f"spec: openai:m\napi_key_env: {variable}\n")
+        extra = ["--model-config", str(config)]
+    out = tmp_path / "runs"
+    code = main(["simulate", "--case", str(CASE), "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                 "--format", "free-form", "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.splitlines() == [f"consilium: error: {said}; an API key has no whitespace or control characters "
+                                "(a paste mistake?): set it again without it"]
+    assert "SENTINEL" not in err and not out.exists()
