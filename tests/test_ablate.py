@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -326,3 +327,19 @@ def test_bad_input_is_one_line_and_exit_2(cohort: Path, argv: list[str], expecte
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and expected in err, err
+
+
+def test_the_stop_reason_table_counts_each_ablated_arm_once(cohort: Path) -> None:
+    """Leave-one-out: the arm without a primary role enters its category's comparisons and ``primary``'s, but
+    it is one arm: the stop-reason and call tables count it once, under its category, so they add up to the
+    ablated arms (nine: three cases of three roles), never twelve."""
+    out = cohort.parent / "out-stops-once"
+    assert main(["ablate", str(cohort), "--kind", "leave-one-out", "--out", str(out), "--bootstrap", "50"]) == 0
+    arms = table(out / "arms.csv")  # one row per ablated arm
+    assert len(arms) == 9
+    expected = Counter((a["left_out_category"], a["stop_reason_original"] or "none", a["stop_reason"] or "none")
+                       for a in arms)
+    stops = {(r["group"], r["original"], r["ablated"]): int(r["arms"]) for r in table(out / "stop_reasons.csv")}
+    assert stops == dict(expected) and sum(stops.values()) == 9
+    assert "primary" not in {r["group"] for r in table(out / "calls.csv")}
+    assert sum(int(r["arms"]) for r in table(out / "calls.csv")) == 9

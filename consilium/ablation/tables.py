@@ -129,26 +129,34 @@ def _rounded_p(p: float | None) -> float | None:
     return None if p is None else round(p, 6)
 
 
+def _counted_under(arm: AblatedArm) -> str:
+    """The one group a table of arms counts an arm under: its condition's first (for leave-one-out the left-out
+    role's category). The comparisons take every group, but an arm is one arm: the primary role's is in its
+    category's row, not again under ``primary``."""
+    return arm.condition.groups[0]
+
+
 def stop_rows(arms: Sequence[AblatedArm]) -> list[dict[str, Any]]:
-    """How the stop reasons moved: per condition group, model and format, original → ablated, arms."""
+    """How the stop reasons moved: per condition group, model and format, original → ablated, arms; each ablated
+    arm counted once (:func:`_counted_under`), so the counts add up to the ablated arms."""
     counts: dict[tuple[str, str, str, str, str], int] = defaultdict(int)
     for arm in arms:
-        for group in arm.condition.groups:
-            ablated = arm.after.stop_reason or ("failed" if arm.after.status != "completed" else "none")
-            counts[(group, arm.original.model, arm.original.format, arm.before.stop_reason or "none", ablated)] += 1
+        ablated = arm.after.stop_reason or ("failed" if arm.after.status != "completed" else "none")
+        counts[(_counted_under(arm), arm.original.model, arm.original.format, arm.before.stop_reason or "none",
+                ablated)] += 1
     return [{"group": g, "model": m, "format": f, "original": o, "ablated": a, "arms": n}
             for (g, m, f, o, a), n in sorted(counts.items())]
 
 
 def call_rows(arms: Sequence[AblatedArm]) -> list[dict[str, Any]]:
-    """Calls reused from the originals and asked anew, per condition group, model and format."""
+    """Calls reused from the originals and asked anew, per condition group, model and format; each ablated arm
+    counted once (:func:`_counted_under`)."""
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for arm in arms:
-        for group in arm.condition.groups:
-            total = totals[(group, arm.original.model, arm.original.format)]
-            total[0] += 1
-            total[1] += arm.reused
-            total[2] += arm.new
+        total = totals[(_counted_under(arm), arm.original.model, arm.original.format)]
+        total[0] += 1
+        total[1] += arm.reused
+        total[2] += arm.new
     return [{"group": g, "model": m, "format": f, "arms": n, "reused_calls": r, "new_calls": w,
              "reused_share": _n(r / (r + w)) if r + w else None}
             for (g, m, f), (n, r, w) in sorted(totals.items())]
