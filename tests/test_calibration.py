@@ -226,3 +226,62 @@ def test_isotonic_maps_are_fitted_and_applied_per_component(tmp_path: Path) -> N
             else:
                 assert item.calibrated_score is None, (item.component, item.criterion)
     assert seen == {"conclusion"}
+
+
+def test_compare_and_report_show_calibrated_scores_beside_the_raw_ones(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A cohort judged with ``--calibration``: the criterion tables of compare (table8_criteria) and
+    report (scores) give each row's calibrated n, mean and population SD beside the raw ones, over the
+    items the map was fitted for (conclusion/c1 here); other rows have none."""
+    import statistics
+
+    import yaml
+
+    from consilium.calibration.isotonic import fit_isotonic
+
+    # Fitted on conclusion/c1 only: judge 0, 1, 2 → physicians 1, 2, 3 (3 clipped to 3).
+    pairs = [Pair(f"k{i}", "conclusion", "c1", "a", float(j + 1), float(j)) for i in range(20) for j in range(3)]
+    calibration = fit_isotonic(pairs, rubric="ai-consilium", rubric_version=RUBRIC.version, scale=RUBRIC.scale,
+                               train_fraction=0.5, seed=0).save(tmp_path / "isotonic.ai-consilium.json")
+    raw = {("m0", "free-form"): 0, ("m0", "structured"): 2, ("m1", "free-form"): 1, ("m1", "structured"): None,
+           ("m2", "free-form"): 2, ("m2", "structured"): 3}  # None: not evaluable
+    calibrated = {0: 1, 1: 2, 2: 3, 3: 3}
+    base = yaml.safe_load((CASES / "diagnostic-myocarditis.yaml").read_text())
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for case in ("m0", "m1", "m2"):
+        (cases / f"{case}.yaml").write_text(yaml.safe_dump(
+            {**base, "id": case, "presentation": f"{base['presentation']} casemark-{case}."}))
+    free_form = "Report: A; CT."  # the scripted panel's free-form final report
+    rules: list[dict[str, object]] = [
+        {"stage": "judge", "role": "conclusion:c1",
+         "contains_all": [f"casemark-{case}.", *([free_form] if fmt == "free-form" else [])],
+         "json": {"rationale": "r", "score": "not_evaluable" if score is None else score}}
+        for (case, fmt), score in sorted(raw.items())]  # free-form before structured: its rule is narrower
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"model": "judge", "rules": [
+        *rules, {"stage": "judge", "json": {"rationale": "r", "score": 1}}]}))
+    panel = Path(__file__).resolve().parents[1] / "examples" / "models" / "scripted-panel.yaml"
+    assert main(["cohort", "--cases", str(cases), "--model", f"scripted:{panel}", "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert main(["judge", str(run_dir), "--rubric", "ai-consilium", "--judge-model", f"scripted:{judge}",
+                 "--calibration", str(calibration)]) == 0
+    assert main(["compare", str(run_dir), "--bootstrap", "20"]) == 0
+    assert main(["report", str(run_dir)]) == 0
+    for table in (run_dir / "compare" / "table8_criteria.csv", run_dir / "report" / "scores.csv"):
+        rows = list(csv.DictReader(table.read_text().splitlines()))
+        assert {r["model"] for r in rows} == {"scripted-panel", "pooled"}
+        for row in rows:
+            if (row["component"], row["criterion"]) != ("conclusion", "c1"):
+                assert (row["calibrated_n"], row["calibrated_mean"], row["calibrated_sd"]) == ("0", "", ""), row
+                continue
+            scores = [s for (_, fmt), s in raw.items() if fmt == row["format"] and s is not None]
+            adjusted = [calibrated[s] for s in scores]
+            assert int(row["n"]) == len(scores) and float(row["mean"]) == pytest.approx(statistics.fmean(scores))
+            assert int(row["calibrated_n"]) == len(adjusted)
+            assert float(row["calibrated_mean"]) == pytest.approx(statistics.fmean(adjusted), abs=1e-6)
+            assert float(row["calibrated_sd"]) == pytest.approx(statistics.pstdev(adjusted), abs=1e-6)
+    # free-form: raw 0, 1, 2 → calibrated 1, 2, 3 (mean 2); structured: raw 2, 3 (m1 not evaluable) → 3, 3
+    assert [(r["format"], r["calibrated_mean"]) for r in rows if r["model"] == "pooled"
+            and (r["component"], r["criterion"]) == ("conclusion", "c1")] == [("free-form", "2.0"),
+                                                                              ("structured", "3.0")]

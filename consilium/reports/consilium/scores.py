@@ -78,8 +78,11 @@ def table7(data: CohortData) -> list[dict[str, Any]]:
 def scores_table(data: CohortData) -> list[dict[str, Any]]:
     """Per model and pooled, every rubric's criteria by component and format: ``n`` numeric scores,
     their mean and population SD, and whether the criterion is whole-case (its own row, never in a
-    C1–C8 mean). The AI Consilium rows are Table 8 (pooled) and Tables 13–20 (per model)."""
+    C1–C8 mean). The AI Consilium rows are Table 8 (pooled) and Tables 13–20 (per model). When some item
+    carries a ``calibrated_score`` (``judge --calibration``), every row also has ``calibrated_n``,
+    ``calibrated_mean`` and ``calibrated_sd`` over its calibrated items (docs/calibration.md)."""
     keys = {(r["rubric"], r["component"], r["format"], r["criterion"]) for r in data.judgements}
+    calibrated = any(r.get("calibrated_score") for r in data.judgements)
     rubrics = sorted({k[0] for k in keys})
     table = []
     for model in models_and_pool(data):
@@ -96,10 +99,16 @@ def scores_table(data: CohortData) -> list[dict[str, Any]]:
                         values = numbers(group)
                         mean, sd = mean_sd(values)
                         known = criteria.get(criterion)
-                        table.append({"model": model, "rubric": rubric, "criterion": criterion,
-                                      "criterion_name": known.name if known else criterion,
-                                      "whole_case": any(is_whole_case(r) for r in group), "component": component,
-                                      "format": fmt, "n": len(values), "mean": mean, "sd": sd})
+                        row: dict[str, Any] = {
+                            "model": model, "rubric": rubric, "criterion": criterion,
+                            "criterion_name": known.name if known else criterion,
+                            "whole_case": any(is_whole_case(r) for r in group), "component": component,
+                            "format": fmt, "n": len(values), "mean": mean, "sd": sd}
+                        if calibrated:
+                            adjusted = [float(r["calibrated_score"]) for r in group if r.get("calibrated_score")]
+                            c_mean, c_sd = mean_sd(adjusted)
+                            row |= {"calibrated_n": len(adjusted), "calibrated_mean": c_mean, "calibrated_sd": c_sd}
+                        table.append(row)
     return table
 
 
