@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from keyecho import SECRET, echo_server
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -41,9 +42,10 @@ def sqlite_dump(path: Path) -> str:
     return "\n".join(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in values)
 
 
-def everything(root: Path, *printed: str) -> str:
-    """Every byte of every file under ``root`` and every SQLite database there dumped, as text, and ``printed``."""
-    files = [p for p in root.rglob("*") if p.is_file()]
+def everything(root: Path, *printed: str, besides: tuple[Path, ...] = ()) -> str:
+    """Every byte of every file under ``root`` (but ``besides``, the test's own input) and every SQLite database
+    there dumped, as text, and ``printed``."""
+    files = [p for p in root.rglob("*") if p.is_file() and p not in besides]
     blobs = [p.read_bytes().decode("utf-8", "replace") for p in files]
     blobs += [sqlite_dump(p) for p in files if p.read_bytes()[:16] == b"SQLite format 3\x00"]
     return "\n".join([*blobs, *printed])
@@ -164,13 +166,18 @@ def test_the_token_of_a_langchain_models_authorization_header_is_masked_alone(tm
 def test_a_key_echoed_in_answers_is_in_no_file_database_or_langsmith_payload(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A person's run (its checkpoint database), the response cache, the log, the traces, the terminal and
-    LangSmith's multipart payload: the key the server echoes in every answer is in none of them."""
+    LangSmith's multipart payload: the key the server echoes in every answer is in none of them, nor the key
+    the person pasted into their own answer."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.delenv("CONSILIUM_LOG_FILE")
+    person = tmp_path / "answers.yaml"
+    answers = yaml.safe_load(PERSON.read_text())
+    answers["structured"]["votes"][1]["reason"] = f"Agreed; my key is {SECRET} if you need it."
+    person.write_text(yaml.safe_dump(answers))
     out = tmp_path / "runs"
     with langsmith_capture(multipart=True) as capture, echo_server(answer=True) as server:
         code = main(["-v", "simulate", "--case", str(CASE), "--model", "openai:echo", "--base-url", server.base_url,
-                     "--format", "structured", "--human", "Cardiologist", "--answers", str(PERSON),
+                     "--format", "structured", "--human", "Cardiologist", "--answers", str(person),
                      "--out", str(out)])
         wait_for_all_tracers()
     captured = capsys.readouterr()
@@ -183,7 +190,8 @@ def test_a_key_echoed_in_answers_is_in_no_file_database_or_langsmith_payload(
     assert "(you sent Authorization: ***; token ***)" in sent  # the answers went to LangSmith, masked
     cache = sqlite_dump(tmp_path / "cache.sqlite")
     assert "(you sent Authorization: ***; token ***)" in cache  # a cache hit is the masked answer
-    written = everything(tmp_path, captured.out, captured.err, sent)
+    assert "my key is *** if you need it" in sqlite_dump(next(out.rglob("checkpoints.sqlite")))
+    written = everything(tmp_path, captured.out, captured.err, sent, besides=(person,))
     for secret in forms(SECRET):
         assert secret not in written, secret
 

@@ -8,10 +8,16 @@ on. Each call becomes ``on_chat_model_start`` (the messages, the settings, its s
 metadata) and then ``on_llm_end`` (the answer with its token usage) or ``on_llm_error``, so the LLM run
 nests under its node's run (docs/observability.md). With no handler to tell, it only passes the call on.
 What it tells them is masked (consilium/redact.py): the messages and the answer, as every file is.
+
+The rest of what LangSmith's tracer sends (the graph's state, a node's inputs: the case, a person's answers)
+does not pass through here, so LangSmith's shared client gets consilium's masking as its ``anonymizer``
+(applied to every run's inputs, outputs, metadata and error before they leave the process) when a run's
+model stack is built and before each call, while tracing is on (:func:`mask_langsmith`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
@@ -27,10 +33,38 @@ from consilium.models.protocol import ChatModel
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.wrappers.base import WrapperModel
 from consilium.models.wrappers.masked import mask_response
-from consilium.redact import redact, redact_exception
+from consilium.redact import redact, redact_exception, redact_value
 
-__all__ = ["ObservedModel", "call_metadata", "model_provider", "provider_of", "to_langchain_messages",
-           "to_llm_result"]
+__all__ = ["ObservedModel", "call_metadata", "mask_langsmith", "masking", "model_provider", "provider_of",
+           "to_langchain_messages", "to_llm_result"]
+
+Anonymizer = Callable[[dict[str, Any]], dict[str, Any]]
+#: Set on consilium's anonymizer, so that it is never wrapped twice.
+_MASKS = "consilium_masks"
+
+
+def masking(inner: Anonymizer | None) -> Anonymizer:
+    """A LangSmith anonymizer that applies ``inner`` (one the user gave the client), then masks every string
+    left (consilium/redact.py). A client of your own: ``Client(anonymizer=masking(None))``."""
+
+    def anonymize(data: dict[str, Any]) -> dict[str, Any]:
+        return dict(redact_value(inner(data) if inner is not None else data))
+
+    setattr(anonymize, _MASKS, True)
+    return anonymize
+
+
+def mask_langsmith() -> None:
+    """While LangSmith tracing is on, make consilium's masking the anonymizer of its shared client (the one
+    LangChain's tracer uses), after the client's own; once."""
+    if not tracing_is_enabled():
+        return
+    from langsmith import run_trees
+
+    client = run_trees.get_cached_client(anonymizer=masking(None))
+    current = getattr(client, "_anonymizer", None)
+    if not getattr(current, _MASKS, False):  # a client made before this call: its anonymizer, then ours
+        client._anonymizer = masking(current)
 
 
 def provider_of(endpoint: str) -> str:
@@ -133,12 +167,14 @@ class ObservedModel(WrapperModel):
     def __init__(self, inner: ChatModel) -> None:
         super().__init__(inner)
         self.provider = model_provider(inner)
+        mask_langsmith()  # before the run's graph sends its first run
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         config = var_child_runnable_config.get()
         if not _listened(config):
             return await self.inner.generate(request)  # nobody listens: the call costs nothing more
         config = config or {}
+        mask_langsmith()
         manager = AsyncCallbackManager.configure(
             inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
             inheritable_metadata=config.get("metadata"),
