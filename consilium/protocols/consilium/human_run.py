@@ -20,7 +20,6 @@ from typing import Any, cast
 
 import aiosqlite
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
@@ -32,6 +31,7 @@ from consilium.cases import Case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
+from consilium.graphs.checkpoint_serde import MaskingSerializer
 from consilium.graphs.running import Latest
 from consilium.models import CallRecord, CallRecorder
 from consilium.protocols.base import RunModels
@@ -59,7 +59,7 @@ CHECKPOINTS = "checkpoints.sqlite"
 MODERATOR = "moderator"
 
 #: The record types the graph state holds, which the checkpointer may rebuild (and nothing else).
-SERDE = JsonPlusSerializer(allowed_msgpack_modules=[
+SERDE = MaskingSerializer(allowed_msgpack_modules=[  # no secret in a checkpoint
     *((records.__name__, cls.__name__) for cls in (AssignedRole, records.Opinion, records.Report, records.Vote,
                                                     records.Round)),
     (seat.__name__, seat.HumanInput.__name__)])
