@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from consilium.calibration.agreement import agreement, binary_stats
+from consilium.calibration.agreement import AgreementRow, agreement, binary_stats
 from consilium.calibration.pairs import Pair, load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
 from consilium.calibration.synthetic import make_synthetic
@@ -32,7 +32,7 @@ def pairs_for(tmp_path: Path, judge: str, *, single_rater: bool = False, cases: 
     return pairs
 
 
-def pooled(rows: list) -> dict:  # type: ignore[type-arg]
+def pooled(rows: list[AgreementRow]) -> dict[str, float | None]:
     return next(r for r in rows if r.criterion == "pooled").point
 
 
