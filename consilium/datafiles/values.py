@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from consilium.redact import clip
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
@@ -140,7 +142,7 @@ def _label(key: Any) -> str:
     text = str(key)
     if not text.isprintable() or not text:
         text = ascii(key)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 60 else clip(text, 57) + "..."  # masked before it is cut
 
 
 def short_path(path: str) -> str:
