@@ -11,10 +11,11 @@ from consilium.errors import ReplayDivergenceError
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema, for_run
 from consilium.models.backends.replay import ReplayModel
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
+from consilium.models.types import Stage
 from consilium.models.wrappers import CachedModel
 
 
-def req(text: str, *, stage: str = "opinion", role: str = "cardiology", temperature: float = 0.0,
+def req(text: str, *, stage: Stage = "opinion", role: str = "cardiology", temperature: float = 0.0,
         schema: OutputSchema | None = None) -> ModelRequest:
     return ModelRequest(messages=(Message(role="user", content=text),), tag=CallTag(stage=stage, role=role),
                         settings=GenerationSettings(temperature=temperature), schema=schema)

@@ -147,8 +147,9 @@ class HumanRun:
         try:
             saved = (await graph.aget_state(config)).values
             todo: Any = state.values
-            if saved:  # a paused or interrupted run: continue its thread from its last checkpoint
+            if saved or todo:  # its thread holds a state from its first checkpoint (a shared panel) on
                 self._started.add(fmt)
+            if saved:  # a paused or interrupted run: continue its thread from its last checkpoint
                 on_step(state.values, dict(saved))
                 state.values, todo = dict(saved), None
             while True:
