@@ -238,3 +238,61 @@ def test_semantic_similarity_with_the_packaged_model() -> None:
     close = semantic_similarity("Acute viral myocarditis.", "Myocarditis after a viral infection.")["cosine"]
     far = semantic_similarity("Acute viral myocarditis.", "Fracture of the left wrist.")["cosine"]
     assert close > far
+
+
+# ---- a judgement edited by hand ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def judged_cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One case in both formats, judged with the AI Consilium rubric (scale 0-3) by the scripted judge."""
+    tmp = tmp_path_factory.mktemp("judged")
+    (tmp / "cases").mkdir()
+    (tmp / "cases" / "afib.yaml").write_text((CASES / "consultation-afib-anticoagulation.yaml").read_text())
+    (tmp / "panel.json").write_text(json.dumps(PANEL))
+    (tmp / "judge.json").write_text(json.dumps(JUDGE))
+    assert main(["cohort", "--cases", str(tmp / "cases"), "--model", f"scripted:{tmp / 'panel.json'}", "--judge",
+                 "ai-consilium", "--judge-model", f"scripted:{tmp / 'judge.json'}", "--no-cache",
+                 "--out", str(tmp / "runs")]) == 0
+    [manifest] = (tmp / "runs").rglob("manifest.json")
+    return manifest.parent
+
+
+def _edit_first_score(record: Path, value: str) -> str:
+    """The record with its first item's score replaced by ``value`` as written (JSON or not); that item's
+    field path."""
+    data = json.loads(record.read_text())
+    at = next(i for i, item in enumerate(data["items"]) if item["score"] is not None)
+    data["items"][at]["score"] = "SENTINEL"
+    record.write_text(json.dumps(data, indent=2).replace('"SENTINEL"', value))
+    return f"items.{at}.score"
+
+
+@pytest.mark.parametrize("value", ["NaN", "1e999", "97.0", "-5.0", "2.5"])
+@pytest.mark.parametrize("command", ["compare", "report", "view"])
+def test_a_judgement_edited_off_the_rubrics_scale_is_refused_naming_the_file(
+        judged_cohort: Path, tmp_path: Path, value: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(judged_cohort, run)
+    [record] = sorted(run.rglob("*.structured.judge.ai-consilium.json"))
+    field = _edit_first_score(record, value)
+    capsys.readouterr()
+    assert main([command, str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{record}: {field}: " in err
+    assert ("not a finite number" in err) if value in ("NaN", "1e999") else (
+        "is not a score of rubric ai-consilium (scale 0, 1, 2, 3; null when not evaluable)" in err)
+    if command != "view":  # the viewer writes each arm's page as it reads it: an earlier arm's page may be there
+        assert not (run / command).exists()  # nothing written
+
+
+def test_a_judgement_edited_within_the_scale_still_reads(judged_cohort: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(judged_cohort, run)
+    [record] = sorted(run.rglob("*.structured.judge.ai-consilium.json"))
+    _edit_first_score(record, "3")
+    assert main(["compare", str(run)]) == 0

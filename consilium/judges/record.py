@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from consilium.models import CallRecord, GenerationSettings
 from consilium.traces.schema import UsageSummary
 
 __all__ = ["JUDGEMENT_VERSION", "Judgement", "JudgementItem", "JuryMember", "JuryVerdict", "JuryVote",
-           "read_judgement"]
+           "check_scores", "read_judgement"]
 
 
 class JuryVote(BaseModel):
@@ -103,7 +104,10 @@ JUDGEMENT_VERSION = "1.1"
 
 def read_judgement(path: Path) -> Judgement:
     """A judgement record from its file, older versions upgraded on read (consilium/traces/versions.py);
-    an unreadable or invalid one is a one-line :class:`UserError`."""
+    an unreadable or invalid one is a one-line :class:`UserError` naming the file and the field. Every
+    reader of judgement files reads them here, so a record edited by hand is checked for every command:
+    no number may be NaN or infinite, and each score (an item's, a jury vote's) must be a point of the
+    rubric's scale (its out-of-scope score included) or null when not evaluable (:func:`check_scores`)."""
     import json
 
     from consilium.traces.versions import JUDGEMENT_STEPS, upgrade
@@ -112,8 +116,64 @@ def read_judgement(path: Path) -> Judgement:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"{path}: not a readable judgement record ({exc})") from None
+    where = _not_finite(data)
+    if where is not None:
+        raise UserError(f"{path}: {where[0]}: {where[1]} is not a finite number (a judgement record holds none)")
     data = upgrade(data, current=JUDGEMENT_VERSION, steps=JUDGEMENT_STEPS, where=str(path))
     try:
-        return Judgement.model_validate(data)
+        judgement = Judgement.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc)}") from None
+    problem = check_scores(judgement)
+    if problem is not None:
+        raise UserError(f"{path}: {problem}")
+    return judgement
+
+
+def _not_finite(data: Any, where: str = "") -> tuple[str, str] | None:
+    """The first number in ``data`` that is NaN or infinite (JSON has neither, Python's reader takes
+    ``NaN``, ``Infinity`` and ``1e999``): its field path and its value; None when there is none."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return where or "(the record)", repr(data)
+    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in children:
+        found = _not_finite(value, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def _rubric_scale(name: str) -> list[int] | None:
+    """The scale of the rubric ``name`` when consilium knows it (shipped or a plugin's; no shipped rubric's
+    scale has changed across its versions); None for a rubric read from a file, which the record does not
+    name."""
+    from consilium.judges.rubric import load_rubric, rubric_names
+
+    if name not in rubric_names():
+        return None
+    try:
+        return list(load_rubric(name).scale)
+    except UserError:  # a broken plugin is reported where it is used; its scores are read unchecked here
+        return None
+
+
+def check_scores(judgement: Judgement) -> str | None:
+    """What is wrong with the record's scores, as ``field: problem``; None when nothing is. Each item's
+    and each jury vote's score is a point of the rubric's scale (the out-of-scope score, −1 on the
+    four-decision rubric, is one) or null (not evaluable); a calibrated score lies within the scale.
+    A rubric consilium does not know by name (a rubric file) has its scores checked for being numbers only."""
+    scale = _rubric_scale(judgement.rubric)
+    if scale is None:
+        return None
+    shown = ", ".join(f"{s:g}" for s in scale)
+    for at, item in enumerate(judgement.items):
+        scores = [(f"items.{at}.score", item.score)]
+        scores += [(f"items.{at}.votes.{n}.score", v.score) for n, v in enumerate(item.votes or [])]
+        for field, score in scores:
+            if score is not None and score not in scale:
+                return (f"{field}: {score:g} is not a score of rubric {judgement.rubric} (scale {shown}; null when "
+                        "not evaluable)")
+        calibrated = item.calibrated_score
+        if calibrated is not None and not min(scale) <= calibrated <= max(scale):
+            return f"items.{at}.calibrated_score: {calibrated:g} is outside rubric {judgement.rubric}'s scale ({shown})"
+    return None
