@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import dataclasses
 import os
 import re
@@ -89,6 +90,8 @@ def register_url_credentials(url: str | None) -> None:
     too), and the userinfo as written (percent-encoded)."""
     for match in _URL_CREDENTIALS.finditer(url or ""):
         userinfo = match["userinfo"]
+        if MASK in userinfo:  # already masked (a URL read back from a file): nothing to register
+            continue
         user, _, password = userinfo.partition(":")  # as urlsplit reads it: the user ends at the first ":"
         login = f"{unquote(user)}:{unquote(password)}".encode()
         register_secret("Basic " + base64.b64encode(login).decode("ascii"))
@@ -175,9 +178,14 @@ def redact_value(value: Any) -> Any:
         changed = {name: new for name, new in update.items() if new is not getattr(value, name)}
         return value.model_copy(update=changed) if changed else value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        update = {f.name: redact_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        update = {f.name: redact_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
         changed = {name: new for name, new in update.items() if new is not getattr(value, name)}
-        return dataclasses.replace(value, **changed) if changed else value
+        if not changed:
+            return value
+        masked = copy.copy(value)  # not rebuilt: its __post_init__ (checks, registrations) is not run again
+        for name, new in changed.items():
+            object.__setattr__(masked, name, new)
+        return masked
     return value
 
 
