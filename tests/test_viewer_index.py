@@ -360,3 +360,28 @@ def test_no_page_path_leaves_the_view_folder() -> None:
         assert page is not None and page.startswith("arms/other/") and ".." not in page.split("/"), page
     assert case_page("k1") == "cases/k1.html"
     assert case_page("../../etc/passwd").startswith("cases/case-") and case_page("a/b").count("/") == 1
+
+
+def test_the_index_lists_cases_in_natural_order(run_dir: Path, tmp_path: Path) -> None:
+    """Case ids with numbers (mac-0 … mac-10) in the index as a person reads them, not in string order
+    (mac-0, mac-1, mac-10, mac-2): the fixture's arms, k1's under mac-10 and mac-1, k2's under mac-2 and mac-0,
+    written to arms.csv in string order."""
+    arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
+    renamed = {"mac-10": "k1", "mac-2": "k2", "mac-1": "k1", "mac-0": "k2"}
+    copy = tmp_path / "natural"
+    copy.mkdir()
+    with (copy / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, list(arms[0]))
+        writer.writeheader()
+        for case in sorted(renamed):  # string order: mac-0, mac-1, mac-10, mac-2
+            for arm in arms:
+                if arm["case_id"] == renamed[case]:
+                    writer.writerow({**arm, "case_id": case,
+                                     "trace": str(run_dir / arm["trace"]) if arm["trace"] else ""})
+    assert main(["view", str(copy)]) == 0
+    _, rows = index_rows(copy)
+    order = ["mac-0", "mac-1", "mac-2", "mac-10"]
+    assert [r["case"][0] for r in rows] == [case for case in order for _ in range(4)]
+    page = (copy / "view" / "index.html").read_text(encoding="utf-8")
+    cases = page.split("<p>Cases: ")[1].split("</p>")[0]
+    assert [cases.index(f">{case}<") for case in order] == sorted(cases.index(f">{case}<") for case in order)

@@ -45,6 +45,7 @@ from consilium.reports.compare import (
 )
 from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
+from consilium.reports.partial import completeness_of, partial_lines, partial_rows, titled, write_missing
 
 __all__ = ["Compared", "coverage_section", "markdown_table", "register", "replicate_tables", "run", "tables_of",
            "with_protocol", "write_compare"]
@@ -87,17 +88,17 @@ def with_protocol(data: CohortData, rows: list[dict[str, Any]], several: bool) -
     return [{"protocol": data.protocol, **r} for r in rows] if several else rows
 
 
-def coverage_section(*parts: CohortData) -> tuple[list[str], list[dict[str, Any]]]:
-    """The "Judging coverage" Markdown section and its rows, of each protocol's arms (a ``protocol``
-    column when there are several); a warning on stderr per rubric of which nothing was judged (it would
-    otherwise just be missing from the score tables)."""
+def coverage_section(*parts: CohortData, title: str = "Judging coverage") -> tuple[list[str], list[dict[str, Any]]]:
+    """The "Judging coverage" Markdown section (under ``title``) and its rows, of each protocol's arms (a
+    ``protocol`` column when there are several); a warning on stderr per rubric of which nothing was judged
+    (it would otherwise just be missing from the score tables)."""
     data = parts[0]
     coverages = [judgement_coverage(part) for part in parts]
     rows = [r for part, coverage in zip(parts, coverages, strict=True)
             for r in with_protocol(part, coverage_table(coverage), len(parts) > 1)]
     source = {"records": "the judgement records beside the traces", "judgements.csv": "judgements.csv (no "
               "judgement record was found)", "none": ""}[data.judgements_from]
-    md = ["## Judging coverage", ""]
+    md = [f"## {title}", ""]
     if not rows:
         md += ["Not judged: no judgement record beside the traces of completed arms.", ""]
     else:
@@ -203,8 +204,9 @@ def baseline_tables(parts: list[CohortData], *, bootstrap: int,
 @dataclass(frozen=True)
 class Compared:
     """What ``compare`` made of a cohort: each table (file name → title, rows; a ``protocol`` column when
-    the folder holds several), the judging coverage rows, and the files written (``compare.md``, the CSVs,
-    the figures); ``markdown`` is the report's text."""
+    the folder holds several; the title marked partial when the cohort is), the judging coverage rows, and
+    the files written (``compare.md``, the CSVs, the figures); ``markdown`` is the report's text;
+    ``partial`` says whether the cohort lacks planned arms or did not complete (consilium/reports/partial.py)."""
 
     tables: dict[str, tuple[str, list[dict[str, Any]]]]
     coverage: list[dict[str, Any]]
@@ -212,12 +214,14 @@ class Compared:
     csvs: list[Path]
     figures: list[Path]
     markdown: str
+    partial: bool = False
 
 
 def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10_000, seed: int = 0) -> Compared:
     """Every table and figure of ``consilium compare RUN_DIR``, written under ``out`` (default
     ``RUN_DIR/compare``) and returned."""
     parts = _parts(run_dir)
+    done = completeness_of(run_dir)
     several = len(parts) > 1
     out = out or run_dir / "compare"
     tables: dict[str, tuple[str, list[dict[str, Any]]]] = {}
@@ -240,27 +244,30 @@ def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10
             figures += write_figures(part, out / part.protocol if several else out, bootstrap=bootstrap,
                                      seed=seed)
             progress.advance(f"{part.protocol} figures", "drawn")
+    tables = {name: (titled(done, title), rows) for name, (title, rows) in tables.items()}
     arms = [a for part in parts for a in part.arms]
     counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
-    md = [f"# Free-form vs structured: {run_dir.resolve().name}", "",
+    md = [f"# Free-form vs structured: {run_dir.resolve().name}", "", *partial_lines(done),
           f"{len(arms)} arms{f' ({counts})' if several else ''}; "
           f"{sum(a.get('status') == 'completed' for a in arms)} completed.", ""]
-    coverage_md, coverage = coverage_section(*parts)
+    coverage_md, coverage = coverage_section(*parts, title=titled(done, "Judging coverage"))
     md += coverage_md
-    paths = [write_csv(out / "judging_coverage.csv", coverage)] if coverage else []
+    paths = [write_csv(out / "judging_coverage.csv", partial_rows(done, coverage))] if coverage else []
     for name, (title, rows) in tables.items():
         md += [f"## {title}", "", markdown_table(rows, digits=3)]
         if rows:
-            paths.append(write_csv(out / f"{name}.csv", rows))
-    md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
+            paths.append(write_csv(out / f"{name}.csv", partial_rows(done, rows)))
+    missing = write_missing(out, done)
+    paths += [missing] if missing is not None else []
+    md += [f"## {titled(done, 'Figures')}", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "compare.md", "\n".join(md) + "\n")
     return Compared(tables=tables, coverage=coverage, report=report, csvs=paths, figures=figures,
-                    markdown="\n".join(md) + "\n")
+                    markdown="\n".join(md) + "\n", partial=done is not None and done.partial)
 
 
 def run(args: argparse.Namespace) -> int:
     done = write_compare(args.run_dir, args.out, bootstrap=args.bootstrap, seed=args.seed)
-    print(done.markdown[: done.markdown.index("\n## Figures\n") + 1].removesuffix("\n"))
+    print(done.markdown[: done.markdown.index("\n## Figures") + 1].removesuffix("\n"))
     print(f"report: {done.report}\ntables: {', '.join(p.name for p in done.csvs)}")
     print(f"figures: {', '.join(p.name for p in done.figures)}")
-    return 0
+    return 1 if done.partial else 0  # written, but of a cohort that lacks arms or did not complete

@@ -23,9 +23,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from consilium.export import export_run
+    from consilium.reports.partial import partial_note
 
     written = export_run(args.run_dir, args.to, args.out, force=args.force, inspect_format=args.inspect_format)
+    partial = partial_note(args.run_dir)  # stdout lists the files written; the rows are the finished arms'
+    if partial is not None:
+        print(f"note: {partial}", file=sys.stderr)
     for path in written:
         print(path)
     return 0

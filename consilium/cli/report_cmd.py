@@ -27,6 +27,7 @@ from consilium.reports.figures import write_figures
 from consilium.reports.figures.cost import write_cost_figure
 from consilium.reports.papers.otb import ALIGNMENT
 from consilium.reports.papers.responses import judged_responses
+from consilium.reports.partial import MISSING_CSV, partial_lines, partial_rows, titled, write_missing
 from consilium.reports.sources import CohortPart, cohort_parts
 from consilium.reports.summary import Table, board_figure, board_tables, judged_tables, markdown
 
@@ -56,7 +57,7 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     data, arms = part.data, part.data.arms
     failed = _failed(part)
     md = [f"{len(arms)} arms, {len(arms) - len(failed)} completed, {len(failed)} failed.", ""]
-    coverage_md, coverage = coverage_section(data)
+    coverage_md, coverage = coverage_section(data, title=titled(part.done, "Judging coverage"))
     md += coverage_md
     tables = []
     responses = judged_responses(part.folder, data)
@@ -87,8 +88,9 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
                Table("cost_by_stage", f"Cost per case by stage (USD{estimated})", stage_costs)]
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
+    tables = [Table(t.name, titled(part.done, replicate_note(t.name, t.title, data)), t.rows) for t in tables]
     for table in tables:
-        md += [f"## {replicate_note(table.name, table.title, data)}", "", markdown(table.rows)]
+        md += [f"## {table.title}", "", markdown(table.rows)]
     if coverage:
         tables.insert(0, Table("judging_coverage", "Judging coverage", coverage))
     def with_cost(out: Path) -> list[Path]:
@@ -101,10 +103,11 @@ def _baselines(parts: list[CohortPart], args: argparse.Namespace) -> list[tuple[
     """Per cohort holding the consilium's arms and the single baseline's: consilium − single (compare's table)."""
     found = []
     for folder in dict.fromkeys(part.name for part in parts):
-        tables = baseline_tables([p.data for p in parts if p.name == folder], bootstrap=args.bootstrap,
-                                 seed=args.seed)
+        mine = [p for p in parts if p.name == folder]
+        tables = baseline_tables([p.data for p in mine], bootstrap=args.bootstrap, seed=args.seed)
         if tables:
-            found.append((folder, [Table(name, title, rows) for name, (title, rows) in tables.items()]))
+            found.append((folder, [Table(name, titled(mine[0].done, title), rows)
+                                   for name, (title, rows) in tables.items()]))
     return found
 
 
@@ -115,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
     baselines = _baselines(parts, args)
     out = args.out or args.run_dir / "report"
     md = [f"# Cohort report: {args.run_dir.resolve().name}", ""]
+    cohorts = {part.name: part.done for part in parts}  # each cohort folder against its plan, once
+    for name, done in cohorts.items():
+        md += [f"## {name}", ""] if several and done is not None and done.partial else []
+        md += partial_lines(done, heading="###" if several else "##")
     merged: dict[str, list[dict[str, Any]]] = {}
     figures: list[Path] = []
     for part, part_md, tables, draw in built:
@@ -124,15 +131,31 @@ def run(args: argparse.Namespace) -> int:
         for table in tables:
             rows = [{"cohort": part.name, "protocol": part.protocol, **r} for r in table.rows] if several \
                 else table.rows
-            merged.setdefault(table.name, []).extend(rows)
+            merged.setdefault(table.name, []).extend(partial_rows(part.done, rows))
         figures += draw(out / f"{part.name}-{part.protocol}" if several else out)
     for folder, tables in baselines:
         for table in tables:
             md += [f"# {folder}: {table.title}", "", markdown(table.rows)]
-            merged.setdefault(table.name, []).extend({"cohort": folder, **r} for r in table.rows)
+            merged.setdefault(table.name, []).extend(partial_rows(cohorts[folder], [{"cohort": folder, **r}
+                                                                                    for r in table.rows]))
     paths = [write_csv(out / f"{name}.csv", rows) for name, rows in merged.items() if rows]
-    md += ["## Figures", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
+    missing = _write_missing(out, parts, several)
+    paths += [missing] if missing is not None else []
+    partial = any(done is not None and done.partial for done in cohorts.values())
+    figures_title = (titled(parts[0].done, "Figures") if not several
+                     else "Figures [partial: see above]" if partial else "Figures")
+    md += [f"## {figures_title}", ""] + [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in figures]
     report = write_text_atomic(out / "report.md", "\n".join(md) + "\n")
-    print("\n".join(md[: md.index("## Figures")]))
+    print("\n".join(md[: md.index(f"## {figures_title}")]))
     print(f"report: {report}\ntables: {', '.join(p.name for p in paths)}")
-    return 0
+    return 1 if partial else 0  # written, but of a cohort that lacks arms or did not complete
+
+
+def _write_missing(out: Path, parts: list[CohortPart], several: bool) -> Path | None:
+    """missing_arms.csv: the missing arms of every partial cohort (with a ``cohort`` column when several)."""
+    cohorts = {part.name: part.done for part in parts}
+    if not several:
+        return write_missing(out, next(iter(cohorts.values())))
+    rows = [{"cohort": name, **arm.row()} for name, done in cohorts.items() if done is not None
+            for arm in done.missing]
+    return write_csv(out / MISSING_CSV, rows) if rows else write_missing(out, None)

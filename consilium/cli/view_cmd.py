@@ -1,5 +1,6 @@
 """``consilium view RUN_DIR|TRACE``: static HTML to read a run: for a cohort folder (one with arms.csv) an
-index, a page per case and a page per arm in ``RUN_DIR/view/``; otherwise one self-contained file."""
+index, a page per case and a page per arm in ``RUN_DIR/view/``; otherwise one self-contained file. The pages
+of a partial cohort (arms missing from its plan, or not completed) are written and the exit status is 1."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.protocols.registry import read_trace
 from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
+from consilium.reports.partial import completeness_of
 from consilium.reports.view_cohort import arm_judgements
 from consilium.reports.view_html import check_ours, esc, page
 from consilium.reports.view_site import write_cohort_view
@@ -32,8 +34,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     path: Path = args.path
     if path.is_dir() and (path / "arms.csv").is_file():
-        print(write_cohort_view(path, args.out or path / "view"))
-        return 0
+        done = completeness_of(path)
+        index = write_cohort_view(path, args.out or path / "view", done)
+        if done is not None and done.partial:  # the index page says so too, and lists the missing arms
+            print(f"partial cohort: {done.summary()}; {len(done.missing)} planned arms missing (listed on the index)")
+        print(index)
+        return 1 if done is not None and done.partial else 0
     if path.is_dir():
         traces = sorted(path.rglob("*.trace.json"))
         out = args.out or path / "view.html"

@@ -37,7 +37,8 @@ from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
 __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
-           "OwnModelOptions", "RunLock", "clean_temp_files", "read_manifest", "write_cohort_manifest"]
+           "OwnModelOptions", "RunLock", "clean_temp_files", "load_manifest", "lock_held", "read_manifest",
+           "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
@@ -214,28 +215,55 @@ def new_manifest(run_id: str, command: list[str], settings: CohortSettings, seed
 
 def read_manifest(run_dir: Path) -> CohortManifest:
     """The manifest of a cohort folder, for ``--resume``; one line naming what is wrong otherwise."""
-    import json
-
     path = run_dir / MANIFEST
     if not run_dir.is_dir():
         raise UserError(f"--resume: {run_dir}: no such run folder")
+    if not path.is_file():
+        raise UserError(f"--resume: {path}: no manifest (not a cohort folder, or made by a consilium older "
+                        "than 0.2 that wrote it only at the end)")
+    return load_manifest(path, what="only cohorts resume")
+
+
+def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortManifest:
+    """A cohort manifest read and upgraded to this version; one line naming the file and field otherwise
+    (``what`` says why only a cohort's will do)."""
+    import json
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"--resume: {path}: no manifest (not a cohort folder, or made by a consilium older "
-                        "than 0.2 that wrote it only at the end)") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("kind") != "cohort":
-        raise UserError(f"{path}: kind: not a cohort manifest (only cohorts resume)")
+        raise UserError(f"{path}: kind: not a cohort manifest ({what})")
     if data.get("schema_version") not in (*MANIFEST_STEPS, COHORT_MANIFEST_VERSION):
         raise UserError(f"{path}: schema_version: {data.get('schema_version')!r} is not supported "
-                        f"(this consilium resumes {', '.join([*MANIFEST_STEPS, COHORT_MANIFEST_VERSION])})")
+                        f"(this consilium reads {', '.join([*MANIFEST_STEPS, COHORT_MANIFEST_VERSION])})")
     data = upgrade(data, current=COHORT_MANIFEST_VERSION, steps=MANIFEST_STEPS, where=str(path))
     try:
         return CohortManifest.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc)}") from None
+
+
+def lock_held(run_dir: Path) -> bool:
+    """Whether a process holds the folder's :class:`RunLock` now (a cohort running or resuming in it). Read
+    only: the lock file is never made, and a shared lock taken for an instant is given back at once. A
+    folder shared over a file system that does not pass locks between machines reads as not held."""
+    try:
+        fd = os.open(run_dir / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # never locked: no cohort runs in it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 class RunLock:

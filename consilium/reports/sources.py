@@ -1,12 +1,14 @@
 """What ``consilium report`` reads: the cohort folders under RUN_DIR (RUN_DIR itself when it holds an
 ``arms.csv``, else each folder in it that does), and each cohort's arms split by protocol, so that a
-folder of several cohorts, or an ``arms.csv`` holding arms of several protocols, reports every part."""
+folder of several cohorts, or an ``arms.csv`` holding arms of several protocols, reports every part; each
+with how much of its manifest's plan it holds (consilium/cohort/completeness.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from consilium.cohort.completeness import Completeness, cohort_completeness
 from consilium.errors import UserError
 from consilium.reports.compare import CohortData, load_cohort_data, protocols_in, read_arms
 
@@ -21,6 +23,7 @@ class CohortPart:
     folder: Path
     protocol: str  # "consilium", "board", "single", … (its arms' ``protocol``)
     data: CohortData
+    done: Completeness | None = None  # the cohort folder against its manifest's plan; None: no manifest
 
 
 def cohort_folders(run_dir: Path) -> list[Path]:
@@ -38,6 +41,9 @@ def cohort_parts(run_dir: Path) -> list[CohortPart]:
     """Every (cohort, protocol) part under RUN_DIR, each loaded and checked before anything is written."""
     parts = []
     for folder in cohort_folders(run_dir):
-        for protocol in sorted(protocols_in(read_arms(folder, check=False))):
-            parts.append(CohortPart(folder.name, folder, protocol, load_cohort_data(folder, protocol=protocol)))
+        rows = read_arms(folder, check=False)
+        done = cohort_completeness(folder, rows)
+        for protocol in sorted(protocols_in(rows)):
+            parts.append(CohortPart(folder.name, folder, protocol, load_cohort_data(folder, protocol=protocol),
+                                    done))
     return parts

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from consilium.cases.model import CASE_ID_PATTERN
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
 from consilium.models.pricing import trace_cost
+from consilium.natural import natural_key
 from consilium.reports.consilium.data import rubric_criteria, trace_location
 from consilium.reports.view_reference import concluded
 from consilium.traces.schema import TraceBase
@@ -96,9 +97,11 @@ def arm_page(row: dict[str, str]) -> str | None:
 
 
 def case_rows(run_dir: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, list[ArmView]]]:
-    """The arms of each case (in arms.csv's order of first appearance), each with its page and trace file."""
+    """The arms of each case, each with its page and trace file, in natural order as a person reads a list
+    (mac-2 before mac-10; consilium/natural.py): the cases, and within a case the model specs, each
+    model's arms in arms.csv's order."""
     by_case: dict[str, list[ArmView]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (natural_key(r["case_id"]), natural_key(r.get("model_spec") or ""))):
         page = arm_page(row)
         trace = trace_location(run_dir, row["trace"]) if page is not None else None
         by_case.setdefault(row["case_id"], []).append(ArmView(row, page, trace))

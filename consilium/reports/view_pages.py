@@ -1,10 +1,12 @@
-"""The cohort view's own pages: the index (a row per arm, a header that counts them) and a page per case
+"""The cohort view's own pages: the index (a partial cohort's notice and missing arms, a row per arm, a header
+that counts them) and a page per case
 (the reference, then each protocol's variants side by side). Every cell is text, escaped; every link
 is relative (docs/cohorts.md, "Viewing a cohort")."""
 
 from __future__ import annotations
 
 from consilium.cases import Case
+from consilium.cohort.completeness import Completeness
 from consilium.models.pricing import format_usd
 from consilium.protocols.registry import protocols
 from consilium.reports.view_cohort import ArmView, RubricScore, case_page
@@ -69,8 +71,29 @@ def _header(arms: list[ArmView]) -> str:
             f"{items} judge items, {not_evaluable} not evaluable</p>")
 
 
-def index_html(title: str, arms: list[ArmView], rubrics: list[str]) -> str:
-    """The index: the header's counts, the cases, then one row per arm in arms.csv's order."""
+def _partial(done: Completeness | None) -> str:
+    """A partial cohort's notice (consilium/reports/partial.py): what it holds of its plan, and a table of its
+    missing arms (all of them: the page is for reading, each row short)."""
+    if done is None or not done.partial:
+        return ""
+    notice = (f"<p class=\"partial\"><strong>Partial cohort: {esc(done.summary())}.</strong> The table below "
+              "holds the finished arms only.</p>")
+    if not done.missing:
+        return notice
+    replicates = any(arm.replicate is not None for arm in done.missing)
+    head = "".join(f"<th>{h}</th>" for h in ["case", "model", "protocol", "format",
+                                               *(["replicate"] if replicates else [])])
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in [
+        arm.case_id, arm.model_spec, arm.protocol, arm.format,
+        *([NONE if arm.replicate is None else str(arm.replicate)] if replicates else [])]) + "</tr>"
+        for arm in done.missing)
+    return (f"{notice}<h2>Missing arms: {len(done.missing)}</h2>"
+            f"<table class=\"missing\"><tr>{head}</tr>{rows}</table>")
+
+
+def index_html(title: str, arms: list[ArmView], rubrics: list[str], done: Completeness | None = None) -> str:
+    """The index: a partial cohort's notice and missing arms, the header's counts, the cases, then one row per
+    arm, in the order :func:`~consilium.reports.view_cohort.case_rows` gives them (natural case order)."""
     replicates = _has_replicates(arms)
     headers = ["case", "protocol", "model", "format", *(["replicate"] if replicates else []), "status",
                "stop reason", "rounds", "tokens", "cost", *(f"score: {r}" for r in rubrics), "page"]
@@ -87,7 +110,7 @@ def index_html(title: str, arms: list[ArmView], rubrics: list[str]) -> str:
         rows.append(f"<tr{status}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     cases = " ".join(link(INDEX, case_page(c), c) for c in dict.fromkeys(a.row["case_id"] for a in arms))
-    body = (f"<h1>{esc(title)}</h1>{_header(arms)}<p>Cases: {cases}</p>"
+    body = (f"<h1>{esc(title)}</h1>{_partial(done)}{_header(arms)}<p>Cases: {cases}</p>"
             f"<table class=\"arms\"><tr>{head}</tr>{''.join(rows)}</table>")
     return page(title, body)
 

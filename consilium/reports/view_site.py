@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from consilium.cases import Case
+from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.protocols.registry import read_trace
@@ -74,8 +75,9 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, r
     return Case.model_validate(trace.case)
 
 
-def write_cohort_view(run_dir: Path, out: Path) -> Path:
-    """Write the cohort's pages into ``out`` and return the index's path."""
+def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Path:
+    """Write the cohort's pages into ``out`` and return the index's path; ``done`` (the folder against its
+    manifest's plan, consilium/reports/partial.py) puts a partial cohort's notice and missing arms on the index."""
     rows = read_arms(run_dir, check=False)
     groups = list(case_rows(run_dir, rows))
     targets = [out / INDEX] + [out / case_page(c) for c, _ in groups] + [
@@ -95,7 +97,7 @@ def write_cohort_view(run_dir: Path, out: Path) -> Path:
         everything += arms
     rubrics = sorted({r for a in everything for r in a.scores})
     return write_text_atomic(out / INDEX, stamped(index_html(f"Cohort {run_dir.resolve().name}", everything,
-                                                             rubrics), run))
+                                                             rubrics, done), run))
 
 
 def run_id(run_dir: Path) -> str:

@@ -1,0 +1,81 @@
+"""How the reports of a cohort say it is partial (:mod:`consilium.cohort.completeness`): a line at the top
+of every output, the missing arms listed, every table's title marked, and every CSV row of a partial cohort
+carrying a ``partial`` column first, so a table copied out of its report still says so
+(docs/cohorts.md, "Partial cohorts")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from consilium.cohort.completeness import Completeness, cohort_completeness
+from consilium.cohort.tables import write_csv
+from consilium.errors import UserError
+from consilium.reports.consilium.data import read_arms
+
+__all__ = ["MISSING_CSV", "MISSING_SHOWN", "completeness_of", "partial_lines", "partial_note", "partial_rows",
+           "titled", "write_missing"]
+
+#: The file listing every missing arm, beside a partial cohort's report.
+MISSING_CSV = "missing_arms.csv"
+#: How many missing arms a report's text lists (all are in :data:`MISSING_CSV`).
+MISSING_SHOWN = 50
+
+
+def completeness_of(run_dir: Path) -> Completeness | None:
+    """The cohort folder against its manifest's plan (None: no manifest, so no known plan)."""
+    return cohort_completeness(run_dir, read_arms(run_dir, check=False))
+
+
+def partial_note(run_dir: Path) -> str | None:
+    """For the commands that do not render tables of their own (``analyze``, ``export``): one line saying a
+    cohort folder is partial (None for a complete cohort, a folder without a manifest or arms.csv, or one
+    whose arms.csv the command itself will refuse)."""
+    if not (run_dir / "arms.csv").is_file():
+        return None
+    try:
+        done = completeness_of(run_dir)
+    except UserError:
+        return None
+    if done is None or not done.partial:
+        return None
+    return f"partial cohort: {done.summary()}; {len(done.missing)} planned arms missing"
+
+
+def titled(done: Completeness | None, title: str) -> str:
+    """A table's title, marked ``[partial: 8 of 40 planned arms, cohort aborted]`` for a partial cohort."""
+    return title if done is None else done.title(title)
+
+
+def partial_lines(done: Completeness | None, *, heading: str = "##") -> list[str]:
+    """Markdown for the top of a report: what the cohort holds of its plan and the missing arms (the first
+    :data:`MISSING_SHOWN`); nothing for a complete cohort."""
+    if done is None or not done.partial:
+        return []
+    lines = [f"**Partial cohort: {done.summary()}.** Every table below is of the finished arms only, and says "
+             "so in its title.", ""]
+    if done.missing:
+        shown = done.missing[:MISSING_SHOWN]
+        more = f" (the first {len(shown)}; all in {MISSING_CSV})" if len(shown) < len(done.missing) else ""
+        lines += [f"{heading} Missing arms: {len(done.missing)}{more}", "",
+                  *(f"- {arm.label()}" for arm in shown), ""]
+    return lines
+
+
+def partial_rows(done: Completeness | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table's CSV rows, each with a ``partial`` column first when the cohort is partial."""
+    if done is None or not done.partial:
+        return rows
+    mark = done.mark().removeprefix("partial: ")
+    return [{"partial": mark, **row} for row in rows]
+
+
+def write_missing(out: Path, done: Completeness | None) -> Path | None:
+    """``missing_arms.csv`` in ``out``: every planned arm without a row in arms.csv. None when none is, and
+    the file an earlier report of the cohort left there, when it was partial, is removed."""
+    if done is None or not done.missing:
+        stale = out / MISSING_CSV
+        if stale.is_file() and not stale.is_symlink():
+            stale.unlink()
+        return None
+    return write_csv(out / MISSING_CSV, [arm.row() for arm in done.missing])

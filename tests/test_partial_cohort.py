@@ -1,0 +1,275 @@
+"""A cohort that stopped, or is still running, never reads as complete: compare, report and view say how many
+of its planned arms finished and the cohort's status at the top, list the missing arms, mark every table
+partial, and exit 1; a complete cohort shows no such mark.
+
+The cohort is tests/cohort_fixture.py's, run by the real CLI with scripted panels and judge: two models ×
+two formats × six cases, one arm failed (a failed arm is finished: its row is there), judged with items
+not evaluable. A stopped cohort is made from a copy the way a killed one is left: arms.csv without the rows
+(and traces, judgements) of the arms it never ran, and a manifest still saying ``running``. The expected
+counts and missing arms are worked out here from the fixture's constants; a second test kills a real
+cohort process (SIGKILL) half-way and reads it while it runs and after."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
+
+from consilium.cli import main
+from consilium.cohort.manifest import RunLock
+
+DRAWS = 50
+#: (model, case, format) of the arms the stopped cohort never ran: both formats of one (model, case), single
+#: formats of others, of both models (the failed arm, FAILED, is kept: it finished).
+NEVER_RAN = {("panel-b", "k5", "free-form"), ("panel-b", "k5", "structured"), ("panel-b", "k4", "structured"),
+             ("panel-a", "k6", "free-form"), ("panel-a", "k2", "structured")}
+PLANNED = len(MODELS) * len(CASES) * len(FORMATS)  # 24
+FINISHED = PLANNED - len(NEVER_RAN)  # 19
+KILLED = "stopped without closing its manifest"
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+
+
+def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def cohorts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("cohorts")
+    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
+        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
+        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
+        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+        complete = build_cohort(tmp)
+        specs = {row["model_spec"] for row in read_csv(complete / "arms.csv")}
+        spec_of = {model: next(s for s in specs if model in s) for model in MODELS}
+        stopped = tmp / "stopped" / complete.name
+        shutil.copytree(complete, stopped)
+        arms = read_csv(stopped / "arms.csv")
+        gone = [a for a in arms if (next(m for m in MODELS if spec_of[m] == a["model_spec"]), a["case_id"],
+                                    a["format"]) in NEVER_RAN]
+        assert len(gone) == len(NEVER_RAN)
+        for arm in gone:  # the arm never ran: no trace, no judgement
+            trace = stopped / arm["trace"]
+            for path in trace.parent.glob(trace.name.removesuffix(".trace.json") + ".*"):
+                path.unlink()
+        write_rows(stopped / "arms.csv", [a for a in arms if a not in gone])
+        judged = read_csv(stopped / "judgements.csv")
+        keys = {(a["case_id"], a["model"], a["format"]) for a in gone}
+        write_rows(stopped / "judgements.csv",
+                   [j for j in judged if (j["case_id"], j["model"], j["format"]) not in keys])
+        manifest = json.loads((stopped / "manifest.json").read_text())
+        (stopped / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+        yield {"complete": complete, "stopped": stopped, "spec_of": spec_of, "tmp": tmp}
+
+
+def missing_labels(spec_of: dict[str, str]) -> set[str]:
+    return {f"{case} · {spec_of[model]} · {fmt}" for model, case, fmt in NEVER_RAN}
+
+
+def missing_rows(spec_of: dict[str, str]) -> list[dict[str, str]]:
+    """missing_arms.csv as expected: in natural case order (k1 … k6), then model, then format."""
+    return [{"case_id": case, "model_spec": spec_of[model], "protocol": "consilium", "format": fmt}
+            for model, case, fmt in sorted(NEVER_RAN, key=lambda k: (k[1], k[0], k[2]))]
+
+
+def headings(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("#") and not line.startswith("# ")]
+
+
+def check_partial_files(out: Path, name: str, status: str, spec_of: dict[str, str]) -> str:
+    """The report's text and files say the cohort is partial; returns the text."""
+    text = (out / name).read_text(encoding="utf-8")
+    summary = f"{FINISHED} of {PLANNED} planned arms finished (status: {status}"
+    lines = text.splitlines()
+    assert summary in lines[2], lines[:4]  # the first thing under the title
+    mark = f"[partial: {FINISHED} of {PLANNED} planned arms, cohort {status}]"
+    for heading in headings(text):
+        assert heading.startswith("## Missing arms") or heading.endswith(mark), heading
+    assert f"## Missing arms: {len(NEVER_RAN)}" in text
+    listed = {line.removeprefix("- ") for line in lines if line.startswith("- ")}
+    assert listed == missing_labels(spec_of)
+    csvs = [p for p in out.glob("*.csv") if p.name != "missing_arms.csv"]
+    assert len(csvs) >= 5
+    for path in csvs:
+        rows = read_csv(path)
+        assert next(iter(rows[0])) == "partial", path.name
+        assert {r["partial"] for r in rows} == {f"{FINISHED} of {PLANNED} planned arms, cohort {status}"}, path.name
+    assert read_csv(out / "missing_arms.csv") == missing_rows(spec_of)
+    return text
+
+
+class Tables(HTMLParser):
+    """The cell texts of each table of a page, by its class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table = ""
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._table = dict(attrs).get("class") or ""
+            self.tables.setdefault(self._table, [])
+        elif tag == "tr":
+            self.tables[self._table].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[self._table][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables_of(page: Path) -> dict[str, list[list[str]]]:
+    parser = Tables()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.tables
+
+
+def test_a_killed_cohort_reads_as_aborted_with_its_missing_arms_in_every_output(
+        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    stopped, spec_of = cohorts["stopped"], cohorts["spec_of"]
+    capsys.readouterr()
+    assert main(["compare", str(stopped), "--bootstrap", str(DRAWS)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].startswith(f"**Partial cohort: {FINISHED} of {PLANNED} planned arms finished "
+                                          f"(status: aborted: {KILLED}")
+    assert all(f"- {label}" in out for label in missing_labels(spec_of))
+    text = check_partial_files(stopped / "compare", "compare.md", "aborted", spec_of)
+    assert f"{FINISHED} arms; {FINISHED - 1} completed." in text  # the failed arm finished, as a failure
+
+    assert main(["report", str(stopped), "--bootstrap", str(DRAWS)]) == 1
+    assert f"{FINISHED} of {PLANNED} planned arms finished (status: aborted" in capsys.readouterr().out
+    check_partial_files(stopped / "report", "report.md", "aborted", spec_of)
+
+    assert main(["view", str(stopped)]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith(f"partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted")
+    index = stopped / "view" / "index.html"
+    assert f"Partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted" in \
+        index.read_text(encoding="utf-8")
+    header, *rows = tables_of(index)["missing"]
+    assert header == ["case", "model", "protocol", "format"]
+    assert rows == [list(r.values()) for r in missing_rows(spec_of)]
+    assert len(tables_of(index)["arms"]) == 1 + FINISHED
+
+
+def test_a_cohort_whose_lock_is_held_reads_as_running(cohorts: dict[str, Any],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The lock a running cohort holds on its folder tells it from a killed one, whose manifest says running
+    too (the test holds the lock as the cohort process does)."""
+    stopped, spec_of = cohorts["stopped"], cohorts["spec_of"]
+    out = cohorts["tmp"] / "while-running"
+    with RunLock(stopped):
+        assert main(["compare", str(stopped), "--bootstrap", str(DRAWS), "--out", str(out)]) == 1
+        assert main(["view", str(stopped), "--out", str(cohorts["tmp"] / "view-running")]) == 1
+    capsys.readouterr()
+    check_partial_files(out, "compare.md", "running", spec_of)
+    assert "(status: running)" in (cohorts["tmp"] / "view-running" / "index.html").read_text(encoding="utf-8")
+
+
+def test_an_aborted_cohort_says_why_it_stopped(cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    stopped = cohorts["tmp"] / "aborted"
+    shutil.copytree(cohorts["stopped"], stopped)
+    manifest = json.loads((stopped / "manifest.json").read_text())
+    reason = "cohort stopped: HTTP 401 from the server: the key was refused"
+    (stopped / "manifest.json").write_text(json.dumps({**manifest, "status": "aborted", "error": reason}))
+    assert main(["report", str(stopped), "--bootstrap", str(DRAWS)]) == 1
+    assert f"{FINISHED} of {PLANNED} planned arms finished (status: aborted: {reason})" in capsys.readouterr().out
+    check_partial_files(stopped / "report", "report.md", "aborted", cohorts["spec_of"])
+
+
+def test_a_complete_cohort_carries_no_partial_mark(cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    complete = cohorts["complete"]
+    assert main(["compare", str(complete), "--bootstrap", str(DRAWS)]) == 0
+    assert main(["report", str(complete), "--bootstrap", str(DRAWS)]) == 0
+    assert main(["view", str(complete)]) == 0
+    said = capsys.readouterr().out
+    assert "partial cohort" not in said.lower() and "[partial:" not in said and "planned arms" not in said
+    for folder, name in (("compare", "compare.md"), ("report", "report.md")):
+        out = complete / folder
+        assert "partial" not in (out / name).read_text(encoding="utf-8").lower()
+        assert not (out / "missing_arms.csv").exists()
+        assert all("partial" not in p.read_text(encoding="utf-8").splitlines()[0] for p in out.glob("*.csv"))
+    index = (complete / "view" / "index.html").read_text(encoding="utf-8")
+    assert "Partial cohort" not in index and "missing" not in tables_of(complete / "view" / "index.html")
+    arms = read_csv(complete / "arms.csv")
+    assert len(arms) == PLANNED and sum(a["status"] != "completed" for a in arms) == 1  # FAILED, finished
+    assert FAILED in {(next(m for m in MODELS if m in a["model_spec"]), a["case_id"], a["format"])
+                      for a in arms if a["status"] != "completed"}
+
+
+def test_a_cohort_killed_mid_way_reads_as_running_then_aborted(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A real cohort process: model a answers at once, model b never (each of its calls waits ten minutes).
+    Two arms run at a time in case order, so a's arms of k1 and k2 finish (4 rows: two formats each) and b's
+    k1 and k2 arms hold both places; the process is read while it runs, then killed with SIGKILL."""
+    from cohort_fixture import MAX_ROUNDS, _case, panel_script
+
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    chosen = ("k1", "k2", "k3")
+    for case in chosen:
+        (cases / f"{case}.json").write_text(json.dumps(_case(case)))
+    specs = []
+    for model, latency in (("panel-a", 0), ("panel-b", 600_000)):
+        path = tmp_path / f"{model}.json"
+        path.write_text(json.dumps({**panel_script(model), "latency_ms": latency}))
+        specs.append(f"scripted:{path}")
+    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    out = tmp_path / "runs"
+    env = {**os.environ, "CONSILIUM_CACHE": str(tmp_path / "cache.sqlite"),
+           "CONSILIUM_LOG_FILE": str(tmp_path / "log.jsonl")}
+    child = subprocess.Popen([sys.executable, "-m", "consilium", "cohort", "--cases", str(cases), "--model", specs[0],
+                              "--extra-model", specs[1], "--config", str(tmp_path / "run.yaml"), "--concurrency", "2",
+                              "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and child.poll() is None:
+            found = list(out.glob("*/arms.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.1)
+        assert child.poll() is None, "the cohort ended before it could be read running"
+        [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+        finished, planned = 4, len(chosen) * len(specs) * len(FORMATS)
+        capsys.readouterr()
+        assert main(["view", str(run_dir), "--out", str(tmp_path / "view-running")]) == 1
+        assert capsys.readouterr().out.startswith(
+            f"partial cohort: {finished} of {planned} planned arms finished (status: running); 8 planned arms missing")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "running"  # as the kill left it
+    assert main(["compare", str(run_dir), "--bootstrap", str(DRAWS)]) == 1
+    said = capsys.readouterr().out
+    assert f"{finished} of {planned} planned arms finished (status: aborted: {KILLED}" in said
+    missing = read_csv(run_dir / "compare" / "missing_arms.csv")
+    expected = [(case, spec, fmt) for case in chosen for spec in specs for fmt in FORMATS
+                if not (spec == specs[0] and case in ("k1", "k2"))]
+    assert [(m["case_id"], m["model_spec"], m["format"]) for m in missing] == expected
