@@ -201,3 +201,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(run) in err
     assert not (run / "analysis").exists()
+
+
+def test_graphml_is_valid_xml_whatever_the_role_labels_hold(tmp_path: Path) -> None:
+    """A role label and a requested change with characters XML forbids (control characters): every GraphML
+    file analyze writes reads back with networkx (an XML parser), each such character written as its escape;
+    DEL, which XML allows, is kept."""
+    text = (FIXTURES / "varied-panel.yaml").read_text(encoding="utf-8")
+    text = text.replace("{label: Neurologist,", '{label: "Neuro\\x01logist \\x1b[31mon call\\x7f",')
+    text = text.replace("requested_change: add a CT scan}", 'requested_change: "add a CT\\x0b scan"}')
+    panel = tmp_path / "panel.yaml"
+    panel.write_text(text, encoding="utf-8")
+    assert main(["simulate", "--case", str(MYOCARDITIS), "--format", "free-form", "--no-cache", "--out",
+                 str(tmp_path / "sim"), "--model", f"scripted:{panel}"]) == 0
+    (run,) = (tmp_path / "sim").iterdir()
+    assert main(["analyze", str(run)]) == 0
+    written = sorted((run / "analysis").rglob("*.graphml"))
+    assert [p.name for p in written] == ["coassignment.graphml", "diagnostic-myocarditis.free-form.graphml"]
+    strings: list[str] = []
+    for path in written:
+        graph = nx.read_graphml(path, force_multigraph=True)
+        strings += [str(n) for n in graph] + [str(v) for _, d in graph.nodes(data=True) for v in d.values()]
+        strings += [str(v) for *_, d in graph.edges(data=True) for v in d.values()]
+    assert "Neuro\\x01logist \\x1b[31mon call\x7f" in strings
+    assert "add a CT\\x0b scan" in strings
+    assert not [s for s in strings if any(ord(c) < 0x20 and c not in "\t\n\r" for c in s)]

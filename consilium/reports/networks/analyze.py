@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from networkx.readwrite.graphml import GraphMLWriter
 
 from consilium import aio
 from consilium.agents.records import AssignedRole
@@ -33,6 +32,7 @@ from consilium.reports.consilium.data import read_arms, trace_location
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph
 from consilium.reports.networks.draw import draw_coassignment, draw_deliberation, draw_turns
+from consilium.reports.networks.graphml import graphml_text
 from consilium.reports.networks.judging import RUBRIC_NAME, UptakeJudge, judge_arm, uptake_rubric
 from consilium.reports.networks.metrics import CATEGORY_COLUMNS, category_metrics
 from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
@@ -97,25 +97,6 @@ def _csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Path:
     writer.writeheader()
     writer.writerows({c: "" if r.get(c) is None else r[c] for c in columns} for r in rows)
     return write_text_atomic(path, buffer.getvalue())
-
-
-class _GraphMLWriter(GraphMLWriter):  # type: ignore[misc]  # networkx ships no types
-    """networkx's writer with GraphML's (XML Schema's) booleans, ``true`` / ``false``: networkx writes Python's
-    ``True`` / ``False``, which its own reader takes but a strict reader need not."""
-
-    def add_data(self, name: str, element_type: type, value: str, scope: str = "all", default: Any = None) -> Any:
-        element = super().add_data(name, element_type, value, scope, default)
-        if element_type is bool:
-            element.text = value.lower()
-        return element
-
-
-def graphml_text(graph: nx.Graph) -> str:
-    """The graph as GraphML text (written atomically by the caller): edge ids are the edge keys, unique in
-    each graph (Gephi refuses repeated ids); booleans are ``true`` / ``false``."""
-    writer = _GraphMLWriter(encoding="utf-8", prettyprint=True)
-    writer.add_graph_element(graph)
-    return str(writer).rstrip("\n") + "\n"
 
 
 async def _judge_all(arms: list[tuple[str, Path, Trace]], out: Path, judge: UptakeJudge,

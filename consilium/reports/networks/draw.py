@@ -23,7 +23,11 @@ _NODE_COLOURS = {"role": "#aec7e8", "report": "#ffbb78", "round": "#c7c7c7"}
 
 
 def _label(text: str, width: int = 14) -> str:
-    return "\n".join(textwrap.wrap(text, width)[:2]) or text
+    """A node's label as drawn: a character no font has (a control character) as its escape, ``$`` kept
+    literal (matplotlib reads ``$…$`` as mathematics), at most two wrapped lines."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    shown = shown.replace("$", r"\$")
+    return "\n".join(textwrap.wrap(shown, width)[:2]) or shown
 
 
 def _positions(graph: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
