@@ -14,9 +14,11 @@ __all__ = ["register", "run"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("jury", help="agreement, self-preference and length bias of a jury of judges",
                             description="Read the jury judgements (judge --judge-model A --judge-model B …) of "
-                                        "one rubric under RUN_DIR and write Krippendorff's α per criterion, "
-                                        "pairwise quadratic-weighted κ, self-preference and length bias as CSV, "
-                                        "markdown and a figure (docs/judges.md, Juries).")
+                                        "one rubric under RUN_DIR and write Krippendorff's α per criterion and "
+                                        "pairwise quadratic-weighted κ, each with percent agreement, over in-scope "
+                                        "scores; scope agreement (a rubric with an out-of-scope score); "
+                                        "self-preference and length bias, as CSV, markdown and a figure "
+                                        "(docs/judges.md, Juries).")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run or cohort folder with jury judgements")
     parser.add_argument("--rubric", required=True, help=f"rubric name ({', '.join(rubric_names())}) or a YAML file")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: RUN_DIR/jury)")
