@@ -88,6 +88,24 @@ def test_a_url_password_is_masked_as_its_basic_header_token_and_decoded_login(
         assert secret not in written, secret
 
 
+@pytest.mark.localhost
+def test_a_langchain_models_url_password_is_masked_as_its_basic_header_token_and_decoded_login(
+        tmp_path: Path) -> None:
+    from langchain_openai import ChatOpenAI
+
+    login = f"bob:{PASSWORD}-lc"
+    token = base64.b64encode(login.encode()).decode()
+    with echo_server(answer=True) as server:
+        url = server.base_url.replace("http://", f"http://{login}@")
+        chat = ChatOpenAI(base_url=url, api_key=SecretStr("not-needed"), model="echo", max_retries=0)
+        (trace,) = consilium.run(CASE, variants=["structured"], model=chat, out=tmp_path / "runs")
+    assert trace.status == "completed" and server.echoed == len(trace.calls) == 8
+    assert "Authorization: ***; token ***; login ***; password ***" in trace.calls[0].response
+    written = everything(tmp_path, trace.model_dump_json())
+    for secret in (f"Basic {token}", token, login, f"{PASSWORD}-lc"):
+        assert secret not in written, secret
+
+
 # --- a key across the place an error message is cut ------------------------------------------------------
 
 

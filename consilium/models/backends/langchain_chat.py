@@ -40,7 +40,7 @@ from consilium.models.backends.langchain_wire import model_error, one_line, read
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import is_openai_reasoning_model
 from consilium.models.types import GenerationSettings, ModelRequest, ModelResponse
-from consilium.redact import redact_url, redact_value, register_secret
+from consilium.redact import redact_url, redact_value, register_secret, register_url_credentials
 
 __all__ = ["LangChainChatModel", "chat_model_identity", "load_chat_model"]
 
@@ -142,7 +142,8 @@ def _register_secrets(value: Any, name: str = "") -> None:
     each string under a secret-looking name (``api_key``, ``token``, ``Authorization`` …), at any depth
     of its fields, so its own key is masked in every trace, log and terminal line as ``--api-key`` is; a
     header's value (``Bearer TOKEN``) is registered whole and word by word (register_secret), so a server
-    that echoes the token alone is masked too."""
+    that echoes the token alone is masked too; a URL's ``user:password@`` in any field as the Basic header it
+    is sent as."""
     if isinstance(value, SecretStr):
         register_secret(value.get_secret_value())
     elif isinstance(value, SecretBytes):
@@ -150,6 +151,7 @@ def _register_secrets(value: Any, name: str = "") -> None:
     elif isinstance(value, str):
         if name and _SECRET_KEY.search(name):
             register_secret(value)
+        register_url_credentials(value)  # a base URL's user:password@, in the forms it is sent in
     elif isinstance(value, dict):
         for key, inner in value.items():
             _register_secrets(inner, str(key))
