@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import io
@@ -13,6 +14,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -414,10 +416,10 @@ class _Heard:
 
 
 @contextlib.contextmanager
-def _heard_server() -> Any:
+def _heard_server(given: _Heard | None = None) -> Any:
     from localserver import JsonHandler, QuietServer, serving
 
-    heard = _Heard()
+    heard = given if given is not None else _Heard()
 
     class Handler(JsonHandler):
         def do_POST(self) -> None:
@@ -627,3 +629,78 @@ def test_the_moderator_is_not_a_seat_a_person_can_take(tmp_path: Path, capsys: p
     with pytest.raises(UserError, match="is the moderator"):
         consilium.run(CASE, variants=["free-form"], model=PANEL, human=role,
                       answers=yaml.safe_load(ANSWERS.read_text()))
+
+
+class _Cut(_Heard):
+    """The stand-in panel in the structured format, whose models' first opinions fail the schema: each opinion
+    needs a repair, and while ``hold`` is set every repair request waits (a run stopped there is cut off in
+    the middle of its opinions' tasks). Counts each request by its content."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = threading.Event()
+        self.release = threading.Event()
+        self.seen: collections.Counter[str] = collections.Counter()
+        self.held = 0
+
+    def answer(self, body: dict[str, Any]) -> str:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        self.seen[json.dumps(body.get("messages"), sort_keys=True)] += 1
+        if "pinion" not in schema:
+            if "eport" in schema:
+                return json.dumps({"final_opinion": "Myocarditis", "summary": "s", "final_differential": "1. M",
+                                   "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"})
+            return super().answer(body)
+        if not any(m["role"] == "assistant" for m in body["messages"]):
+            return "not an opinion"  # fails the schema: repaired
+        if self.hold.is_set():
+            self.held += 1
+            self.release.wait(30)
+        return json.dumps(dict.fromkeys(("clinical_data", "syndromes", "differential_diagnosis",
+                                         "diagnostic_strategy", "management_strategy"), "x")
+                          | {"final_conclusion": "Myocarditis"})
+
+
+@pytest.mark.localhost
+def test_a_task_cut_off_by_ctrl_c_takes_its_calls_made_before_again_as_made_never_making_them_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    folder = tmp_path / "runs"
+    cut = _Cut()
+    cut.hold.set()
+    with _heard_server(cut) as server:
+        model = ["--model", "openai:stand-in", "--base-url", server.url, "--no-cache", "--formats", "structured"]
+        run = subprocess.Popen([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), *model,
+                                "--out", str(folder), "--human", "Cardiologist", "--answers", str(ANSWERS)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+        try:
+            deadline = time.monotonic() + 60
+            while cut.held < 3 and time.monotonic() < deadline and run.poll() is None:
+                time.sleep(0.05)
+            assert cut.held == 3, run.communicate(timeout=30)  # the three models' repairs, all waiting
+            run.send_signal(signal.SIGINT)  # Ctrl-C: the three opinions' tasks are cut off after one call each
+            _, err = run.communicate(timeout=60)
+        finally:
+            cut.release.set()
+            if run.poll() is None:
+                run.kill()
+        assert run.returncode == 130, err
+        [stopped] = folder.iterdir()
+        made = json.loads((stopped / "human" / "structured.calls.json").read_text())
+        assert [(c["stage"], c["error"] is not None) for c in made] == [
+            ("role_assignment", False), *[("opinion", True)] * 3]  # the first, failed, attempts
+        cut.hold.clear()
+        assert main(["simulate", "--resume", str(stopped), *model[:5]]) == 0
+    [trace] = traces(stopped).values()
+    # Each opinion's first attempt was sent once: on resume it was answered as made, and only its repair was
+    # asked; the trace holds each call once, as an uninterrupted run's would.
+    firsts = [c for c in trace["calls"] if c["stage"] == "opinion" and c["error"] is not None]
+    assert len(firsts) == 3
+    for call in firsts:
+        assert cut.seen[json.dumps([{"role": m["role"], "content": m["content"]} for m in call["messages"]],
+                                   sort_keys=True)] == 1
+    assert [c["stage"] for c in trace["calls"]] == ["role_assignment", *["opinion"] * 6, "synthesis", *["vote"] * 3]
+    assert trace["calls"][:4] == made
+    assert main(["replay", str(next(stopped.glob("*.trace.json")))]) == 0

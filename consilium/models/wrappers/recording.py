@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import defaultdict, deque
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,11 +78,35 @@ class CallRecorder:
         self.calls: list[CallRecord] = []
         #: The tag of the latest call attempted (recorded or not): where a failed run stopped.
         self.last_attempt: CallTag | None = None
+        #: Restored calls by tag and request, each served once to a request that asks it again (:meth:`restore`).
+        self._restored: defaultdict[tuple[str, str | None, int | None, str], deque[CallRecord]] = defaultdict(deque)
 
     def adopt(self, call: CallRecord) -> None:
         """Take in a call made elsewhere (a shared role assignment), renumbered for this run."""
         self.calls.append(call.model_copy(update={"index": len(self.calls)}))
         self.ledger.add(call.usage, stage=call.stage, role=call.role, round=call.round, cached=call.cached)
+
+    def restore(self, call: CallRecord) -> None:
+        """Take in a call this run made before it stopped (resumed from its checkpoint): adopted, and answered
+        again as made (:meth:`remade`) if the resumed run asks it again, as a task cut off before it finished
+        does when it starts over, so that no call is made twice or recorded twice."""
+        self.adopt(call)
+        self._restored[(call.stage, call.role, call.round, call.request_hash)].append(self.calls[-1])
+
+    def remade(self, request: ModelRequest) -> ModelResponse | None:
+        """The response of the first restored call not yet asked again that has this request's tag and request,
+        if any (it stays recorded once, as first made)."""
+        if not self._restored:  # a run that was not resumed: no request to digest
+            return None
+        tag = request.tag
+        queue = self._restored.get((tag.stage, tag.role, tag.round, request_hash(request)))
+        if not queue:
+            return None
+        record = queue.popleft()
+        return ModelResponse(text=record.response, parsed=record.parsed, usage=record.usage,
+                             latency_ms=record.latency_ms, model=record.model, cached=record.cached,
+                             finish_reason=record.finish_reason, reasoning=record.reasoning,
+                             omitted_settings=tuple(record.omitted_settings), prices=record.prices)
 
     def record(self, request: ModelRequest, response: ModelResponse, started_at: float,
                stage_limit: int | None = None) -> Any:
@@ -123,6 +148,9 @@ class RecordingModel(WrapperModel):
         self.recorder = recorder
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        remade = self.recorder.remade(request)
+        if remade is not None:  # asked again after a resume: already made and recorded
+            return remade
         self.recorder.last_attempt = request.tag
         if self.recorder.ledger.budget_tokens is not None:  # counting tokens costs time; only with a budget
             projected = count_message_tokens(list(request.messages)) + request.settings.max_tokens

@@ -98,12 +98,17 @@ class HumanRun:
     def _calls_file(self, fmt: Format) -> Path | None:
         return self.folder / f"{fmt}.calls.json" if self.folder is not None else None
 
-    def restored_calls(self, fmt: Format, shared: list[CallRecord] | None) -> list[CallRecord]:
-        """The calls a format's run starts with: those it made before it paused, else the shared assignment's."""
+    def restore(self, fmt: Format, recorder: CallRecorder, shared: list[CallRecord] | None) -> None:
+        """Give a format's recorder the calls its run starts with: those it made before it paused or was stopped
+        (each answered again as made if a task cut off by Ctrl-C asks it again: never made twice), else the
+        shared assignment's."""
         path = self._calls_file(fmt)
         if path is None or not path.exists():
-            return list(shared or [])
-        return _read_calls(path)
+            for call in shared or []:
+                recorder.adopt(call)
+            return
+        for call in _read_calls(path):
+            recorder.restore(call)
 
     async def check_resumable(self, formats: Sequence[Format]) -> None:
         """Refuse, in one line, a checkpoint that cannot continue the run without making a call twice or

@@ -39,8 +39,11 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
     """Run the graph for one format. A model failure is recorded in the trace (status ``failed``). With
     ``human``, a person plays one member, in a checkpointed run that may pause (human_run.py)."""
     recorder = CallRecorder(UsageLedger(config.budget_tokens))
-    for call in (human.restored_calls(fmt, shared_calls) if human is not None else shared_calls) or []:
-        recorder.adopt(call)
+    if human is not None:
+        human.restore(fmt, recorder, shared_calls)  # the calls made before a pause or Ctrl-C, if resumed
+    else:
+        for call in shared_calls or []:
+            recorder.adopt(call)
     ctx = ConsiliumContext(
         panel_model=for_run(models.panel, recorder, max_repairs=config.max_repairs),
         moderator_model=for_run(models.moderator, recorder, max_repairs=config.max_repairs),
