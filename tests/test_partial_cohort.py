@@ -273,3 +273,20 @@ def test_a_cohort_killed_mid_way_reads_as_running_then_aborted(tmp_path: Path,
     expected = [(case, spec, fmt) for case in chosen for spec in specs for fmt in FORMATS
                 if not (spec == specs[0] and case in ("k1", "k2"))]
     assert [(m["case_id"], m["model_spec"], m["format"]) for m in missing] == expected
+
+
+def test_a_cohort_killed_before_any_arm_finished_says_so_in_one_line(cohorts: dict[str, Any],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """arms.csv as a cohort starts it (its header alone): nothing to report, one line with the plan, exit 2."""
+    empty = cohorts["tmp"] / "empty"
+    shutil.copytree(cohorts["stopped"], empty, ignore=shutil.ignore_patterns("compare", "report", "view"))
+    header = (empty / "arms.csv").read_text(encoding="utf-8").splitlines()[0]
+    (empty / "arms.csv").write_text(header + "\n", encoding="utf-8")
+    for command in ("compare", "report", "view"):
+        capsys.readouterr()
+        assert main([command, str(empty)]) == 2, command
+        err = capsys.readouterr().err.strip()
+        said = (f"consilium: error: {empty / 'arms.csv'}: no arms: 0 of {PLANNED} planned arms finished (status: "
+                f"aborted: {KILLED} (its process was killed, or its machine went down)); nothing to report yet")
+        assert err.splitlines() == [said], (command, err)
+        assert not (empty / command).exists()

@@ -220,8 +220,8 @@ class Compared:
 def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10_000, seed: int = 0) -> Compared:
     """Every table and figure of ``consilium compare RUN_DIR``, written under ``out`` (default
     ``RUN_DIR/compare``) and returned."""
+    done = completeness_of(run_dir)  # first: a cohort with no arm yet says so, with its plan
     parts = _parts(run_dir)
-    done = completeness_of(run_dir)
     several = len(parts) > 1
     out = out or run_dir / "compare"
     tables: dict[str, tuple[str, list[dict[str, Any]]]] = {}

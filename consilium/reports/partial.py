@@ -5,6 +5,8 @@ carrying a ``partial`` column first, so a table copied out of its report still s
 
 from __future__ import annotations
 
+import csv
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,25 @@ MISSING_SHOWN = 50
 
 
 def completeness_of(run_dir: Path) -> Completeness | None:
-    """The cohort folder against its manifest's plan (None: no manifest, so no known plan)."""
-    return cohort_completeness(run_dir, read_arms(run_dir, check=False))
+    """The cohort folder against its manifest's plan (None: no manifest, so no known plan). A cohort with
+    no arm finished yet (killed at once, or just started) is one line saying so, with what its plan holds."""
+    try:
+        rows = read_arms(run_dir, check=False)
+    except UserError:
+        done = cohort_completeness(run_dir, []) if _header_only(run_dir / "arms.csv") else None
+        if done is None:
+            raise
+        raise UserError(f"{run_dir / 'arms.csv'}: no arms: {done.summary()}; nothing to report yet") from None
+    return cohort_completeness(run_dir, rows)
+
+
+def _header_only(path: Path) -> bool:
+    """Whether a CSV file is its header alone (arms.csv as a cohort starts it)."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return len(list(itertools.islice(csv.reader(handle), 2))) == 1
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
 
 
 def partial_note(run_dir: Path) -> str | None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from consilium.cohort.completeness import Completeness, cohort_completeness
+from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.reports.compare import CohortData, load_cohort_data, protocols_in, read_arms
+from consilium.reports.partial import completeness_of
 
 __all__ = ["CohortPart", "cohort_folders", "cohort_parts"]
 
@@ -41,9 +42,8 @@ def cohort_parts(run_dir: Path) -> list[CohortPart]:
     """Every (cohort, protocol) part under RUN_DIR, each loaded and checked before anything is written."""
     parts = []
     for folder in cohort_folders(run_dir):
-        rows = read_arms(folder, check=False)
-        done = cohort_completeness(folder, rows)
-        for protocol in sorted(protocols_in(rows)):
+        done = completeness_of(folder)  # first: a cohort with no arm yet says so, with its plan
+        for protocol in sorted(protocols_in(read_arms(folder, check=False))):
             parts.append(CohortPart(folder.name, folder, protocol, load_cohort_data(folder, protocol=protocol),
                                     done))
     return parts
