@@ -273,6 +273,11 @@ def test_a_cohort_killed_mid_way_reads_as_running_then_aborted(tmp_path: Path,
     expected = [(case, spec, fmt) for case in chosen for spec in specs for fmt in FORMATS
                 if not (spec == specs[0] and case in ("k1", "k2"))]
     assert [(m["case_id"], m["model_spec"], m["format"]) for m in missing] == expected
+    line = f"partial cohort: {finished} of {planned} planned arms finished (status: aborted: {KILLED}"
+    assert main(["analyze", str(run_dir)]) == 0  # its networks are of the finished arms: its first line says so
+    assert capsys.readouterr().out.startswith(line)
+    assert main(["export", str(run_dir), "--to", "jsonl"]) == 0  # stdout lists the files; the note is on stderr
+    assert capsys.readouterr().err.startswith(f"note: {line}")
 
 
 def test_a_cohort_killed_before_any_arm_finished_says_so_in_one_line(cohorts: dict[str, Any],
