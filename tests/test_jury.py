@@ -511,7 +511,7 @@ def _fleiss_agreement(units: list[list[Any]]) -> float:
             continue
         pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1:]]
         shares.append(sum(a == b for a, b in pairs) / len(pairs))
-    return sum(shares) / len(shares)
+    return float(sum(shares) / len(shares))
 
 
 def _row(rows: list[dict[str, str]], **where: str) -> dict[str, str]:
@@ -526,11 +526,11 @@ def test_jury_statistics_read_in_scope_scores_and_report_scope_agreement_apart(f
     in_scope = {d: [[v for v in u if v is not None and v != -1] for u in units[d]] for d in DIMS}
     all_in = [u for d in DIMS for u in in_scope[d]]
     alpha = _csv(report / f"jury.{FOUR}.alpha.csv")
-    for name, values in [*((f"conclusion/{d}", in_scope[d]) for d in DIMS), ("all", all_in)]:
+    for name, scored in [*((f"conclusion/{d}", in_scope[d]) for d in DIMS), ("all", all_in)]:
         row = _row(alpha, criterion=name)
-        assert row["level"] == "ordinal" and int(row["pairable_units"]) == sum(len(v) >= 2 for v in values)
-        assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(values, [1, 2, 3, 4, 5]), abs=1e-4)
-        assert float(row["percent_agreement"]) == pytest.approx(_fleiss_agreement(values), abs=1e-4)
+        assert row["level"] == "ordinal" and int(row["pairable_units"]) == sum(len(v) >= 2 for v in scored)
+        assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(scored, [1, 2, 3, 4, 5]), abs=1e-4)
+        assert float(row["percent_agreement"]) == pytest.approx(_fleiss_agreement(scored), abs=1e-4)
     # The defect this guards against: −1 read as the lowest ordinal point inflates the pooled α.
     before = _ordinal_alpha([[v for v in u if v is not None] for u in pooled], [-1, 1, 2, 3, 4, 5])
     after = _ordinal_alpha(all_in, [1, 2, 3, 4, 5])
@@ -606,7 +606,7 @@ def test_self_preference_and_length_bias_leave_out_of_scope_scores_out(four: Pat
         return votes[(len(votes) - 1) // 2]  # the median, or the lower middle (−1 sorts lowest)
 
     def answer_score(score: Any, key: tuple[str, str]) -> float:
-        kept = [s for i in range(4) if (s := score(key, i)) not in (None, -1)]
+        kept = [float(s) for i in range(4) if (s := score(key, i)) not in (None, -1)]
         return sum(kept) / len(kept)
 
     rows = {r["judge"]: r for r in _csv(report / f"jury.{FOUR}.length_bias.csv")}
