@@ -182,10 +182,10 @@ def redact_value(value: Any) -> Any:
         changed = {name: new for name, new in update.items() if new is not getattr(value, name)}
         if not changed:
             return value
-        masked = copy.copy(value)  # not rebuilt: its __post_init__ (checks, registrations) is not run again
+        copied = copy.copy(value)  # not rebuilt: its __post_init__ (checks, registrations) is not run again
         for name, new in changed.items():
-            object.__setattr__(masked, name, new)
-        return masked
+            object.__setattr__(copied, name, new)
+        return copied
     return value
 
 
