@@ -6,10 +6,9 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from consilium.errors import UserError
 from consilium.models.pricing import Prices
 from consilium.models.wrappers.retry import RetryPolicy
-from consilium.redact import KEY_VARIABLES, MASK, redact_url, register_secret, register_url_credentials
+from consilium.redact import MASK, redact_url, register_secret, register_url_credentials
 
 __all__ = ["ModelOptions"]
 
@@ -40,8 +39,6 @@ class ModelOptions:
         # in the forms it is sent in (the Basic header, its base64).
         register_secret(self.api_key)
         register_url_credentials(self.base_url)
-        if self.api_key:
-            _check_key(self.api_key)
 
     def __repr__(self) -> str:
         """Every field but the key itself; a base URL's credentials masked."""
@@ -66,27 +63,3 @@ class ModelOptions:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
-
-_CHARACTER_NAMES = {"\r": "a carriage return (\\r)", "\n": "a line feed (\\n)", "\t": "a tab (\\t)", " ": "a space"}
-
-
-def _check_key(key: str) -> None:
-    """Refuse a key with whitespace, a control character or a non-ASCII character (a paste mistake: a
-    trailing newline), naming the variable it came from and the character, never the key: sent as it is,
-    it breaks the request's header (an internal error, or a connection failure retried to the end)."""
-    position, bad = next(((i, ch) for i, ch in enumerate(key)
-                          if ch.isspace() or not ch.isprintable() or not ch.isascii()), (-1, ""))
-    if not bad:
-        return
-    character = _CHARACTER_NAMES.get(bad, f"the character U+{ord(bad):04X}")
-    where = "ends with" if not key[position:].strip() else "starts with" if not key[:position + 1].strip() else "holds"
-    raise UserError(f"{_key_source(key)} {where} {character}; an API key has no whitespace or control "
-                    "characters (a paste mistake?): set it again without it")
-
-
-def _key_source(key: str) -> str:
-    """The environment variable that holds ``key`` (``$OPENAI_API_KEY`` first, else the first by name), or
-    "the API key" when it came from elsewhere (the Python API)."""
-    names = [n for n in KEY_VARIABLES if os.environ.get(n) == key]
-    names += sorted(n for n, value in os.environ.items() if value == key and n not in names)
-    return f"${names[0]}" if names else "the API key"
