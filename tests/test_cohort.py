@@ -363,3 +363,29 @@ def test_a_seeded_sample_is_reproducible_and_recorded_in_the_manifest(
         assert main(["cohort", "--cases", str(folder), "--model", panel, *extra, "--out", str(tmp_path / "x")]) == 2
         assert capsys.readouterr().err.strip() == f"consilium: error: {message}"
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("selection", [["--sample", "3", "--seed", "7"], ["--limit", "3"]])
+def test_a_resumed_cohort_that_took_some_cases_runs_those_after_the_folder_gains_one(
+        selection: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case added to the folder after the cohort started changes what --sample (or, sorting first, --limit)
+    would draw; the resume runs the cases the manifest lists, and only one of those gone is refused."""
+    folder = _cases_folder(tmp_path, {f"mac-{n}": {"diagnosis": "Myocarditis"} for n in range(1, 9)})
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(folder), "--model", write(tmp_path, "p.json", PANEL), "--formats",
+                 "free-form", *selection, "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    drawn = _ids(run_dir)
+    # By hand: the first three in natural order, or random.Random(7).sample of the eight positions.
+    import random
+    assert drawn == (["mac-1", "mac-2", "mac-3"] if selection[0] == "--limit"
+                     else [f"mac-{i + 1}" for i in sorted(random.Random(7).sample(range(8), 3))])
+    (folder / "mac-0.json").write_text((folder / "mac-8.json").read_text().replace('"mac-8"', '"mac-0"'))
+    capsys.readouterr()
+    assert main(["cohort", "--resume", str(run_dir)]) == 0
+    assert "3 arms (3 completed, 0 failed, 3 resumed)" in capsys.readouterr().out
+    assert _ids(run_dir) == drawn
+    (folder / f"{drawn[1]}.json").unlink()
+    assert main(["cohort", "--resume", str(run_dir)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"case {drawn[1]!r} is gone since the cohort started; a resumed cohort runs the cases it started with")

@@ -243,8 +243,7 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     if not cases_exist(Path(s.cases)):
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
                         "started with")
-    found = select_cases(load_cohort_files(Path(s.cases)), limit=s.limit, sample=s.sample.n if s.sample else None,
-                         seed=s.sample.seed if s.sample else 0, flag="--resume: the cohort's sample")
+    found = _started_with(load_cohort_files(Path(s.cases)), s)
     cases = [case for case, _ in found]
     hashes = {c.id: c.content_hash() for c in cases}
     for case_id in dict.fromkeys([*s.case_hashes, *hashes]):
@@ -277,6 +276,17 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
                 manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found),
                 model_options=own_model_options(s.model_options, options))
+
+
+def _started_with(everything: list[tuple[Case, Path | None]], s: CohortSettings) -> list[tuple[Case, Path | None]]:
+    """The cases a resumed cohort runs: of a cohort that took some of its cases (``--limit``, ``--sample``), the
+    ones its manifest lists, by id, in its order (drawing again would draw others once a case is added to or
+    removed from the folder, and call one still there gone); of one that took them all, all of them. The
+    caller compares their content with the manifest's, so a case gone or changed is refused either way."""
+    if s.limit is None and s.sample is None:
+        return everything
+    by_id = {case.id: (case, file) for case, file in everything}
+    return [by_id[case_id] for case_id in s.case_hashes if case_id in by_id]
 
 
 def _sample(args: argparse.Namespace, seed: int) -> CaseSample | None:

@@ -98,17 +98,16 @@ def cohort_images(protocols: list[str], found: list[tuple[Case, Path | None]]) -
     return {case.id: slide_images(case, file) for case, file in found if file is not None and case.slides}
 
 
-def select_cases(found: Sequence[T], *, limit: int | None, sample: int | None, seed: int,
-                 flag: str = "--sample") -> list[T]:
+def select_cases(found: Sequence[T], *, limit: int | None, sample: int | None, seed: int) -> list[T]:
     """The cases a cohort runs: all, the first ``limit`` (in the order above), or ``sample`` of them drawn at
     random with ``seed`` (Python's ``random.Random(seed).sample``: the same seed draws the same cases), kept
     in that order. More than there are is refused for a sample (it would not be one)."""
     if limit is not None and sample is not None:
-        raise UserError(f"{flag}: give --limit or --sample, not both")
+        raise UserError("--sample: give --limit or --sample, not both")
     if sample is None:
         return list(found[:limit])
     if sample > len(found):
-        raise UserError(f"{flag} {sample}: there are only {len(found)} cases to sample from")
+        raise UserError(f"--sample {sample}: there are only {len(found)} cases to sample from")
     chosen = sorted(random.Random(seed).sample(range(len(found)), sample))
     return [found[index] for index in chosen]
 

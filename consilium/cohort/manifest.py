@@ -120,7 +120,7 @@ class ExperimentRecord(BaseModel):
 
 class CaseSample(BaseModel):
     """``cohort --sample N``: N of the cases drawn at random with ``seed`` (consilium/cohort/cases.py
-    ``select_cases``), so a resume draws the same ones."""
+    ``select_cases``); a resume runs the ones drawn, which ``case_hashes`` lists."""
 
     model_config = ConfigDict(extra="forbid")
 
