@@ -177,6 +177,12 @@ def test_a_killed_cohort_reads_as_aborted_with_its_missing_arms_in_every_output(
     assert header == ["case", "model", "protocol", "format"]
     assert rows == [list(r.values()) for r in missing_rows(spec_of)]
     assert len(tables_of(index)["arms"]) == 1 + FINISHED
+    for case in CASES:  # each case page says so too, with the case's own missing arms
+        page = (stopped / "view" / "cases" / f"{case}.html").read_text(encoding="utf-8")
+        assert f"Partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted" in page
+        mine = sorted((m, f) for m, k, f in NEVER_RAN if k == case)
+        shown = f"Missing arms of this case: {'; '.join(f'{spec_of[m]} · {f}' for m, f in mine)}." if mine else ""
+        assert (shown in page) if mine else "Missing arms of this case" not in page, case
 
 
 def test_a_cohort_whose_lock_is_held_reads_as_running(cohorts: dict[str, Any],

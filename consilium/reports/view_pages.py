@@ -136,12 +136,23 @@ def _arm_cell(here: str, arm: ArmView | None, rubrics: list[str]) -> str:
     return f"<td><p>{status}</p>{text}<p><small>{esc(facts)}{scores}</small></p></td>"
 
 
-def case_html(case_id: str, case: Case | None, arms: list[ArmView], rubrics: list[str]) -> str:
-    """A case's page: its reference and text, then per protocol one row per (model, replicate) with its
-    variants side by side: each arm's conclusion, its rounds (or turns) and stop reason, its scores."""
+def _case_notice(case_id: str, done: Completeness | None) -> str:
+    """A partial cohort's notice on a case page, with the case's own missing arms (a ``—`` cell below)."""
+    if done is None or not done.partial:
+        return ""
+    mine = [arm.label().removeprefix(f"{arm.case_id} · ") for arm in done.missing if arm.case_id == case_id]
+    missing = f" Missing arms of this case: {'; '.join(mine)}." if mine else ""
+    return f"<p class=\"partial\"><strong>Partial cohort: {esc(done.summary())}.</strong>{esc(missing)}</p>"
+
+
+def case_html(case_id: str, case: Case | None, arms: list[ArmView], rubrics: list[str],
+              done: Completeness | None = None) -> str:
+    """A case's page: a partial cohort's notice, its reference and text, then per protocol one row per
+    (model, replicate) with its variants side by side: each arm's conclusion, its rounds (or turns) and stop
+    reason, its scores."""
     here = case_page(case_id)
     title = f"Case {case_id}" + (f": {case.title}" if case is not None and case.title else "")
-    parts = [f"<h1>{esc(title)}</h1><nav>{link(here, INDEX, 'cohort index')}</nav>"]
+    parts = [f"<h1>{esc(title)}</h1><nav>{link(here, INDEX, 'cohort index')}</nav>{_case_notice(case_id, done)}"]
     if case is None:
         parts.append("<p class=\"muted\">No arm of this case left a trace, so its text is not known here.</p>")
     else:

@@ -93,7 +93,7 @@ def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Pa
         for arm in arms:
             case = _arm_page(out, arm, arms, run_dir, run) or case
         rubrics = sorted({r for a in arms for r in a.scores})
-        write_text_atomic(out / case_page(case_id), stamped(case_html(case_id, case, arms, rubrics), run))
+        write_text_atomic(out / case_page(case_id), stamped(case_html(case_id, case, arms, rubrics, done), run))
         everything += arms
     rubrics = sorted({r for a in everything for r in a.scores})
     return write_text_atomic(out / INDEX, stamped(index_html(f"Cohort {run_dir.resolve().name}", everything,
