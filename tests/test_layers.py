@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "redact"),
+    ("errors", "redact", "natural"),
     ("fileio", "log", "aio", "datafiles"),
     ("models", "observe"),
     ("roles", "cases"),
