@@ -295,7 +295,7 @@ def test_board_stops_failed_arms_and_not_evaluable_are_shown(board_run: Path) ->
     md = (report / "report.md").read_text()
     for title in ("Board Simulation by model and mode", "Four-decision dimensions", "Specialist Turn", "Failed arms"):
         assert f"## {title}" in md
-    assert "| model-b | board-single | surgery | 1.25 | 2 | 0 | 1 | 0 | 3.0 |" in md
+    assert "| model-b | board-single | surgery | 1.25 | 2 | 0 | 1 | 0 | 2 | 3.0 |" in md
     assert (report / "board_format.png").stat().st_size > 2000
 
 
@@ -778,11 +778,12 @@ replicates: {len(SEEDS)}
 
 
 def strict_by_hand(met: set[str] | None) -> bool | None:
-    """Eq. 1 for one answer: every requirement met and no error present; r2 not evaluable leaves it
-    undecided unless another element is already wrong."""
-    if met is None:  # r2 unknown; r1 must be met and no error present, else a failure either way
-        return None
-    return {"r1", "r2"} <= met and not met & {"m1", "m2", "n1"}
+    """Eq. 1 for one answer: every requirement met and no error present; r2 not evaluable (``met`` None:
+    the judge found nothing else met) leaves it undecided unless another element is already wrong."""
+    found = met or set()
+    if "r1" not in found or found & {"m1", "m2", "n1"}:
+        return False  # wrong whatever r2 is: with met None, r1 is not met
+    return None if met is None else "r2" in found
 
 
 def by_case(outcomes: list[tuple[str, float | None]]) -> dict[str, float]:
@@ -916,3 +917,104 @@ def test_pass_at_k_is_shown_only_for_a_k_the_candidates_reach(replicate_run: Pat
     ranked = [r for r in rows if r["component"] == "differential" and r["metric"] != "pass@1"]
     assert {(r["metric"], r["k"]) for r in ranked} == {("pass@3", "3")}
     assert {r["note"] for r in ranked} == {"pass@5 n/a: the responses rank at most 3 candidates"}
+
+
+def ranked_response(model: str, case: str, matches: tuple[bool | None, ...], replicate: str = "") -> Response:
+    """A structured answer's differential as the judge ranked it (None: a candidate not evaluable), under
+    the cohort judge's k = 5."""
+    from consilium.judges.record import JudgementItem
+
+    items = tuple(JudgementItem(component="differential", criterion=f"rank_{rank}",
+                                score=None if m is None else float(m), not_evaluable=m is None)
+                  for rank, m in enumerate(matches, 1))
+    return Response(model, "structured", case, "nmb-diagnosis-match", items,
+                    {"differential": {"pass@1": None, "pass@5": None}}, replicate)
+
+
+def test_pass_at_k_takes_one_k_for_every_model_of_the_table() -> None:
+    """Model a's answers rank four candidates, model b's three, under the judge's k = 5: both rows are
+    pass@4 (the most any answer ranks), model b's scored on the three it ranks, so the models compare at
+    one k; never a pass@3 row for a and a pass@4 row for b, nor a row of a's failed arm alone."""
+    from consilium.reports.papers.medbench import pass_at_k_table
+    from consilium.reports.papers.per_case import FailedArm
+
+    answers = {("a", "c1"): (False, False, False, True), ("a", "c2"): (False, False, False, False),
+               ("b", "c1"): (False, True, False), ("b", "c2"): (None, False, False), ("b", "c3"): (True, False, False)}
+    responses = [ranked_response(f"model-{model}", case, matches) for (model, case), matches in answers.items()]
+    failed = {("model-a", "structured"): [FailedArm("model-a", "structured", "c3", "")]}
+    rows = {(r["model"], r["metric"]): r for r in pass_at_k_table(responses, failed)}
+    assert set(rows) == {(f"model-{m}", metric) for m in "ab" for metric in ("pass@1", "pass@4")}
+    # by hand: a's pass@4 is c1 (rank 4) of c1, c2 and its failed c3 (incorrect): 1 of 3; b's c2 leads with a
+    # candidate not evaluable and no match after it (undecided), so c1 and c3 of 2
+    for model, correct, n, failures in (("a", 1, 3, 1), ("b", 2, 2, 0)):
+        row = rows[(f"model-{model}", "pass@4")]
+        low, high = wilson(correct, n)
+        assert (row["k"], row["cases"], row["correct"], row["failed"]) == (4, n, correct, failures)
+        assert row["ci_low"] == round(low, 4) and row["ci_high"] == round(high, 4)
+        assert row["note"].startswith("pass@5 n/a: the responses rank at most 4 candidates")
+    assert "3 response(s) rank fewer than 4, scored on those" in rows[("model-b", "pass@4")]["note"]
+    # pass@1: b's c2 leads with a candidate not evaluable: not evaluable, out of the cases
+    assert (rows[("model-b", "pass@1")]["cases"], rows[("model-b", "pass@1")]["correct"],
+            rows[("model-b", "pass@1")]["not_evaluable"]) == (2, 1, 1)
+
+
+def decision(case: str, scores: tuple[int | None, ...], replicate: str, model: str = "m") -> Response:
+    from consilium.judges.record import JudgementItem
+
+    return Response(model, "board-agents", case, "otb-four-decision", tuple(
+        JudgementItem(component="conclusion", criterion=d, score=None if v is None else float(v),
+                      not_evaluable=v is None) for d, v in zip(DIMS, scores, strict=True)), replicate=replicate)
+
+
+def test_the_opentumorboard_means_average_a_cases_replicates_first() -> None:
+    """Two replicates per case, some not evaluable: the four-decision score, its dimensions, the conclusion
+    alignment and the Specialist Turn's score and rates are each the mean over cases of the case's
+    replicate mean (as Strict, O1 and pass@k), never a mean pooled over the arms."""
+    from consilium.judges.record import JudgementItem
+    from consilium.reports.papers.otb import conclusion_alignment, decision_dimensions, four_decision, specialist_turn
+
+    # case → its replicates' dimension scores (therapy, surgery, next action, clinical trial)
+    decisions = {"c1": ((5, -1, 5, -1), (1, -1, 1, -1)), "c2": ((4, 4, -1, -1), (None, None, None, None)),
+                 "c3": ((-1, -1, -1, 3), (-1, -1, -1, -1))}
+    responses = [decision(case, scores, str(r)) for case, reps in decisions.items() for r, scores in enumerate(reps)]
+
+    def weighted(scores: tuple[int | None, ...]) -> float | None:
+        inside = [(W[d], s) for d, s in zip(DIMS, scores, strict=True) if s is not None and s != -1]
+        return sum(w * s / 5 for w, s in inside) / sum(w for w, _ in inside) if inside else None
+
+    # c1: (1.0 + 0.2) / 2 = 0.6; c2: 0.8 (its other replicate not evaluable); c3: 0.6 (the other none in scope)
+    case_means = [0.6, (1.25 * 4 / 5 + 4 / 5) / 2.25, 0.6]
+    assert [weighted(decisions["c1"][0]), weighted(decisions["c1"][1])] == [1.0, 0.2]
+    [row] = four_decision(responses)
+    assert (row["responses"], row["scored"], row["not_evaluable"], row["no_decision_in_scope"], row["cases"]) == \
+        (6, 4, 1, 1, 3)
+    assert row["weighted_mean"] == pytest.approx(sum(case_means) / 3, abs=1e-4)
+    assert row["weighted_mean"] != pytest.approx((1.0 + 0.2 + 0.8 + 0.6) / 4, abs=1e-4)  # the arms pooled
+    dims = {r["dimension"]: r for r in decision_dimensions(responses)}
+    # therapy: c1 (5 + 1) / 2 = 3, c2 4 → 3.5 over 2 cases (pooled over arms: 10 / 3)
+    assert (dims["therapy"]["in_scope"], dims["therapy"]["cases"], dims["therapy"]["mean"]) == (3, 2, 3.5)
+    assert (dims["clinical_trial"]["in_scope"], dims["clinical_trial"]["out_of_scope"],
+            dims["clinical_trial"]["not_evaluable"], dims["clinical_trial"]["mean"]) == (1, 4, 1, 3.0)
+
+    alignments = {"c1": (5, 1), "c2": (4, None), "c3": (2, 3)}
+    aligned = [Response("m", "board-agents", case, "otb-conclusion-alignment", (JudgementItem(
+        component="conclusion", criterion="conclusion_alignment", score=None if s is None else float(s),
+        not_evaluable=s is None),), replicate=str(r)) for case, reps in alignments.items() for r, s in enumerate(reps)]
+    [row] = conclusion_alignment(aligned)
+    means = [3.0, 4.0, 2.5]
+    centre = sum(means) / 3
+    assert (row["responses"], row["scored"], row["not_evaluable"], row["cases"]) == (6, 5, 1, 3)
+    assert row["mean"] == round(centre, 4)
+    assert row["sd"] == round((sum((m - centre) ** 2 for m in means) / 3) ** 0.5, 4)  # population SD, over cases
+
+    # Specialist Turn: (score, critical error, unsupported claim) per replicate; None: not evaluable
+    turns = {"t1": ((5, False, False), (3, True, True)), "t2": ((2, True, False), None)}
+    answered = [Response("m", "turn", case, "otb-clinical-equivalence", () if verdict is None else (JudgementItem(
+        component="answer", criterion="clinical_equivalence", score=float(verdict[0]),
+        flags={"critical_error": verdict[1], "unsupported_claim": verdict[2]}),), replicate=str(r))
+        for case, reps in turns.items() for r, verdict in enumerate(reps)]
+    [row] = specialist_turn(answered)
+    # t1: score 4, critical 0.5, unsupported 0.5; t2: score 2, critical 1, unsupported 0
+    assert (row["responses"], row["scored"], row["cases"], row["clinical_equivalence_mean"]) == (4, 3, 2, 3.0)
+    assert (row["critical_error_n"], row["critical_error_pct"]) == (1.5, 75.0)
+    assert (row["unsupported_claim_n"], row["unsupported_claim_pct"]) == (0.5, 25.0)

@@ -64,7 +64,8 @@ def rubric_summary(responses: list[Response], rubrics: set[str],
 _COUNTED = ("a case's replicates averaged first, intervals over cases (n = cases); a failed arm counts as "
             "incorrect (a missing answer, npcbench.txt App. C), shown in {column}; a case without {reference} is "
             "not evaluable for every model")
-_FAILED = "; a failed arm (no conclusion) is not evaluable, counted in failed"
+_FAILED = ("; means over cases, a case's replicates averaged first; a failed arm (no conclusion) is not evaluable, "
+           "counted in failed")
 
 
 def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int,

@@ -46,6 +46,7 @@ REPLICATE_NOTES = {
     "fig2_role_categories": "replicates pooled: each replicate's panel counted",
     "fig2_panel_sizes": "replicates pooled: each replicate's panel counted",
     "role_label_mapping": "replicates pooled: each replicate's panel counted",
+    "rubric_summary": _POOLED_SCORES,
     "cost": "replicates pooled: cases = replicate arms", "cost_by_stage": "replicates pooled: cases = replicate arms",
 }
 

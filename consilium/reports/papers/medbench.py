@@ -60,24 +60,49 @@ class _Metric:
     note: str = ""
 
 
-def _metrics(group: list[Response]) -> dict[tuple[str, str], _Metric]:
-    """(component, metric) → the group's outcomes. The differential's pass@k takes k = the judge's k, or
-    the most candidates any response of the group ranks when that is fewer: pass@5 of three candidates
+@dataclass(frozen=True)
+class _Depth:
+    """The table's one pass@k: ``k`` = the judge's k (``asked``), or the most candidates any response ranks
+    (``ranks``) when that is fewer, for every model and variant alike, so that their rows compare."""
+
+    asked: int
+    ranks: int
+
+    @property
+    def k(self) -> int:
+        return min(self.asked, self.ranks)
+
+
+def _differentials(group: list[Response]) -> list[tuple[Response, list[JudgementItem]]]:
+    return [(r, items) for r in group for component, items in by_component(r).items() if component == "differential"]
+
+
+def _depth(responses: list[Response]) -> _Depth | None:
+    """The pass@k of the rubric's responses (None when none has a differential): pass@5 of three candidates
     would be pass@3 under another name."""
+    found = _differentials([r for r in responses if r.rubric == RUBRIC])
+    if not found:
+        return None
+    return _Depth(max(_k(r, "differential", len(_ranked(items))) for r, items in found),
+                  max(len(_ranked(items)) for _, items in found))
+
+
+def _metrics(group: list[Response], depth: _Depth | None) -> dict[tuple[str, str], _Metric]:
+    """(component, metric) → the group's outcomes: the differential's pass@1 and pass@k (k of ``depth``),
+    the conclusion's pass@1."""
     found: dict[tuple[str, str], _Metric] = {}
-    differentials = [(r.case_id, items, _k(r, "differential", len(_ranked(items))))
-                     for r in group for component, items in by_component(r).items() if component == "differential"]
+    differentials = [(r.case_id, items) for r, items in _differentials(group)]
     if differentials:
-        asked = max(k for _, _, k in differentials)
-        ranks = max(len(_ranked(items)) for _, items, _ in differentials)
-        k = min(asked, ranks)
-        found[("differential", "pass@1")] = _Metric(1, [(case, outcome(items, 1)) for case, items, _ in differentials])
-        if k > 1:
-            fewer = sum(len(_ranked(items)) < k for _, items, _ in differentials)
-            notes = [f"pass@{asked} n/a: the responses rank at most {ranks} candidates"] if k < asked else []
-            notes += [f"{fewer} response(s) rank fewer than {k}, scored on those"] if fewer else []
+        found[("differential", "pass@1")] = _Metric(1, [(case, outcome(items, 1)) for case, items in differentials])
+    if depth is not None and depth.k > 1:
+        k = depth.k
+        fewer = sum(len(_ranked(items)) < k for _, items in differentials)
+        notes = [f"pass@{depth.asked} n/a: the responses rank at most {depth.ranks} candidates"] \
+            if k < depth.asked else []
+        notes += [f"{fewer} response(s) rank fewer than {k}, scored on those"] if fewer else []
+        if differentials:
             found[("differential", f"pass@{k}")] = _Metric(
-                k, [(case, outcome(items, k)) for case, items, _ in differentials], "; ".join(notes))
+                k, [(case, outcome(items, k)) for case, items in differentials], "; ".join(notes))
     conclusions = [(r.case_id, _conclusion(items)) for r in group for component, items in by_component(r).items()
                    if component != "differential"]
     if conclusions:
@@ -99,7 +124,8 @@ def pass_at_k_table(responses: list[Response], failed: Mapping[tuple[str, str], 
     failed, known = failed or {}, reference or (lambda case: None)
     groups = rubric_groups(responses, RUBRIC, failed)
     shapes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)  # variant → (component, metric) → k
-    metrics = {key: _metrics(group) for key, group in groups.items()}
+    depth = _depth(responses)
+    metrics = {key: _metrics(group, depth) for key, group in groups.items()}
     for (_, variant), found in metrics.items():
         shapes[variant].update({name: metric.k for name, metric in found.items()})
     rows = []

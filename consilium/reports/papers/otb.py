@@ -3,8 +3,10 @@ conclusion alignment, ROUGE-L; App. E.2 format checks), the four-decision rubric
 Table A4's dimensions) and the Specialist Turn (Table A2: clinical equivalence, critical-error and
 unsupported-claim rates).
 
-Each table's means are over the responses the judge scored; a failed arm has no conclusion to judge, so
-it is not evaluable and counted in ``failed`` (:mod:`consilium.reports.papers.per_case`)."""
+Counted as every paper table here counts (:mod:`consilium.reports.papers.per_case`): each mean is over the
+cases the judge scored, a case's replicates averaged first (``cases``; without replicates, the mean over the
+responses scored); ``responses``, ``scored`` and the other counts are of arms. A failed arm has no conclusion to
+judge, so it is not evaluable and counted in ``failed``."""
 
 from __future__ import annotations
 
@@ -21,9 +23,9 @@ from consilium.judges.scoring import weighted_decisions
 from consilium.protocols.board.protocol import BOARD
 from consilium.protocols.registry import read_trace
 from consilium.reports.compare import CohortData, arm_protocol, trace_location
-from consilium.reports.papers.per_case import FailedArm, rubric_groups
+from consilium.reports.papers.per_case import CaseValues, FailedArm, case_values, rubric_groups
 from consilium.reports.papers.responses import Response, by_component, group
-from consilium.reports.papers.stats import mean, pct, rate, sd
+from consilium.reports.papers.stats import count, mean, pct, rate, sd
 
 __all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment", "decision_dimensions",
            "four_decision", "rouge_l", "specialist_turn", "weights"]
@@ -61,6 +63,23 @@ def _decision_scores(response: Response) -> dict[str, int] | None:
     if not scores or (undecided and all(s == -1 for s in scores.values())):
         return None
     return scores
+
+
+def _case_mean(values: CaseValues) -> float | None:
+    """The mean over the cases of each case's mean over its replicates (rounded as every table's means)."""
+    return mean(list(values.means.values()))
+
+
+def _alignment_values(group: list[Response]) -> CaseValues:
+    """Each case's conclusion alignment (1–5), its replicates averaged."""
+    return case_values((r.case_id, _alignment(r)) for r in group)
+
+
+def _decision_values(group: list[Response]) -> CaseValues:
+    """Each case's four-decision score (App. E.2), its replicates averaged; a conclusion not evaluable or
+    with no decision in scope has none."""
+    return case_values((r.case_id, None if (s := _decision_scores(r)) is None else weighted_decisions(s, weights()))
+                       for r in group)
 
 
 def _partly_judged(response: Response) -> bool:
@@ -109,6 +128,8 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
         aligned = [_alignment(r) for r in alignment.get((model, variant), [])]
         decided = [_decision_scores(r) for r in decisions.get((model, variant), [])]
         means = [weighted_decisions(s, weights()) for s in decided if s is not None]
+        aligned_cases = _alignment_values(alignment.get((model, variant), []))
+        decided_cases = _decision_values(decisions.get((model, variant), []))
         rows.append({
             "model": model, "mode": variant.removeprefix("board-"), "arms": len(group_arms), "completed": len(done),
             "failed": len(group_arms) - len(done),
@@ -119,11 +140,11 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
             "rouge_l_n": len(rouge), "rouge_l_mean": mean(rouge),
             "conclusion_alignment_n": sum(s is not None for s in aligned),
             "conclusion_alignment_not_evaluable": sum(s is None for s in aligned),
-            "conclusion_alignment_mean": mean([s for s in aligned if s is not None]),
+            "conclusion_alignment_mean": _case_mean(aligned_cases),
             "four_decision_n": sum(m is not None for m in means),
             "four_decision_not_evaluable": sum(s is None for s in decided),
             "four_decision_partly_judged": sum(_partly_judged(r) for r in decisions.get((model, variant), [])),
-            "four_decision_mean": mean([m for m in means if m is not None]),
+            "four_decision_mean": _case_mean(decided_cases),
         })
     return rows
 
@@ -140,14 +161,15 @@ def board_stops(data: CohortData) -> list[dict[str, Any]]:
 
 
 def conclusion_alignment(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
-    """Per model and variant, the mean conclusion-alignment score (1–5, App. C.2) over the conclusions
-    the judge scored, with its population SD; conclusions not evaluable and failed arms are counted apart."""
+    """Per model and variant, the mean conclusion-alignment score (1–5, App. C.2) over the ``cases`` the judge
+    scored (a case's replicates averaged first), with its population SD over them; conclusions not evaluable
+    and failed arms are counted apart."""
     rows = []
     for (model, variant), group_responses in rubric_groups(responses, ALIGNMENT, failed or {}).items():
-        scores = [s for s in (_alignment(r) for r in group_responses) if s is not None]
-        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scores),
-                     "not_evaluable": len(group_responses) - len(scores),
-                     "failed": len((failed or {}).get((model, variant), [])), "mean": mean(scores), "sd": sd(scores)})
+        values = _alignment_values(group_responses)
+        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": values.arms,
+                     "not_evaluable": values.unknown, "failed": len((failed or {}).get((model, variant), [])),
+                     "cases": values.cases, "mean": _case_mean(values), "sd": sd(list(values.means.values()))})
     return rows
 
 
@@ -156,17 +178,18 @@ def four_decision(responses: list[Response], failed: Failed | None = None) -> li
     Σ w·(s/5) / Σ w over the judged dimensions in scope (s ≠ −1). A conclusion with no dimension judged
     is not evaluable; one with some dimensions not evaluable is scored on the others and counted in
     ``partly_judged``; one whose judged dimensions are all out of scope is counted apart; a failed arm
-    (no conclusion) is not evaluable, counted in ``failed``."""
+    (no conclusion) is not evaluable, counted in ``failed``. ``weighted_mean`` is over the ``cases`` scored,
+    a case's replicates averaged first."""
     rows = []
     for (model, variant), group_responses in rubric_groups(responses, DECISIONS, failed or {}).items():
         decided = [_decision_scores(r) for r in group_responses]
-        means = [weighted_decisions(s, weights()) for s in decided if s is not None]
-        scored = [m for m in means if m is not None]
-        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
+        values = _decision_values(group_responses)
+        rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": values.arms,
                      "not_evaluable": sum(s is None for s in decided),
                      "failed": len((failed or {}).get((model, variant), [])),
                      "partly_judged": sum(_partly_judged(r) for r in group_responses),
-                     "no_decision_in_scope": sum(m is None for m in means), "weighted_mean": mean(scored)})
+                     "no_decision_in_scope": values.unknown - sum(s is None for s in decided),
+                     "cases": values.cases, "weighted_mean": _case_mean(values)})
     return rows
 
 
@@ -174,39 +197,45 @@ def decision_dimensions(responses: list[Response], failed: Failed | None = None)
     """Per model, variant and dimension (App. C.3): the mean 1–5 score over the conclusions whose
     reference decides the dimension (score ≠ −1), with how many were in scope, out of scope (−1) and
     not evaluable, and the failed arms (no conclusion); the dimension's weight in the four-decision
-    score (E.2)."""
+    score (E.2). The mean is over the ``cases`` in scope, a case's replicates averaged first."""
     rows = []
     for (model, variant), group_responses in rubric_groups(responses, DECISIONS, failed or {}).items():
         for dimension in DIMENSIONS:
-            items = [i for r in group_responses for i in r.items if i.criterion == dimension]
-            judged = [i.score for i in items if i.score is not None]
-            in_scope = [s for s in judged if s != -1]
+            items = [(r.case_id, i.score) for r in group_responses for i in r.items if i.criterion == dimension]
+            judged = [s for _, s in items if s is not None]
+            in_scope = case_values((case, s if s != -1 else None) for case, s in items if s is not None)
             rows.append({"model": model, "variant": variant, "dimension": dimension,
-                         "weight": weights()[dimension], "in_scope": len(in_scope),
-                         "out_of_scope": len(judged) - len(in_scope),
+                         "weight": weights()[dimension], "in_scope": in_scope.arms,
+                         "out_of_scope": len(judged) - in_scope.arms,
                          "not_evaluable": len(group_responses) - len(judged),
-                         "failed": len((failed or {}).get((model, variant), [])), "mean": mean(in_scope)})
+                         "failed": len((failed or {}).get((model, variant), [])), "cases": in_scope.cases,
+                         "mean": _case_mean(in_scope)})
     return rows
 
 
 def specialist_turn(responses: list[Response], failed: Failed | None = None) -> list[dict[str, Any]]:
     """Per model and variant (Table A2): the mean clinical-equivalence score (1–5, App. C.1) and the
     critical-error and unsupported-claim rates, the share of scored answers with that flag set (§2.4),
-    over the answers the judge scored; answers not evaluable and failed arms are counted apart."""
+    over the answers the judge scored; answers not evaluable and failed arms are counted apart. Each is
+    over the ``cases``, a case's replicates averaged first (``critical_error_n`` is then a sum of case
+    shares)."""
     rows = []
     for (model, variant), group_responses in rubric_groups(responses, EQUIVALENCE, failed or {}).items():
         scored = []
         for response in group_responses:
             items = by_component(response).get("answer", [])
-            scored += [i for i in items if i.criterion == "clinical_equivalence" and i.score is not None]
-        flagged = [i for i in scored if {"critical_error", "unsupported_claim"} <= set(i.flags)]
-        critical = sum(i.flags["critical_error"] for i in flagged)
-        unsupported = sum(i.flags["unsupported_claim"] for i in flagged)
+            scored += [(response.case_id, i) for i in items
+                       if i.criterion == "clinical_equivalence" and i.score is not None]
+        flagged = [(case, i) for case, i in scored if {"critical_error", "unsupported_claim"} <= set(i.flags)]
+        equivalence = case_values((case, i.score) for case, i in scored)
+        critical = case_values((case, float(i.flags["critical_error"])) for case, i in flagged)
+        unsupported = case_values((case, float(i.flags["unsupported_claim"])) for case, i in flagged)
         rows.append({"model": model, "variant": variant, "responses": len(group_responses), "scored": len(scored),
                      "not_evaluable": len(group_responses) - len(scored),
-                     "failed": len((failed or {}).get((model, variant), [])),
-                     "clinical_equivalence_mean": mean([float(i.score) for i in scored if i.score is not None]),
-                     "flagged": len(flagged), "critical_error_n": critical,
-                     "critical_error_pct": pct(critical, len(flagged)), "unsupported_claim_n": unsupported,
-                     "unsupported_claim_pct": pct(unsupported, len(flagged))})
+                     "failed": len((failed or {}).get((model, variant), [])), "cases": equivalence.cases,
+                     "clinical_equivalence_mean": _case_mean(equivalence),
+                     "flagged": len(flagged), "critical_error_n": count(critical.total),
+                     "critical_error_pct": pct(critical.total, critical.cases),
+                     "unsupported_claim_n": count(unsupported.total),
+                     "unsupported_claim_pct": pct(unsupported.total, unsupported.cases)})
     return rows
