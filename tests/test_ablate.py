@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 from scipy.stats import wilcoxon
 
+from consilium.ablation.report import write_outputs
 from consilium.ablation.stats import holm, rank_biserial
+from consilium.ablation.tables import stat_rows
 from consilium.cli import main
 
 CASES = ("k1", "k2", "k3")
@@ -112,8 +114,54 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir
 
 
-def ablate(run_dir: Path, kind: str, *extra: str) -> Path:
-    out = run_dir.parent / f"out-{kind}"
+#: A jury of three judges that score the same final texts differently (case → text → score, tried in order);
+#: judge-a is the single judge's SCORES, so its score and the jury's median differ case by case.
+JURY_SCORES = {
+    "judge-a": SCORES,
+    "judge-b": {"k1": [("FULL rev", 2), ("report FULL", 3)], "k2": [("FULL rev", 1), ("report FULL", 2)],
+                "k3": [("report FULL", 3)]},
+    "judge-c": {"k1": [("FULL rev", 1), ("report FULL", 5)], "k2": [("FULL rev", 2), ("report FULL", 2)],
+                "k3": [("report FULL", 4)]},
+}
+
+
+def scored_by(model: str, scores: dict[str, list[tuple[str, int]]]) -> dict[str, Any]:
+    return {"model": model, "rules": [
+        {"stage": "judge", "contains_all": [MARK[case], text],
+         "json": {"conclusion_alignment": {"score": value, "rationale": "r"}}}
+        for case in scores for text, value in scores[case]]}
+
+
+def write_cases(root: Path) -> Path:
+    (root / "cases").mkdir(exist_ok=True)
+    for case in CASES:
+        (root / "cases" / f"{case}.json").write_text(json.dumps({
+            "id": case, "title": case, "kind": "diagnostic", "question": "What is the most likely diagnosis?",
+            "presentation": f"Case {MARK[case]}: fever and cough.",
+            "reference": {"diagnosis": "Pneumonia", "conclusion": "Treat community-acquired pneumonia."}}))
+    return root / "cases"
+
+
+@pytest.fixture(scope="module")
+def jury_cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three cases judged by a jury of three (--judge-model given three times): each item is its median."""
+    root = tmp_path_factory.mktemp("ablate-jury")
+    (root / "panel.json").write_text(json.dumps(panel_script()))
+    judges = []
+    for name, scores in JURY_SCORES.items():
+        (root / f"{name}.json").write_text(json.dumps(scored_by(name, scores)))
+        judges += ["--judge-model", f"scripted:{root / name}.json"]
+    (root / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    code = main(["cohort", "--cases", str(write_cases(root)), "--model", f"scripted:{root / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(root / "run.yaml"), "--judge", RUBRIC, *judges,
+                 "--concurrency", "4", "--out", str(root / "runs")])
+    assert code == 0
+    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    return run_dir
+
+
+def ablate(run_dir: Path, kind: str, *extra: str, name: str | None = None) -> Path:
+    out = run_dir.parent / (name or f"out-{kind}")
     assert main(["ablate", str(run_dir), "--kind", kind, "--out", str(out), "--bootstrap", "500", *extra]) == 0
     return out
 
@@ -140,7 +188,7 @@ def trace(out: Path, case: str, condition: str) -> dict[str, Any]:
 
 
 def p_of(differences: Sequence[float]) -> float:
-    return round(float(wilcoxon(differences, zero_method="wilcox").pvalue), 6)
+    return float(wilcoxon(differences, zero_method="wilcox").pvalue)
 
 
 def by_hand_rank_biserial(differences: Sequence[float]) -> float:
@@ -190,7 +238,7 @@ def test_no_deliberation(cohort: Path) -> None:
     assert "15 reused from the original traces, 0 new" in (out / "report.md").read_text()
 
 
-def test_leave_one_out(cohort: Path) -> None:
+def test_leave_one_out_and_primary_is_a_holm_family_of_its_own(cohort: Path) -> None:
     out = ablate(cohort, "leave-one-out")
     # A fixed panel makes no role assignment; the two remaining opinions are reused; the synthesis merges other
     # opinions (new), so every later call sees another report (new). k1 less CA: one round of 2 votes (3 new);
@@ -213,11 +261,16 @@ def test_leave_one_out(cohort: Path) -> None:
         assert float(rows[group]["mean_difference"]) == round(sum(d) / len(d), 4), group
         assert int(rows[group]["cases"]) == len(d)
     assert rows["pulmonology"]["p"] == "" and "not testable" in rows["pulmonology"]["note"]
-    testable = [g for g in diffs if any(diffs[g])]
-    ps = [p_of(diffs[g]) for g in testable]
-    for group, p, adjusted in zip(testable, ps, holm_by_hand(ps), strict=True):
-        assert float(rows[group]["p"]) == p and float(rows[group]["p_holm"]) == pytest.approx(adjusted, abs=1e-6)
+    for group in (g for g in diffs if any(diffs[g])):
+        assert float(rows[group]["p"]) == p_of(diffs[group])
         assert float(rows[group]["rank_biserial"]) == round(by_hand_rank_biserial(diffs[group]), 4)
+    # Holm: the testable categories are one family (each left-out arm once). The primary role's arm is also one
+    # of its category's, so `primary` tests those arms again: it is a family of its own, p_holm = p.
+    categories = ["internal_medicine", "cardiology", "neurology"]
+    for group, adjusted in zip(categories, holm_by_hand([p_of(diffs[g]) for g in categories]), strict=True):
+        assert float(rows[group]["p_holm"]) == pytest.approx(adjusted, rel=1e-9), group
+    assert float(rows["primary"]["p_holm"]) == float(rows["primary"]["p"]) == p_of(diffs["primary"])
+    assert rows["pulmonology"]["p_holm"] == ""
     drops = [(r["category"], float(r["mean_drop"])) for r in table(out / "contributions.csv")]
     assert drops == [("primary", 2.0), ("neurology", 1.5), ("cardiology", 1.0), ("internal_medicine", 0.6667),
                      ("pulmonology", 0.0)]
@@ -250,8 +303,8 @@ def test_max_rounds(cohort: Path) -> None:
     assert two["p"] == "" and float(two["mean_difference"]) == 0.0  # k2 ends at "FULL rev1" as the original: 3
     assert float(five["mean_difference"]) == round(2 / 3, 4) and float(five["p"]) == p_of([0, 2, 0])
     [adjusted_one, adjusted_five] = holm_by_hand([p_of([-2, 1, 0]), p_of([0, 2, 0])])
-    assert float(one["p_holm"]) == pytest.approx(adjusted_one, abs=1e-6)
-    assert float(five["p_holm"]) == pytest.approx(adjusted_five, abs=1e-6)
+    assert float(one["p_holm"]) == pytest.approx(adjusted_one, rel=1e-9)
+    assert float(five["p_holm"]) == pytest.approx(adjusted_five, rel=1e-9)
     assert float(stat(out, "max_rounds=5", "rounds")["mean_difference"]) == round(1 / 3, 4)
 
 
@@ -266,6 +319,105 @@ def test_moderator(cohort: Path) -> None:
                                                                                           "internal-medicine",
                                                                                           "pulmonology"]
     assert float(stat(out, "moderator")["mean_difference"]) == round((3 - 4 + 3 - 3 + 3 - 5) / 3, 4)
+
+
+def median_of_the_jury(case: str, text: str) -> float:
+    """The jury's verdict by hand: each judge's first rule that the text matches, the middle of the three."""
+    scores = sorted(next(v for t, v in JURY_SCORES[judge][case] if t in text) for judge in JURY_SCORES)
+    return float(scores[1])
+
+
+def test_ablation_pairs_are_judged_by_the_same_jury(jury_cohort: Path) -> None:
+    """A cap equal to the cohort's own re-runs every arm call for call: the traces are the originals', so with
+    both sides judged by the cohort's jury every difference is exactly 0. A cap of 1 changes k1's answer only."""
+    out = ablate(jury_cohort, "max-rounds", "--max-rounds", f"1,{MAX_ROUNDS}")
+    # The originals' final reports: k1 "FULL rev1" (median of 4, 2, 1), k2 "FULL rev2" (3, 1, 2), k3 "FULL" (5, 3, 4)
+    finals = {"k1": "ZQALPHA report FULL rev1", "k2": "ZQBRAVO report FULL rev2", "k3": "ZQCHARLIE report FULL"}
+    originals = {c: median_of_the_jury(c, t) for c, t in finals.items()}
+    assert originals == {"k1": 2.0, "k2": 2.0, "k3": 4.0}
+    arms = {(r["condition"], r["case_id"]): r for r in table(out / "arms.csv")}
+    for case, score in originals.items():
+        for cap in (1, MAX_ROUNDS):
+            assert float(arms[(f"max-rounds-{cap}", case)][f"score_original:{RUBRIC}"]) == score
+    for metric in (METRIC, "rounds", "tokens"):
+        row = stat(out, f"max_rounds={MAX_ROUNDS}", metric)
+        assert int(row["cases"]) == 3 and int(row["pairs_left_out"]) == 0, metric
+        assert (float(row["mean_difference"]), float(row["ci_low"]), float(row["ci_high"])) == (0.0, 0.0, 0.0), metric
+        assert row["p"] == "" and row["note"] == "not testable: every difference is zero"
+    pairs = [r for r in table(out / "pairs.csv") if r["group"] == f"max_rounds={MAX_ROUNDS}"]
+    assert len(pairs) == 9 and all(float(r["difference"]) == 0.0 for r in pairs)
+    # Cap 1 stops every case after its first vote: the initial report "report FULL" is the answer.
+    ablated = {c: median_of_the_jury(c, "report FULL") for c in CASES}
+    assert ablated == {"k1": 3.0, "k2": 2.0, "k3": 4.0}
+    one = stat(out, "max_rounds=1")
+    assert float(one["mean_difference"]) == round(sum(ablated[c] - originals[c] for c in CASES) / 3, 4)
+    # every ablated judgement is the jury's: three votes per item and the median's rule
+    judgement = json.loads(next(out.glob(f"arms/*/*/k2.free-form.max-rounds-1.judge.{RUBRIC}.json")).read_text())
+    assert judgement["judge_model"] == "jury[judge-a, judge-b, judge-c]"
+    assert [len(i["votes"]) for i in judgement["items"]] == [3] and judgement["items"][0]["verdict"]["rule"] == "median"
+    report = (out / "report.md").read_text()
+    assert "originals judged by jury[judge-a, judge-b, judge-c]: 3 judgements read from the cohort, 0 made here" \
+        in report, report
+    assert "ablated arms judged by jury[judge-a, judge-b, judge-c]" in report
+    assert not (out / "originals").exists()  # the cohort's own verdicts were the same jury's: read, not remade
+
+
+def test_another_judge_re_judges_the_originals_too(cohort: Path) -> None:
+    """--judge-model naming another judge than the cohort's: the originals are judged again by it (into the
+    ablation's folder; the cohort's judgements stay as they were), so both sides of a pair are its scores."""
+    other = {"k1": [("FULL rev", 1), ("report FULL", 5)], "k2": [("FULL rev", 4), ("report FULL", 2)],
+             "k3": [("report FULL", 2)]}
+    script = cohort.parent.parent / "other-judge.json"
+    script.write_text(json.dumps(scored_by("judge-other", other)))
+    kept = {p: p.read_bytes() for p in cohort.rglob(f"*.judge.{RUBRIC}.json")}
+    assert len(kept) == 3
+    out = ablate(cohort, "max-rounds", "--max-rounds", f"1,{MAX_ROUNDS}", "--judge-model", f"scripted:{script}",
+                 name="out-other-judge")
+    by_other = {"k1": 1.0, "k2": 4.0, "k3": 2.0}  # the originals' final reports as the other judge scores them
+    arms = {(r["condition"], r["case_id"]): r for r in table(out / "arms.csv")}
+    assert {c: float(arms[(f"max-rounds-{MAX_ROUNDS}", c)][f"score_original:{RUBRIC}"]) for c in CASES} == by_other
+    same = stat(out, f"max_rounds={MAX_ROUNDS}")
+    assert (float(same["mean_difference"]), float(same["ci_low"]), float(same["ci_high"])) == (0.0, 0.0, 0.0)
+    one = stat(out, "max_rounds=1")  # "report FULL": 5, 2, 2
+    assert float(one["mean_difference"]) == round((5 - 1 + 2 - 4 + 2 - 2) / 3, 4)
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert len(list((out / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
+    report = (out / "report.md").read_text()
+    assert "originals judged by judge-other: 0 judgements read from the cohort, 3 made here" in report, report
+    assert "ablated arms judged by judge-other" in report
+
+
+def test_judge_and_jury_of_a_cohort_read_its_own_arms_not_its_ablations(
+        jury_cohort: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An ablation in its default place (RUN_DIR/ablate/…) holds 3 more traces and jury judgements; judging the
+    cohort again judges its 3 arms, and the jury's statistics read its 3 answers, none of the ablation's."""
+    assert main(["ablate", str(jury_cohort), "--kind", "no-deliberation", "--bootstrap", "100"]) == 0
+    inside = list((jury_cohort / "ablate").rglob(f"*.judge.{RUBRIC}.json"))
+    assert len(inside) == 3
+    capsys.readouterr()
+    judges = [a for name in JURY_SCORES for a in ("--judge-model", f"scripted:{jury_cohort.parent.parent}/{name}.json")]
+    assert main(["judge", str(jury_cohort), "--rubric", RUBRIC, *judges]) == 0
+    judged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("== ") and "->" in line]
+    assert sorted(line.split()[1] for line in judged) == [f"{c}.free-form.trace.json" for c in CASES]
+    assert main(["jury", str(jury_cohort), "--rubric", RUBRIC, "--out", str(jury_cohort.parent / "jury-out")]) == 0
+    assert f"on rubric {RUBRIC}: 3 answers" in capsys.readouterr().out
+
+
+def test_failed_ablated_arms_are_counted_in_pairs_left_out(cohort: Path) -> None:
+    """Another moderator that fails on k3's synthesis: k3's ablated arm fails, enters no pair, and is counted
+    as a pair left out of every metric of its comparison; k1 and k2 are paired as in test_moderator."""
+    script = moderator_script()
+    script["rules"].insert(0, {"stage": "synthesis", "contains": MARK["k3"], "fail": "model"})
+    moderator = cohort.parent.parent / "moderator-failing.json"
+    moderator.write_text(json.dumps(script))
+    out = ablate(cohort, "moderator", "--moderator-model", f"scripted:{moderator}", name="out-moderator-failing")
+    assert {r["case_id"]: r["status"] for r in table(out / "arms.csv")} == \
+        {"k1": "completed", "k2": "completed", "k3": "failed"}
+    for metric in (METRIC, "rounds", "tokens"):
+        row = stat(out, "moderator", metric)
+        assert (int(row["cases"]), int(row["pairs_left_out"])) == (2, 1), metric
+    assert float(stat(out, "moderator")["mean_difference"]) == round((3 - 4 + 3 - 3) / 2, 4)
+    assert "1 failed" in (out / "report.md").read_text()
 
 
 def test_replicates_are_averaged_within_their_case(tmp_path: Path) -> None:
@@ -311,6 +463,27 @@ def test_the_statistics_helpers_agree_with_the_hand_formulas() -> None:
     assert holm(ps) == pytest.approx([0.03, 0.06, None, 0.06])
 
 
+def test_a_p_value_below_1e_4_is_kept_and_printed_as_such_never_as_zero(tmp_path: Path) -> None:
+    """25 cases that all went up, by distinct amounts: Wilcoxon's exact two-sided p is 2 / 2**25 (the one
+    all-positive sign pattern and its mirror), 6e-8, which six decimals would round to 0."""
+    differences = [0.1 * (i + 1) for i in range(25)]
+    pairs = [{"group": "single", "model": "m", "format": "free-form", "metric": METRIC, "case_id": f"c{i}",
+              "arms": 1, "original": 1.0, "ablated": 1.0 + d, "difference": d} for i, d in enumerate(differences)]
+    pairs += [{**r, "case_id": f"k{i}", "original": 2.0, "ablated": 2.0 + d, "difference": d, "group": "other"}
+              for i, (r, d) in enumerate(zip(pairs[:6], [0.5, -0.25, 1.0, 0.75, -1.5, 2.0], strict=True))]
+    stats = stat_rows(pairs, {}, draws=200, seed=0)
+    row = next(r for r in stats if r["group"] == "single")
+    assert row["p"] == 2 / 2**25 == p_of(differences) and row["p_holm"] == min(1.0, 2 * 2 / 2**25)
+    other = next(r for r in stats if r["group"] == "other")
+    assert other["p"] == p_of([0.5, -0.25, 1.0, 0.75, -1.5, 2.0]) > 1e-4
+    write_outputs(tmp_path, "single", {"stats": stats, "stop_reasons": [], "calls": []}, ["by hand"])
+    lines = {line.split(" | ")[0]: line for line in (tmp_path / "report.md").read_text().splitlines()
+             if line.startswith("| single") or line.startswith("| other")}
+    assert lines["| single"].endswith("| < 1e-4 | < 1e-4 | – |"), lines["| single"]
+    assert f"| {other['p']:.4f} |" in lines["| other"], lines["| other"]  # four decimals, as every other cell
+    assert [float(r["p"]) for r in table(tmp_path / "stats.csv")] == [r["p"] for r in stats]
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["ablate", "/no/such/run", "--kind", "single"], "/no/such/run: no such run folder"),
     (["ablate", "{run}", "--kind", "moderator"], "--moderator-model: --kind moderator needs"),
@@ -320,6 +493,8 @@ def test_the_statistics_helpers_agree_with_the_hand_formulas() -> None:
     (["ablate", "{run}", "--kind", "sideways"], "--kind"),
     (["ablate", "{run}", "--kind", "single", "--max-rounds", "2"], "--max-rounds: only"),
     (["ablate", "{cases}", "--kind", "single"], "no manifest.json"),
+    (["ablate", "{run}", "--kind", "single", "--judge-model", "embedded", "--judge-model", "embedded"],
+     "--judge-model: embedded given twice"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cohort: Path, argv: list[str], expected: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,35 +1,70 @@
-"""Scores of the original and the ablated arms, by the cohort's rubrics and judge model.
+"""Scores of the original and the ablated arms, both sides by the same judges.
 
-The originals keep the judgements the cohort wrote beside their traces; an original without one (a rubric
-given with ``--judge`` that the cohort did not judge with) is judged here, and its judgement written under the
-ablation's folder, never into the cohort's. Every completed ablated arm is judged with the same judge model.
-An arm's score for a rubric is the mean of the numeric per-output items of its ``conclusion`` (the final
-report, or the baseline's answer: what each ablation changes); whole-case criteria and items not evaluable
-are left out, and an arm without one scored item has no score (its pair is left out and counted).
+A pair compares two scores only when one judge (or one jury, with its verdict rule) made both. The judges are
+the cohort's (its ``judge_model`` and ``jury_models``) unless ``--judge-model`` names others. An original's
+judgement beside its trace is read when those same judges made it (:func:`made_by`: the same judge model, or
+the same jury in the same order, and the same judge prompt); otherwise, or when it has none, the original is
+judged here, into the ablation's ``originals/`` folder, never into the cohort's. Every completed ablated arm is
+judged by the same judges. An arm's score for a rubric is the mean of the numeric per-output items of its
+``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case criteria
+and items not evaluable are left out, and an arm without one scored item has no score (its pair is left out
+and counted).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.ablation.run import AblatedArm
 from consilium.ablation.source import Cohort, OriginalArm, judgement_path, read_judgement
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.jury import members_of
 from consilium.judges.many import judge_files
+from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 
-__all__ = ["SCORED_COMPONENT", "Scores", "arm_score", "judge_arms"]
+__all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by"]
 
 #: The component an arm's score is read from.
 SCORED_COMPONENT = "conclusion"
 
 #: rubric → trace path → the arm's score (None: nothing scored).
 Scores = dict[str, dict[Path, float | None]]
+
+
+@dataclass
+class Judged:
+    """Both sides' scores, and where the originals' judgements came from."""
+
+    originals: Scores
+    ablated: Scores
+    read: int = 0  #: originals' judgements read from the cohort (made by the same judges)
+    made: int = 0  #: originals judged here
+    other_judge: list[str] = field(default_factory=list)  #: who made the cohort's judgements that were not reused
+
+
+def judges_label(setups: Sequence[JudgeSetup]) -> str:
+    """The judges as a judgement they make records them (``judge_model``): a model id, or ``jury[a, b, …]``."""
+    if len(setups) == 1:
+        return setups[0].model.model_id
+    return "jury[" + ", ".join(m.model for m in members_of(setups)) + "]"
+
+
+def made_by(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) -> bool:
+    """Whether ``judgement`` is the one these judges make: the same judge model (a jury: the same judges, by
+    spec and model, in the same order, so the same verdict rule over the same votes) and the same prompt."""
+    if judgement.prompt_hash != judge_prompt_hash(rubric) or judgement.judge_model != judges_label(setups):
+        return False
+    if len(setups) == 1:
+        return judgement.jury is None
+    return judgement.jury is not None and \
+        [(m.judge, m.model) for m in judgement.jury] == [(m.judge, m.model) for m in members_of(setups)]
 
 
 def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
@@ -41,35 +76,37 @@ def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
 
 
 async def judge_arms(cohort: Cohort, ablated: Sequence[AblatedArm], rubrics: Sequence[Rubric],
-                     setup: JudgeSetup | None, out: Path, *, limit: int) -> tuple[Scores, Scores, int]:
-    """(the originals' scores, the ablated arms' scores, how many originals were judged here)."""
-    originals: Scores = {r.name: {} for r in rubrics}
-    scores: Scores = {r.name: {} for r in rubrics}
+                     setups: Sequence[JudgeSetup], out: Path, *, limit: int) -> Judged:
+    """Every rubric's scores of the originals of ``ablated`` and of its completed arms, by ``setups``."""
+    judged = Judged({r.name: {} for r in rubrics}, {r.name: {} for r in rubrics})
     jobs: list[tuple[Rubric, Path]] = []
     where: dict[tuple[str, Path], Path] = {}  # (rubric, trace) → where its judgement goes
     arms: dict[Path, OriginalArm] = {a.path(cohort.run_dir): a for a in dict.fromkeys(x.original for x in ablated)}
     for rubric in rubrics:
         for path, original in arms.items():
             found = read_judgement(judgement_path(path, rubric.name))
+            if found is not None and setups and made_by(found, setups, rubric):
+                judged.originals[rubric.name][path] = arm_score(found, rubric)
+                judged.read += 1
+                continue
             if found is not None:
-                originals[rubric.name][path] = arm_score(found, rubric)
-            else:
-                jobs.append((rubric, path))
-                where[(rubric.name, path)] = judgement_path(out / "originals" / original.trace, rubric.name)
+                judged.other_judge.append(found.judge_model)
+            jobs.append((rubric, path))
+            where[(rubric.name, path)] = judgement_path(out / "originals" / original.trace, rubric.name)
         for arm in ablated:
             if arm.after.status == "completed":
                 jobs.append((rubric, arm.path))
                 where[(rubric.name, arm.path)] = judgement_path(arm.path, rubric.name)
             else:
-                scores[rubric.name][arm.path] = None
-    judged_originals = sum(1 for _, p in jobs if p in arms)
-    if jobs and setup is None:
+                judged.ablated[rubric.name][arm.path] = None
+    judged.made = sum(1 for _, p in jobs if p in arms)
+    if jobs and not setups:
         raise UserError("--judge-model: the cohort names no judge model; give one to judge with")
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
         write_text_atomic(where[(rubric.name, path)], judgement.model_dump_json(indent=2) + "\n")
-        (originals if path in arms else scores)[rubric.name][path] = arm_score(judgement, rubric)
+        (judged.originals if path in arms else judged.ablated)[rubric.name][path] = arm_score(judgement, rubric)
 
-    if jobs and setup is not None:
-        await judge_files(jobs, setup, done, limit=max(1, limit))
-    return originals, scores, judged_originals
+    if jobs:
+        await judge_files(jobs, setups, done, limit=max(1, limit))
+    return judged

@@ -8,7 +8,9 @@
 - ``max-rounds``: the round cap set to each value asked for.
 
 Each :class:`Condition` names the comparisons it enters (``groups``): the kind's own name, a round cap, or for
-leave-one-out the left-out role's category and, for the primary role, ``primary``.
+leave-one-out the left-out role's category and, for the primary role, ``primary``. Holm's adjustment runs over
+a family of comparisons in which each ablated arm enters once (:func:`holm_family`): the categories are one,
+``primary``, whose arms are also its categories', another.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from consilium.agents.records import AssignedRole
 from consilium.errors import UserError
 from consilium.traces.schema import TraceBase
 
-__all__ = ["KINDS", "Condition", "Kind", "conditions", "single_settings"]
+__all__ = ["KINDS", "PRIMARY", "Condition", "Kind", "conditions", "holm_family", "single_settings"]
 
 Kind = Literal["no-deliberation", "leave-one-out", "single", "moderator", "max-rounds"]
 #: In the order of docs/ablations.md.
@@ -29,6 +31,16 @@ KINDS: tuple[Kind, ...] = ("no-deliberation", "leave-one-out", "single", "modera
 #: The single-specialist baseline's settings that a consilium's run settings give it as they are.
 _SHARED_WITH_SINGLE = ("min_roles", "max_roles", "temperature", "seed", "max_repairs", "timeout_s", "wall_limit_s",
                        "role_labels", "report_budget_chars")
+
+
+#: The group of the primary role left out, whatever its category.
+PRIMARY = "primary"
+
+
+def holm_family(group: str) -> str:
+    """The Holm family a comparison belongs to: ``primary`` tests again arms its categories test, so it is a
+    family of its own; every other group of one model, format and metric is one family."""
+    return PRIMARY if group == PRIMARY else ""
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,7 @@ def conditions(kind: Kind, trace: TraceBase, *, moderator: str | None = None,
         return [Condition("moderator", ("moderator",), "consilium", {**settings, "panel": panel}, moderator=moderator)]
     if len(roles) < 2:
         return []
-    return [Condition(f"without-{_slug(role.id)}", (role.category, *(("primary",) if role.primary else ())),
+    return [Condition(f"without-{_slug(role.id)}", (role.category, *((PRIMARY,) if role.primary else ())),
                       "consilium", {**settings, "panel": [p for p in panel if p["id"] != role.id]}, left_out=role)
             for role in roles]
 

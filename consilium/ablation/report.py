@@ -6,13 +6,15 @@ overwritten."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from consilium.ablation.figures import forest_plot
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
-from consilium.fileio import make_folder, write_text_atomic
+from consilium.fileio import make_folder, write_json_atomic, write_text_atomic
+from consilium.traces.folder import ABLATION_RECORD, ABLATIONS
 
 __all__ = ["Tables", "new_folder", "write_outputs"]
 
@@ -22,20 +24,32 @@ _STAT_COLUMNS = ("group", "model", "format", "metric", "cases", "pairs_left_out"
                  "mean_difference", "ci_low", "ci_high", "rank_biserial", "wilcoxon_w", "p", "p_holm", "note")
 
 
-def new_folder(run_dir: Path, kind: str, out: Path | None) -> Path:
-    """``out`` if it does not exist yet (refused otherwise), else ``RUN_DIR/ablate/<kind>/run-<n>``, the next n."""
+def new_folder(run_dir: Path, kind: str, out: Path | None, *, judges: Sequence[str] = ()) -> Path:
+    """``out`` if it does not exist yet (refused otherwise), else ``RUN_DIR/ablate/<kind>/run-<n>``, the next n;
+    with its ``ablation.json``, which marks it as a run of its own: a command given the cohort's folder never
+    reads it as the cohort's (consilium/traces/folder.py)."""
     if out is not None:
         if out.exists():
             raise UserError(f"--out: {out}: already exists (an ablation never writes over one); name a new folder")
-        return make_folder(out)
-    base = run_dir / "ablate" / kind
-    n = 1
-    while (base / f"run-{n}").exists():
-        n += 1
-    return make_folder(base / f"run-{n}")
+        folder = make_folder(out)
+    else:
+        base = run_dir / ABLATIONS / kind
+        n = 1
+        while (base / f"run-{n}").exists():
+            n += 1
+        folder = make_folder(base / f"run-{n}")
+    write_json_atomic(folder / ABLATION_RECORD, {"kind": kind, "cohort": str(run_dir.resolve()), "judges": list(judges),
+                                        "created_at": datetime.now(UTC).isoformat()})
+    return folder
 
 
-def _cell(value: Any) -> str:
+#: Below this a p-value is printed as ``< 1e-4`` (stats.csv keeps the value as computed).
+P_SHOWN_FROM = 1e-4
+
+
+def _cell(value: Any, column: str = "") -> str:
+    if column in ("p", "p_holm") and isinstance(value, float) and value < P_SHOWN_FROM:
+        return "< 1e-4"
     if value is None or value == "":
         return "–"
     if isinstance(value, float):
@@ -47,7 +61,7 @@ def _markdown(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     if not rows:
         return "(none)\n"
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(_cell(r.get(c), c) for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -60,7 +74,9 @@ def write_outputs(out: Path, kind: str, tables: Tables, summary: list[str]) -> l
              "## Paired differences (ablated − original)\n",
              "One value per case (its ablated arms averaged); 95 % case-clustered bootstrap CI; rank-biserial "
              "from the signed ranks; Wilcoxon signed-rank (zero_method wilcox, two-sided); Holm across the "
-             "groups of one model, format and metric.\n", _markdown(tables["stats"], _STAT_COLUMNS)]
+             "groups of one model, format and metric (`primary`, whose arms are also its categories', apart); "
+             "a p below 1e-4 is shown as < 1e-4 (stats.csv has its value).\n",
+             _markdown(tables["stats"], _STAT_COLUMNS)]
     if "contributions" in tables:
         parts += ["## Which specialist mattered (mean score drop when left out)\n",
                   _markdown(tables["contributions"], ("category", "model", "format", "metric", "cases", "mean_drop",

@@ -6,11 +6,9 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from consilium.cohort.manifest import MANIFEST, CohortManifest, read_manifest
-from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.judges import record
 from consilium.judges.record import Judgement
 
 __all__ = ["Cohort", "OriginalArm", "judgement_path", "read_cohort", "read_judgement"]
@@ -71,14 +69,8 @@ def judgement_path(trace: Path, rubric: str) -> Path:
 
 
 def read_judgement(path: Path) -> Judgement | None:
-    """The judgement at ``path``; None when there is none; a file that is not one is a user error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """The judgement at ``path`` (read as every reader reads one: consilium.judges.record); None when there is
+    none; a file that is not one is a user error."""
+    if not path.is_file():
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable judgement ({exc})") from None
-    try:
-        return Judgement.model_validate_json(text)
-    except ValidationError as exc:
-        raise UserError(f"{path}: {first_error(exc)}") from None
+    return record.read_judgement(path)

@@ -4,8 +4,10 @@ calls reused, and for leave-one-out each role category's contribution.
 A comparison is (group, model, format, metric): the group a condition enters (consilium/ablation/kinds.py),
 the arm's model and format, and a metric: ``score:<rubric>`` (consilium/ablation/judging.py), ``rounds`` or
 ``tokens``. Only completed ablated arms of completed originals are paired; a pair without a score on either
-side is left out of that score's comparison (and counted in ``pairs_left_out``). Holm's family is every group
-of one (model, format, metric): each left-out category, each round cap.
+side is left out of that score's comparison (and counted in ``pairs_left_out``), and so is a failed ablated arm,
+from every metric of its comparisons. Holm's family is every group of one (model, format, metric) and one
+family (consilium/ablation/kinds.py): each left-out category, each round cap; ``primary`` apart, since its arms
+are also its categories'.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.ablation.judging import Scores
+from consilium.ablation.kinds import holm_family
 from consilium.ablation.run import AblatedArm
 from consilium.ablation.stats import holm, paired
 from consilium.cohort.arms import relative
@@ -73,12 +76,11 @@ def pair_rows(arms: Sequence[AblatedArm], run_dir: Path, originals: Scores,
     found: dict[_Comparison, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     left_out: dict[_Comparison, int] = defaultdict(int)
     for arm in arms:
-        if arm.after.status != "completed":
-            continue
+        failed = arm.after.status != "completed"
         for group in arm.condition.groups:
             for metric in metrics:
                 key = (group, arm.original.model, arm.original.format, metric)
-                before, after = _values(arm, metric, run_dir, originals, scores)
+                before, after = (None, None) if failed else _values(arm, metric, run_dir, originals, scores)
                 if before is None or after is None:
                     left_out[key] += 1
                 else:
@@ -115,18 +117,13 @@ def stat_rows(pairs: Sequence[dict[str, Any]], left_out: dict[_Comparison, int],
         else:
             row.update(note="no pair")
         rows.append(row)
-    families: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    families: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        families[(row["model"], row["format"], row["metric"])].append(row)
-    for family in families.values():
-        for member, adjusted in zip(family, holm([r.get("p") for r in family]), strict=True):
-            member["p"] = _rounded_p(member.get("p"))
-            member["p_holm"] = _rounded_p(adjusted)
+        families[(row["model"], row["format"], row["metric"], holm_family(row["group"]))].append(row)
+    for members in families.values():
+        for member, adjusted in zip(members, holm([r.get("p") for r in members]), strict=True):
+            member["p_holm"] = adjusted  # p and p_holm as computed: a tiny p is never rounded to 0
     return rows
-
-
-def _rounded_p(p: float | None) -> float | None:
-    return None if p is None else round(p, 6)
 
 
 def _counted_under(arm: AblatedArm) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from consilium import aio
-from consilium.ablation.judging import Scores, judge_arms
+from consilium.ablation.judging import Judged, judge_arms, judges_label
 from consilium.ablation.kinds import KINDS, Kind
 from consilium.ablation.report import new_folder, write_outputs
 from consilium.ablation.run import AblatedArm, run_ablation
@@ -52,8 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="--kind max-rounds: the round caps to sweep (default 1,2,3,5)")
     parser.add_argument("--judge", action="append", default=None, metavar="RUBRIC",
                         help="score with this rubric (repeatable; default: the cohort's rubrics)")
-    parser.add_argument("--judge-model", default=None, metavar="SPEC",
-                        help="the judge's model (default: the cohort's judge model)")
+    parser.add_argument("--judge-model", action="append", default=None, metavar="SPEC",
+                        help="the judge's model; given again, a jury (default: the cohort's judge or jury). Other "
+                             "judges than the cohort's judge the originals again too (docs/ablations.md, Judging)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="a new folder for the results (default: RUN_DIR/ablate/<kind>/run-<n>)")
     parser.add_argument("--bootstrap", type=positive_int, default=10_000, metavar="N",
@@ -88,6 +89,19 @@ def _rubrics(args: argparse.Namespace, cohort: Cohort) -> list[Rubric]:
     return [load_rubric(name, flag="--judge") for name in dict.fromkeys(names)]
 
 
+def _judge_specs(args: argparse.Namespace, cohort: Cohort, rubrics: list[Rubric]) -> list[str]:
+    """Who judges both sides: each ``--judge-model`` given, else the cohort's judge and the rest of its jury."""
+    s = cohort.manifest.settings
+    given: list[str] = args.judge_model or []
+    twice = sorted({spec for spec in given if given.count(spec) > 1})
+    if twice:
+        raise UserError(f"--judge-model: {', '.join(twice)} given twice (each judge of a jury once)")
+    specs = given or ([s.judge_model, *s.jury_models] if s.judge_model else [])
+    if rubrics and not specs:
+        raise UserError("--judge-model: the cohort names no judge model; give one to judge both sides with")
+    return specs if rubrics else []
+
+
 def _progress() -> Callable[[AblatedArm], None]:
     """One line on stderr per ablated arm as it finishes."""
     count = [0]
@@ -113,32 +127,29 @@ def run(args: argparse.Namespace) -> int:
     caps: tuple[int, ...] = args.max_rounds or DEFAULT_CAPS
     cohort = read_cohort(args.run_dir)
     rubrics = _rubrics(args, cohort)
+    judges = _judge_specs(args, cohort, rubrics)
     s = cohort.manifest.settings
     options = _options(args, cohort)
     specs = dict.fromkeys([*(a.model_spec for a in cohort.arms), *([s.moderator_model] if s.moderator_model else []),
                            *([args.moderator_model] if args.moderator_model else [])])
     models: dict[str, ChatModel] = {spec: build_model(spec, options) for spec in specs}
-    judge_spec = args.judge_model or s.judge_model
-    if rubrics and not judge_spec:
-        raise UserError("--judge-model: the cohort names no judge model; give one to judge the ablated arms")
-    judge = build_model(judge_spec, options) if rubrics and judge_spec else None
-    out = new_folder(args.run_dir, kind, args.out)
+    # The cohort's judges as it built them (consilium/cli/cohort_finish.py): each named by its spec.
+    setups = [JudgeSetup(model=build_model(spec, options), scope=s.judge_scope, name=spec) for spec in judges]
+    out = new_folder(args.run_dir, kind, args.out, judges=judges)
     limit = options.max_concurrency
     started = time.perf_counter()
 
-    setup = JudgeSetup(model=judge, scope=s.judge_scope) if judge else None
-
-    async def go() -> tuple[list[AblatedArm], tuple[Scores, Scores], int]:
+    async def go() -> tuple[list[AblatedArm], Judged]:
         try:
             arms = await run_ablation(cohort, kind, models, out, moderator=args.moderator_model,
                                       max_rounds=caps, limit=limit, on_done=_progress())
-            originals, scores, judged = await judge_arms(cohort, arms, rubrics, setup, out, limit=limit)
-            return arms, (originals, scores), judged
+            return arms, await judge_arms(cohort, arms, rubrics, setups, out, limit=limit)
         finally:
-            for model in [*models.values(), *([judge] if judge else [])]:
+            for model in [*models.values(), *(setup.model for setup in setups)]:
                 await model.aclose()
 
-    arms, (originals, scores), judged = aio.run(go())
+    arms, judged = aio.run(go())
+    originals, scores = judged.originals, judged.ablated
     pairs, left_out = pair_rows(arms, cohort.run_dir, originals, scores)
     stats = stat_rows(pairs, left_out, draws=args.bootstrap, seed=args.seed)
     tables = {"arms": arm_rows(arms, cohort.run_dir, out, originals, scores), "pairs": pairs, "stats": stats,
@@ -150,9 +161,20 @@ def run(args: argparse.Namespace) -> int:
                f"arms ({sum(a.after.status != 'completed' for a in arms)} failed)",
                f"calls: {reused} reused from the original traces, {new} new",
                f"judged with: {', '.join(r.name for r in rubrics) or 'no rubric'}"
-               + (f" by {judge_spec}" if rubrics else "") + (f"; {judged} original judgements made here" if judged
-                                                              else ""),
+               + (f" by {', '.join(judges)}" if judges else ""),
+               *_judged_lines(judged, setups),
                f"wall time: {time.perf_counter() - started:.1f} s"]
     write_outputs(out, kind, tables, summary)
     print(f"{len(arms)} ablated arms: {reused} calls reused, {new} new; results in {out}")
     return 0
+
+
+def _judged_lines(judged: Judged, setups: list[JudgeSetup]) -> list[str]:
+    """Who judged each side of the pairs: the same judges, and where the originals' judgements came from."""
+    if not setups:
+        return []
+    label = judges_label(setups)
+    others = sorted(set(judged.other_judge))
+    return [f"originals judged by {label}: {judged.read} judgements read from the cohort, {judged.made} made here"
+            + (f" (the cohort's by {', '.join(others)} were not reused: another judge)" if others else ""),
+            f"ablated arms judged by {label}"]
