@@ -158,3 +158,17 @@ def test_an_integer_of_5000_digits_is_one_line_in_every_reader(
     # Just under the limit is a number like any other.
     case_file(folder, text.replace(digits, "7" * 4300), f"big{suffix}")
     assert load_case(path).metadata["count"] == int("7" * 4300)
+
+
+def test_only_decimal_integers_have_a_digit_limit_in_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML's binary, hex and octal literals convert at any length: their value, not their text, is held to
+    4,300 decimal digits (2**5000 has 1,506 digits, 8**4000 3,613; 16**3600 and 8**4800 have 4,335)."""
+    path = case_file(tmp_path, with_metadata(f"  bits: 0b{'1' * 5000}\n  octal: 0{'7' * 4000}\n"), "base2.yaml")
+    metadata = load_case(path).metadata
+    assert metadata["bits"] == 2**5000 - 1 and metadata["octal"] == 8**4000 - 1
+    assert len(str(2**5000 - 1)) == 1506 and len(str(8**4000 - 1)) == 3613
+    for name, literal in (("hex", f"0x{'f' * 3600}"), ("octal", f"0{'7' * 4800}")):
+        path = case_file(tmp_path, with_metadata(f"  {name}: {literal}\n"), f"{name}.yaml")
+        assert main(["cases", "validate", str(path)]) == 2
+        assert capsys.readouterr().out.splitlines()[0] == (
+            f"{path}: metadata.{name}: an integer of more than 4,300 digits; at most 4,300 are allowed")

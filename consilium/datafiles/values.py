@@ -64,11 +64,16 @@ class HugeInt(str):
     parsers so that :func:`check_value` can refuse it at its path instead of the parser failing without one."""
 
 
-def huge_int(digits: str) -> HugeInt | None:
-    """``digits`` (an integer literal: sign, digits, YAML's ``_``) as a :class:`HugeInt` when it has more
-    digits than :data:`MAX_INT_DIGITS`; None when it converts."""
-    count = sum(char.isdigit() for char in digits)
-    return HugeInt(digits) if count > MAX_INT_DIGITS else None
+def huge_int(literal: str) -> HugeInt | None:
+    """``literal`` (an integer literal: sign, digits, YAML's ``_``) as a :class:`HugeInt` when it is a decimal
+    of more digits than :data:`MAX_INT_DIGITS`; None when it converts. Only decimal text has the limit: YAML's
+    ``0b``, ``0x`` and octal (``0`` first) literals convert at any length, and :func:`check_value` refuses
+    the value when its decimal digits are past the limit."""
+    digits = literal.replace("_", "").lstrip("+-")
+    if digits.startswith(("0b", "0x")) or (digits.startswith("0") and digits != "0"):
+        return None  # bases 2, 16 and 8 convert at any length
+    longest = max(len(part) for part in digits.split(":"))  # a sexagesimal's parts are each converted
+    return HugeInt(literal) if longest > MAX_INT_DIGITS else None
 
 
 def _huge(value: Any) -> str | None:
