@@ -29,6 +29,7 @@ from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_model
 from consilium.protocols.registry import read_trace
+from consilium.traces.folder import trace_files as run_trace_files
 
 __all__ = ["add_scope_argument", "judge_specs", "judgement_path", "register", "run", "trace_files"]
 
@@ -77,12 +78,13 @@ def judge_specs(args: argparse.Namespace) -> list[str]:
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
-    """The traces named, and every ``*.trace.json`` under a folder named (a cohort keeps them in
-    ``arms/<model>/``), each once."""
+    """The traces named, and every ``*.trace.json`` of a folder named (a cohort keeps them in ``arms/<model>/``;
+    a run nested in it, such as an ablation's under ``ablate/``, is not its: consilium/traces/folder.py), each
+    once."""
     files: dict[Path, Path] = {}
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.trace.json") if p.is_file())
+            found = run_trace_files(path)  # the run's own: not an ablation's or another run's nested in it
         elif path.is_file():
             found = [path]
         else:
@@ -90,7 +92,8 @@ def trace_files(paths: list[Path]) -> list[Path]:
         for file in found:
             files.setdefault(file.resolve(), file)
     if not files:
-        raise UserError(f"{', '.join(map(str, paths))}: no *.trace.json files to judge (searched every subfolder)")
+        raise UserError(f"{', '.join(map(str, paths))}: no *.trace.json files to judge (searched its subfolders, not "
+                        f"the runs nested in it)")
     return list(files.values())
 
 

@@ -14,6 +14,7 @@ from consilium import aio
 from consilium.errors import ReplayDivergenceError, UserError
 from consilium.protocols.registry import protocol_of, read_trace
 from consilium.protocols.replay import first_difference, replay_trace
+from consilium.traces.folder import trace_files
 
 __all__ = ["register", "run"]
 
@@ -31,7 +32,7 @@ def _traces(paths: list[Path]) -> tuple[list[Path], bool]:
     folders = False
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.trace.json") if p.is_file())
+            found = trace_files(path)  # the run's own traces, not a run's nested in it
             if not found:
                 raise UserError(f"{path}: no *.trace.json files to replay (searched every subfolder)")
             files += found

@@ -18,6 +18,7 @@ from consilium.reports.view_cohort import arm_judgements
 from consilium.reports.view_html import check_ours, esc, page
 from consilium.reports.view_site import write_cohort_view
 from consilium.reports.viewer import arm_section
+from consilium.traces.folder import trace_files
 
 __all__ = ["register", "run"]
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         print(index)
         return 1 if done is not None and done.partial else 0
     if path.is_dir():
-        traces = sorted(path.rglob("*.trace.json"))
+        traces = trace_files(path)  # the run's own traces, not a run's nested in it
         out = args.out or path / "view.html"
     elif path.is_file():
         traces = [path]

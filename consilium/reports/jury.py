@@ -32,6 +32,7 @@ from consilium.judges.record import JuryMember, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.models.tokens import count_tokens
 from consilium.protocols.registry import read_trace
+from consilium.traces.folder import judgement_files
 
 __all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups", "length_rows", "load_jury",
            "out_of_scope_score", "self_preference_rows"]
@@ -102,7 +103,7 @@ def load_jury(run_dir: Path, rubric: Rubric) -> JuryData:
     text and its panel's model). One jury for all of them: a record of another jury is refused."""
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: not a run folder")
-    files = sorted(run_dir.rglob(f"*.judge.{rubric.name}.json"))
+    files = judgement_files(run_dir, rubric.name)  # the run's own, not a run's nested in it (an ablation's)
     data: JuryData | None = None
     for file in files:
         judgement = read_judgement(file)

@@ -19,6 +19,7 @@ from consilium.models.pricing import stage_costs, trace_cost
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.arm_protocols import arm_protocol, protocols_in
+from consilium.traces.folder import judgement_files
 from consilium.traces.schema import TraceBase
 
 __all__ = [
@@ -185,7 +186,7 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
     ``data.protocol``, and whether there is any record (of any arm)."""
     rows: list[dict[str, str]] = []
     found = False
-    for file in sorted(run_dir.rglob("*.judge.*.json")):
+    for file in judgement_files(run_dir):  # the run's own, not a run's nested in it (an ablation's)
         if file.name.endswith(".trace.json") or not file.is_file():
             continue
         found = True

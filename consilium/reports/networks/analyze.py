@@ -39,6 +39,7 @@ from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
 from consilium.reports.networks.stamp import check_out, check_stamp, stamp_of, write_stamp
 from consilium.reports.networks.turns import turn_graph
 from consilium.reports.networks.uptake import Uptake, dissents_of, word_overlap
+from consilium.traces.folder import trace_files
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Analysis", "analyze", "graphml_text"]
@@ -76,8 +77,7 @@ def _trace_files(run_dir: Path, out: Path) -> list[tuple[Path, str]]:
             raise UserError(f"{run_dir / 'arms.csv'}: trace: {missing[0]}: no such trace file")
     else:
         inside = out.resolve()
-        files = sorted((p, "") for p in run_dir.rglob("*.trace.json")
-                       if p.is_file() and inside not in p.resolve().parents)
+        files = sorted((p, "") for p in trace_files(run_dir) if inside not in p.resolve().parents)
     if not files:
         raise UserError(f"{run_dir}: no traces (no arms.csv naming any, and no *.trace.json in the folder)")
     return files
