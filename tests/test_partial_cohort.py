@@ -301,3 +301,25 @@ def test_a_cohort_killed_before_any_arm_finished_says_so_in_one_line(cohorts: di
                 f"aborted: {KILLED} (its process was killed, or its machine went down)); nothing to report yet")
         assert err.splitlines() == [said], (command, err)
         assert not (empty / command).exists()
+
+
+def test_a_folder_of_cohorts_names_the_partial_one(cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """report over a folder holding a complete cohort and a stopped one: the stopped one's notice and missing
+    arms (with a ``cohort`` column), its rows marked, the complete one's rows not."""
+    both = cohorts["tmp"] / "both"
+    skip = shutil.ignore_patterns("compare", "report", "view")
+    shutil.copytree(cohorts["complete"], both / "done", ignore=skip)
+    shutil.copytree(cohorts["stopped"], both / "stopped", ignore=skip)
+    capsys.readouterr()
+    assert main(["report", str(both), "--bootstrap", str(DRAWS)]) == 1
+    text = (both / "report" / "report.md").read_text(encoding="utf-8")
+    top = text.split("\n# ")[0]  # before the first cohort's own section
+    assert "## stopped" in top and "## done" not in top
+    assert f"{FINISHED} of {PLANNED} planned arms finished (status: aborted: {KILLED}" in top
+    missing = read_csv(both / "report" / "missing_arms.csv")
+    assert missing == [{"cohort": "stopped", **row} for row in missing_rows(cohorts["spec_of"])]
+    outcomes = read_csv(both / "report" / "outcomes.csv")
+    assert list(outcomes[0])[:2] == ["partial", "cohort"]
+    mark = f"{FINISHED} of {PLANNED} planned arms, cohort aborted"
+    assert {r["cohort"] for r in outcomes if r["partial"] == mark} == {"stopped"}
+    assert {r["cohort"] for r in outcomes if r["partial"] == ""} == {"done"}

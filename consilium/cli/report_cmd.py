@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             md += [f"# {folder}: {table.title}", "", markdown(table.rows)]
             merged.setdefault(table.name, []).extend(partial_rows(cohorts[folder], [{"cohort": folder, **r}
                                                                                     for r in table.rows]))
-    paths = [write_csv(out / f"{name}.csv", rows) for name, rows in merged.items() if rows]
+    paths = [write_csv(out / f"{name}.csv", _partial_first(rows)) for name, rows in merged.items() if rows]
     missing = _write_missing(out, parts, several)
     paths += [missing] if missing is not None else []
     partial = any(done is not None and done.partial for done in cohorts.values())
@@ -149,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(md[: md.index(f"## {figures_title}")]))
     print(f"report: {report}\ntables: {', '.join(p.name for p in paths)}")
     return 1 if partial else 0  # written, but of a cohort that lacks arms or did not complete
+
+
+def _partial_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table of several cohorts, some partial: the ``partial`` column first, empty for a complete one's rows."""
+    if not any("partial" in row for row in rows):
+        return rows
+    return [{"partial": row.get("partial", ""), **row} for row in rows]
 
 
 def _write_missing(out: Path, parts: list[CohortPart], several: bool) -> Path | None:
