@@ -19,6 +19,7 @@ from consilium.cases import Case
 from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.record import Judgement
 from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.data import read_arms
 from consilium.reports.networks.paths import graph_picture
@@ -59,12 +60,14 @@ def _graph_link(run_dir: Path, out: Path, page_path: str) -> str:
     return f"<a href=\"{esc(quote(href))}\">deliberation graph</a>"
 
 
-def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, run: str) -> Case | None:
-    """Read the arm's trace and judgements, write its page, keep what the index and case page show."""
+def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, run: str,
+              judged: dict[str, list[Judgement]]) -> Case | None:
+    """Read the arm's trace, write its page with its judgements (``judged``, by page), keep what the index and
+    case page show."""
     if arm.trace is None or arm.page is None:
         return None
     trace = read_trace(arm.trace)
-    judgements = arm_judgements(arm.trace)
+    judgements = judged[arm.page]
     arm.row["model"] = arm.row.get("model") or trace.model
     arm.conclusion, arm.cost = conclusion_of(trace), arm_cost(trace)
     arm.scores = {j.rubric: rubric_score(j) for j in judgements}
@@ -87,11 +90,14 @@ def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Pa
     run = run_id(run_dir)
     for target in targets:
         check_ours(target, run)
+    # Every judgement record is read (and checked) before the first page is written: a bad one writes nothing.
+    judged = {a.page: arm_judgements(a.trace) for _, arms in groups for a in arms
+              if a.trace is not None and a.page is not None}
     everything: list[ArmView] = []
     for case_id, arms in groups:
         case = None
         for arm in arms:
-            case = _arm_page(out, arm, arms, run_dir, run) or case
+            case = _arm_page(out, arm, arms, run_dir, run, judged) or case
         rubrics = sorted({r for a in arms for r in a.scores})
         write_text_atomic(out / case_page(case_id), stamped(case_html(case_id, case, arms, rubrics, done), run))
         everything += arms
