@@ -232,7 +232,8 @@ def test_compare_and_report_show_calibrated_scores_beside_the_raw_ones(tmp_path:
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A cohort judged with ``--calibration``: the criterion tables of compare (table8_criteria) and
     report (scores) give each row's calibrated n, mean and population SD beside the raw ones, over the
-    items the map was fitted for (conclusion/c1 here); other rows have none."""
+    items the map was fitted for (conclusion/c1 here); other rows have none. Read from judgements.csv (no
+    record left), a calibrated score that is no finite number is refused in one line."""
     import statistics
 
     import yaml
@@ -285,3 +286,23 @@ def test_compare_and_report_show_calibrated_scores_beside_the_raw_ones(tmp_path:
     assert [(r["format"], r["calibrated_mean"]) for r in rows if r["model"] == "pooled"
             and (r["component"], r["criterion"]) == ("conclusion", "c1")] == [("free-form", "2.0"),
                                                                               ("structured", "3.0")]
+    # With no record left, compare reads judgements.csv: a calibrated score there that is no number is one
+    # line naming the file, line and column, as a raw score's is.
+    judged = run_dir / "judgements.csv"
+    table = list(csv.DictReader(judged.read_text().splitlines()))
+    assert sorted(r["calibrated_score"] for r in table if r["criterion"] == "c1" and r["component"] == "conclusion"
+                  ) == ["", "1.0", "2.0", "3.0", "3.0", "3.0"]  # m1 structured: not evaluable
+    for record in run_dir.rglob("*.judge.ai-consilium.json"):
+        record.unlink()
+    for bad in ("nan", "high"):
+        at = next(i for i, r in enumerate(table) if r["calibrated_score"])
+        edited = [dict(r) for r in table]
+        edited[at]["calibrated_score"] = bad
+        with judged.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(edited)
+        capsys.readouterr()
+        assert main(["compare", str(run_dir), "--bootstrap", "20"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"consilium: error: {judged}: line {at + 2}: calibrated_score: {bad!r} is not a number")

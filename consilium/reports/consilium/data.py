@@ -4,6 +4,7 @@ records beside them (or ``judgements.csv`` when no record is left), read one tra
 from __future__ import annotations
 
 import csv
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -215,14 +216,20 @@ def _judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]],
     return rows, found
 
 
+def _finite_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def _judgements_csv(path: Path) -> list[dict[str, str]]:
     rows = _read_csv(path, _JUDGEMENT_COLUMNS)
     for line, row in enumerate(rows, 2):
-        if row["score"]:
-            try:
-                float(row["score"])
-            except ValueError:
-                raise UserError(f"{path}: line {line}: score: {row['score']!r} is not a number") from None
+        for column in ("score", "calibrated_score"):  # calibrated_score: a column of judge --calibration
+            text = row.get(column) or ""
+            if text and not _finite_number(text):
+                raise UserError(f"{path}: line {line}: {column}: {text!r} is not a number")
         if not row.get("whole_case"):  # older files: the shipped rubric says which criteria are whole-case
             criterion = rubric_criteria(row["rubric"]).get(row["criterion"])
             row["whole_case"] = str(bool(criterion and criterion.whole_case))
