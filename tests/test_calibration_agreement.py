@@ -207,29 +207,29 @@ def test_agreement_keys_ratings_by_the_output_they_rate(judged: Path, tmp_path: 
         bootstrap_by_hand(physicians, draws, seed, "ordinal"))
 
 
-def test_a_rating_that_leaves_its_output_open_is_refused(judged: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """A blank model on a case run by two models could rate either output: refused in one line, nothing
-    written, never merged."""
+def refused(judged: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: str) -> str:
+    """``calibrate agreement`` on ratings ``rows``: exit 2, one line on stderr (returned), nothing written."""
     ratings = tmp_path / "ratings.csv"
-    ratings.write_text(HEADER + "e2,conclusion,c1,dr-a,2,,structured\n")
+    ratings.write_text(HEADER + rows)
     out = tmp_path / "report"
     assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(judged), "--rubric",
                  "ai-consilium", "--bootstrap", "10", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "matches 2 judged traces" in err and "model panel-a" in err
-    assert not out.exists()
+    assert len(err.splitlines()) == 1 and not out.exists()
+    return err
+
+
+def test_a_rating_that_leaves_its_output_open_is_refused(judged: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A blank model on a case run by two models could rate either output: refused in one line, nothing
+    written, never merged."""
+    err = refused(judged, tmp_path, capsys, "e2,conclusion,c1,dr-a,2,,structured\n")
+    assert "matches 2 judged traces" in err and "model panel-a" in err
 
 
 def test_a_rater_rating_one_output_twice_is_refused(judged: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Two ratings by one rater of the same output's criterion cannot both be that rater's rating."""
-    ratings = tmp_path / "ratings.csv"
-    ratings.write_text(HEADER + "e2,conclusion,c1,dr-a,2,panel-a,structured\n"
-                                "e2,conclusion,c1,dr-a,3,panel-a,structured\n")
-    out = tmp_path / "report"
-    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(judged), "--rubric",
-                 "ai-consilium", "--bootstrap", "10", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "dr-a rated e2/conclusion/c1" in err and "twice" in err
-    assert not out.exists()
+    err = refused(judged, tmp_path, capsys, "e2,conclusion,c1,dr-a,2,panel-a,structured\n"
+                                             "e2,conclusion,c1,dr-a,3,panel-a,structured\n")
+    assert "dr-a rated e2/conclusion/c1" in err and "twice" in err
