@@ -704,3 +704,63 @@ def test_a_task_cut_off_by_ctrl_c_takes_its_calls_made_before_again_as_made_neve
     assert [c["stage"] for c in trace["calls"]] == ["role_assignment", *["opinion"] * 6, "synthesis", *["vote"] * 3]
     assert trace["calls"][:4] == made
     assert main(["replay", str(next(stopped.glob("*.trace.json")))]) == 0
+
+
+class _Third(_Heard):
+    """The stand-in panel whose third opinion request waits while ``release`` is not set: the other two
+    models' opinions are answered and their tasks finish, in the same step as the one still waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.opinions = 0
+        self.held = threading.Event()
+
+    def answer(self, body: dict[str, Any]) -> str:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        if schema == "" and not self.release.is_set():  # the free-form opinions, the only text calls before
+            self.opinions += 1
+            if self.opinions == 3:
+                self.held.set()
+                self.release.wait(30)
+        return super().answer(body)
+
+
+@pytest.mark.localhost
+def test_a_run_killed_in_the_middle_of_a_step_resumes_with_the_calls_of_every_task_its_checkpoint_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    folder = tmp_path / "runs"
+    third = _Third()
+    full = write_answers(tmp_path / "full.yaml", {"free-form": {"opinion": "Myocarditis; cardiac MRI.",
+                                                                "votes": {1: {"vote": "accept", "reason": "ok"}}}})
+    with _heard_server(third) as server:
+        model = ["--model", "openai:stand-in", "--base-url", server.url, "--no-cache"]
+        run = subprocess.Popen([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), *model,
+                                "--out", str(folder), "--formats", "free-form", "--human", "Cardiologist",
+                                "--answers", str(full)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+        try:
+            assert third.held.wait(60), run.communicate(timeout=30)
+            time.sleep(1.0)  # the two answered opinions' tasks finish; their writes reach the checkpoint
+            run.kill()  # SIGKILL (or a closed terminal): no cleanup runs
+            run.communicate(timeout=30)
+        finally:
+            third.release.set()
+            if run.poll() is None:
+                run.kill()
+        sent = len(third.requests)  # the role assignment and three opinions
+        [stopped] = folder.iterdir()
+        assert main(["simulate", "--resume", str(stopped), *model[:4], "--answers", str(full)]) == 0
+    [trace] = traces(stopped).values()
+    # The two opinions the checkpoint kept are not asked again (the resume asks the third opinion, the synthesis
+    # and three votes), and their calls are in the trace: three models' opinions, each once, all counted.
+    assert (sent, len(third.requests) - sent) == (4, 5)
+    assert [c["stage"] for c in trace["calls"]] == ["role_assignment", *["opinion"] * 3, "synthesis", *["vote"] * 3]
+    assert sorted(c["role"] for c in trace["calls"] if c["stage"] == "opinion") == [
+        "internist", "neurologist", "radiologist"]
+    assert [c["index"] for c in trace["calls"]] == list(range(8))
+    assert trace["usage"]["total"]["calls"] == 8
+    assert main(["replay", str(next(stopped.glob("*.trace.json")))]) == 0

@@ -6,6 +6,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,6 +79,9 @@ class CallRecorder:
         self.calls: list[CallRecord] = []
         #: The tag of the latest call attempted (recorded or not): where a failed run stopped.
         self.last_attempt: CallTag | None = None
+        #: Called after each call is recorded (a run with a person at the table saves its calls file there, so
+        #: that a checkpointed task never outlives the record of its calls, even if the process is killed).
+        self.on_record: Callable[[], None] | None = None
         #: Restored calls by tag and request, each served once to a request that asks it again (:meth:`restore`).
         self._restored: defaultdict[tuple[str, str | None, int | None, str], deque[CallRecord]] = defaultdict(deque)
 
@@ -134,6 +138,8 @@ class CallRecorder:
             omitted_settings=list(response.omitted_settings), prices=response.prices,
         ))
         self.ledger.add(response.usage, stage=tag.stage, role=tag.role, round=tag.round, cached=response.cached)
+        if self.on_record is not None:
+            self.on_record()
         return parsed
 
 

@@ -136,8 +136,11 @@ class HumanRun:
                                 "would make those calls again; start the run again")
 
     def _save(self, fmt: Format, recorder: CallRecorder) -> None:
-        """The format's calls so far, beside its checkpoint: written only once its thread holds a state, so that
-        calls of a first step cut short (made again on resume) are never restored beside their remaking."""
+        """The format's calls so far, beside its checkpoint: written as each call is recorded, before its task's
+        result can reach the checkpoint (a task the checkpoint keeps is not run again, so its calls must be on
+        file even if the process is killed mid-step; a call whose task is run again is answered as made:
+        :meth:`CallRecorder.restore`), and only once its thread holds a state, so that calls of a first step cut
+        short (made again on resume) are never restored beside their remaking."""
         path = self._calls_file(fmt)
         if path is not None and fmt in self._started:
             write_text_atomic(path, json.dumps([c.model_dump(mode="json") for c in recorder.calls]) + "\n")
@@ -149,6 +152,7 @@ class HumanRun:
         if graph is None:
             raise RuntimeError("HumanRun.follow outside HumanRun.opened()")
         config = _thread(fmt)
+        recorder.on_record = lambda: self._save(fmt, recorder)
         try:
             saved = (await graph.aget_state(config)).values
             todo: Any = state.values
@@ -173,6 +177,7 @@ class HumanRun:
         except AnswerMissing as exc:
             self.paused.append(str(exc))
         finally:
+            recorder.on_record = None
             self._save(fmt, recorder)
 
     async def _answer(self, prompt: HumanPrompt) -> Any:
