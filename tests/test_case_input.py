@@ -172,3 +172,21 @@ def test_only_decimal_integers_have_a_digit_limit_in_yaml(tmp_path: Path, capsys
         assert main(["cases", "validate", str(path)]) == 2
         assert capsys.readouterr().out.splitlines()[0] == (
             f"{path}: metadata.{name}: an integer of more than 4,300 digits; at most 4,300 are allowed")
+
+
+def test_a_case_made_in_code_holds_its_metadata_to_the_case_file_rules() -> None:
+    """A Case built in Python (the library's run(case) takes one) cannot carry what no case file may: an
+    integer past 4,300 digits would fail hashing and writing the trace, deep inside a run."""
+    from pydantic import ValidationError
+
+    from consilium.cases import Case
+
+    base = {"id": "made-in-code", "question": "What is it?", "presentation": "A cough."}
+    big = 7 * 10**4300  # 4,301 digits, made without converting any text
+    for metadata, reason in (({"scores": [1, big]}, "scores.1: an integer of more than 4,300 digits"),
+                             ({"weight": float("nan")}, "weight: nan is not a number this file may hold")):
+        with pytest.raises(ValidationError) as refused:
+            Case.model_validate({**base, "metadata": metadata})
+        assert refused.value.errors()[0]["loc"] == ("metadata",) and reason in str(refused.value)
+    held = Case.model_validate({**base, "metadata": {"n": 10**4300 - 1}})
+    assert len(held.content_hash()) == 16

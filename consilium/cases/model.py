@@ -18,6 +18,7 @@ from pydantic import AfterValidator, Field
 
 from consilium.cases.fields import NonEmptyStr, Strict
 from consilium.cases.reference import Reference
+from consilium.datafiles.values import DataError, check_value
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -41,6 +42,17 @@ def _safe_id(value: str) -> str:
             "starting with a letter or digit (the id names files)"
         )
     return value
+
+
+def _holdable(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Free-form metadata keeps the rules of a case file's values (consilium/datafiles/values.py: finite
+    numbers, integers of at most 4,300 digits, no NUL or lone surrogate), so a case made in code can be
+    hashed and written as JSON like one read from a file."""
+    try:
+        check_value(metadata)
+    except DataError as exc:
+        raise ValueError(str(exc)) from None
+    return metadata
 
 
 #: Section field name -> heading used by :meth:`Case.render`, in rendering order.
@@ -103,7 +115,7 @@ class Case(Strict):
     sections: ClinicalSections = Field(default_factory=ClinicalSections)
     slides: list[Slide] = Field(default_factory=list)
     reference: Reference | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(_holdable)] = Field(default_factory=dict)
 
     def render(self) -> str:
         """The canonical case text placed in every prompt; it never contains the reference.
