@@ -295,3 +295,44 @@ def test_a_judgement_edited_within_the_scale_still_reads(judged_cohort: Path, tm
     [record] = sorted(run.rglob("*.structured.judge.ai-consilium.json"))
     _edit_first_score(record, "3")
     assert main(["compare", str(run)]) == 0
+
+
+def _ratings(run: Path, out: Path) -> Path:
+    """Two physicians' ratings of the free-form record's items (valid, so calibrate reaches the records)."""
+    [record] = sorted(run.rglob("*.free-form.judge.ai-consilium.json"))
+    data = json.loads(record.read_text())
+    lines = ["case_id,variant,component,criterion,rater,score"]
+    for n, item in enumerate(i for i in data["items"] if i["score"] is not None):
+        lines += [f"{data['case_id']},free-form,{item['component']},{item['criterion']},{rater},{(n + k) % 4}"
+                  for k, rater in enumerate(("p1", "p2"))]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize("value", ["NaN", "97.0", "-5.0"])
+@pytest.mark.parametrize("command", ["export", "calibrate", "jury", "ablate"])
+def test_every_command_that_reads_judgements_refuses_one_edited_off_the_scale(
+        judged_cohort: Path, tmp_path: Path, value: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """export, calibrate agreement, jury and ablate read the cohort's judgement records through the one
+    checked reader too: one line naming the file and field, exit 2, and no output folder of theirs."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(judged_cohort, run)
+    [record] = sorted(run.rglob("*.structured.judge.ai-consilium.json"))
+    field = _edit_first_score(record, value)
+    argv, written = {
+        "export": (["export", str(run), "--to", "jsonl"], run / "export"),
+        "calibrate": (["calibrate", "agreement", "--ratings", str(_ratings(run, tmp_path / "ratings.csv")),
+                       "--judgements", str(run), "--rubric", "ai-consilium", "--bootstrap", "10"],
+                      run / "calibration"),
+        "jury": (["jury", str(run), "--rubric", "ai-consilium"], run / "jury"),
+        "ablate": (["ablate", str(run), "--kind", "no-deliberation", "--no-cache"], run / "ablate"),
+    }[command]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{record}: {field}: " in err
+    assert ("not a finite number" in err) if value == "NaN" else (
+        "is not a score of rubric ai-consilium (scale 0, 1, 2, 3; null when not evaluable)" in err)
+    assert not written.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def read_cohort(run_dir: Path) -> Cohort:
             for r in rows if r["protocol"] == "consilium" and r["status"] == "completed" and r["trace"]]
     if not arms:
         raise UserError(f"{table}: no completed consilium arm to ablate")
+    for arm in arms:  # every record the ablation may read, checked before an arm runs or a file is written
+        trace = arm.path(run_dir)
+        for file in sorted(trace.parent.glob(glob.escape(trace.name.removesuffix(".trace.json")) + ".judge.*.json")):
+            record.read_judgement(file)
     return Cohort(run_dir, manifest, arms)
 
 
