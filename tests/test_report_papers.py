@@ -1018,3 +1018,31 @@ def test_the_opentumorboard_means_average_a_cases_replicates_first() -> None:
     assert (row["responses"], row["scored"], row["cases"], row["clinical_equivalence_mean"]) == (4, 3, 2, 3.0)
     assert (row["critical_error_n"], row["critical_error_pct"]) == (1.5, 75.0)
     assert (row["unsupported_claim_n"], row["unsupported_claim_pct"]) == (0.5, 25.0)
+
+
+def test_the_score_tables_count_the_failed_arms_they_have_no_score_for(replicate_run: Path) -> None:
+    """compare's and report's generic score tables (the between-replicate table, per case and per model, and
+    the paired format differences) average the scores there are: a failed arm has none, so each row counts
+    its model and format's failed arms in ``failed`` (nmb's final-conclusion mean is an accuracy without
+    them; medbench_pass_at_k counts them as incorrect)."""
+    from consilium.reports.consilium.paired import paired_differences
+
+    def failures(model: str, fmt: str, case: str | None = None) -> int:  # each failure is in both formats
+        assert fmt in FORMATS
+        return sum(model in (f"model-{m}", "pooled") and case in (None, c) for m, c, _ in R_FAILED)
+
+    sd = read_csv(replicate_run / "report" / "replicate_sd.csv")
+    assert {(r["model"], r["format"]) for r in sd} == {(m, f) for m in ("model-a", "model-b", "pooled") for f in FORMATS}
+    for row in sd:
+        assert row["failed"] == str(failures(row["model"], row["format"])), row
+    # model a's free-form final conclusion: q1 scored once (replicate 0 failed), q2 twice; q3 has no reference
+    [a_free] = [r for r in sd if (r["model"], r["format"], r["criterion"]) == ("model-a", "free-form", "final_conclusion")]
+    q1, q2 = float(r_match("a", "free-form", "q1", 1)), sum(r_match("a", "free-form", "q2", r) for r in (0, 1)) / 2
+    assert (a_free["replicates"], a_free["failed"], a_free["not_evaluable"]) == ("3", "1", "2")
+    assert close(a_free["mean"], (q1 + q2) / 2)
+    for row in read_csv(replicate_run / "report" / "replicate_sd_cases.csv"):
+        assert row["failed"] == str(failures(row["model"], row["format"], row["case_id"])), row
+    paired = paired_differences(load_cohort_data(replicate_run), bootstrap=20)
+    assert paired and {r["model"] for r in paired} == {"model-a", "model-b", "pooled"}
+    for row in paired:  # either format's failed arms: one of each for a and b, all four pooled
+        assert row["failed"] == sum(failures(row["model"], f) for f in FORMATS) == (4 if row["model"] == "pooled" else 2)

@@ -18,7 +18,8 @@ from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
-__all__ = ["MEAN_CRITERION", "not_evaluable_counts", "paired_differences", "replicate_scores", "rubric_key_order"]
+__all__ = ["MEAN_CRITERION", "failed_counts", "not_evaluable_counts", "paired_differences", "replicate_scores",
+           "rubric_key_order"]
 
 #: A score's place: (rubric, component, criterion) → (model, case) → format → replicate ("" when none) → score.
 Scores = dict[tuple[str, str, str], dict[tuple[str, str], dict[str, dict[str, float]]]]
@@ -62,6 +63,22 @@ def not_evaluable_counts(data: CohortData) -> Missing:
     return missing
 
 
+def failed_counts(data: CohortData) -> dict[tuple[str, str, str], int]:
+    """(model, format, case) → its arms that failed (each replicate's counted): no output, so no score in any
+    row of the score tables; they are counted in each row's ``failed``, never dropped unseen."""
+    failed: dict[tuple[str, str, str], int] = defaultdict(int)
+    for arm in data.arms:
+        if arm.get("status") != "completed":
+            failed[(arm["model"], arm["format"], arm["case_id"])] += 1
+    return failed
+
+
+def failed_of(failed: dict[tuple[str, str, str], int], model: str, formats: Iterable[str]) -> int:
+    """The failed arms of ``model`` (every model: pooled) in ``formats``."""
+    chosen = set(formats)
+    return sum(n for (m, fmt, _), n in failed.items() if model in (POOLED, m) and fmt in chosen)
+
+
 def _judged_formats(pairs: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, float]]], missing: Missing,
                     key: tuple[str, str, str], model: str) -> set[str]:
     """The formats in which the judge scored, or could not evaluate, ``key`` for ``model`` (or any: pooled)."""
@@ -90,14 +107,16 @@ def paired_differences(data: CohortData, *, bootstrap: int = 10_000, seed: int =
     model and pooled, for each rubric, component and criterion scored in both formats (and the C1–C8
     output mean, criterion ``mean``): ``cases`` paired (model, case) outputs, the mean difference and
     its 95 % interval from a bootstrap that resamples cases (all of a case's models together),
-    ``bootstrap`` draws seeded by ``seed``, and ``not_evaluable``: the items of either format the judge
-    could not evaluate (a criterion with none paired has its row, its statistics empty)."""
+    ``bootstrap`` draws seeded by ``seed``, ``not_evaluable``: the items of either format the judge
+    could not evaluate (a criterion with none paired has its row, its statistics empty), and ``failed``: the
+    arms of either format that failed (no output to score)."""
     free, structured = arm_format(data.protocol, "free-form"), arm_format(data.protocol, "structured")
     if free is None or structured is None:
         return []
-    pairs, missing = _pairs(data), not_evaluable_counts(data)
+    pairs, missing, failed = _pairs(data), not_evaluable_counts(data), failed_counts(data)
     table = []
     for model in models_and_pool(data):
+        failures = failed_of(failed, model, (free, structured))
         for rubric, component, criterion in rubric_key_order({*pairs, *missing}):
             clusters: dict[str, list[float]] = defaultdict(list)
             for (m, case), by_format in pairs.get((rubric, component, criterion), {}).items():
@@ -111,12 +130,13 @@ def paired_differences(data: CohortData, *, bootstrap: int = 10_000, seed: int =
                                                                       model):
                     table.append({"model": model, "rubric": rubric, "component": component, "criterion": criterion,
                                   "cases": 0, "mean_difference": None, "ci_low": None, "ci_high": None,
-                                  "not_evaluable": unscored})
+                                  "not_evaluable": unscored, "failed": failures})
                 continue
             diffs = [d for values in clusters.values() for d in values]
             low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed,
                                           key=f"{model}|{rubric}|{component}|{criterion}")
             table.append({"model": model, "rubric": rubric, "component": component, "criterion": criterion,
                           "cases": len(diffs), "mean_difference": number(statistics.fmean(diffs)),
-                          "ci_low": number(low), "ci_high": number(high), "not_evaluable": unscored})
+                          "ci_low": number(low), "ci_high": number(high), "not_evaluable": unscored,
+                          "failed": failures})
     return table

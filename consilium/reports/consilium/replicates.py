@@ -21,7 +21,13 @@ from typing import Any
 
 from consilium.reports.consilium.data import CohortData
 from consilium.reports.consilium.judged import models_and_pool
-from consilium.reports.consilium.paired import not_evaluable_counts, replicate_scores, rubric_key_order
+from consilium.reports.consilium.paired import (
+    failed_counts,
+    failed_of,
+    not_evaluable_counts,
+    replicate_scores,
+    rubric_key_order,
+)
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
 
 __all__ = ["REPLICATE_NOTES", "has_replicates", "replicate_case_sd", "replicate_note", "replicate_sd"]
@@ -69,8 +75,9 @@ def _sd(values: list[float]) -> float | None:
 
 def replicate_case_sd(data: CohortData) -> list[dict[str, Any]]:
     """Per model, format, score and case: the ``replicates`` scored, their mean and sample SD (empty
-    with fewer than two), and the items ``not_evaluable`` (a place with none scored has its row, empty)."""
-    scores, missing = replicate_scores(data), not_evaluable_counts(data)
+    with fewer than two), the items ``not_evaluable`` (a place with none scored has its row, empty), and the
+    replicates that ``failed`` (no output to score)."""
+    scores, missing, failed = replicate_scores(data), not_evaluable_counts(data), failed_counts(data)
     table = []
     for key in rubric_key_order({*scores, *missing}):
         places, unscored = scores.get(key, {}), missing.get(key, {})
@@ -81,7 +88,8 @@ def replicate_case_sd(data: CohortData) -> list[dict[str, Any]]:
                 table.append({"model": model, "format": fmt, "rubric": key[0], "component": key[1],
                               "criterion": key[2], "case_id": case, "replicates": len(values),
                               "mean": number(statistics.fmean(values)) if values else None,
-                              "sd": number(_sd(values)), "not_evaluable": absent.get(fmt, 0)})
+                              "sd": number(_sd(values)), "not_evaluable": absent.get(fmt, 0),
+                              "failed": failed.get((model, fmt, case), 0)})
     return table
 
 
@@ -90,8 +98,9 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
     the mean of the case means with its case-clustered 95 % interval (``bootstrap`` draws seeded by
     ``seed`` and the row), and the between-replicate SD: ``sd_mean`` and ``sd_pooled`` over the
     ``cases_with_sd`` cases with at least two replicates scored; ``not_evaluable``: the items the judge
-    could not evaluate (a score never evaluable has its row, its statistics empty)."""
-    scores, missing = replicate_scores(data), not_evaluable_counts(data)
+    could not evaluate (a score never evaluable has its row, its statistics empty); ``failed``: the arms of
+    the model and format that failed (no output to score, so in no mean)."""
+    scores, missing, failed = replicate_scores(data), not_evaluable_counts(data), failed_counts(data)
     formats = sorted({fmt for found in (scores, missing) for places in found.values() for by in places.values()
                       for fmt in by})
     table = []
@@ -117,7 +126,8 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
                         table.append({"model": model, "format": fmt, "rubric": rubric, "component": component,
                                       "criterion": criterion, "cases": 0, "replicates": 0, "mean": None,
                                       "ci_low": None, "ci_high": None, "cases_with_sd": 0, "sd_mean": None,
-                                      "sd_pooled": None, "not_evaluable": unscored})
+                                      "sd_pooled": None, "not_evaluable": unscored,
+                                      "failed": failed_of(failed, model, [fmt])})
                     continue
                 means = [v for c in sorted(clusters) for v in clusters[c]]
                 low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed,
@@ -129,5 +139,5 @@ def replicate_sd(data: CohortData, *, bootstrap: int = 10_000, seed: int = 0) ->
                     "ci_low": number(low), "ci_high": number(high), "cases_with_sd": len(sds),
                     "sd_mean": number(statistics.fmean(sd for _, sd in sds)) if sds else None,
                     "sd_pooled": number(math.sqrt(sum((n - 1) * sd * sd for n, sd in sds) / freedom))
-                    if freedom else None, "not_evaluable": unscored})
+                    if freedom else None, "not_evaluable": unscored, "failed": failed_of(failed, model, [fmt])})
     return table
