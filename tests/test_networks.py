@@ -226,3 +226,25 @@ def test_graphml_is_valid_xml_whatever_the_role_labels_hold(tmp_path: Path) -> N
     assert "Neuro\\x01logist \\x1b[31mon call\x7f" in strings
     assert "add a CT\\x0b scan" in strings
     assert not [s for s in strings if any(ord(c) < 0x20 and c not in "\t\n\r" for c in s)]
+
+
+@pytest.mark.parametrize("value", ["97.0", "-5.0", "NaN"])
+def test_a_dissent_uptake_judgement_edited_off_its_scale_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """analyze reads its own uptake judgements back (scale 0-1) through the checked reader: a score edited by hand
+    is one line naming the file and field, exit 2, and the analysis is not rewritten."""
+    run = _simulate_varied(tmp_path / "sim")
+    judge = f"scripted:{FIXTURES / 'judge.yaml'}"
+    assert main(["analyze", str(run), "--judge-model", judge, "--no-cache"]) == 0
+    (record,) = sorted((run / "analysis").rglob("*.dissent-uptake.judgement.json"))
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["items"][1]["score"] = "SENTINEL"
+    record.write_text(json.dumps(data, indent=2).replace('"SENTINEL"', value), encoding="utf-8")
+    before = {p: p.read_bytes() for p in (run / "analysis").rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["analyze", str(run), "--judge-model", judge, "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{record}: items.1.score: " in err
+    assert ("not a finite number" in err) if value == "NaN" else (
+        "is not a score of rubric dissent-uptake (scale 0, 1; null when not evaluable)" in err)
+    assert {p: p.read_bytes() for p in (run / "analysis").rglob("*") if p.is_file()} == before

@@ -144,13 +144,13 @@ def _not_finite(data: Any, where: str = "") -> tuple[str, str] | None:
 
 
 def _rubric_scale(name: str) -> list[int] | None:
-    """The scale of the rubric ``name`` when consilium knows it (shipped or a plugin's; no shipped rubric's
-    scale has changed across its versions); None for a rubric read from a file, which the record does not
-    name."""
-    from consilium.judges.rubric import load_rubric, rubric_names
+    """The scale of the rubric ``name`` when consilium knows it (shipped, a plugin's, or one of its analyses',
+    as analyze's dissent-uptake; no shipped rubric's scale has changed across its versions); None for a rubric
+    read from a file, which the record does not name."""
+    from consilium.judges.rubric import analysis_rubric, analysis_rubric_names, load_rubric, rubric_names
 
     if name not in rubric_names():
-        return None
+        return list(analysis_rubric(name).scale) if name in analysis_rubric_names() else None
     try:
         return list(load_rubric(name).scale)
     except UserError:  # a broken plugin is reported where it is used; its scores are read unchecked here

@@ -36,6 +36,8 @@ __all__ = [
     "Flag",
     "Rubric",
     "Scoring",
+    "analysis_rubric",
+    "analysis_rubric_names",
     "builtin_rubric_names",
     "load_rubric",
     "parse_rubric",
@@ -161,6 +163,21 @@ def builtin_rubric_names() -> list[str]:
     """The rubrics shipped in consilium/judges/rubrics/."""
     folder = resources.files("consilium.judges").joinpath("rubrics")
     return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+def analysis_rubric_names() -> list[str]:
+    """The rubrics of consilium's own analyses (consilium/judges/rubrics/analysis/): ``judge --rubric`` does not
+    offer them, their command loads them by name (analyze's ``dissent-uptake``)."""
+    folder = resources.files("consilium.judges").joinpath("rubrics", "analysis")
+    return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+@cache
+def analysis_rubric(name: str) -> Rubric:
+    """The analysis rubric ``name`` (one of :func:`analysis_rubric_names`)."""
+    where = f"consilium/judges/rubrics/analysis/{name}.yaml"
+    return parse_rubric(resources.files("consilium.judges").joinpath("rubrics", "analysis", f"{name}.yaml")
+                        .read_text(encoding="utf-8"), where)
 
 
 @cache

@@ -10,8 +10,6 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from consilium.cases import Case
@@ -21,7 +19,7 @@ from consilium.judges.answers import criterion_schema
 from consilium.judges.asking import ask
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
-from consilium.judges.rubric import Rubric, parse_rubric
+from consilium.judges.rubric import Rubric, analysis_rubric
 from consilium.judges.task_text import criterion_task
 from consilium.judges.tasks import JudgeInputs
 from consilium.models import CallRecorder, ChatModel, GenerationSettings, for_run
@@ -36,11 +34,9 @@ RUBRIC_NAME = "dissent-uptake"
 COMPONENT = "revision"
 
 
-@cache
 def uptake_rubric() -> Rubric:
     """The ``dissent-uptake`` rubric (consilium/judges/rubrics/analysis/dissent-uptake.yaml)."""
-    file = resources.files("consilium.judges").joinpath("rubrics", "analysis", f"{RUBRIC_NAME}.yaml")
-    return parse_rubric(file.read_text(encoding="utf-8"), f"consilium/judges/rubrics/analysis/{RUBRIC_NAME}.yaml")
+    return analysis_rubric(RUBRIC_NAME)
 
 
 @dataclass(frozen=True)
