@@ -526,6 +526,10 @@ def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call
      "free-form.calls.json: 0.stage: Field required"),
     (lambda h: (h / "free-form.calls.json").write_text('{"calls": []}'),
      "free-form.calls.json: (root): a list of the run's model calls"),
+    (lambda h: (h / "free-form.calls.json").write_text("[]\n"),  # emptied: the checkpoint's steps lose their calls
+     "free-form.calls.json: records no role_assignment call of the moderator, while checkpoints.sqlite holds"),
+    (lambda h: _edit_json(h / "free-form.calls.json", lambda calls: calls.pop()),  # the last vote cut off
+     "free-form.calls.json: records no vote call of the radiologist in round 1, while checkpoints.sqlite holds"),
     (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(max_rounds="many")),
      "session.json: args.max_rounds: "),
     (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(format="all")),

@@ -130,6 +130,13 @@ class HumanRun:
             if values and made is None:
                 raise UserError(f"{path}: missing, while {database} holds the {fmt} format's steps: their model "
                                 "calls are gone, so the run cannot be resumed; start it again")
+            lost = _unrecorded(values, made or [])
+            if lost is not None:
+                stage, role, round_ = lost
+                at = f" in round {round_}" if round_ is not None else ""
+                raise UserError(f"{path}: records no {stage} call of the {role}{at}, while {database} holds its "
+                                "result (the calls file was edited or replaced): resuming would leave that call "
+                                "out of the trace; start the run again")
             if not values and made:
                 raise UserError(f"{database}: holds no step of the {fmt} format, while {path.name} records "
                                 f"{len(made)} model calls of it: the checkpoint was lost or replaced, and resuming "
@@ -192,6 +199,23 @@ class HumanRun:
 
     def record(self, values: dict[str, Any]) -> HumanRecord | None:
         return seat.human_record(self.requested, values)
+
+
+def _unrecorded(values: Mapping[str, Any], made: Sequence[CallRecord]) -> tuple[str, str, int | None] | None:
+    """The tag (stage, role, round) of the first model output a checkpointed state holds whose call ``made``
+    does not record, if any: the role assignment, each model's opinion and vote (the person's are answers, not
+    calls), the synthesis and each revision."""
+    person = values.get("human")
+    expected: list[tuple[str, str, int | None]] = []
+    if values.get("roles"):
+        expected.append(("role_assignment", MODERATOR, None))
+    expected += [("opinion", o.role, None) for o in values.get("opinions", []) if o.role != person]
+    expected += [("synthesis", MODERATOR, None) if r.round == 0 else ("revision", MODERATOR, r.round)
+                 for r in values.get("reports", [])]
+    votes = [*values.get("votes", []), *(v for r in values.get("rounds", []) for v in r.votes)]
+    expected += [("vote", v.role, v.round) for v in votes if v.role != person]
+    recorded = {(c.stage, c.role, c.round) for c in made}
+    return next((tag for tag in expected if tag not in recorded), None)
 
 
 def _thread(fmt: Format) -> Any:
