@@ -1046,3 +1046,27 @@ def test_the_score_tables_count_the_failed_arms_they_have_no_score_for(replicate
     assert paired and {r["model"] for r in paired} == {"model-a", "model-b", "pooled"}
     for row in paired:  # either format's failed arms: one of each for a and b, all four pooled
         assert row["failed"] == sum(failures(row["model"], f) for f in FORMATS) == (4 if row["model"] == "pooled" else 2)
+
+
+def test_a_case_whose_every_arm_failed_is_read_from_the_cohort_cases(consilium_run: Path, tmp_path: Path) -> None:
+    """Every arm of k3 (no signed criteria, a reference diagnosis) fails: no trace records k3, so the
+    report reads it from the cohort's cases (its content hash the manifest's). Strict leaves it out for
+    both models (not evaluable, never a failure), and pass@k counts each failed arm as incorrect."""
+    copy = tmp_path / consilium_run.name
+    shutil.copytree(consilium_run, copy, ignore=shutil.ignore_patterns("report"))
+    arms = read_csv(copy / "arms.csv")
+    for arm in arms:
+        if arm["case_id"] == "k3" and arm["status"] == "completed":
+            arm.update(status="failed", failed_stage="synthesis", error="model error", trace="")
+    with (copy / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(arms[0]))
+        writer.writeheader()
+        writer.writerows(arms)
+    assert main(["report", str(copy), "--bootstrap", "200"]) == 0
+    npc = {(r["model"], r["variant"]): r for r in read_csv(copy / "report" / "npcbench_scores.csv")}
+    assert set(npc) == {(f"model-{m}", f) for m in "ab" for f in FORMATS}
+    for row in npc.values():  # k1 and k2 decide Strict; k3's failed arm is not evaluable, not a failure
+        assert (row["strict_patients"], row["strict_missing"], row["strict_not_evaluable"], row["failed"]) == \
+            ("2", "0", "1", "1")
+    passes = read_csv(copy / "report" / "medbench_pass_at_k.csv")
+    assert passes and {r["failed"] for r in passes} == {"1"}  # k3 has a reference diagnosis: incorrect

@@ -26,6 +26,7 @@ from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
 from consilium.reports.figures.cost import write_cost_figure
 from consilium.reports.papers.otb import ALIGNMENT
+from consilium.reports.papers.per_case import known_cases
 from consilium.reports.papers.responses import judged_responses
 from consilium.reports.partial import MISSING_CSV, partial_lines, partial_rows, titled, write_missing
 from consilium.reports.sources import CohortPart, cohort_parts
@@ -77,7 +78,7 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
         def figures(out: Path) -> list[Path]:  # ai-consilium.txt's figures draw a deliberation
             return write_figures(data, out) if deliberates(part.protocol) else []
     tables += judged_tables(responses, covered, bootstrap=args.bootstrap, seed=args.seed, arms=data.arms,
-                            cases=data.cases)
+                            cases=known_cases(part.folder, data.cases))
     tables += [Table(name, title, rows) for name, (title, rows) in
                replicate_tables(data, bootstrap=args.bootstrap, seed=args.seed).items()]
     costs, stage_costs = cost_table(data), cost_by_stage(data)

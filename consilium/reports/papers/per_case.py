@@ -13,7 +13,9 @@
 - Whether a case can be scored at all is the case's property: a case without what the rubric compares
   with (``reference.rubric`` for the signed criteria, ``reference.diagnosis`` for the diagnosis match)
   is not evaluable for every model, its failed arms included. The case is read from the trace of any
-  arm that ran it; a case no trace shows is unknown, and its failed arms count by the paper's rule.
+  arm that ran it, or, for a case whose every arm failed, from the cohort's ``--cases`` source when the
+  case there is the one the manifest recorded (its content hash) (:func:`known_cases`); a case known
+  neither way is unknown, and its failed arms count by the paper's rule.
 """
 
 from __future__ import annotations
@@ -23,15 +25,19 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
+from consilium.cohort.cases import load_cohort
+from consilium.cohort.manifest import MANIFEST, load_manifest
+from consilium.errors import UserError
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.runner import reference_for
 from consilium.reports.papers.responses import Response
 
 __all__ = ["CaseValues", "FailedArm", "HasReference", "case_values", "failed_arms", "has_reference",
-           "rubric_groups"]
+           "known_cases", "rubric_groups"]
 
 #: Whether a case (by id) has what a rubric compares with; None when that is not known.
 HasReference = Callable[[str], bool | None]
@@ -56,6 +62,24 @@ def failed_arms(arms: Iterable[dict[str, str]]) -> dict[tuple[str, str], list[Fa
             failed[(model, variant)].append(FailedArm(model, variant, arm.get("case_id", ""),
                                                       arm.get("replicate") or ""))
     return dict(failed)
+
+
+def known_cases(run_dir: Path, recorded: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The cases as the traces of completed arms ``recorded`` them, and each case of the cohort's manifest that
+    none recorded (its every arm failed) as the manifest's ``cases`` source holds it, when its content hash is
+    the one the manifest recorded. A folder without a manifest, a source that is gone or a case edited since
+    leaves the case unknown (nothing is guessed)."""
+    known = dict(recorded)
+    path = run_dir / MANIFEST
+    try:
+        settings = load_manifest(path).settings if path.is_file() else None
+        wanted = {} if settings is None else {c: h for c, h in settings.case_hashes.items() if c not in known}
+        if settings is not None and wanted:
+            known |= {case.id: case.model_dump(mode="json") for case in load_cohort(Path(settings.cases))
+                      if wanted.get(case.id) == case.content_hash()}
+    except (UserError, OSError):
+        pass  # the cases stay as the traces recorded them
+    return known
 
 
 @cache
