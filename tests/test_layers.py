@@ -2,7 +2,7 @@
 
 Each top-level part of ``consilium`` has a rank; a module may import its own part and any part of a lower
 rank, never one above. Within ``protocols``, each protocol's package may import only the shared protocol
-modules (base, view, record) and itself: a protocol never reaches into another's package; the registry and replay,
+modules (base, view, record) and itself: a protocol never reaches into another's package; the registry, arms and replay,
 which know them all, sit above them. Imports inside functions count as well (a lazy import is still an edge).
 """
 
@@ -32,12 +32,12 @@ LAYERS: list[tuple[str, ...]] = [
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 #: Parts of the same rank that may import each other, lower → higher (a DAG inside a rank).
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
-                     ("graphs", "agents"), ("cohort", "reports"), ("fileio", "errors"), ("log", "errors"),
+                     ("graphs", "agents"), ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
                      ("__main__", "cli"), ("__init__", "api"), ("api", "cli")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record"}
-PROTOCOL_TOP = {"registry", "replay"}
+PROTOCOL_TOP = {"registry", "replay", "arms"}
 
 
 def _part(module: str) -> str:

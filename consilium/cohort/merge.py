@@ -27,7 +27,7 @@ from consilium.cohort.shard import Shard
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.reports.consilium.arm_protocols import arm_protocol
+from consilium.protocols.arms import arm_protocol
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
 
@@ -147,7 +147,7 @@ def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
 
 def with_protocol(row: dict[str, Any]) -> dict[str, Any]:
     """A row of a shard written before arms.csv and judgements.csv had a ``protocol`` column, given one
-    after ``model`` (told by its format: consilium/reports/consilium/arm_protocols.py), as a cohort writes
+    after ``model`` (told by its format: consilium/protocols/arms.py), as a cohort writes
     it today; a row that has one, unchanged."""
     if "protocol" in row:
         return row

@@ -19,7 +19,7 @@ number mixes protocols; :func:`protocols_in` names those of a folder's arms.
 
 from __future__ import annotations
 
-from consilium.reports.consilium.arm_protocols import arm_format, arm_protocol, deliberates, protocols_in
+from consilium.protocols.arms import arm_format, arm_protocol, deliberates, protocols_in
 from consilium.reports.consilium.baseline import protocol_differences
 from consilium.reports.consilium.coverage import table10, table11, table12
 from consilium.reports.consilium.data import (

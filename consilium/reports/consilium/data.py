@@ -17,9 +17,9 @@ from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
 from consilium.models import Usage
 from consilium.models.pricing import stage_costs, trace_cost
+from consilium.protocols.arms import arm_protocol, protocols_in
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
-from consilium.reports.consilium.arm_protocols import arm_protocol, protocols_in
 from consilium.traces.folder import judgement_files
 from consilium.traces.schema import TraceBase
 
