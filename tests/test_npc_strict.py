@@ -190,3 +190,16 @@ def test_strict_averages_a_patients_replicates_and_counts_patients_in_n() -> Non
     assert row["strict_pct"] == 75.0
     low, high = wilson(1.5, 2)  # p̂ = 0.75 over n = 2 patients
     assert (row["strict_ci_low"], row["strict_ci_high"]) == (round(100 * low, 2), round(100 * high, 2))
+
+
+def test_strict_counts_an_undecided_replicate_as_not_evaluable() -> None:
+    """p1's replicate 0 succeeds and its replicate 1 leaves r2 undecided; p2's only replicate fails. p1
+    is decided by the replicate that is (1.0), and its undecided replicate is counted in
+    strict_not_evaluable (arms, as pass@k's not_evaluable), never dropped unseen."""
+    responses = [Response("m", "free-form", "p1", "npc-signed-criteria", tuple(elements({"r1", "r2"})), replicate="0"),
+                 Response("m", "free-form", "p1", "npc-signed-criteria", tuple(elements({"r1", INVALID})),
+                          replicate="1"),
+                 Response("m", "free-form", "p2", "npc-signed-criteria", tuple(elements({"r1", "m1"})), replicate="0")]
+    assert [by_hand({"r1", "r2"}), by_hand({"r1", INVALID}), by_hand({"r1", "m1"})] == [True, None, False]
+    [row] = npc_scores(responses, bootstrap=10, seed=0)
+    assert (row["strict_n"], row["strict_patients"], row["strict_not_evaluable"], row["strict_pct"]) == (1, 2, 1, 50.0)

@@ -828,7 +828,8 @@ def test_npcbench_strict_averages_replicates_per_case_and_counts_failed_arms(rep
             assert close(row["strict_n"], successes) and close(row["strict_pct"], 100 * successes / n, 2)
             assert close(row["strict_ci_low"], 100 * low, 2) and close(row["strict_ci_high"], 100 * high, 2)
             assert row["strict_missing"] == str(sum(r_failed(model, c, r) for c in ("q1", "q2") for r in (0, 1)))
-            assert row["strict_not_evaluable"] == "1"  # q3
+            # the undecided arms, and q3's arms (replicates), failed or not
+            assert row["strict_not_evaluable"] == str(sum(o is None for _, o in strict) + len(SEEDS))
             o1 = by_case(scores)
             assert row["cases"] == str(len(o1))
             assert close(row["score_mean"], sum(o1.values()) / len(o1))

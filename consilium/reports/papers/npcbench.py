@@ -90,7 +90,9 @@ def _strict_columns(answers: list[tuple[str, list[JudgementItem]]], missing: lis
     its intervals over those cases (n = patients). A failed arm has no answer, which Eq. 1 scores as
     incorrect (§4.1: P counts every patient; App. C: a missing answer has correctness zero): a failure,
     counted in ``strict_missing``, unless its case has no signed criteria (not evaluable for every
-    model)."""
+    model). ``strict_not_evaluable`` counts the arms whose outcome is undecided, as pass@k's
+    ``not_evaluable`` does: a case none of whose arms is decided is not among the patients, and an
+    undecided replicate of a decided case is counted too, never dropped unseen."""
     outcomes: list[tuple[str, float | None]] = [
         (case, None if (o := strict_success(items)) is None else float(o)) for case, items in answers]
     counted = [arm for arm in missing if reference(arm.case_id) is not False]
@@ -100,7 +102,7 @@ def _strict_columns(answers: list[tuple[str, list[JudgementItem]]], missing: lis
     low, high = _percent(wilson(successes, n))
     exact_low, exact_high = _percent(clopper_pearson(successes, n))
     return {"strict_n": count(successes), "strict_patients": n, "strict_missing": len(counted),
-            "strict_not_evaluable": values.cases_unknown,
+            "strict_not_evaluable": values.unknown,
             "strict_pct": pct(successes, n), "strict_ci_low": low, "strict_ci_high": high,
             "strict_exact_low": exact_low, "strict_exact_high": exact_high}
 
