@@ -323,3 +323,87 @@ def test_a_folder_of_cohorts_names_the_partial_one(cohorts: dict[str, Any], caps
     mark = f"{FINISHED} of {PLANNED} planned arms, cohort aborted"
     assert {r["cohort"] for r in outcomes if r["partial"] == mark} == {"stopped"}
     assert {r["cohort"] for r in outcomes if r["partial"] == ""} == {"done"}
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE_PANEL = f"scripted:{EXAMPLES / 'models' / 'scripted-panel.yaml'}"
+
+
+def _seven_cases(tmp_path: Path) -> Path:
+    """mac-1 … mac-7, the example diagnostic case under each id (a --limit in string order would differ)."""
+    import yaml
+
+    source = yaml.safe_load((EXAMPLES / "cases" / "diagnostic-myocarditis.yaml").read_text())
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    for n in (1, 2, 3, 4, 5, 6, 7, 10, 11):
+        (folder / f"mac-{n}.json").write_text(json.dumps({**source, "id": f"mac-{n}"}))
+    return folder
+
+
+def _read_as_killed(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """view of the folder as a killed cohort leaves it: its last arms.csv row gone, its manifest running."""
+    rows = read_csv(run_dir / "arms.csv")
+    write_rows(run_dir / "arms.csv", rows[:-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    capsys.readouterr()
+    code = main(["view", str(run_dir), "--out", str(run_dir / "view-killed")])
+    return code, capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.parametrize(("flags", "cases", "variants", "replicates"), [
+    # the first 3 of 9 in natural order; consilium and single, both formats each: 4 variants
+    (["--limit", "3", "--protocol", "consilium,single"], 3, 4, 1),
+    # 2 of 9 drawn with seed 5; free-form only, in both protocols
+    (["--sample", "2", "--seed", "5", "--protocol", "consilium,single", "--formats", "free-form"], 2, 2, 1),
+    # an experiment file's 3 replicates, of the first 2 cases, the consilium's free-form
+    (["--limit", "2", "--formats", "free-form", "--experiment", "EXPERIMENT"], 2, 1, 3),
+])
+def test_the_plan_holds_only_the_cases_replicates_and_variants_the_cohort_took(
+        flags: list[str], cases: int, variants: int, replicates: int, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A complete cohort that took some of its cases (--limit, --sample) is not partial: its plan is the cases
+    it took, not the folder's nine; with every protocol's variants and every replicate. One arm gone, it is
+    one short of that plan."""
+    folder = _seven_cases(tmp_path)
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text("replicates: 3\n")
+    flags = [str(experiment) if flag == "EXPERIMENT" else flag for flag in flags]
+    out = tmp_path / "runs"
+    assert main(["cohort", "--cases", str(folder), "--model", EXAMPLE_PANEL, *flags, "--out", str(out)]) == 0
+    [run_dir] = list(out.iterdir())
+    planned = cases * variants * replicates  # one panel model
+    assert len(read_csv(run_dir / "arms.csv")) == planned
+    capsys.readouterr()
+    assert main(["view", str(run_dir)]) == 0
+    assert "partial" not in capsys.readouterr().out
+    code, said = _read_as_killed(run_dir, capsys)
+    assert code == 1
+    assert said.startswith(f"partial cohort: {planned - 1} of {planned} planned arms finished (status: aborted: "
+                           f"{KILLED}"), said
+    assert said.endswith("1 planned arms missing (listed on the index)")
+
+
+def test_a_shard_folder_plans_only_its_own_cases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each shard of --limit 5 holds some of the five cases; each shard folder is complete against its own
+    plan, and the two plans together are the five cases' arms (both formats), as the merged folder's is."""
+    folder = _seven_cases(tmp_path)
+    shards = []
+    for shard in ("1/2", "2/2"):
+        out = tmp_path / f"shard-{shard[0]}"
+        assert main(["cohort", "--cases", str(folder), "--model", EXAMPLE_PANEL, "--limit", "5", "--shard", shard,
+                     "--out", str(out)]) == 0
+        [run_dir] = list(out.iterdir())
+        shards.append(run_dir)
+    sizes = [len(read_csv(run_dir / "arms.csv")) for run_dir in shards]
+    assert sum(sizes) == 5 * 2 and all(sizes)  # every case of the five in one shard or the other
+    merged = tmp_path / "merged"
+    assert main(["cohort", "merge", str(shards[0]), str(shards[1]), "--out", str(merged)]) == 0
+    for run_dir in [*shards, merged]:
+        capsys.readouterr()
+        assert main(["view", str(run_dir)]) == 0, run_dir
+        assert "partial" not in capsys.readouterr().out
+    for run_dir, size in ((shards[0], sizes[0]), (merged, 10)):
+        code, said = _read_as_killed(run_dir, capsys)
+        assert code == 1 and said.startswith(f"partial cohort: {size - 1} of {size} planned arms finished"), said
