@@ -289,17 +289,17 @@ def test_compare_and_report_show_calibrated_scores_beside_the_raw_ones(tmp_path:
     # With no record left, compare reads judgements.csv: a calibrated score there that is no number is one
     # line naming the file, line and column, as a raw score's is.
     judged = run_dir / "judgements.csv"
-    table = list(csv.DictReader(judged.read_text().splitlines()))
-    assert sorted(r["calibrated_score"] for r in table if r["criterion"] == "c1" and r["component"] == "conclusion"
+    written = list(csv.DictReader(judged.read_text().splitlines()))
+    assert sorted(r["calibrated_score"] for r in written if r["criterion"] == "c1" and r["component"] == "conclusion"
                   ) == ["", "1.0", "2.0", "3.0", "3.0", "3.0"]  # m1 structured: not evaluable
     for record in run_dir.rglob("*.judge.ai-consilium.json"):
         record.unlink()
     for bad in ("nan", "high"):
-        at = next(i for i, r in enumerate(table) if r["calibrated_score"])
-        edited = [dict(r) for r in table]
+        at = next(i for i, r in enumerate(written) if r["calibrated_score"])
+        edited = [dict(r) for r in written]
         edited[at]["calibrated_score"] = bad
         with judged.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+            writer = csv.DictWriter(handle, fieldnames=list(written[0]))
             writer.writeheader()
             writer.writerows(edited)
         capsys.readouterr()
