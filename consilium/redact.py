@@ -4,7 +4,8 @@ Two kinds of secret are known: API keys (whatever the environment or a model con
 backend, registered here as they are read) and the ``user:password@`` part of a URL. :func:`redact`
 removes both from a text. A credential is registered in every form it may come back in: a header value
 whole and each of its words (the token of ``Bearer TOKEN``), and a URL's ``user:password@`` as the
-``Authorization: Basic …`` header it is sent as, its base64 token, the decoded pair and the password.
+``Authorization: Basic …`` header it is sent as, its base64 token in each spelling (URL-safe, unpadded),
+the decoded pair and the password (decoded and as written).
 
 Masking is applied at the choke points every byte passes through on its way out — the terminal streams
 (:class:`RedactingStream`, installed by the CLI), the log processors (consilium/log.py) and the atomic
@@ -59,13 +60,21 @@ def _basic_login(token: str) -> set[str]:
     return {login, password} if colon else set()
 
 
+def _spellings(token: str) -> set[str]:
+    """A base64 token as it may be written back: standard or URL-safe alphabet, with or without its ``=``
+    padding (a JWT, a URL, a log that re-encodes it)."""
+    urlsafe = token.replace("+", "-").replace("/", "_")
+    return {token, token.rstrip("="), urlsafe, urlsafe.rstrip("=")}
+
+
 def _forms(value: str) -> set[str]:
     """``value`` and what a server may echo of it: each whitespace-separated word (the token of
-    ``Bearer TOKEN``), and for ``Basic TOKEN`` the decoded ``user:password`` and the password."""
+    ``Bearer TOKEN``), and for ``Basic TOKEN`` the token in each base64 spelling, the decoded
+    ``user:password`` and the password."""
     words = value.split()
     forms = {value, *words}
     if len(words) == 2 and words[0].lower() == "basic":
-        forms |= _basic_login(words[1])
+        forms |= _spellings(words[1]) | _basic_login(words[1])
     return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
 
 
@@ -87,7 +96,7 @@ def register_secret(value: str | None) -> None:
 def register_url_credentials(url: str | None) -> None:
     """Register the ``user:password@`` of every URL in ``url`` (several, comma-separated, for a pool) as
     what it is sent as: the header ``Authorization: Basic TOKEN`` (so TOKEN, the pair and the password
-    too), and the userinfo as written (percent-encoded)."""
+    too), and the userinfo and the password as written (percent-encoded)."""
     for match in _URL_CREDENTIALS.finditer(url or ""):
         userinfo = match["userinfo"]
         if MASK in userinfo:  # already masked (a URL read back from a file): nothing to register
@@ -96,6 +105,7 @@ def register_url_credentials(url: str | None) -> None:
         login = f"{unquote(user)}:{unquote(password)}".encode()
         register_secret("Basic " + base64.b64encode(login).decode("ascii"))
         register_secret(userinfo)
+        register_secret(password)  # as written in the URL (percent-encoded); decoded, it is a Basic form
 
 
 #: The key variables' values last registered (redact runs often: a value is registered once).

@@ -17,7 +17,7 @@ import binascii
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -68,8 +68,8 @@ def _answer(body: dict[str, Any], said: str) -> str:
 class EchoServer:
     """A running echo server: its base URL and how many answers carried the echo."""
 
-    def __init__(self, *, answer: bool, padding: int) -> None:
-        self.answer, self.padding = answer, padding
+    def __init__(self, *, answer: bool, padding: int, said: Callable[[str], str] = echo) -> None:
+        self.answer, self.padding, self.said = answer, padding, said
         self.base_url = ""
         self.echoed = 0
         self.lock = threading.Lock()
@@ -82,7 +82,7 @@ def _handler(state: EchoServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            said = echo(self.headers.get("Authorization") or "")
+            said = state.said(self.headers.get("Authorization") or "")
             with state.lock:
                 state.echoed += 1
             if state.answer:
@@ -106,9 +106,11 @@ def _handler(state: EchoServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def echo_server(*, answer: bool = False, padding: int = 0) -> Iterator[EchoServer]:
-    """The server's state (``base_url``: ``http://127.0.0.1:PORT/v1``) while it runs."""
-    state = EchoServer(answer=answer, padding=padding)
+def echo_server(*, answer: bool = False, padding: int = 0,
+                said: Callable[[str], str] = echo) -> Iterator[EchoServer]:
+    """The server's state (``base_url``: ``http://127.0.0.1:PORT/v1``) while it runs; ``said`` makes what it
+    echoes of the ``Authorization`` header (:func:`echo` by default)."""
+    state = EchoServer(answer=answer, padding=padding, said=said)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -106,6 +106,38 @@ def test_a_langchain_models_url_password_is_masked_as_its_basic_header_token_and
         assert secret not in written, secret
 
 
+
+def spellings(authorization: str) -> str:
+    """What a server that re-encodes the Basic token may echo of it: unpadded, URL-safe, both."""
+    token = authorization.split()[-1]
+    urlsafe = token.replace("+", "-").replace("/", "_")
+    return f"(you sent {token.rstrip('=')}; {urlsafe}; {urlsafe.rstrip('=')})"
+
+
+@pytest.mark.localhost
+def test_a_url_password_is_masked_in_every_base64_spelling_of_its_basic_token(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The password is percent-encoded in the URL (a space, ">" and "?"), and the base64 of its login has
+    padding and a "+" and "/": each spelling of the token a server may echo (unpadded as in a JWT, URL-safe)
+    is masked, and the password as written in the URL."""
+    monkeypatch.delenv("CONSILIUM_LOG_FILE")
+    password, written_as = "pa ss~SENTINEL>?", "pa%20ss~SENTINEL%3E%3F"
+    token = base64.b64encode(f"carol:{password}".encode()).decode()
+    urlsafe = base64.urlsafe_b64encode(f"carol:{password}".encode()).decode()
+    assert token.endswith("==") and "+" in token and urlsafe != token  # every spelling differs
+    spelt = (token.rstrip("="), urlsafe, urlsafe.rstrip("="), written_as)
+    out = tmp_path / "runs"
+    with echo_server(answer=True, said=lambda header: spellings(header)[:-1] + f"; {written_as})") as server:
+        url = server.base_url.replace("http://", f"http://carol:{written_as}@")
+        code = main(["-v", "simulate", "--case", str(CASE), "--model", "openai:echo", "--base-url", url,
+                     "--format", "free-form", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0 and server.echoed > 0
+    assert "(you sent ***; ***; ***; ***)" in json.dumps(one_trace(out))
+    written = everything(tmp_path, captured.out, captured.err)
+    for secret in spelt:
+        assert secret not in written, secret
+
 # --- a key across the place an error message is cut ------------------------------------------------------
 
 
