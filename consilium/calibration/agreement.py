@@ -1,7 +1,8 @@
 """Judge–physician agreement, per criterion and pooled, with case-clustered bootstrap intervals.
 
 Libraries: scikit-learn (``cohen_kappa_score``: Cohen's κ, quadratic-weighted for ordinal scales),
-scipy (``spearmanr``, ``pearsonr``), krippendorff (``alpha``), numpy (bootstrap draws).
+scipy (``spearmanr``, ``pearsonr``), krippendorff (``alpha``), numpy (bootstrap draws); κ and α through
+:mod:`consilium.judges.agreement`, as the jury's agreement among its judges.
 Binary statistics follow npcbench.txt Eq. A9: observed agreement, Cohen's κ, sensitivity,
 specificity, balanced agreement (their mean) and the judge's true rate q_J.
 
@@ -21,12 +22,11 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
-import krippendorff
 import numpy as np
 from scipy import stats as scipy_stats
-from sklearn.metrics import cohen_kappa_score
 
 from consilium.calibration.pairs import Pair
+from consilium.judges.agreement import cohen_kappa, krippendorff_alpha
 
 __all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict", "baseline_pairs",
            "binary_stats", "describe", "kripp_alpha", "ordinal_stats", "reliability_data"]
@@ -44,12 +44,10 @@ def ordinal_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int]) -> dict[s
     diff = np.abs(h - j)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        qwk = cohen_kappa_score(h.astype(int), j.astype(int), weights="quadratic", labels=list(labels)) \
-            if len(set(h) | set(j)) > 1 else float("nan")
         spearman = scipy_stats.spearmanr(h, j).statistic if len(set(h)) > 1 and len(set(j)) > 1 else float("nan")
         pearson = scipy_stats.pearsonr(h, j).statistic if len(set(h)) > 1 and len(set(j)) > 1 else float("nan")
     return {"mae": float(diff.mean()), "exact": float((diff == 0).mean()), "within_one": float((diff <= 1).mean()),
-            "qwk": _finite(qwk), "spearman": _finite(spearman), "pearson": _finite(pearson)}
+            "qwk": cohen_kappa(h, j, labels, binary=False), "spearman": _finite(spearman), "pearson": _finite(pearson)}
 
 
 def binary_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int] = (0, 1)) -> dict[str, float | None]:
@@ -59,10 +57,7 @@ def binary_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int] = (0, 1)) -
     fn = float(((h == 1) & (j == 0)).sum())
     sensitivity = tp / (tp + fn) if tp + fn else None
     specificity = tn / (tn + fp) if tn + fp else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kappa = cohen_kappa_score(h.astype(int), j.astype(int), labels=[0, 1])
-    return {"accuracy": (tp + tn) / len(h), "kappa": _finite(kappa), "sensitivity": sensitivity,
+    return {"accuracy": (tp + tn) / len(h), "kappa": cohen_kappa(h, j, [0, 1], binary=True), "sensitivity": sensitivity,
             "specificity": specificity,
             "balanced_agreement": (sensitivity + specificity) / 2
             if sensitivity is not None and specificity is not None else None,
@@ -84,13 +79,7 @@ def reliability_data(pairs: Sequence[Pair], raters: Sequence[str], *, include_ju
 
 
 def _alpha(data: np.ndarray, binary: bool) -> float | None:
-    if data.shape[1] < 2:
-        return None
-    try:
-        return _finite(krippendorff.alpha(reliability_data=data,
-                                          level_of_measurement="nominal" if binary else "ordinal"))
-    except (ValueError, ZeroDivisionError):
-        return None
+    return krippendorff_alpha(data, binary=binary) if data.shape[1] >= 2 else None
 
 
 def kripp_alpha(pairs: Sequence[Pair], binary: bool, *, include_judge: bool = True) -> float | None:

@@ -1,9 +1,8 @@
 """How far a jury's judges agree (``consilium jury``; docs/judges.md, Juries).
 
-* **Krippendorff's α** per criterion and pooled (the ``krippendorff`` package; ordinal level for ordinal
-  scales, nominal for binary), the judges as raters and the judged items as units;
-* **Cohen's κ** per judge pair and criterion (scikit-learn ``cohen_kappa_score``, quadratic weights over
-  the scale's points, so a weight is a distance on the scale);
+* **Krippendorff's α** per criterion and pooled (ordinal level for ordinal scales, nominal for binary),
+  the judges as raters and the judged items as units;
+* **Cohen's κ** per judge pair and criterion (quadratic weights over the scale's points);
 * **percent agreement** beside each: for α, the share of agreeing judge pairs within an item, averaged
   over the items with two scores or more (each item counts once, as Fleiss's observed agreement P̄); for
   κ, the share of the pair's common items with the same score;
@@ -13,39 +12,22 @@
 α, κ and their percent agreement read the in-scope scores only (:meth:`JuryData.scored`): "out of scope"
 is no point of an ordinal scale, and counting it as the lowest one makes judges who agree that a
 dimension is out of scope look like judges who agree on its score. A statistic that cannot be computed
-is None and its row's ``note`` says why.
+is None and its row's ``note`` says why. The statistics themselves are computed as the judge's agreement
+with physicians is (:mod:`consilium.judges.agreement`, one implementation for both).
 """
 
 from __future__ import annotations
 
-import math
-import warnings
-from collections import Counter
-from collections.abc import Sequence
 from itertools import combinations
 from typing import Literal
 
 import numpy as np
 
+from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
 from consilium.judges.jury import is_binary
 from consilium.reports.jury import JuryData, Unit, groups
 
-__all__ = ["alpha_rows", "kappa_rows", "percent_agreement", "scope_rows"]
-
-
-def percent_agreement(units: Sequence[Sequence[object]]) -> float | None:
-    """Within each unit of two values or more, the share of its pairs of values that are equal; the mean
-    over those units (Fleiss's P̄, each unit once); None when no unit has two values."""
-    shares = []
-    for values in units:
-        m = len(values)
-        if m >= 2:
-            shares.append(sum(n * (n - 1) for n in Counter(values).values()) / (m * (m - 1)))
-    return sum(shares) / len(shares) if shares else None
-
-
-def _finite(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
+__all__ = ["alpha_rows", "kappa_rows", "scope_rows"]
 
 
 def _in_scope(data: JuryData, unit: Unit) -> list[float]:
@@ -55,8 +37,6 @@ def _in_scope(data: JuryData, unit: Unit) -> list[float]:
 def alpha_rows(data: JuryData) -> list[dict[str, object]]:
     """Krippendorff's α and percent agreement per criterion and pooled, over in-scope scores; α is None
     where it is undefined (no item with two in-scope scores, or no variation among them)."""
-    import krippendorff
-
     level: Literal["nominal", "ordinal"] = "nominal" if is_binary(data.rubric) else "ordinal"
     rows: list[dict[str, object]] = []
     for name, units in groups(data):
@@ -71,9 +51,7 @@ def alpha_rows(data: JuryData) -> list[dict[str, object]]:
         else:
             matrix = np.array([[np.nan if (s := data.scored(v)) is None else s for v in u.scores] for u in units],
                               dtype=float).T
-            with np.errstate(divide="ignore", invalid="ignore"):
-                value = _finite(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level,
-                                                   value_domain=data.scale))
+            value = krippendorff_alpha(matrix, binary=level == "nominal", domain=data.scale)
             note = "" if value is not None else "n/a: undefined (no expected disagreement)"
         rows.append({"criterion": name, "level": level, "units": len(units), "pairable_units": len(pairable),
                      "alpha": value, "percent_agreement": percent_agreement(pairable), "note": note})
@@ -83,8 +61,6 @@ def alpha_rows(data: JuryData) -> list[dict[str, object]]:
 def kappa_rows(data: JuryData) -> list[dict[str, object]]:
     """Cohen's κ (quadratic weights) and percent agreement per judge pair and criterion, on the items both
     judges scored in scope."""
-    from sklearn.metrics import cohen_kappa_score
-
     rows: list[dict[str, object]] = []
     for name, units in groups(data):
         for a, b in combinations(range(len(data.members)), 2):
@@ -96,10 +72,8 @@ def kappa_rows(data: JuryData) -> list[dict[str, object]]:
             elif len({x for x, _ in both} | {y for _, y in both}) == 1:
                 note = f"n/a: no variation (both judges gave every common item {both[0][0]:g})"
             else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    value = _finite(cohen_kappa_score([int(x) for x, _ in both], [int(y) for _, y in both],
-                                                      labels=data.scale, weights="quadratic"))
+                value = cohen_kappa([x for x, _ in both], [y for _, y in both], data.scale,
+                                    binary=is_binary(data.rubric))
                 note = "" if value is not None else "n/a: undefined (no expected disagreement)"
             agree = sum(x == y for x, y in both) / len(both) if both else None
             rows.append({"criterion": name, "judge_a": data.members[a].judge, "judge_b": data.members[b].judge,
