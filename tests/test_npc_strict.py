@@ -41,7 +41,7 @@ def elements(met: set[str]) -> list[JudgementItem]:
     return [item(cid, None if cid == "r2" and INVALID in met else cid in met) for cid in CRITERIA]
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     p = successes / n
     centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))

@@ -64,8 +64,8 @@ def rouge_f1(reference: str, candidate: str) -> float:
     return 2 * table[-1][-1] / (len(ref) + len(cand))
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """neural-medbench.txt, Confidence Intervals."""
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """neural-medbench.txt, Confidence Intervals (``successes`` = n·p̂, a sum of case means with replicates)."""
     p = successes / n
     centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
@@ -1033,11 +1033,13 @@ def test_the_score_tables_count_the_failed_arms_they_have_no_score_for(replicate
         return sum(model in (f"model-{m}", "pooled") and case in (None, c) for m, c, _ in R_FAILED)
 
     sd = read_csv(replicate_run / "report" / "replicate_sd.csv")
-    assert {(r["model"], r["format"]) for r in sd} == {(m, f) for m in ("model-a", "model-b", "pooled") for f in FORMATS}
+    models = ("model-a", "model-b", "pooled")
+    assert {(r["model"], r["format"]) for r in sd} == {(m, f) for m in models for f in FORMATS}
     for row in sd:
         assert row["failed"] == str(failures(row["model"], row["format"])), row
     # model a's free-form final conclusion: q1 scored once (replicate 0 failed), q2 twice; q3 has no reference
-    [a_free] = [r for r in sd if (r["model"], r["format"], r["criterion"]) == ("model-a", "free-form", "final_conclusion")]
+    [a_free] = [r for r in sd
+                if (r["model"], r["format"], r["criterion"]) == ("model-a", "free-form", "final_conclusion")]
     q1, q2 = float(r_match("a", "free-form", "q1", 1)), sum(r_match("a", "free-form", "q2", r) for r in (0, 1)) / 2
     assert (a_free["replicates"], a_free["failed"], a_free["not_evaluable"]) == ("3", "1", "2")
     assert close(a_free["mean"], (q1 + q2) / 2)
@@ -1045,8 +1047,9 @@ def test_the_score_tables_count_the_failed_arms_they_have_no_score_for(replicate
         assert row["failed"] == str(failures(row["model"], row["format"], row["case_id"])), row
     paired = paired_differences(load_cohort_data(replicate_run), bootstrap=20)
     assert paired and {r["model"] for r in paired} == {"model-a", "model-b", "pooled"}
-    for row in paired:  # either format's failed arms: one of each for a and b, all four pooled
-        assert row["failed"] == sum(failures(row["model"], f) for f in FORMATS) == (4 if row["model"] == "pooled" else 2)
+    for pair in paired:  # either format's failed arms: one of each for a and b, all four pooled
+        expected = sum(failures(pair["model"], f) for f in FORMATS)
+        assert pair["failed"] == expected == (4 if pair["model"] == "pooled" else 2)
 
 
 def test_a_case_whose_every_arm_failed_is_read_from_the_cohort_cases(consilium_run: Path, tmp_path: Path) -> None:

@@ -122,8 +122,7 @@ class CaseValues:
 
     means: dict[str, float]  # case → the mean of its replicates' known values
     arms: int  # the arms (replicates) whose value is known, in ``means``
-    unknown: int  # the arms whose value is not known (not evaluable)
-    cases_unknown: int  # the cases none of whose arms has a known value
+    unknown: int  # the arms whose value is not known (not evaluable); a case with none known is not in ``means``
 
     @property
     def cases(self) -> int:
@@ -133,10 +132,6 @@ class CaseValues:
     def total(self) -> float:
         """The sum of the case means: the number of successes when each case has one arm."""
         return sum(self.means.values())
-
-    @property
-    def mean(self) -> float | None:
-        return statistics.fmean(self.means.values()) if self.means else None
 
 
 def case_values(values: Iterable[tuple[str, float | None]]) -> CaseValues:
@@ -148,4 +143,4 @@ def case_values(values: Iterable[tuple[str, float | None]]) -> CaseValues:
              if (known := [v for v in found if v is not None])}
     unknown = sum(v is None for found in by_case.values() for v in found)
     arms = sum(len(found) for found in by_case.values()) - unknown
-    return CaseValues(means, arms, unknown, len(by_case) - len(means))
+    return CaseValues(means, arms, unknown)
