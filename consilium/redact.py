@@ -123,7 +123,10 @@ def _register_environment() -> None:
 def redact_url(url: str) -> str:
     """``https://user:pw@host/v1?api_key=k`` → ``https://***@host/v1?api_key=***``: the userinfo and the
     value of every query key that looks secret masked; a URL without credentials is unchanged."""
-    url = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+    # Each pattern only where it can match: scanning every word of a long answer for a scheme costs more
+    # than all the registered keys together.
+    if "://" in url:
+        url = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", url)
     return _QUERY_SECRET.sub(lambda m: f"{m['key']}={MASK}", url) if "=" in url else url
 
 
