@@ -616,3 +616,23 @@ def test_self_preference_and_length_bias_leave_out_of_scope_scores_out(four: Pat
     spec = _csv(report / f"jury.{FOUR}.kappa.csv")[0]["judge_a"]  # j1
     assert float(rows[spec]["rho_chars"]) == pytest.approx(_spearman(j1, chars), abs=1e-4)
     assert float(rows["jury"]["rho_chars"]) == pytest.approx(_spearman(jury, chars), abs=1e-4)
+
+
+def test_the_viewer_shows_out_of_scope_for_a_verdict_and_a_vote_of_minus_one(four: Path, tmp_path: Path) -> None:
+    """An arm's page names the four-decision rubric's −1 "out of scope", for the verdict and each judge's vote,
+    never as the score −1.0 (which reads as a point below 1)."""
+    import re
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(four, runs)
+    assert main(["view", str(runs)]) == 0
+    pages = {p: p.read_text(encoding="utf-8") for p in runs.rglob("*.html")}
+    text = "\n".join(pages.values())
+    assert "-1.0" not in text and "−1.0" not in text
+    # Case A's gpt answer: every judge put the clinical trial out of scope, so the verdict is out of scope.
+    votes = re.findall(r"Votes: ([^<]*)", text)
+    assert any(v.count("out of scope") == 3 for v in votes)
+    # Case C's claude answer: j2 alone gave the clinical trial 1, j1 and j3 gave 3.
+    assert any(re.search(r": 3\.0; [^;]*: 1\.0; [^;]*: 3\.0", v) for v in votes)
+    assert ">out of scope<" in text

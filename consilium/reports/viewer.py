@@ -13,6 +13,7 @@ from consilium.judges.record import Judgement, JudgementItem
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.registry import protocol_of
 from consilium.protocols.view import Block, Heading, Note, Table, Text
+from consilium.reports.view_cohort import out_of_scope
 from consilium.reports.view_html import esc, page, pre, table
 from consilium.reports.view_reference import reference_section
 from consilium.traces.schema import TraceBase
@@ -61,7 +62,8 @@ def _judgements(judgements: list[Judgement]) -> str:
         parts.append(f"<h3>Judge: {esc(judgement.rubric)} v{judgement.rubric_version} "
                      f"({esc(judgement.judge_model)})</h3>")
         parts.append(table(("component", "criterion", "score", "rationale or reason"),
-                            [(i.component, i.criterion, "not evaluable" if i.not_evaluable else i.score,
+                            [(i.component, i.criterion, "not evaluable" if i.not_evaluable else
+                              "out of scope" if out_of_scope(i) else i.score,
                               _jury_votes(i) or i.rationale or i.reason or "") for i in judgement.items]))
     return "".join(parts)
 
@@ -71,7 +73,10 @@ def _jury_votes(item: JudgementItem) -> str:
     if item.verdict is None or item.votes is None:
         return ""
     v = item.verdict
-    votes = "; ".join(f"{vote.judge}: {'not evaluable' if vote.not_evaluable else vote.score}" for vote in item.votes)
+    scoped = "scope" in item.detail  # the four-decision rubric's −1 is out of scope, no score (view_cohort)
+    votes = "; ".join(f"{vote.judge}: " + ("not evaluable" if vote.not_evaluable else
+                                           "out of scope" if scoped and vote.score == -1 else str(vote.score))
+                      for vote in item.votes)
     return (f"jury verdict ({v.rule} of {v.evaluable} of {v.judges} judges, {v.not_evaluable} not evaluable"
             + (f"; {v.tie}" if v.tie else "") + (f"; {item.reason}" if item.reason else "") + f"). Votes: {votes}")
 
