@@ -636,3 +636,30 @@ def test_the_viewer_shows_out_of_scope_for_a_verdict_and_a_vote_of_minus_one(fou
     # Case C's claude answer: j2 alone gave the clinical trial 1, j1 and j3 gave 3.
     assert any(re.search(r": 3\.0; [^;]*: 1\.0; [^;]*: 3\.0", v) for v in votes)
     assert ">out of scope<" in text
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("votes", "97.0", "97 is not a score of rubric"), ("votes", "-1", "-1 is not a score of rubric"),
+    ("votes", "Infinity", "is not a finite number"), ("calibrated_score", "5.5", "is outside rubric")])
+def test_a_jury_vote_or_calibrated_score_edited_off_the_scale_is_refused(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str, problem: str) -> None:
+    """A judge's own vote in a jury record is checked as the verdict is (the 1-5 rubric has no out-of-scope
+    −1), and a calibrated score must lie within the scale: one line naming the file and field, exit 2."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(run, runs)
+    record = sorted(runs.rglob(f"*.judge.{ORDINAL}.json"))[2]
+    data = json.loads(record.read_text())
+    at = next(i for i, item in enumerate(data["items"]) if item["votes"])
+    where = f"items.{at}.votes.1.score" if field == "votes" else f"items.{at}.calibrated_score"
+    if field == "votes":
+        data["items"][at]["votes"][1]["score"] = "SENTINEL"
+    else:
+        data["items"][at]["calibrated_score"] = "SENTINEL"
+    record.write_text(json.dumps(data).replace('"SENTINEL"', value))
+    capsys.readouterr()
+    assert main(["jury", str(runs), "--rubric", ORDINAL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{record}: {where}: " in err and problem in err
+    assert not (runs / "jury").exists()
