@@ -526,6 +526,8 @@ def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call
      "free-form.calls.json: 0.stage: Field required"),
     (lambda h: (h / "free-form.calls.json").write_text('{"calls": []}'),
      "free-form.calls.json: (root): a list of the run's model calls"),
+    (lambda h: (h / "free-form.calls.json").write_text("[" * 100_000 + "]" * 100_000),
+     "free-form.calls.json: nested more than 64 levels deep"),
     (lambda h: (h / "free-form.calls.json").write_text("[]\n"),  # emptied: the checkpoint's steps lose their calls
      "free-form.calls.json: records no role_assignment call of the moderator, while checkpoints.sqlite holds"),
     (lambda h: _edit_json(h / "free-form.calls.json", lambda calls: calls.pop()),  # the last vote cut off

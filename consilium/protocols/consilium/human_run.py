@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from consilium.agents import records
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
-from consilium.datafiles import first_error
+from consilium.datafiles import first_error, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.graphs.checkpoint_serde import MaskingSerializer
@@ -224,12 +224,9 @@ def _thread(fmt: Format) -> Any:
 
 
 def _read_calls(path: Path) -> list[CallRecord]:
-    """A format's recorded calls, checked: one line naming the file and the call's field if it was edited into
-    something else."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"{path}: not the run's readable record of its model calls ({exc})") from None
+    """A format's recorded calls, read by the strict reader (bounded nesting and numbers) and checked: one line
+    naming the file and the call's field if it was edited into something else."""
+    data = read_data_file(path, "record of the run's model calls")
     if not isinstance(data, list):
         raise UserError(f"{path}: (root): a list of the run's model calls")
     calls: list[CallRecord] = []
