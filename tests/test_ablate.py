@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from scipy.stats import wilcoxon
 
+from consilium import api
 from consilium.ablation.report import write_outputs
 from consilium.ablation.stats import holm, rank_biserial
 from consilium.ablation.tables import stat_rows
@@ -518,3 +520,48 @@ def test_the_stop_reason_table_counts_each_ablated_arm_once(cohort: Path) -> Non
     assert stops == dict(expected) and sum(stops.values()) == 9
     assert "primary" not in {r["group"] for r in table(out / "calls.csv")}
     assert sum(int(r["arms"]) for r in table(out / "calls.csv")) == 9
+
+
+def test_every_command_given_the_cohort_reads_its_own_arms_not_its_ablations(
+        cohort: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two ablations inside the cohort's folder (one in its default place, ``ablate/``, one put by ``--out`` in
+    a folder of the cohort), each with 3 more traces and their judgements: replay, analyze, compare, report,
+    export, view, calibrate and the Python API, given the cohort's folder, read its 3 arms and their 3
+    judgements only, and leave the ablations' files as they were."""
+    run_dir = tmp_path / cohort.name
+    shutil.copytree(cohort, run_dir)
+    assert main(["ablate", str(run_dir), "--kind", "no-deliberation", "--bootstrap", "50"]) == 0
+    assert main(["ablate", str(run_dir), "--kind", "single", "--bootstrap", "50",
+                 "--out", str(run_dir / "mine" / "single")]) == 0
+    ablations = {p: p.read_bytes() for p in run_dir.rglob("*.json") if "ablate" in p.parts or "mine" in p.parts}
+    assert sum(p.name.endswith(".trace.json") for p in ablations) == 6
+    assert sum(p.name.endswith(f".judge.{RUBRIC}.json") for p in ablations) == 6
+    capsys.readouterr()
+
+    assert main(["replay", str(run_dir)]) == 0
+    assert "3 traces: 3 identical, 0 different" in capsys.readouterr().out
+    assert main(["analyze", str(run_dir)]) == 0
+    assert "analysed 3 arms" in capsys.readouterr().out
+    coverage = f"| {RUBRIC} | conclusion | 3 | 3 | 0 |"  # items, judged, not evaluable: the 3 arms' only
+    for command in ("compare", "report"):
+        assert main([command, str(run_dir), "--bootstrap", "50"]) == 0, command
+        out = capsys.readouterr().out
+        assert coverage in out and "left out" not in out, (command, out)
+    assert main(["export", str(run_dir), "--to", "jsonl"]) == 0
+    exported = [json.loads(line) for line in (run_dir / "export" / "judgements.jsonl").read_text().splitlines()]
+    assert sorted(r["case_id"] for r in exported) == list(CASES)
+    assert main(["view", str(run_dir)]) == 0
+    assert sorted(p.name for p in (run_dir / "view").rglob("*.html") if p.name != "index.html") == \
+        sorted(f"{c}{page}.html" for c in CASES for page in ("", ".free-form"))  # each case's and its arm's
+    ratings = tmp_path / "ratings.csv"  # two physicians rate each case's answer
+    ratings.write_text("case_id,component,criterion,rater,score\n" + "".join(
+        f"{case},conclusion,conclusion_alignment,{rater},{score}\n"
+        for rater, scores in (("a", (4, 3, 5)), ("b", (4, 2, 5))) for case, score in zip(CASES, scores, strict=True)))
+    capsys.readouterr()
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(run_dir), "--rubric", RUBRIC,
+                 "--bootstrap", "20", "--out", str(tmp_path / "calibration")]) == 0
+    assert "6 paired with judge scores, 0 without; 3 rated outputs of 3 cases" in capsys.readouterr().out
+
+    judged = api.judge_run(run_dir, RUBRIC, judge_model=f"scripted:{cohort.parent.parent / 'judge.json'}", force=True)
+    assert sorted(j.trace for j in judged) == [f"{c}.free-form.trace.json" for c in CASES]
+    assert {p: p.read_bytes() for p in ablations} == ablations
