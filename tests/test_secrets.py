@@ -246,6 +246,29 @@ def test_a_key_echoed_in_answers_is_in_no_file_database_or_langsmith_payload(
         assert secret not in written, secret
 
 
+
+@pytest.mark.localhost
+def test_a_key_echoed_to_a_model_object_the_api_was_given_is_masked_in_the_traces_it_returns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model object handed to ``consilium.run`` as it is (a bare backend, outside the shared layers that
+    mask answers): the traces the call returns hold the echoed key masked, as the files it wrote do."""
+    from consilium.models import ModelOptions, open_backend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    key = "sk-object-SENTINEL-0123456789abcdef"
+    with echo_server(answer=True) as server:
+        model = open_backend("openai:echo", ModelOptions(base_url=server.base_url, api_key=key, cache=False))
+        try:
+            traces = consilium.run(CASE, variants=["free-form", "structured"], model=model, out=tmp_path / "runs")
+        finally:
+            consilium.aio.run(model.aclose())
+    assert [t.status for t in traces] == ["completed", "completed"] and server.echoed > 0
+    returned = "\n".join(t.model_dump_json() for t in traces)
+    assert "(you sent Authorization: ***; token ***)" in returned
+    written = everything(tmp_path, returned)
+    for secret in forms(key):
+        assert secret not in written, secret
+
 # --- a key pasted with a newline ---------------------------------------------------------------------------
 
 

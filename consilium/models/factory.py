@@ -84,7 +84,18 @@ def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2, a
             accept_truncated: bool = False) -> ChatModel:
     """Per-run layers: every attempt is recorded; an empty or cut-off answer is asked again (at most
     ``answer_retries`` times, a cut-off one with twice the room) and then fails the stage; structured
-    output is validated and repaired."""
-    checked = AnswerCheckModel(RecordingModel(ObservedModel(model), recorder), retries=answer_retries,
+    output is validated and repaired. Answers are masked before they are observed or recorded, also from
+    a model object the API was given as it is (outside :func:`shared_layers`, which mask them)."""
+    checked = AnswerCheckModel(RecordingModel(ObservedModel(_masked(model)), recorder), retries=answer_retries,
                                accept_truncated=accept_truncated)
     return StructuredOutputModel(checked, max_repairs=max_repairs)
+
+
+def _masked(model: ChatModel) -> ChatModel:
+    """``model`` itself when a :class:`MaskedModel` is among its layers, else ``model`` in one."""
+    layer: object = model
+    while layer is not None:
+        if isinstance(layer, MaskedModel):
+            return model
+        layer = getattr(layer, "inner", None)
+    return MaskedModel(model)
