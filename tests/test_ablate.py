@@ -341,13 +341,26 @@ def test_ablation_pairs_are_judged_by_the_same_jury(jury_cohort: Path) -> None:
     for case, score in originals.items():
         for cap in (1, MAX_ROUNDS):
             assert float(arms[(f"max-rounds-{cap}", case)][f"score_original:{RUBRIC}"]) == score
-    for metric in (METRIC, "rounds", "tokens"):
-        row = stat(out, f"max_rounds={MAX_ROUNDS}", metric)
+    same = f"max_rounds={MAX_ROUNDS}"
+    rows = [r for r in table(out / "stats.csv") if r["group"] == same]
+    assert sorted(r["metric"] for r in rows) == sorted([METRIC, "rounds", "tokens"])  # every metric's row
+    for row in rows:
+        metric = row["metric"]
         assert int(row["cases"]) == 3 and int(row["pairs_left_out"]) == 0, metric
         assert (float(row["mean_difference"]), float(row["ci_low"]), float(row["ci_high"])) == (0.0, 0.0, 0.0), metric
-        assert row["p"] == "" and row["note"] == "not testable: every difference is zero"
-    pairs = [r for r in table(out / "pairs.csv") if r["group"] == f"max_rounds={MAX_ROUNDS}"]
-    assert len(pairs) == 9 and all(float(r["difference"]) == 0.0 for r in pairs)
+        assert row["mean_original"] == row["mean_ablated"], metric
+        assert (row["p"], row["p_holm"], row["rank_biserial"], row["wilcoxon_w"]) == ("", "", "", ""), metric
+        assert row["note"] == "not testable: every difference is zero", metric
+    pairs = [r for r in table(out / "pairs.csv") if r["group"] == same]
+    assert len(pairs) == 9 and all(float(r["difference"]) == 0.0 and r["original"] == r["ablated"] for r in pairs)
+    # every arm's row: each side's score, rounds, tokens and stop reason the same; every call the original's
+    for row in (r for r in arms.values() if r["condition"] == f"max-rounds-{MAX_ROUNDS}"):
+        for before, after in ((f"score_original:{RUBRIC}", f"score:{RUBRIC}"), ("rounds_original", "rounds"),
+                              ("tokens_original", "tokens"), ("stop_reason_original", "stop_reason")):
+            assert row[before] == row[after] != "", (row["case_id"], after)
+        assert int(row["new_calls"]) == 0
+    stops = [r for r in table(out / "stop_reasons.csv") if r["group"] == same]
+    assert sum(int(r["arms"]) for r in stops) == 3 and all(r["original"] == r["ablated"] for r in stops)
     # Cap 1 stops every case after its first vote: the initial report "report FULL" is the answer.
     ablated = {c: median_of_the_jury(c, "report FULL") for c in CASES}
     assert ablated == {"k1": 3.0, "k2": 2.0, "k3": 4.0}
@@ -565,3 +578,75 @@ def test_every_command_given_the_cohort_reads_its_own_arms_not_its_ablations(
     judged = api.judge_run(run_dir, RUBRIC, judge_model=f"scripted:{cohort.parent.parent / 'judge.json'}", force=True)
     assert sorted(j.trace for j in judged) == [f"{c}.free-form.trace.json" for c in CASES]
     assert {p: p.read_bytes() for p in ablations} == ablations
+
+
+FOUR = "otb-four-decision"
+#: case → (a text the final report holds → the four decisions therapy, surgery, next action, clinical trial),
+#: tried in order; −1: the judge puts the decision out of scope, which is no score.
+FOUR_SCORES = {"k1": [("FULL rev", (4, -1, 2, -1)), ("report FULL", (2, 3, -1, -1))],
+               "k2": [("FULL rev", (5, 3, 1, -1)), ("report FULL", (-1, -1, 4, -1))],
+               "k3": [("report FULL", (3, 3, 3, 3))]}
+
+
+def four_rules() -> list[dict[str, Any]]:
+    dims = ("therapy", "surgery", "next_action", "clinical_trial")
+    return [{"stage": "judge", "schema_contains": "clinical_trial", "contains_all": [MARK[case], text],
+             "json": {**dict(zip(dims, scores, strict=True)), "rationale": "r"}}
+            for case in CASES for text, scores in FOUR_SCORES[case]]
+
+
+def in_scope_mean(case: str, text: str) -> float:
+    scores = next(s for t, s in FOUR_SCORES[case] if t in text)
+    kept = [s for s in scores if s != -1]
+    return sum(kept) / len(kept)
+
+
+def test_a_cohort_judged_with_two_rubrics_is_compared_on_each_and_out_of_scope_is_no_score(tmp_path: Path) -> None:
+    """A cohort judged with two rubrics by one judge: each rubric is its own metric, both sides read from the
+    cohort's judgements. On the four-decision rubric an arm's score is the mean of its decisions in scope: a −1
+    is out of scope, not the lowest point (as a score, it turned k2's +1.0 into −1.75)."""
+    judge = {"model": "judge", "rules": [*four_rules(), *judge_script()["rules"]]}
+    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", RUBRIC, "--judge", FOUR,
+                 "--judge-model", f"scripted:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    out = ablate(run_dir, "no-deliberation")
+    finals = {"k1": "report FULL rev1", "k2": "report FULL rev2", "k3": "report FULL"}  # the originals' answers
+    four = {c: (in_scope_mean(c, finals[c]), in_scope_mean(c, "report FULL")) for c in CASES}
+    assert four == {"k1": (3.0, 2.5), "k2": (3.0, 4.0), "k3": (3.0, 3.0)}
+    arms = {r["case_id"]: r for r in table(out / "arms.csv")}
+    for case, (before, after) in four.items():
+        assert (float(arms[case][f"score_original:{FOUR}"]), float(arms[case][f"score:{FOUR}"])) == (before, after)
+    row = stat(out, "no-deliberation", f"score:{FOUR}")
+    assert float(row["mean_difference"]) == round((-0.5 + 1.0 + 0.0) / 3, 4) and int(row["cases"]) == 3
+    assert float(stat(out, "no-deliberation")["mean_difference"]) == round((2 - 4 + 4 - 3 + 5 - 5) / 3, 4)
+    report = (out / "report.md").read_text()
+    assert f"judged with: {RUBRIC}, {FOUR}" in report
+    assert "originals judged by judge: 6 judgements read from the cohort, 0 made here" in report, report
+
+
+def test_a_cohort_never_judged_is_compared_on_rounds_and_tokens_or_judged_on_both_sides(tmp_path: Path) -> None:
+    """A cohort run without a judge: its ablation compares rounds and tokens only and says no rubric judged it;
+    given a rubric and a judge, the ablation judges the originals too (into its own folder) with that judge."""
+    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
+    (tmp_path / "judge.json").write_text(json.dumps(judge_script()))
+    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"),
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    plain = ablate(run_dir, "no-deliberation", name="plain")
+    assert {r["metric"] for r in table(plain / "stats.csv")} == {"rounds", "tokens"}
+    assert float(stat(plain, "no-deliberation", "rounds")["mean_difference"]) == -2.0  # 0 − (2, 3, 1)
+    report = (plain / "report.md").read_text()
+    assert "judged with: no rubric" in report and "originals judged by" not in report
+    judged = ablate(run_dir, "no-deliberation", "--judge", RUBRIC, "--judge-model",
+                    f"scripted:{tmp_path / 'judge.json'}", name="judged")
+    assert float(stat(judged, "no-deliberation")["mean_difference"]) == round((2 - 4 + 4 - 3 + 5 - 5) / 3, 4)
+    assert "originals judged by judge: 0 judgements read from the cohort, 3 made here" in \
+        (judged / "report.md").read_text()
+    assert len(list((judged / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
+    assert not list(run_dir.glob("arms/**/*.judge.*.json"))  # the cohort's folder gains no judgement

@@ -6,9 +6,9 @@ judgement beside its trace is read when those same judges made it (:func:`made_b
 the same jury in the same order, and the same judge prompt); otherwise, or when it has none, the original is
 judged here, into the ablation's ``originals/`` folder, never into the cohort's. Every completed ablated arm is
 judged by the same judges. An arm's score for a rubric is the mean of the numeric per-output items of its
-``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case criteria
-and items not evaluable are left out, and an arm without one scored item has no score (its pair is left out
-and counted).
+``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case criteria,
+items not evaluable and decisions out of scope (the four-decision rubric's −1, no point of its scale) are left
+out, and an arm without one scored item has no score (its pair is left out and counted).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
+from consilium.reports.view_cohort import out_of_scope
 
 __all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by"]
 
@@ -68,10 +69,11 @@ def made_by(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) 
 
 
 def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
-    """The mean of the judgement's numeric per-output items on the conclusion; None when it has none."""
+    """The mean of the judgement's numeric per-output items on the conclusion, decisions out of scope left out;
+    None when it has none."""
     whole = {c.id for c in rubric.criteria if c.whole_case}
-    values = [item.score for item in judgement.items
-              if item.component == SCORED_COMPONENT and item.criterion not in whole and item.score is not None]
+    values = [item.score for item in judgement.items if item.component == SCORED_COMPONENT
+              and item.criterion not in whole and item.score is not None and not out_of_scope(item)]
     return statistics.fmean(values) if values else None
 
 
