@@ -1,7 +1,8 @@
 """A cohort ready to run, from the command line (a new cohort) or from its manifest (``--resume``).
 
 The plan holds the cases, each protocol's variants and run settings, the judges and how the models are
-reached; nothing is written while it is made, so a bad flag or file leaves no run folder.
+reached; nothing is written while it is made, so a bad flag or file leaves no run folder. How the
+variants and run settings are layered (experiment, --config file, flags) is in consilium/cli/cohort_configs.py.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from consilium.cases import Case
+from consilium.cli.cohort_configs import config_file_settings, given_variants, protocol_configs
 from consilium.cli.cohort_experiment import apply_experiment, own_model_options, own_records
 from consilium.cli.concurrency import default_concurrency
-from consilium.cli.labels import with_role_labels
 from consilium.cli.options import (
     ModelConfigFile,
-    flag_name,
     model_options,
     model_spec,
     run_config,
@@ -32,11 +31,11 @@ from consilium.cohort.cases import (
     load_cohort_files,
     select_cases,
 )
-from consilium.cohort.experiment import FILE_SPECS, Experiment, experiment_variants, load_experiment, replicate_seeds
+from consilium.cohort.experiment import FILE_SPECS, load_experiment, replicate_seeds
 from consilium.cohort.manifest import CaseSample, CohortManifest, CohortSettings, ModelSettings, read_manifest
-from consilium.cohort.protocols import VARIANT_FLAGS, cohort_variants, split_settings
+from consilium.cohort.protocols import cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
-from consilium.datafiles import load_data_file, read_data_file
+from consilium.datafiles import load_data_file
 from consilium.errors import UserError
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.rubric import Rubric, load_rubric
@@ -90,74 +89,18 @@ def _model_file(args: argparse.Namespace) -> ModelConfigFile | None:
     return load_data_file(path, ModelConfigFile, "model config") if path is not None else None
 
 
-def _file_settings(path: Path) -> dict[str, Any]:
-    """A --config file's settings, every key checked to belong to a protocol of the cohort by the caller."""
-    loaded = read_data_file(path, "config") or {}
-    if not isinstance(loaded, dict):
-        raise UserError(f"{path}: a config file must be a mapping of settings")
-    return loaded
-
-
-def _given_variants(args: argparse.Namespace, experiment: Experiment | None, protocols: list[str]
-                    ) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """The variants the experiment file sets, then the flags given (flag → names), and where each came from."""
-    given, where = experiment_variants(experiment, protocols, args.experiment) if experiment else ({}, {})
-    for flag, name in VARIANT_FLAGS.items():
-        text = getattr(args, name, None)
-        if text:
-            given[flag] = [part.strip() for part in text.split(",") if part.strip()]
-            where[flag] = flag
-    return given, where
-
-
-def _configs(protocols: list[str], args: argparse.Namespace, experiment: Experiment,
-             specs: list[str]) -> dict[str, RunConfig]:
-    """Each protocol's run settings, in layers: the defaults, the experiment's run settings, a --config
-    file, then flags; each protocol takes the keys its config has. Unset, role_labels follows the cohort's
-    models (every arm of a cohort has the same settings): catalogue only if all of them default to it."""
-    flags = {"timeout_s": args.timeout, "wall_limit_s": args.wall_limit, "role_labels": args.role_labels,
-             **given_run_flags(args, protocols)}
-    in_file = _file_settings(args.config) if args.config else {}
-    split_settings(in_file, protocols, f"{args.config}: ")  # a key no protocol has names the file
-    under = split_settings({k: v for k, v in experiment.run.items() if k not in in_file}, protocols,
-                           f"{args.experiment}: run.")
-    return {name: with_role_labels(run_config(get_protocol(name).config_model, args.config,
-                                              {**under[name], **_own(flags, name)}, known_only=True), *specs)
-            for name in protocols}
-
-
-#: Run-settings flags a cohort shares with ``simulate`` (argparse dest → config field).
-RUN_FLAGS = {"seed": "seed", "temperature": "temperature", "max_rounds": "max_rounds"}
-
-
-def given_run_flags(args: argparse.Namespace, protocols: list[str]) -> dict[str, Any]:
-    """The ``--seed``, ``--temperature`` and ``--max-rounds`` given, by field; one that no protocol of the
-    cohort has is refused, as ``simulate`` refuses it."""
-    given = {key: getattr(args, dest, None) for dest, key in RUN_FLAGS.items()}
-    given = {key: value for key, value in given.items() if value is not None}
-    for key in given:
-        if not any(key in get_protocol(name).config_model.model_fields for name in protocols):
-            raise UserError(f"{flag_name(key)}: not a setting of protocol {', '.join(map(repr, protocols))}")
-    return given
-
-
-def _own(flags: dict[str, Any], protocol: str) -> dict[str, Any]:
-    """The flags that are settings of ``protocol`` (``--max-rounds`` is the consilium's, not the board's)."""
-    fields = get_protocol(protocol).config_model.model_fields
-    return {key: value for key, value in flags.items() if key in fields}
-
-
 def new_plan(args: argparse.Namespace) -> Plan:
     setup = apply_experiment(args)  # what the file sets, as the flags it stands for (a flag given wins)
     experiment = setup.experiment
     if args.cases is None:
         raise UserError("--cases: required (a folder of case files or a .jsonl file), or --resume RUN_DIR")
     protocols: list[str] = args.protocol or experiment.protocols
-    variants = cohort_variants(protocols, *_given_variants(args, experiment if args.experiment else None,
-                                                           protocols))
+    variants = cohort_variants(protocols, *given_variants(args, experiment if args.experiment else None,
+                                                          protocols))
     specs = list(dict.fromkeys(absolute_spec(spec) for spec in [model_spec(args), *args.extra_model]))
     moderator = absolute_spec(args.moderator_model) if args.moderator_model else None
-    configs = _configs(protocols, args, experiment, [moderator] if moderator else specs)  # who assigns the roles
+    # the moderator, if any, assigns the roles; else the panel's models
+    configs = protocol_configs(protocols, args, experiment, [moderator] if moderator else specs)
     sample = _sample(args, configs[protocols[0]].seed)
     everything = load_cohort_files(args.cases)
     found = select_cases(everything, limit=args.limit, sample=sample.n if sample else None,
@@ -212,7 +155,7 @@ def _refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_di
     cohort), then refuse what differs from the manifest."""
     s = manifest.settings
     experiment = load_experiment(args.experiment) if args.experiment else None
-    given, where = _given_variants(args, experiment, s.protocols)
+    given, where = given_variants(args, experiment, s.protocols)
     variants = None
     if given:
         resolved = cohort_variants(s.protocols, given, where)
@@ -224,7 +167,7 @@ def _refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_di
         specs = list(dict.fromkeys([first, *extra])) if extra else [first, *s.models[1:]]
     config_values = None
     if args.config is not None:
-        config_values = _file_settings(args.config)
+        config_values = config_file_settings(args.config)
         split_settings(config_values, s.protocols, f"{args.config}: ")
         for name in s.protocols:
             run_config(get_protocol(name).config_model, args.config, {}, known_only=True)
