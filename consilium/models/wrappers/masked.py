@@ -11,22 +11,16 @@ from __future__ import annotations
 
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.wrappers.base import WrapperModel
-from consilium.redact import redact
+from consilium.redact import redact_value
 
 __all__ = ["MaskedModel", "mask_response"]
 
 
 def mask_response(response: ModelResponse) -> ModelResponse:
-    """``response`` with every known secret masked in its text, reasoning and model name; itself when it
-    holds none."""
-    update: dict[str, str] = {}
-    for name in ("text", "reasoning", "model"):
-        value = getattr(response, name)
-        if isinstance(value, str):
-            masked = redact(value)
-            if masked != value:
-                update[name] = masked
-    return response.model_copy(update=update) if update else response
+    """``response`` with every known secret masked in every string it holds (its text, reasoning, model
+    name, finish reason, a parsed value: whatever the server sent); itself when it holds none."""
+    masked: ModelResponse = redact_value(response)
+    return masked
 
 
 class MaskedModel(WrapperModel):
