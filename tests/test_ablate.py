@@ -398,7 +398,8 @@ def test_another_judge_re_judges_the_originals_too(cohort: Path) -> None:
     assert {p: p.read_bytes() for p in kept} == kept
     assert len(list((out / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
     report = (out / "report.md").read_text()
-    assert "originals judged by judge-other: 0 judgements read from the cohort, 3 made here" in report, report
+    assert "originals judged by judge-other: 0 judgements read from the cohort, 3 made here (the cohort's were " \
+        "not reused: by judge)" in report, report
     assert "ablated arms judged by judge-other" in report
 
 
@@ -650,3 +651,21 @@ def test_a_cohort_never_judged_is_compared_on_rounds_and_tokens_or_judged_on_bot
         (judged / "report.md").read_text()
     assert len(list((judged / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
     assert not list(run_dir.glob("arms/**/*.judge.*.json"))  # the cohort's folder gains no judgement
+
+
+def test_the_cohorts_judgements_made_with_other_judge_settings_are_not_reused(
+        cohort: Path, tmp_path: Path) -> None:
+    """The cohort judged again by its own judge model but with another output budget (``judge --max-tokens``):
+    the ablation's judge, with the cohort's settings, is not the judge of those records, so it judges the
+    originals again rather than pair its scores with theirs; the report says why."""
+    run_dir = tmp_path / cohort.name
+    shutil.copytree(cohort, run_dir)
+    judge = f"scripted:{cohort.parent.parent / 'judge.json'}"
+    assert main(["judge", str(run_dir), "--rubric", RUBRIC, "--judge-model", judge, "--max-tokens", "1024",
+                 "--force"]) == 0
+    out = ablate(run_dir, "no-deliberation", name="other-settings")
+    report = (out / "report.md").read_text()
+    assert "originals judged by judge: 0 judgements read from the cohort, 3 made here (the cohort's were not " \
+        "reused: by judge with other settings (max_tokens 1024))" in report, report
+    assert len(list((out / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
+    assert float(stat(out, "no-deliberation")["mean_difference"]) == round((2 - 4 + 4 - 3 + 5 - 5) / 3, 4)

@@ -2,13 +2,13 @@
 
 A pair compares two scores only when one judge (or one jury, with its verdict rule) made both. The judges are
 the cohort's (its ``judge_model`` and ``jury_models``) unless ``--judge-model`` names others. An original's
-judgement beside its trace is read when those same judges made it (:func:`made_by`: the same judge model, or
-the same jury in the same order, and the same judge prompt); otherwise, or when it has none, the original is
-judged here, into the ablation's ``originals/`` folder, never into the cohort's. Every completed ablated arm is
-judged by the same judges. An arm's score for a rubric is the mean of the numeric per-output items of its
-``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case criteria,
-items not evaluable and decisions out of scope (the four-decision rubric's −1, no point of its scale) are left
-out, and an arm without one scored item has no score (its pair is left out and counted).
+judgement beside its trace is read when those same judges made it (:func:`not_reused`: the same judge model, or
+the same jury in the same order, the same judge prompt and sampling settings); otherwise, or when it has none,
+the original is judged here, into the ablation's ``originals/`` folder, never into the cohort's. Every completed
+ablated arm is judged by the same judges. An arm's score for a rubric is the mean of the numeric per-output
+items of its ``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case
+criteria, items not evaluable and decisions out of scope (the four-decision rubric's −1, no point of its scale)
+are left out, and an arm without one scored item has no score (its pair is left out and counted).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.reports.view_cohort import out_of_scope
 
-__all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by"]
+__all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by", "not_reused"]
 
 #: The component an arm's score is read from.
 SCORED_COMPONENT = "conclusion"
@@ -47,7 +47,8 @@ class Judged:
     ablated: Scores
     read: int = 0  #: originals' judgements read from the cohort (made by the same judges)
     made: int = 0  #: originals judged here
-    other_judge: list[str] = field(default_factory=list)  #: who made the cohort's judgements that were not reused
+    #: why each of the cohort's judgements that was not reused was not (:func:`not_reused`)
+    not_reused: list[str] = field(default_factory=list)
 
 
 def judges_label(setups: Sequence[JudgeSetup]) -> str:
@@ -57,15 +58,27 @@ def judges_label(setups: Sequence[JudgeSetup]) -> str:
     return "jury[" + ", ".join(m.model for m in members_of(setups)) + "]"
 
 
+def not_reused(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) -> str | None:
+    """Why ``judgement`` is not the one these judges make, in a few words; None when it is: the same judge
+    model (a jury: the same judges, by spec and model, in the same order, so the same verdict rule over the
+    same votes), the same prompt and rubric (``prompt_hash``), and the same sampling settings (all but the
+    time-out, which shapes no answer)."""
+    members = None if len(setups) == 1 else [(m.judge, m.model) for m in members_of(setups)]
+    jury = None if judgement.jury is None else [(m.judge, m.model) for m in judgement.jury]
+    if judgement.judge_model != judges_label(setups) or jury != members:
+        return f"by {judgement.judge_model}"
+    if judgement.prompt_hash != judge_prompt_hash(rubric):
+        return f"by {judgement.judge_model} with another judge prompt or rubric version"
+    theirs, ours = (s.model_dump(exclude={"timeout_s"}) for s in (judgement.settings, setups[0].settings))
+    if theirs != ours:
+        changed = ", ".join(f"{k} {theirs[k]}" for k in theirs if theirs[k] != ours[k])
+        return f"by {judgement.judge_model} with other settings ({changed})"
+    return None
+
+
 def made_by(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) -> bool:
-    """Whether ``judgement`` is the one these judges make: the same judge model (a jury: the same judges, by
-    spec and model, in the same order, so the same verdict rule over the same votes) and the same prompt."""
-    if judgement.prompt_hash != judge_prompt_hash(rubric) or judgement.judge_model != judges_label(setups):
-        return False
-    if len(setups) == 1:
-        return judgement.jury is None
-    return judgement.jury is not None and \
-        [(m.judge, m.model) for m in judgement.jury] == [(m.judge, m.model) for m in members_of(setups)]
+    """Whether ``judgement`` is the one these judges make (:func:`not_reused`)."""
+    return not_reused(judgement, setups, rubric) is None
 
 
 def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
@@ -87,12 +100,13 @@ async def judge_arms(cohort: Cohort, ablated: Sequence[AblatedArm], rubrics: Seq
     for rubric in rubrics:
         for path, original in arms.items():
             found = read_judgement(judgement_path(path, rubric.name))
-            if found is not None and setups and made_by(found, setups, rubric):
+            why = None if found is None or not setups else not_reused(found, setups, rubric)
+            if found is not None and setups and why is None:
                 judged.originals[rubric.name][path] = arm_score(found, rubric)
                 judged.read += 1
                 continue
-            if found is not None:
-                judged.other_judge.append(found.judge_model)
+            if why is not None:
+                judged.not_reused.append(why)
             jobs.append((rubric, path))
             where[(rubric.name, path)] = judgement_path(out / "originals" / original.trace, rubric.name)
         for arm in ablated:

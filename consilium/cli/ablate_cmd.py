@@ -174,7 +174,7 @@ def _judged_lines(judged: Judged, setups: list[JudgeSetup]) -> list[str]:
     if not setups:
         return []
     label = judges_label(setups)
-    others = sorted(set(judged.other_judge))
+    others = sorted(set(judged.not_reused))
     return [f"originals judged by {label}: {judged.read} judgements read from the cohort, {judged.made} made here"
-            + (f" (the cohort's by {', '.join(others)} were not reused: another judge)" if others else ""),
+            + (f" (the cohort's were not reused: {'; '.join(others)})" if others else ""),
             f"ablated arms judged by {label}"]
