@@ -1074,3 +1074,36 @@ def test_a_case_whose_every_arm_failed_is_read_from_the_cohort_cases(consilium_r
             ("2", "0", "1", "1")
     passes = read_csv(copy / "report" / "medbench_pass_at_k.csv")
     assert passes and {r["failed"] for r in passes} == {"1"}  # k3 has a reference diagnosis: incorrect
+
+
+def test_a_format_no_arm_of_which_completed_keeps_its_rows_with_one_model() -> None:
+    """One model: its free-form answers are judged and both its structured arms failed, so no model has a
+    structured response. The structured rows are there all the same (with the rows the rubric has
+    elsewhere), each failed arm counted: incorrect for pass@1, not evaluable for the four-decision mean."""
+    from consilium.judges.record import JudgementItem
+    from consilium.reports.papers.medbench import pass_at_k_table
+    from consilium.reports.papers.otb import four_decision
+    from consilium.reports.papers.per_case import FailedArm
+    from consilium.reports.summary import rubric_summary
+
+    def match(case: str, ok: bool, rubric: str = "nmb-diagnosis-match") -> Response:
+        return Response("m", "free-form", case, rubric, (JudgementItem(
+            component="conclusion", criterion="final_conclusion", score=float(ok)),))
+
+    failed = {("m", "structured"): [FailedArm("m", "structured", c, "") for c in ("c1", "c2")]}
+    rows = {r["variant"]: r for r in pass_at_k_table([match("c1", True), match("c2", False)], failed)}
+    assert set(rows) == {"free-form", "structured"}
+    low, high = wilson(0, 2)
+    assert (rows["structured"]["metric"], rows["structured"]["cases"], rows["structured"]["correct"],
+            rows["structured"]["failed"]) == ("pass@1", 2, 0, 2)
+    assert (rows["structured"]["ci_low"], rows["structured"]["ci_high"]) == (round(low, 4), round(high, 4))
+    assert (rows["free-form"]["cases"], rows["free-form"]["correct"], rows["free-form"]["failed"]) == (2, 1, 0)
+
+    board_failed = {("m", "board-single"): [FailedArm("m", "board-single", "c1", "")]}
+    decided = {r["variant"]: r for r in four_decision([decision("c1", (5, 4, -1, -1), "")], board_failed)}
+    assert set(decided) == {"board-agents", "board-single"}
+    assert (decided["board-single"]["responses"], decided["board-single"]["failed"], decided["board-single"]["cases"],
+            decided["board-single"]["weighted_mean"]) == (0, 1, 0, None)
+
+    summary = rubric_summary([match("c1", True, "my-rubric")], {"my-rubric"}, failed)
+    assert {(r["variant"], r["items"], r["failed"]) for r in summary} == {("free-form", 1, 0), ("structured", 0, 2)}

@@ -12,7 +12,7 @@ from typing import Any
 
 from consilium.reports.compare import CohortData
 from consilium.reports.papers import medbench, npcbench, otb
-from consilium.reports.papers.per_case import FailedArm, failed_arms, has_reference, rubric_groups
+from consilium.reports.papers.per_case import FailedArm, failed_arms, has_reference, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response
 from consilium.reports.papers.stats import mean, sd
 
@@ -43,13 +43,13 @@ def rubric_summary(responses: list[Response], rubrics: set[str],
     groups: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
     for rubric in sorted(rubrics):
         found = rubric_groups(responses, rubric, failed or {})
-        shapes: dict[str, set[tuple[str, str]]] = defaultdict(set)  # variant → its (component, criterion)s
         for (model, variant), group_responses in found.items():
             for item in (i for response in group_responses for i in response.items):
-                shapes[variant].add((item.component, item.criterion))
                 groups[(model, variant, rubric, item.component, item.criterion)].append(item.score)
-        for model, variant in found:  # a group whose every arm failed: its variant's rows, nothing scored
-            for component, criterion in shapes[variant]:
+        shapes = shared_rows({key: [(i.component, i.criterion) for r in found_responses for i in r.items]
+                              for key, found_responses in found.items()})
+        for (model, variant), rows_of in shapes.items():  # a group whose every arm failed: rows, nothing scored
+            for component, criterion in rows_of:
                 groups.setdefault((model, variant, rubric, component, criterion), [])
     rows = []
     for (model, variant, rubric, component, criterion), scores in sorted(groups.items()):

@@ -9,13 +9,12 @@ k, or fewer when no response ranks that many candidates (a note says so).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from consilium.judges.record import JudgementItem
-from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups
+from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response, by_component
 from consilium.reports.papers.stats import count, rate, wilson
 
@@ -123,15 +122,14 @@ def pass_at_k_table(responses: list[Response], failed: Mapping[tuple[str, str], 
     case has a reference diagnosis (a failed arm of a case without one is not evaluable)."""
     failed, known = failed or {}, reference or (lambda case: None)
     groups = rubric_groups(responses, RUBRIC, failed)
-    shapes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)  # variant → (component, metric) → k
     depth = _depth(responses)
     metrics = {key: _metrics(group, depth) for key, group in groups.items()}
-    for (_, variant), found in metrics.items():
-        shapes[variant].update({name: metric.k for name, metric in found.items()})
+    # (model, variant) → its rows, (component, metric) and k
+    shapes = shared_rows({key: [(name, metric.k) for name, metric in found.items()] for key, found in metrics.items()})
     rows = []
     for (model, variant), found in metrics.items():
         missing = failed.get((model, variant), [])
-        for name, k in shapes[variant].items():
+        for name, k in shapes[(model, variant)]:
             metric = found.setdefault(name, _Metric(k, []))
             metric.outcomes += [(arm.case_id, None if known(arm.case_id) is False else False) for arm in missing]
         for (component, label), metric in sorted(found.items(), key=lambda m: (m[0][0], m[1].k)):

@@ -24,7 +24,7 @@ from scipy.stats import beta
 
 from consilium.judges.record import JudgementItem
 from consilium.judges.scoring import signed_score
-from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups
+from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response, by_component
 from consilium.reports.papers.stats import DIGITS, cluster_bootstrap, count, mean, pct, wilson
 
@@ -121,7 +121,6 @@ def npc_scores(responses: list[Response], *, bootstrap: int, seed: int,
     criteria."""
     failed, known = failed or {}, reference or (lambda case: None)
     groups = rubric_groups(responses, RUBRIC, failed)
-    shapes: dict[str, set[str]] = defaultdict(set)  # variant → its components
     components_of: dict[tuple[str, str], dict[str, list[tuple[str, list[JudgementItem]]]]] = {}
     for (model, variant), group_responses in groups.items():
         components: dict[str, list[tuple[str, list[JudgementItem]]]] = defaultdict(list)
@@ -129,11 +128,11 @@ def npc_scores(responses: list[Response], *, bootstrap: int, seed: int,
             for component, items in by_component(response).items():
                 components[component].append((response.case_id, items))
         components_of[(model, variant)] = components
-        shapes[variant] |= set(components)
+    shapes = shared_rows(components_of)  # (model, variant) → its components
     rows = []
     for (model, variant), components in components_of.items():
         missing = failed.get((model, variant), [])
-        for component in sorted(shapes[variant]):
+        for component in sorted(shapes[(model, variant)]):
             answers = components.get(component, [])
             scored = [(case, response_score(items)) for case, items in answers]
             value = case_values((case, None if s is None else s[0]) for case, s in scored)

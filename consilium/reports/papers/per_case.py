@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from consilium.cases import Case
 from consilium.cohort.cases import load_cohort
@@ -37,7 +37,9 @@ from consilium.judges.runner import reference_for
 from consilium.reports.papers.responses import Response
 
 __all__ = ["CaseValues", "FailedArm", "HasReference", "case_values", "failed_arms", "has_reference",
-           "known_cases", "rubric_groups"]
+           "known_cases", "rubric_groups", "shared_rows"]
+
+T = TypeVar("T")
 
 #: Whether a case (by id) has what a rubric compares with; None when that is not known.
 HasReference = Callable[[str], bool | None]
@@ -103,17 +105,29 @@ def has_reference(rubric: str, cases: Mapping[str, Mapping[str, Any]]) -> HasRef
 
 def rubric_groups(responses: list[Response], rubric: str,
                   failed: Mapping[tuple[str, str], list[FailedArm]]) -> dict[tuple[str, str], list[Response]]:
-    """The rubric's responses by (model, variant), sorted, with a (model, variant) whose every arm failed
-    present (empty) when the rubric judged that variant for another model: its failed arms are counted."""
+    """The rubric's responses by (model, variant), sorted, with every (model, variant) that has failed arms
+    present (empty when each of its arms failed) once the rubric judged any arm: a cohort's judges judge
+    each of its arms, so the failed ones are the rubric's to count, even in a variant where no arm
+    completed (a single-model cohort whose structured arms all failed)."""
     groups: dict[tuple[str, str], list[Response]] = defaultdict(list)
     for response in responses:
         if response.rubric == rubric:
             groups[(response.model, response.variant)].append(response)
-    variants = {variant for _, variant in groups}
-    for key in failed:
-        if key[1] in variants:
-            groups.setdefault(key, [])
+    for key in failed if groups else ():
+        groups.setdefault(key, [])
     return dict(sorted(groups.items()))
+
+
+def shared_rows(found: Mapping[tuple[str, str], Iterable[T]]) -> dict[tuple[str, str], set[T]]:
+    """(model, variant) → the rows a table shows it, from the rows each group ``found`` (components,
+    metrics, criteria): every row any model has in its variant, so a model whose arms failed keeps its
+    variant's rows with them counted; for a variant where no model has a row (each arm failed), every row
+    of any variant."""
+    by_variant: dict[str, set[T]] = defaultdict(set)
+    for (_, variant), rows in found.items():
+        by_variant[variant] |= set(rows)
+    anywhere = set().union(*by_variant.values())
+    return {key: by_variant.get(key[1]) or anywhere for key in found}
 
 
 @dataclass(frozen=True)
