@@ -538,6 +538,9 @@ def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call
      "session.json: args.format: 'all' is not one of free-form, structured, both"),
     (lambda h: _edit_json(h / "session.json", lambda s: s["args"].update(rounds=3)),
      "session.json: args.rounds: not a setting of simulate"),
+    # A setting left out would be today's default: the free-form run would resume in both formats.
+    (lambda h: _edit_json(h / "session.json", lambda s: s["args"].pop("format")),
+     "session.json: args.format: missing (the run saved every setting it was started with"),
     (lambda h: _edit_json(h / "session.json", lambda s: s["case"].update(question="Another question?")),
      "session.json: case: does not match its case_hash"),
     (lambda h: _edit_json(h / "session.json", lambda s: s["case"].pop("id")), "session.json: case.id: "),

@@ -214,6 +214,12 @@ def _read_session(path: Path) -> tuple[dict[str, Any], dict[str, Any], Case]:
         if action is None:
             raise UserError(f"{path}: args.{key}: not a setting of simulate")
         values[key] = _setting(action, value, f"{path}: args.{key}")
+    # Every setting is saved: one left out would be taken from the defaults (a server URL from the environment)
+    missing = sorted(key for key, action in flags.items()
+                     if key not in session.args and key not in _FREE and action.default is not argparse.SUPPRESS)
+    if missing:
+        raise UserError(f"{path}: args.{missing[0]}: missing (the run saved every setting it was started with; "
+                        "edited since?)")
     if not isinstance(values.get("human"), str) or not values["human"].strip():
         raise UserError(f"{path}: args.human: the role the person plays is missing")
     try:
