@@ -120,10 +120,12 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: judge-a is the single judge's SCORES, so its score and the jury's median differ case by case.
 JURY_SCORES = {
     "judge-a": SCORES,
-    "judge-b": {"k1": [("FULL rev", 2), ("report FULL", 3)], "k2": [("FULL rev", 1), ("report FULL", 2)],
-                "k3": [("report FULL", 3)]},
-    "judge-c": {"k1": [("FULL rev", 1), ("report FULL", 5)], "k2": [("FULL rev", 2), ("report FULL", 2)],
-                "k3": [("report FULL", 4)]},
+    "judge-b": {"k1": [("FULL rev", 2), ("report FULL", 3), ("NO-", 1), ("SINGLE", 5), ("MODB", 2)],
+                "k2": [("FULL rev", 1), ("report FULL", 2), ("NO-", 4), ("SINGLE", 1), ("MODB", 5)],
+                "k3": [("report FULL", 3), ("NO-", 2), ("SINGLE", 3), ("MODB", 1)]},
+    "judge-c": {"k1": [("FULL rev", 1), ("report FULL", 5), ("NO-", 3), ("SINGLE", 2), ("MODB", 4)],
+                "k2": [("FULL rev", 2), ("report FULL", 2), ("NO-", 2), ("SINGLE", 4), ("MODB", 1)],
+                "k3": [("report FULL", 4), ("NO-", 5), ("SINGLE", 1), ("MODB", 5)]},
 }
 
 
@@ -375,6 +377,37 @@ def test_ablation_pairs_are_judged_by_the_same_jury(jury_cohort: Path) -> None:
         in report, report
     assert "ablated arms judged by jury[judge-a, judge-b, judge-c]" in report
     assert not (out / "originals").exists()  # the cohort's own verdicts were the same jury's: read, not remade
+
+
+@pytest.mark.parametrize("kind", ["no-deliberation", "leave-one-out", "single", "moderator"])
+def test_every_kind_scores_both_sides_by_the_cohorts_jury(jury_cohort: Path, kind: str) -> None:
+    """Each kind on the jury-judged cohort: the originals keep the jury's verdicts (read, none made again) and
+    every ablated arm is scored by the same three judges with the same rule, the median of their votes, worked
+    out here from each arm's answer; each comparison's mean difference follows from those medians."""
+    moderator = jury_cohort.parent.parent / "moderator.json"
+    moderator.write_text(json.dumps(moderator_script()))
+    extra = ["--moderator-model", f"scripted:{moderator}"] if kind == "moderator" else []
+    out = ablate(jury_cohort, kind, *extra, name=f"jury-{kind}")
+    originals = {"k1": 2.0, "k2": 2.0, "k3": 4.0}  # as in test_ablation_pairs_are_judged_by_the_same_jury
+    differences: dict[str, dict[str, list[float]]] = {}
+    for row in table(out / "arms.csv"):
+        data = json.loads((out / row["trace"]).read_text())
+        answer = (data.get("final_report") or data.get("answer"))["text"]
+        case, expected = row["case_id"], median_of_the_jury(row["case_id"], answer)
+        assert float(row[f"score_original:{RUBRIC}"]) == originals[case], row
+        assert float(row[f"score:{RUBRIC}"]) == expected, (row["condition"], case, answer)
+        judgement = json.loads((out / row["trace"].replace(".trace.json", f".judge.{RUBRIC}.json")).read_text())
+        assert judgement["judge_model"] == "jury[judge-a, judge-b, judge-c]"
+        assert [(len(i["votes"]), i["verdict"]["rule"]) for i in judgement["items"]] == [(3, "median")]
+        for group in row["groups"].split():
+            differences.setdefault(group, {}).setdefault(case, []).append(expected - originals[case])
+    for group, cases in differences.items():
+        per_case = [sum(d) / len(d) for d in cases.values()]
+        assert float(stat(out, group)["mean_difference"]) == round(sum(per_case) / len(per_case), 4), group
+    report = (out / "report.md").read_text()
+    assert "originals judged by jury[judge-a, judge-b, judge-c]: 3 judgements read from the cohort, 0 made " \
+        "here\n" in report, report
+    assert not (out / "originals").exists()
 
 
 def test_another_judge_re_judges_the_originals_too(cohort: Path) -> None:
