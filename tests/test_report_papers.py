@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from consilium.cli import main
-from consilium.judges.record import read_judgement
+from consilium.judges.record import JudgementItem, read_judgement
 from consilium.reports.compare import load_cohort_data
 from consilium.reports.papers.otb import specialist_turn
 from consilium.reports.papers.responses import Response, judged_responses
@@ -923,8 +923,6 @@ def test_pass_at_k_is_shown_only_for_a_k_the_candidates_reach(replicate_run: Pat
 def ranked_response(model: str, case: str, matches: tuple[bool | None, ...], replicate: str = "") -> Response:
     """A structured answer's differential as the judge ranked it (None: a candidate not evaluable), under
     the cohort judge's k = 5."""
-    from consilium.judges.record import JudgementItem
-
     items = tuple(JudgementItem(component="differential", criterion=f"rank_{rank}",
                                 score=None if m is None else float(m), not_evaluable=m is None)
                   for rank, m in enumerate(matches, 1))
@@ -960,8 +958,6 @@ def test_pass_at_k_takes_one_k_for_every_model_of_the_table() -> None:
 
 
 def decision(case: str, scores: tuple[int | None, ...], replicate: str, model: str = "m") -> Response:
-    from consilium.judges.record import JudgementItem
-
     return Response(model, "board-agents", case, "otb-four-decision", tuple(
         JudgementItem(component="conclusion", criterion=d, score=None if v is None else float(v),
                       not_evaluable=v is None) for d, v in zip(DIMS, scores, strict=True)), replicate=replicate)
@@ -971,7 +967,6 @@ def test_the_opentumorboard_means_average_a_cases_replicates_first() -> None:
     """Two replicates per case, some not evaluable: the four-decision score, its dimensions, the conclusion
     alignment and the Specialist Turn's score and rates are each the mean over cases of the case's
     replicate mean (as Strict, O1 and pass@k), never a mean pooled over the arms."""
-    from consilium.judges.record import JudgementItem
     from consilium.reports.papers.otb import conclusion_alignment, decision_dimensions, four_decision, specialist_turn
 
     # case → its replicates' dimension scores (therapy, surgery, next action, clinical trial)
@@ -1080,7 +1075,6 @@ def test_a_format_no_arm_of_which_completed_keeps_its_rows_with_one_model() -> N
     """One model: its free-form answers are judged and both its structured arms failed, so no model has a
     structured response. The structured rows are there all the same (with the rows the rubric has
     elsewhere), each failed arm counted: incorrect for pass@1, not evaluable for the four-decision mean."""
-    from consilium.judges.record import JudgementItem
     from consilium.reports.papers.medbench import pass_at_k_table
     from consilium.reports.papers.otb import four_decision
     from consilium.reports.papers.per_case import FailedArm
@@ -1107,3 +1101,19 @@ def test_a_format_no_arm_of_which_completed_keeps_its_rows_with_one_model() -> N
 
     summary = rubric_summary([match("c1", True, "my-rubric")], {"my-rubric"}, failed)
     assert {(r["variant"], r["items"], r["failed"]) for r in summary} == {("free-form", 1, 0), ("structured", 0, 2)}
+
+
+def test_a_count_of_case_means_is_whole_when_its_cases_add_up_to_a_whole() -> None:
+    """Ten cases each with one replicate of ten correct (0.1 each) are one success: ``correct`` is 1, not
+    0.9999999999999999 nor 1.0, and the Wilson interval is that of 1 of 10."""
+    from consilium.reports.papers.medbench import pass_at_k_table
+
+    responses = [Response("m", "free-form", f"c{i}", "nmb-diagnosis-match", (JudgementItem(
+        component="conclusion", criterion="final_conclusion", score=float(r == 0)),), replicate=str(r))
+        for i in range(10) for r in range(10)]
+    assert sum([0.1] * 10) != 1  # floating point
+    [row] = pass_at_k_table(responses)
+    low, high = wilson(1, 10)
+    assert (row["cases"], row["arms"], row["correct"], row["accuracy"]) == (10, 100, 1, 0.1)
+    assert isinstance(row["correct"], int)
+    assert (row["ci_low"], row["ci_high"]) == (round(low, 4), round(high, 4))

@@ -33,8 +33,10 @@ def pct(count: float, total: int) -> float | None:
 
 
 def count(value: float) -> int | float:
-    """A count that may be a sum of case means (a case's replicates averaged): an int when it is whole."""
-    return int(value) if float(value).is_integer() else round(value, DIGITS)
+    """A count that may be a sum of case means (a case's replicates averaged): an int when it is whole to
+    the tables' precision (ten cases of 0.1 sum to 0.9999999999999999 in floating point: that is 1)."""
+    rounded = round(float(value), DIGITS)
+    return int(rounded) if rounded.is_integer() else rounded
 
 
 def wilson(successes: float, n: int) -> tuple[float | None, float | None]:
