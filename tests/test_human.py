@@ -544,6 +544,9 @@ def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call
     (lambda h: _edit_json(h / "session.json", lambda s: s["case"].update(question="Another question?")),
      "session.json: case: does not match its case_hash"),
     (lambda h: _edit_json(h / "session.json", lambda s: s["case"].pop("id")), "session.json: case.id: "),
+    # The case edited and its hash taken out with it.
+    (lambda h: _edit_json(h / "session.json", lambda s: (s.pop("case_hash"), s["case"].update(question="Other?"))),
+     "session.json: case_hash: Field required"),
     (lambda h: (h / "session.json").write_text('{"args": {}, "args": {}}'), "session.json: "),
 ])
 def test_a_damaged_checkpoint_or_an_edited_session_is_refused_in_one_line_before_any_call(

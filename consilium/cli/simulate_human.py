@@ -178,7 +178,7 @@ class _Session(BaseModel):
     args: dict[str, Any]
     paths: list[str]
     case: dict[str, Any]
-    case_hash: str | None = None
+    case_hash: str
 
 
 def _simulate_parser() -> argparse.ArgumentParser:
@@ -226,7 +226,7 @@ def _read_session(path: Path) -> tuple[dict[str, Any], dict[str, Any], Case]:
         case = Case.model_validate(session.case)
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc, prefix='case.')}") from None
-    if session.case_hash is not None and case.content_hash() != session.case_hash:
+    if case.content_hash() != session.case_hash:
         raise UserError(f"{path}: case: does not match its case_hash {session.case_hash} (edited since the run "
                         "started); a resumed run continues with the case it started with")
     return session.args, values, case
