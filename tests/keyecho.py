@@ -7,7 +7,8 @@ HTTP Basic, the decoded ``user:password`` and the password. By default every cha
 HTTP 400 and the echo in the error's message (after ``padding`` characters, so that a key can be put across
 the place where an error message is cut); with ``answer=True`` every request is answered, with the echo inside
 the answer: a structured consilium's answers (tests/langchain_fakes.py, by the schema's name) with the echo
-in their free-text fields, and a free-form answer that ends with it.
+in their free-text fields, any other schema's (a judge's) filled in with the echo in its strings, and a
+free-form answer that ends with it.
 """
 
 from __future__ import annotations
@@ -56,12 +57,32 @@ def _echoed(value: Any, said: str) -> Any:
     return value
 
 
+def _filled(schema: dict[str, Any], said: str) -> dict[str, Any]:
+    """An answer to any other flat schema (a judge's): each enum its first value, each number the lowest
+    it allows, each boolean true, each string ``said``."""
+    answer: dict[str, Any] = {}
+    for name, field in (schema.get("properties") or {}).items():
+        kinds = {field.get("type"), *(option.get("type") for option in field.get("anyOf") or [])}
+        if "enum" in field:
+            answer[name] = field["enum"][0]
+        elif kinds & {"integer", "number"}:
+            answer[name] = field.get("minimum", 0)
+        elif "boolean" in kinds:
+            answer[name] = True
+        else:
+            answer[name] = f"text {said}"
+    return answer
+
+
 def _answer(body: dict[str, Any], said: str) -> str:
-    """A structured consilium's answer for the request's schema, else free text, with ``said`` in it."""
-    response_format = body.get("response_format") or {}
-    name = (response_format.get("json_schema") or {}).get("name")
+    """A structured consilium's answer for the request's schema, an answer filled in for any other schema,
+    else free text, with ``said`` in it."""
+    json_schema = (body.get("response_format") or {}).get("json_schema") or {}
+    name = json_schema.get("name")
     if name in ANSWERS:
         return json.dumps(_echoed(ANSWERS[name], said))
+    if json_schema.get("schema"):
+        return json.dumps(_filled(json_schema["schema"], said))
     return f"Acute viral myocarditis is most likely; pericarditis is possible. {said}"
 
 

@@ -284,6 +284,39 @@ def test_a_key_echoed_to_a_model_object_the_api_was_given_is_masked_in_the_trace
     for secret in forms(key):
         assert secret not in written, secret
 
+
+@pytest.mark.localhost
+def test_a_key_a_judges_server_echoes_is_in_no_judgement_table_export_or_view(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cohort judged by an ``openai:`` judge whose server echoes the key in every rationale, judged again
+    by ``judge``, then exported (tables and Inspect logs) and viewed: the key is in no file."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("CONSILIUM_LOG_FILE")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / CASE.name).write_text(CASE.read_text())
+    out = tmp_path / "runs"
+    panel = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
+    with echo_server(answer=True) as server:
+        assert main(["cohort", "--cases", str(cases), "--model", panel, "--formats", "free-form,structured",
+                     "--judge", "ai-consilium", "--judge-model", "openai:echo", "--base-url", server.base_url,
+                     "--out", str(out)]) == 0
+        (run_dir,) = out.iterdir()
+        assert main(["judge", str(run_dir), "--rubric", "nmb-diagnosis-match", "--judge-model", "openai:echo",
+                     "--base-url", server.base_url]) == 0
+    for command in (["export", str(run_dir), "--to", "jsonl", "--out", str(tmp_path / "tables")],
+                    ["export", str(run_dir), "--to", "inspect", "--inspect-format", "json",
+                     "--out", str(tmp_path / "inspect")],
+                    ["view", str(run_dir), "--out", str(tmp_path / "view")]):
+        assert main(command) == 0, command
+    captured = capsys.readouterr()
+    judgements = sorted(run_dir.rglob("*.judge.*.json"))
+    assert len(judgements) == 4 and server.echoed > 0  # two formats × two rubrics
+    assert all("(you sent Authorization: ***; token ***)" in p.read_text() for p in judgements)
+    written = everything(tmp_path, captured.out, captured.err, besides=(cases / CASE.name,))
+    for secret in forms(SECRET):
+        assert secret not in written, secret
+
 # --- a key pasted with a newline ---------------------------------------------------------------------------
 
 
