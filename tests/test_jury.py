@@ -658,8 +658,9 @@ def test_a_jury_vote_or_calibrated_score_edited_off_the_scale_is_refused(
     else:
         data["items"][at]["calibrated_score"] = "SENTINEL"
     record.write_text(json.dumps(data).replace('"SENTINEL"', value))
+    before = {p: p.read_bytes() for p in (runs / "jury").rglob("*") if p.is_file()}  # an earlier report, if any
     capsys.readouterr()
     assert main(["jury", str(runs), "--rubric", ORDINAL]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{record}: {where}: " in err and problem in err
-    assert not (runs / "jury").exists()
+    assert {p: p.read_bytes() for p in (runs / "jury").rglob("*") if p.is_file()} == before  # nothing written
