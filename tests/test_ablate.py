@@ -702,3 +702,47 @@ def test_the_cohorts_judgements_made_with_other_judge_settings_are_not_reused(
         "reused: by judge with other settings (max_tokens 1024))" in report, report
     assert len(list((out / "originals").rglob(f"*.judge.{RUBRIC}.json"))) == 3
     assert float(stat(out, "no-deliberation")["mean_difference"]) == round((2 - 4 + 4 - 3 + 5 - 5) / 3, 4)
+
+
+MATCH = "nmb-diagnosis-match"
+#: judge → case → (a text the answer holds → does it match the reference diagnosis), tried in order.
+MATCH_VOTES = {"judge-a": {"k1": [("FULL rev", True), ("report FULL", False)],
+                           "k2": [("FULL rev", True), ("report FULL", False)], "k3": [("report FULL", True)]},
+               "judge-b": {"k1": [("FULL rev", True), ("report FULL", True)],
+                           "k2": [("FULL rev", False), ("report FULL", True)], "k3": [("report FULL", False)]},
+               "judge-c": {"k1": [("FULL rev", False), ("report FULL", False)],
+                           "k2": [("FULL rev", True), ("report FULL", True)], "k3": [("report FULL", True)]}}
+
+
+def test_a_binary_rubrics_jury_scores_both_sides_by_its_majority(tmp_path: Path) -> None:
+    """A cohort judged by a jury of three on a binary rubric (Neural-MedBench's diagnosis match): both sides
+    of each pair are the jury's majority (the rule of a binary scale), the originals read from the cohort,
+    the ablated arms judged by the same three; the majorities by hand: originals k1 (1, 1, 0) → 1, k2 (1, 0,
+    1) → 1, k3 (1, 0, 1) → 1; the initial reports k1 (0, 1, 0) → 0, k2 (0, 1, 1) → 1, k3 as the original (one
+    judge alone, judge-a, would have scored k2's initial report 0)."""
+    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
+    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    judges = []
+    for name, votes in MATCH_VOTES.items():
+        rules: list[dict[str, Any]] = [
+            {"stage": "judge", "contains_all": [MARK[case], text], "role": "conclusion:final_conclusion",
+             "json": {"rationale": "r", "match": match}} for case in CASES for text, match in votes[case]]
+        rules.append({"stage": "judge", "json": {"rationale": "r", "match": False}})  # the differential's ranks
+        (tmp_path / f"{name}.json").write_text(json.dumps({"model": name, "rules": rules}))
+        judges += ["--judge-model", f"scripted:{tmp_path / name}.json"]
+    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", MATCH, *judges,
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    out = ablate(run_dir, "no-deliberation")
+    arms = {r["case_id"]: r for r in table(out / "arms.csv")}
+    assert {c: (float(r[f"score_original:{MATCH}"]), float(r[f"score:{MATCH}"])) for c, r in arms.items()} == \
+        {"k1": (1.0, 0.0), "k2": (1.0, 1.0), "k3": (1.0, 1.0)}
+    assert float(stat(out, "no-deliberation", f"score:{MATCH}")["mean_difference"]) == round(-1 / 3, 4)
+    sides = [*run_dir.glob(f"arms/*/*/*.judge.{MATCH}.json"), *out.glob(f"arms/*/*/*.judge.{MATCH}.json")]
+    assert len(sides) == 6
+    for path in sides:
+        judgement = json.loads(path.read_text())
+        [conclusion] = [i for i in judgement["items"] if i["component"] == "conclusion"]
+        assert (len(conclusion["votes"]), conclusion["verdict"]["rule"]) == (3, "majority"), path
+    assert "3 judgements read from the cohort, 0 made here" in (out / "report.md").read_text()
