@@ -407,3 +407,138 @@ def test_a_shard_folder_plans_only_its_own_cases(tmp_path: Path, capsys: pytest.
     for run_dir, size in ((shards[0], sizes[0]), (merged, 10)):
         code, said = _read_as_killed(run_dir, capsys)
         assert code == 1 and said.startswith(f"partial cohort: {size - 1} of {size} planned arms finished"), said
+
+
+def figure_marks(folder: Path) -> dict[str, tuple[str | None, bool]]:
+    """Each figure under ``folder``: its PNG's Description, and whether its PDF's Subject is the mark."""
+    from PIL import Image
+
+    found = {}
+    for png in sorted(folder.rglob("*.png")):
+        with Image.open(png) as image:
+            text = image.text.get("Description")  # type: ignore[attr-defined]
+        pdf = png.with_suffix(".pdf")
+        subject = f"/Subject ({text})".encode() in pdf.read_bytes() if text and pdf.is_file() else False
+        found[png.relative_to(folder).as_posix()] = (text, subject)
+    return found
+
+
+def test_a_partial_cohorts_figures_carry_its_mark_and_a_complete_ones_none(
+        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """compare's and report's figures are marked as their tables' titles are: drawn in a corner, and in each
+    file's metadata (the PNG's Description, the PDF's Subject), so an image copied out still says so."""
+    mark = f"partial: {FINISHED} of {PLANNED} planned arms, cohort aborted"
+    tmp = cohorts["tmp"] / "figures"
+    for command in ("compare", "report"):
+        assert main([command, str(cohorts["stopped"]), "--bootstrap", str(DRAWS), "--out", str(tmp / command)]) == 1
+        marks = figure_marks(tmp / command)
+        assert len(marks) >= 5, command
+        assert set(marks.values()) == {(mark, True)}, (command, marks)
+        assert main([command, str(cohorts["complete"]), "--bootstrap", str(DRAWS), "--out",
+                     str(tmp / f"{command}-complete")]) == 0
+        marks = figure_marks(tmp / f"{command}-complete")
+        assert len(marks) >= 5 and set(marks.values()) == {(None, False)}, (command, marks)
+    capsys.readouterr()
+
+
+def _copy(cohorts: dict[str, Any], name: str) -> Path:
+    folder = cohorts["tmp"] / name / cohorts["stopped"].name
+    shutil.copytree(cohorts["stopped"], folder, ignore=shutil.ignore_patterns("compare", "report", "view"))
+    return folder
+
+
+def _marked_report(text: str, mark: str) -> None:
+    """The notice right under the title, the missing arms listed, every other ``## `` heading marked."""
+    lines = text.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("# "))
+    assert lines[title + 2].startswith(f"**Partial cohort: {FINISHED} of {PLANNED} planned arms finished "
+                                       f"(status: aborted: {KILLED}"), lines[title: title + 3]
+    assert f"## Missing arms: {len(NEVER_RAN)}" in lines
+    for heading in headings(text):
+        assert heading.startswith("## Missing arms") or heading.endswith(f"[{mark}]"), heading
+
+
+def test_jury_ablate_and_calibrate_of_a_partial_cohort_say_so_and_mark_their_tables(
+        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """The other commands reading a cohort's finished arms: their first line, their markdown's notice and
+    headings, a partial column first in every CSV, and their figures."""
+    mark = f"partial: {FINISHED} of {PLANNED} planned arms, cohort aborted"
+    line = f"partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted: {KILLED}"
+    tmp = cohorts["tmp"]
+
+    folder = _copy(cohorts, "jury")  # judged again by a jury of two: the fixture's judge, and a copy of it
+    other = tmp / "judge-copy.json"
+    other.write_text(json.dumps({**json.loads((tmp / "judge.json").read_text()), "model": "fixture-judge-2"}))
+    assert main(["judge", str(folder), "--rubric", "ai-consilium", "--judge-model", f"scripted:{tmp / 'judge.json'}",
+                 "--judge-model", f"scripted:{other}", "--no-cache", "--force"]) == 0
+    capsys.readouterr()
+    assert main(["jury", str(folder), "--rubric", "ai-consilium"]) == 0
+    assert capsys.readouterr().out.startswith(line)
+    _marked_report((folder / "jury" / "jury.ai-consilium.md").read_text(encoding="utf-8"), mark)
+    csvs = list((folder / "jury").glob("*.csv"))
+    assert len(csvs) >= 4 and all({r["partial"] for r in read_csv(p)} == {mark.removeprefix("partial: ")}
+                                  and next(iter(read_csv(p)[0])) == "partial" for p in csvs)
+    assert set(figure_marks(folder / "jury").values()) == {(mark, True)}
+
+    folder = _copy(cohorts, "ablate")
+    assert main(["ablate", str(folder), "--kind", "no-deliberation", "--bootstrap", str(DRAWS), "--out",
+                 str(tmp / "ablation")]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(line)
+    report = (tmp / "ablation" / "report.md").read_text(encoding="utf-8")
+    _marked_report(report, mark)
+    assert f"- {line}" in report and "the pairs are of its finished arms only" in report
+    for path in (tmp / "ablation").glob("*.csv"):
+        rows = read_csv(path)
+        assert not rows or next(iter(rows[0])) == "partial", path.name
+    assert {r["partial"] for r in read_csv(tmp / "ablation" / "stats.csv")} == {mark.removeprefix("partial: ")}
+
+    folder = _copy(cohorts, "calibrate")
+    ratings = tmp / "ratings.csv"
+    ratings.write_text("case_id,model,variant,component,criterion,rater,score\n" + "".join(
+        f"{case},panel-a,free-form,conclusion,c{c},{rater},{(n + c + len(rater)) % 4}\n"
+        for n, case in enumerate(CASES) for c in (1, 2) for rater in ("a", "bb")), encoding="utf-8")
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(folder), "--rubric",
+                 "ai-consilium", "--bootstrap", str(DRAWS)]) == 0
+    assert capsys.readouterr().out.startswith(line)
+    text = (folder / "calibration" / "agreement.md").read_text(encoding="utf-8")
+    assert text.startswith(f"# Judge vs physicians: ai-consilium [{mark}]\n\n- {line}")
+    assert main(["calibrate", "isotonic", "--ratings", str(ratings), "--judgements", str(folder), "--rubric",
+                 "ai-consilium"]) == 0
+    assert capsys.readouterr().out.startswith(line)
+    text = (folder / "calibration" / "isotonic.ai-consilium.md").read_text(encoding="utf-8")
+    assert text.startswith(f"# Isotonic calibration: ai-consilium [{mark}]\n\n{line}")
+
+
+def test_a_resume_says_first_how_much_of_its_plan_the_folder_holds(
+        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """A killed cohort resumed: one line before its arms run; the resumed cohort is complete (the failed arm
+    stays a failure, so the cohort exits 1 and is not partial)."""
+    folder = _copy(cohorts, "resume")
+    capsys.readouterr()
+    assert main(["cohort", "--resume", str(folder)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"resuming: partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted: "
+                      f"{KILLED} (its process was killed, or its machine went down)); {len(NEVER_RAN)} planned arms "
+                      "missing"), err[:2]
+    assert len(read_csv(folder / "arms.csv")) == PLANNED
+    assert main(["view", str(folder)]) == 0
+    assert "partial" not in capsys.readouterr().out
+
+
+def test_the_api_reports_a_partial_cohort_without_raising(cohorts: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """consilium.compare and consilium.report write the same files as the commands and return normally; the
+    compared result says partial, the report's text starts with the notice."""
+    import consilium
+
+    tmp = cohorts["tmp"] / "api"
+    compared = consilium.compare(cohorts["stopped"], out=tmp / "compare", bootstrap=DRAWS)
+    assert compared.partial
+    assert all(title.endswith(f"[partial: {FINISHED} of {PLANNED} planned arms, cohort aborted]")
+               for title, _ in compared.tables.values())
+    report = consilium.report(cohorts["stopped"], out=tmp / "report", bootstrap=DRAWS)
+    assert report.read_text(encoding="utf-8").splitlines()[2].startswith(
+        f"**Partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted")
+    assert not consilium.compare(cohorts["complete"], out=tmp / "complete", bootstrap=DRAWS).partial
+    capsys.readouterr()

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from consilium.ablation.figures import forest_plot
+from consilium.cohort.completeness import Completeness
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_json_atomic, write_text_atomic
+from consilium.reports.partial import marked_markdown, partial_figures, partial_rows
 from consilium.traces.folder import ABLATION_RECORD, ABLATIONS
 
 __all__ = ["Tables", "new_folder", "write_outputs"]
@@ -65,11 +67,14 @@ def _markdown(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(out: Path, kind: str, tables: Tables, summary: list[str]) -> list[Path]:
-    """Every table as CSV, the figure and report.md; returns the files written."""
-    written = [write_csv(out / f"{name}.csv", rows, fields=_STAT_COLUMNS if name == "stats" else ())
+def write_outputs(out: Path, kind: str, tables: Tables, summary: list[str],
+                  done: Completeness | None = None) -> list[Path]:
+    """Every table as CSV, the figure and report.md; returns the files written. Of a partial cohort
+    (``done``), each says so (consilium/reports/partial.py): its pairs are of its finished arms only."""
+    written = [write_csv(out / f"{name}.csv", partial_rows(done, rows), fields=_STAT_COLUMNS if name == "stats" else ())
                for name, rows in tables.items()]
-    figure = forest_plot(tables["stats"], out, f"consilium ablate --kind {kind}")
+    with partial_figures(done):
+        figure = forest_plot(tables["stats"], out, f"consilium ablate --kind {kind}")
     parts = [f"# Ablation: {kind}\n", *[f"- {line}" for line in summary], "",
              "## Paired differences (ablated − original)\n",
              "One value per case (its ablated arms averaged); 95 % case-clustered bootstrap CI; rank-biserial "
@@ -89,5 +94,5 @@ def write_outputs(out: Path, kind: str, tables: Tables, summary: list[str]) -> l
     if figure is not None:
         parts.append(f"![forest plot]({figure.name})\n")
         written.append(figure)
-    written.append(write_text_atomic(out / "report.md", "\n".join(parts)))
+    written.append(write_text_atomic(out / "report.md", marked_markdown(done, "\n".join(parts))))
     return written

@@ -25,6 +25,7 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model
+from consilium.reports.partial import partial_line, partial_of
 
 __all__ = ["register", "run"]
 
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--max-rounds: only --kind max-rounds sweeps the round cap")
     caps: tuple[int, ...] = args.max_rounds or DEFAULT_CAPS
     cohort = read_cohort(args.run_dir)
+    done = partial_of(args.run_dir)  # a stopped or running cohort's: fewer arms, so fewer pairs
     rubrics = _rubrics(args, cohort)
     judges = _judge_specs(args, cohort, rubrics)
     s = cohort.manifest.settings
@@ -157,14 +159,18 @@ def run(args: argparse.Namespace) -> int:
     if kind == "leave-one-out":
         tables["contributions"] = contribution_rows(stats)
     reused, new = sum(a.reused for a in arms), sum(a.new for a in arms)
-    summary = [f"cohort: {cohort.run_dir}", f"ablated arms: {len(arms)} from {len(cohort.arms)} completed consilium "
+    summary = [f"cohort: {cohort.run_dir}",
+               *([f"{partial_line(done)}: the pairs are of its finished arms only"] if done is not None else []),
+               f"ablated arms: {len(arms)} from {len(cohort.arms)} completed consilium "
                f"arms ({sum(a.after.status != 'completed' for a in arms)} failed)",
                f"calls: {reused} reused from the original traces, {new} new",
                f"judged with: {', '.join(r.name for r in rubrics) or 'no rubric'}"
                + (f" by {', '.join(judges)}" if judges else ""),
                *_judged_lines(judged, setups),
                f"wall time: {time.perf_counter() - started:.1f} s"]
-    write_outputs(out, kind, tables, summary)
+    write_outputs(out, kind, tables, summary, done)
+    if done is not None:
+        print(partial_line(done))
     print(f"{len(arms)} ablated arms: {reused} calls reused, {new} new; results in {out}")
     return 0
 

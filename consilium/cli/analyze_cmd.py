@@ -14,7 +14,7 @@ from consilium.reports.networks.analyze import analyze
 from consilium.reports.networks.judging import UptakeJudge
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
 from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
-from consilium.reports.partial import partial_note
+from consilium.reports.partial import partial_figures, partial_line, partial_of
 
 __all__ = ["register", "run"]
 
@@ -40,10 +40,11 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(model_spec(args), model_options(args))
         judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                       timeout_s=args.timeout or 120.0), args.max_repairs)
-    result = analyze(args.run_dir, args.out, judge, force=args.force)
-    partial = partial_note(args.run_dir)  # the networks are of the finished arms only (docs/cohorts.md)
-    if partial is not None:
-        print(partial)
+    done = partial_of(args.run_dir)  # the networks are of the finished arms only (docs/cohorts.md)
+    with partial_figures(done):  # each drawing marked
+        result = analyze(args.run_dir, args.out, judge, force=args.force)
+    if done is not None:
+        print(partial_line(done))
     methods = ", ".join(f"{n} by {m.replace('_', ' ')}" for m, n in sorted(result.methods.items())) or "none"
     print(f"analysed {result.arms} arms into {result.out}" +
           (f" ({len(result.skipped)} not completed, left out)" if result.skipped else ""))

@@ -15,6 +15,7 @@ from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
+from consilium.reports.partial import partial_line, partial_of, titled
 
 __all__ = ["register"]
 
@@ -80,10 +81,13 @@ def run_agreement(args: argparse.Namespace) -> int:
              "statistics: scikit-learn cohen_kappa_score (quadratic weights for ordinal scales), scipy spearmanr/"
              "pearsonr, krippendorff.alpha (physicians and judge as raters; a unit is one output's component and "
              "criterion); binary rates per npcbench.txt Eq. A9"]
+    done = partial_of(args.judgements)  # a stopped or running cohort: the judge's scores of its finished arms
+    notes = [*([f"{partial_line(done)}: ratings of its missing arms pair with no judge score"] if done else []),
+             *notes]
     paths = write_agreement(out, rows, pairs, binary=binary, scale=rubric.scale,
-                            title=f"Judge vs physicians: {rubric.name}", notes=notes)
+                            title=titled(done, f"Judge vs physicians: {rubric.name}"), notes=notes)
     keys = ("accuracy", "kappa", "balanced_agreement") if binary else ("mae", "qwk", "spearman")
-    print(notes[0])
+    print("\n".join(notes[: 2 if done else 1]))
     for row in rows:
         print(f"  {row.criterion:<28} n={row.n:<5} " + "  ".join(f"{k}={describe(row, k)}" for k in keys)
               + f"  alpha={describe(row, 'alpha')}")
@@ -99,7 +103,11 @@ def run_isotonic(args: argparse.Namespace) -> int:
                                train_fraction=args.train_fraction, seed=args.seed, ratings=str(args.ratings))
     out = args.out or args.judgements / "calibration"
     path = calibration.save(out / f"isotonic.{rubric.name}.json")
-    lines = [f"# Isotonic calibration: {rubric.name}", "",
+    done = partial_of(args.judgements)
+    if done is not None:
+        print(partial_line(done))
+    lines = [f"# {titled(done, f'Isotonic calibration: {rubric.name}')}", "",
+             *([f"{partial_line(done)}: fitted on the judge's scores of its finished arms.", ""] if done else []),
              f"Fitted per component and criterion on {args.train_fraction:.0%} of cases (seed {args.seed}); MAE on "
              "the held-out cases before and after.", "", "| component/criterion | train n | test n | MAE before | "
              "MAE after |",

@@ -24,6 +24,7 @@ from consilium.models import ChatModel
 from consilium.models.factory import build_model
 from consilium.protocols.base import RunModels
 from consilium.protocols.registry import get_protocol
+from consilium.reports.partial import partial_line, partial_of
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
@@ -139,8 +140,13 @@ def run_plan(plan: Plan, kept: dict[tuple[str, str, str, int], dict[str, Any]] |
     """A planned cohort run here, as ``consilium cohort`` runs it: models opened before the folder is made,
     the manifest written under the folder's lock, and a stop recorded in it (the CLI and the Python API)."""
     arms, models, judge = prepare(plan)
+    # A resume says first how much of the plan the folder holds (read before this process locks it: a
+    # killed cohort's manifest still says running, and only the lock no one holds tells it from a live one).
+    before = partial_of(plan.run_dir) if plan.manifest is not None else None
     make_folder(plan.run_dir)
     with RunLock(plan.run_dir):
+        if before is not None:
+            print(f"resuming: {partial_line(before)}", file=sys.stderr)
         manifest = open_manifest(plan)
         try:
             return execute(plan, arms, models, judge, manifest, kept)

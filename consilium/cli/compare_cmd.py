@@ -45,7 +45,14 @@ from consilium.reports.compare import (
 )
 from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
-from consilium.reports.partial import completeness_of, partial_lines, partial_rows, titled, write_missing
+from consilium.reports.partial import (
+    completeness_of,
+    partial_figures,
+    partial_lines,
+    partial_rows,
+    titled,
+    write_missing,
+)
 
 __all__ = ["Compared", "coverage_section", "markdown_table", "register", "replicate_tables", "run", "tables_of",
            "with_protocol", "write_compare"]
@@ -241,8 +248,9 @@ def write_compare(run_dir: Path, out: Path | None = None, *, bootstrap: int = 10
         # ai-consilium.txt's figures draw a deliberation: of each protocol with review rounds, apart
         figures = []
         for part in drawn:
-            figures += write_figures(part, out / part.protocol if several else out, bootstrap=bootstrap,
-                                     seed=seed)
+            with partial_figures(done):  # each image marked as the tables' titles are
+                figures += write_figures(part, out / part.protocol if several else out, bootstrap=bootstrap,
+                                         seed=seed)
             progress.advance(f"{part.protocol} figures", "drawn")
     tables = {name: (titled(done, title), rows) for name, (title, rows) in tables.items()}
     arms = [a for part in parts for a in part.arms]

@@ -28,10 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from consilium.reports.jury import load_jury
     from consilium.reports.jury_tables import write_jury
+    from consilium.reports.partial import partial_line, partial_of
 
     rubric = load_rubric(args.rubric)
     data = load_jury(args.run_dir, rubric)
-    paths = write_jury(args.out or args.run_dir / "jury", data)
+    done = partial_of(args.run_dir)  # a stopped or running cohort's: its agreement is of the finished arms
+    paths = write_jury(args.out or args.run_dir / "jury", data, done)
+    if done is not None:
+        print(partial_line(done))
     print(f"jury of {len(data.members)} judges ({', '.join(m.judge for m in data.members)}) on rubric "
           f"{rubric.name}: {len(data.answers)} answers, {len(data.units)} items, {data.ties} ties resolved, "
           f"{data.left_out} not-evaluable votes left out")

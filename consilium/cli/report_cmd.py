@@ -28,7 +28,14 @@ from consilium.reports.figures.cost import write_cost_figure
 from consilium.reports.papers.otb import ALIGNMENT
 from consilium.reports.papers.per_case import known_cases
 from consilium.reports.papers.responses import judged_responses
-from consilium.reports.partial import MISSING_CSV, partial_lines, partial_rows, titled, write_missing
+from consilium.reports.partial import (
+    MISSING_CSV,
+    partial_figures,
+    partial_lines,
+    partial_rows,
+    titled,
+    write_missing,
+)
 from consilium.reports.sources import CohortPart, cohort_parts
 from consilium.reports.summary import Table, board_figure, board_tables, judged_tables, markdown
 
@@ -133,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
             rows = [{"cohort": part.name, "protocol": part.protocol, **r} for r in table.rows] if several \
                 else table.rows
             merged.setdefault(table.name, []).extend(partial_rows(part.done, rows))
-        figures += draw(out / f"{part.name}-{part.protocol}" if several else out)
+        with partial_figures(part.done):  # each image marked as its cohort's tables are
+            figures += draw(out / f"{part.name}-{part.protocol}" if several else out)
     for folder, tables in baselines:
         for table in tables:
             md += [f"# {folder}: {table.title}", "", markdown(table.rows)]

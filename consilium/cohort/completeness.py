@@ -11,18 +11,20 @@ plan, and nothing is said (docs/cohorts.md, "Partial cohorts").
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.cohort.manifest import MANIFEST, CohortManifest, load_manifest, lock_held
+from consilium.cohort.manifest import MANIFEST, CohortManifest, load_manifest
 from consilium.cohort.rows import row_key
 from consilium.cohort.shard import Shard
 from consilium.natural import natural_key
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["KILLED", "Completeness", "MissingArm", "cohort_completeness", "planned_arms"]
+__all__ = ["KILLED", "Completeness", "MissingArm", "cohort_completeness", "lock_held", "planned_arms"]
 
 #: Why a ``running`` manifest whose folder no process holds reads as aborted.
 KILLED = "stopped without closing its manifest (its process was killed, or its machine went down)"
@@ -75,6 +77,28 @@ class Completeness:
     def title(self, title: str) -> str:
         """A table's title, marked when the cohort is partial."""
         return f"{title} [{self.mark()}]" if self.partial else title
+
+
+def lock_held(run_dir: Path) -> bool:
+    """Whether a process holds the folder's :class:`~consilium.cohort.manifest.RunLock` now (a cohort running
+    or resuming in it). Read only: the lock file is never made, and a shared lock taken for an instant is given
+    back at once. A folder shared over a file system that does not pass locks between machines reads as not
+    held."""
+    try:
+        fd = os.open(run_dir / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # never locked: no cohort runs in it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def planned_arms(manifest: CohortManifest) -> dict[tuple[str, str, str, int], MissingArm]:

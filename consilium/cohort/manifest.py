@@ -37,7 +37,7 @@ from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
 __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
-           "OwnModelOptions", "RunLock", "clean_temp_files", "load_manifest", "lock_held", "read_manifest",
+           "OwnModelOptions", "RunLock", "clean_temp_files", "load_manifest", "read_manifest",
            "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
@@ -243,27 +243,6 @@ def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortMan
         return CohortManifest.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc)}") from None
-
-
-def lock_held(run_dir: Path) -> bool:
-    """Whether a process holds the folder's :class:`RunLock` now (a cohort running or resuming in it). Read
-    only: the lock file is never made, and a shared lock taken for an instant is given back at once. A
-    folder shared over a file system that does not pass locks between machines reads as not held."""
-    try:
-        fd = os.open(run_dir / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False  # never locked: no cohort runs in it
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
 
 
 class RunLock:

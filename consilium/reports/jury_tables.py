@@ -7,10 +7,12 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.reports.jury import JuryData, length_rows, self_preference_rows
 from consilium.reports.jury_agreement import alpha_rows, kappa_rows, scope_rows
+from consilium.reports.partial import marked_markdown, partial_figures, partial_rows
 
 __all__ = ["MARK", "TABLES", "check_ours", "jury_markdown", "write_jury"]
 
@@ -108,17 +110,19 @@ def check_ours(out: Path, name: str) -> None:
                         "(move it, or give --out another folder)")
 
 
-def write_jury(out: Path, data: JuryData) -> list[Path]:
+def write_jury(out: Path, data: JuryData, done: Completeness | None = None) -> list[Path]:
     """The CSVs (scope agreement only for a rubric with an out-of-scope score), the markdown and the figure
     (α per criterion, κ per judge pair); their paths. A file of the report that ``consilium jury`` did not
-    write is never replaced (:func:`check_ours`)."""
+    write is never replaced (:func:`check_ours`). Of a partial cohort (``done``), each says so
+    (consilium/reports/partial.py)."""
     from consilium.reports.figures.jury import write_jury_figure
 
     name = data.rubric.name
     check_ours(out, name)
     tables = {key: rows(data) for key, rows in TABLES.items()}
-    paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(rows)) for key, rows in tables.items()
-             if rows or key != "scope"]
-    paths.append(write_text_atomic(out / f"jury.{name}.md", jury_markdown(data, tables)))
-    paths.append(write_jury_figure(out, f"jury.{name}", data, tables["alpha"], tables["kappa"]))
+    paths = [write_text_atomic(out / f"jury.{name}.{key}.csv", _csv(partial_rows(done, rows)))
+             for key, rows in tables.items() if rows or key != "scope"]
+    paths.append(write_text_atomic(out / f"jury.{name}.md", marked_markdown(done, jury_markdown(data, tables))))
+    with partial_figures(done):
+        paths.append(write_jury_figure(out, f"jury.{name}", data, tables["alpha"], tables["kappa"]))
     return paths

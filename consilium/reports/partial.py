@@ -1,12 +1,15 @@
 """How the reports of a cohort say it is partial (:mod:`consilium.cohort.completeness`): a line at the top
 of every output, the missing arms listed, every table's title marked, and every CSV row of a partial cohort
-carrying a ``partial`` column first, so a table copied out of its report still says so
-(docs/cohorts.md, "Partial cohorts")."""
+carrying a ``partial`` column first, and every figure marked (consilium/reports/figures/style.py), so a table
+or an image copied out of its report still says so (docs/cohorts.md, "Partial cohorts"). The commands that read
+a cohort's arms beside compare, report and view (jury, ablate, calibrate, analyze, export, a resume) say so
+through the same functions."""
 
 from __future__ import annotations
 
 import csv
 import itertools
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +17,10 @@ from consilium.cohort.completeness import Completeness, cohort_completeness
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.reports.consilium.data import read_arms
+from consilium.reports.figures.style import marked_figures
 
-__all__ = ["MISSING_CSV", "MISSING_SHOWN", "completeness_of", "partial_lines", "partial_note", "partial_rows",
-           "titled", "write_missing"]
+__all__ = ["MISSING_CSV", "MISSING_SHOWN", "completeness_of", "marked_markdown", "partial_figures",
+           "partial_line", "partial_lines", "partial_note", "partial_of", "partial_rows", "titled", "write_missing"]
 
 #: The file listing every missing arm, beside a partial cohort's report.
 MISSING_CSV = "missing_arms.csv"
@@ -46,19 +50,45 @@ def _header_only(path: Path) -> bool:
         return False
 
 
-def partial_note(run_dir: Path) -> str | None:
-    """For the commands that do not render tables of their own (``analyze``, ``export``): one line saying a
-    cohort folder is partial (None for a complete cohort, a folder without a manifest or arms.csv, or one
-    whose arms.csv the command itself will refuse)."""
+def partial_of(run_dir: Path) -> Completeness | None:
+    """For the commands that read a run or a cohort folder and check its files themselves (``jury``, ``ablate``,
+    ``calibrate``, ``analyze``, ``export``): the cohort folder against its plan when it is partial; None for a
+    complete cohort, a folder without a manifest or arms.csv, or one whose arms.csv or manifest the command
+    itself will refuse."""
     if not (run_dir / "arms.csv").is_file():
         return None
     try:
         done = completeness_of(run_dir)
     except UserError:
         return None
-    if done is None or not done.partial:
-        return None
+    return done if done is not None and done.partial else None
+
+
+def partial_note(run_dir: Path) -> str | None:
+    """One line saying a cohort folder is partial (None as :func:`partial_of`)."""
+    done = partial_of(run_dir)
+    return None if done is None else partial_line(done)
+
+
+def partial_line(done: Completeness) -> str:
+    """``partial cohort: 8 of 40 planned arms finished (status: aborted: why); 32 planned arms missing``."""
     return f"partial cohort: {done.summary()}; {len(done.missing)} planned arms missing"
+
+
+def partial_figures(done: Completeness | None) -> AbstractContextManager[None]:
+    """Every figure saved inside carries the partial cohort's mark (none for a complete one)."""
+    return marked_figures(done.mark() if done is not None and done.partial else None)
+
+
+def marked_markdown(done: Completeness | None, text: str) -> str:
+    """A report's markdown written by code of its own (jury, ablate): :func:`partial_lines` after its ``# ``
+    title and every ``## `` heading marked as :func:`titled` marks a table's title; unchanged for a complete
+    cohort."""
+    if done is None or not done.partial:
+        return text
+    lines = [f"## {done.title(line[3:])}" if line.startswith("## ") else line for line in text.split("\n")]
+    title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
+    return "\n".join([*lines[: title + 1], "", *partial_lines(done, heading="##"), *lines[title + 1:]])
 
 
 def titled(done: Completeness | None, title: str) -> str:

@@ -1,6 +1,8 @@
 """What every figure shares: the look of a paper's figure, the orders and labels of models, formats and
 criteria, and an atomic PNG + PDF writer. Matplotlib is used without pyplot (no GUI backend, no global
-figure state): a :class:`~matplotlib.figure.Figure` renders through Agg when saved."""
+figure state): a :class:`~matplotlib.figure.Figure` renders through Agg when saved. Within :func:`marked_figures`
+every figure saved carries a mark (a partial cohort's, consilium/reports/partial.py), drawn in its top right
+corner and written in the files' metadata (the PNG's Description, the PDF's Subject)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import os
 import re
 import tempfile
 import textwrap
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +37,7 @@ __all__ = [
     "format_label",
     "formats_of",
     "integer_axis",
+    "marked_figures",
     "models_of",
     "new_figure",
     "paper_style",
@@ -53,6 +57,8 @@ SUFFIXES = (".png", ".pdf")
 FORMAT_COLOURS = {"free-form": "#1f77b4", "structured": "#ff7f0e"}
 FORMAT_MARKERS = {"free-form": "o", "structured": "s"}
 INPUT_COLOUR, OUTPUT_COLOUR = "#1f77b4", "#ff7f0e"
+#: The mark every figure saved now carries (None: none); set by :func:`marked_figures`.
+_MARK: ContextVar[str | None] = ContextVar("figure_mark", default=None)
 
 _STYLE: dict[Any, Any] = {  # matplotlib types its keys as a Literal of every setting
     "font.size": 8.5, "axes.titlesize": 9.5, "axes.titleweight": "bold", "axes.labelsize": 8.5,
@@ -91,9 +97,24 @@ def _umask() -> int:
     return current
 
 
+@contextmanager
+def marked_figures(mark: str | None) -> Iterator[None]:
+    """Every figure saved inside carries ``mark`` (``partial: 8 of 40 planned arms, cohort aborted``), so an
+    image copied out of its report still says what its table's title says; None: no mark."""
+    token = _MARK.set(mark)
+    try:
+        yield
+    finally:
+        _MARK.reset(token)
+
+
 def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     """Write ``stem.png`` and ``stem.pdf`` in ``out``, each to a temporary file beside it and then
-    renamed, so a reader never sees half a figure; the PNG's path is returned."""
+    renamed, so a reader never sees half a figure; the PNG's path is returned. Inside :func:`marked_figures`
+    the mark is drawn in the top right corner and kept in each file's metadata."""
+    mark = _MARK.get()
+    if mark is not None:
+        figure.text(0.995, 0.995, f"[{mark}]", ha="right", va="top", fontsize=7, color="#b22222")
     try:
         out.mkdir(parents=True, exist_ok=True)
         for suffix in SUFFIXES:
@@ -103,7 +124,7 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
             try:
                 # No creation date in the PDF, so the same cohort gives the same bytes.
-                figure.savefig(tmp, format=suffix[1:], metadata={"CreationDate": None} if suffix == ".pdf" else {})
+                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark))
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -111,6 +132,13 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     except OSError as exc:
         raise UserError(f"{out / stem}: cannot write the figure ({exc.strerror or exc})") from None
     return out / f"{stem}.png"
+
+
+def _metadata(suffix: str, mark: str | None) -> dict[str, Any]:
+    """No creation date in the PDF; the mark as the PNG's Description and the PDF's Subject."""
+    if suffix == ".pdf":
+        return {"CreationDate": None, **({"Subject": mark} if mark else {})}
+    return {"Description": mark} if mark else {}
 
 
 def remove_figure(out: Path, stem: str) -> None:
