@@ -746,3 +746,27 @@ def test_a_binary_rubrics_jury_scores_both_sides_by_its_majority(tmp_path: Path)
         [conclusion] = [i for i in judgement["items"] if i["component"] == "conclusion"]
         assert (len(conclusion["votes"]), conclusion["verdict"]["rule"]) == (3, "majority"), path
     assert "3 judgements read from the cohort, 0 made here" in (out / "report.md").read_text()
+
+
+def test_a_cohorts_failed_arm_is_named_as_not_ablated_and_in_no_pair(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """k3's consilium arm failed in the cohort (its synthesis call failed): there is no original to re-run, so
+    the ablation pairs k1 and k2 only, and says so in its report and on the terminal rather than drop it."""
+    panel = panel_script()
+    panel["rules"].insert(0, {"stage": "synthesis", "contains": MARK["k3"], "fail": "model"})
+    (tmp_path / "panel.json").write_text(json.dumps(panel))
+    (tmp_path / "judge.json").write_text(json.dumps(judge_script()))
+    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", RUBRIC,
+                 "--judge-model", f"scripted:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "runs")]) in (0, 1)
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    assert {r["case_id"]: r["status"] for r in table(run_dir / "arms.csv")}["k3"] == "failed"
+    capsys.readouterr()
+    out = ablate(run_dir, "no-deliberation")
+    line = "1 consilium arms of the cohort did not complete, so were not ablated and are in no pair: " \
+        "k3 · free-form (failed)"
+    assert line in capsys.readouterr().out and line in (out / "report.md").read_text()
+    assert sorted(r["case_id"] for r in table(out / "arms.csv")) == ["k1", "k2"]
+    row = stat(out, "no-deliberation")
+    assert int(row["cases"]) == 2 and float(row["mean_difference"]) == round((2 - 4 + 4 - 3) / 2, 4)

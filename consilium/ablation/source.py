@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import glob
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.cohort.manifest import MANIFEST, CohortManifest, read_manifest
@@ -35,6 +35,8 @@ class Cohort:
     run_dir: Path
     manifest: CohortManifest
     arms: list[OriginalArm]
+    #: the consilium arms that did not complete (failed): not ablated, so in no pair; each "case · format (status)"
+    not_completed: list[str] = field(default_factory=list)
 
 
 def read_cohort(run_dir: Path) -> Cohort:
@@ -65,7 +67,10 @@ def read_cohort(run_dir: Path) -> Cohort:
         trace = arm.path(run_dir)
         for file in sorted(trace.parent.glob(glob.escape(trace.name.removesuffix(".trace.json")) + ".judge.*.json")):
             record.read_judgement(file)
-    return Cohort(run_dir, manifest, arms)
+    not_completed = [f"{r['case_id']} · {r['format']}{' · r' + r['replicate'] if r.get('replicate') else ''} "
+                     f"({r['status'] or 'no status'})"
+                     for r in rows if r["protocol"] == "consilium" and not (r["status"] == "completed" and r["trace"])]
+    return Cohort(run_dir, manifest, arms, not_completed)
 
 
 def judgement_path(trace: Path, rubric: str) -> Path:

@@ -163,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
                *([f"{partial_line(done)}: the pairs are of its finished arms only"] if done is not None else []),
                f"ablated arms: {len(arms)} from {len(cohort.arms)} completed consilium "
                f"arms ({sum(a.after.status != 'completed' for a in arms)} failed)",
+               *([_not_ablated(cohort)] if cohort.not_completed else []),
                f"calls: {reused} reused from the original traces, {new} new",
                f"judged with: {', '.join(r.name for r in rubrics) or 'no rubric'}"
                + (f" by {', '.join(judges)}" if judges else ""),
@@ -172,7 +173,15 @@ def run(args: argparse.Namespace) -> int:
     if done is not None:
         print(partial_line(done))
     print(f"{len(arms)} ablated arms: {reused} calls reused, {new} new; results in {out}")
+    if cohort.not_completed:
+        print(_not_ablated(cohort))
     return 0
+
+
+def _not_ablated(cohort: Cohort) -> str:
+    """The cohort's consilium arms that did not complete: no original to re-run, so no pair (counted, named)."""
+    return (f"{len(cohort.not_completed)} consilium arms of the cohort did not complete, so were not ablated and "
+            f"are in no pair: {', '.join(cohort.not_completed)}")
 
 
 def _judged_lines(judged: Judged, setups: list[JudgeSetup]) -> list[str]:
