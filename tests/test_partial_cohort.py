@@ -20,12 +20,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
+from test_viewer_index import parse
 
 from consilium.cli import main
 from consilium.cohort.manifest import RunLock
@@ -117,38 +117,9 @@ def check_partial_files(out: Path, name: str, status: str, spec_of: dict[str, st
     return text
 
 
-class Tables(HTMLParser):
-    """The cell texts of each table of a page, by its class."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self._table = ""
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self._table = dict(attrs).get("class") or ""
-            self.tables.setdefault(self._table, [])
-        elif tag == "tr":
-            self.tables[self._table].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            self.tables[self._table][-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def tables_of(page: Path) -> dict[str, list[list[str]]]:
-    parser = Tables()
-    parser.feed(page.read_text(encoding="utf-8"))
-    return parser.tables
+    """The cell texts of each table of a page, by its class (the viewer tests' parser)."""
+    return {name: [[text for text, _ in row] for row in rows] for name, rows in parse(page).tables.items()}
 
 
 def test_a_killed_cohort_reads_as_aborted_with_its_missing_arms_in_every_output(
