@@ -343,3 +343,24 @@ def test_an_api_key_with_whitespace_is_refused_naming_the_variable_and_the_chara
     assert err.splitlines() == [f"consilium: error: {said}; an API key has no whitespace or control characters "
                                 "(a paste mistake?): set it again without it"]
     assert "SENTINEL" not in err and not out.exists()
+
+
+
+@pytest.mark.localhost
+def test_a_langchain_models_key_with_a_newline_is_refused_naming_the_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ChatOpenAI`` reads OPENAI_API_KEY itself: a pasted newline is refused in one line naming the variable
+    when consilium is given the model, before any call (not five connection failures, retried)."""
+    from langchain_openai import ChatOpenAI
+
+    from consilium.errors import UserError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-pasted-SENTINEL-0123456789\n")
+    out = tmp_path / "runs"
+    with echo_server(answer=True) as server:
+        chat = ChatOpenAI(base_url=server.base_url, model="echo", max_retries=0)
+        with pytest.raises(UserError) as refused:
+            consilium.run(CASE, variants=["free-form"], model=chat, out=out)
+    assert str(refused.value) == ("$OPENAI_API_KEY ends with a line feed (\\n); an API key has no whitespace or "
+                                  "control characters (a paste mistake?): set it again without it")
+    assert server.echoed == 0 and not out.exists()

@@ -36,6 +36,7 @@ from langsmith.run_helpers import tracing_context
 from pydantic import SecretBytes, SecretStr
 
 from consilium.errors import ConsiliumError, ModelError, UserError
+from consilium.models.backends.key_check import check_key
 from consilium.models.backends.langchain_wire import model_error, one_line, read_answer, to_langchain
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import is_openai_reasoning_model
@@ -59,6 +60,8 @@ SETTING_FIELDS: dict[str, tuple[str, ...]] = {
 _WHERE_FIELDS = ("openai_api_base", "base_url", "anthropic_api_url", "api_base", "azure_endpoint", "endpoint_url")
 #: Keys never part of an identity: keys, secrets, passwords, tokens (a count of ``…_tokens`` is kept).
 _SECRET_KEY = re.compile(r"key|secret|passw|credential|auth|token(?!s)", re.IGNORECASE)
+#: A secret field that is an API key (``openai_api_key``, ``api_key``), checked as the ``openai:`` backend's is.
+_API_KEY = re.compile(r"api_key", re.IGNORECASE)
 
 
 def load_chat_model(target: str) -> LangChainChatModel:
@@ -146,6 +149,8 @@ def _register_secrets(value: Any, name: str = "") -> None:
     is sent as."""
     if isinstance(value, SecretStr):
         register_secret(value.get_secret_value())
+        if _API_KEY.search(name):  # sent in a header: a pasted newline would fail every call
+            check_key(value.get_secret_value())
     elif isinstance(value, SecretBytes):
         register_secret(value.get_secret_value().decode(errors="replace"))
     elif isinstance(value, str):

@@ -22,12 +22,12 @@ and returned as ``reasoning``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any, Literal
 
 from consilium.errors import ModelError, TransientModelError, UserError
 from consilium.models.backends.http_transports import LOCAL_KEY, open_transport
+from consilium.models.backends.key_check import check_key
 from consilium.models.backends.openai_wire import Completion, MalformedCompletion, parse_completion
 from consilium.models.images import image_data_url
 from consilium.models.protocol import NO_STAGE_LIMITS
@@ -35,7 +35,7 @@ from consilium.models.reasoning import SAMPLING_SETTINGS, TOKEN_PARAMS, request_
 from consilium.models.tokens import reported_usage
 from consilium.models.types import Message, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
-from consilium.redact import KEY_VARIABLES, clip, redact, redact_url
+from consilium.redact import clip, redact, redact_url
 
 __all__ = ["OpenAICompatModel", "SchemaDialect", "parse_retry_after"]
 
@@ -81,31 +81,6 @@ def _error_message(raw: bytes) -> str:
     return clip(text.encode("utf-8", "replace").decode("utf-8"), 500)
 
 
-_CHARACTER_NAMES = {"\r": "a carriage return (\\r)", "\n": "a line feed (\\n)", "\t": "a tab (\\t)", " ": "a space"}
-
-
-def _check_key(key: str) -> None:
-    """Refuse a key with whitespace, a control character or a non-ASCII character (a paste mistake: a
-    trailing newline), naming the variable it came from and the character, never the key: sent as it is,
-    it breaks the request's header (an internal error, or a connection failure retried to the end)."""
-    position, bad = next(((i, ch) for i, ch in enumerate(key)
-                          if ch.isspace() or not ch.isprintable() or not ch.isascii()), (-1, ""))
-    if not bad:
-        return
-    character = _CHARACTER_NAMES.get(bad, f"the character U+{ord(bad):04X}")
-    where = "ends with" if not key[position:].strip() else "starts with" if not key[:position + 1].strip() else "holds"
-    raise UserError(f"{_key_source(key)} {where} {character}; an API key has no whitespace or control "
-                    "characters (a paste mistake?): set it again without it")
-
-
-def _key_source(key: str) -> str:
-    """The environment variable that holds ``key`` (``$OPENAI_API_KEY`` first, else the first by name), or
-    "the API key" when it came from elsewhere (the Python API)."""
-    names = [n for n in KEY_VARIABLES if os.environ.get(n) == key]
-    names += sorted(n for n, value in os.environ.items() if value == key and n not in names)
-    return f"${names[0]}" if names else "the API key"
-
-
 class OpenAICompatModel:
     #: Messages with images are sent as OpenAI content parts (text + image_url data URLs);
     #: a server without vision support answers with an error naming the model.
@@ -129,7 +104,7 @@ class OpenAICompatModel:
             if base_url is None:
                 raise UserError("openai:MODEL needs OPENAI_API_KEY (or --base-url for a local server)")
             api_key = LOCAL_KEY  # local servers accept any key
-        _check_key(api_key)
+        check_key(api_key)
         self.model_id = model
         self.dialect = dialect
         # Shown in messages, logs and cache keys: never a URL's user:password@ (docs/reliability.md).
