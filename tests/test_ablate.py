@@ -146,22 +146,27 @@ def write_cases(root: Path) -> Path:
     return root / "cases"
 
 
+def run_cohort(root: Path, *flags: str, panel: dict[str, Any] | None = None, codes: tuple[int, ...] = (0,)) -> Path:
+    """The three cases run as a cohort in ``root`` by the scripted panel (``panel_script()`` unless given), at a
+    cap of MAX_ROUNDS, with ``flags`` (how it is judged); its folder."""
+    (root / "panel.json").write_text(json.dumps(panel or panel_script()))
+    (root / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
+    assert main(["cohort", "--cases", str(write_cases(root)), "--model", f"scripted:{root / 'panel.json'}",
+                 "--formats", "free-form", "--config", str(root / "run.yaml"), *flags,
+                 "--out", str(root / "runs")]) in codes
+    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    return run_dir
+
+
 @pytest.fixture(scope="module")
 def jury_cohort(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The three cases judged by a jury of three (--judge-model given three times): each item is its median."""
     root = tmp_path_factory.mktemp("ablate-jury")
-    (root / "panel.json").write_text(json.dumps(panel_script()))
     judges = []
     for name, scores in JURY_SCORES.items():
         (root / f"{name}.json").write_text(json.dumps(scored_by(name, scores)))
         judges += ["--judge-model", f"scripted:{root / name}.json"]
-    (root / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
-    code = main(["cohort", "--cases", str(write_cases(root)), "--model", f"scripted:{root / 'panel.json'}",
-                 "--formats", "free-form", "--config", str(root / "run.yaml"), "--judge", RUBRIC, *judges,
-                 "--concurrency", "4", "--out", str(root / "runs")])
-    assert code == 0
-    [run_dir] = [p for p in (root / "runs").iterdir() if p.is_dir()]
-    return run_dir
+    return run_cohort(root, "--judge", RUBRIC, *judges, "--concurrency", "4")
 
 
 def ablate(run_dir: Path, kind: str, *extra: str, name: str | None = None) -> Path:
@@ -640,13 +645,9 @@ def test_a_cohort_judged_with_two_rubrics_is_compared_on_each_and_out_of_scope_i
     cohort's judgements. On the four-decision rubric an arm's score is the mean of its decisions in scope: a −1
     is out of scope, not the lowest point (as a score, it turned k2's +1.0 into −1.75)."""
     judge = {"model": "judge", "rules": [*four_rules(), *judge_script()["rules"]]}
-    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
     (tmp_path / "judge.json").write_text(json.dumps(judge))
-    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
-    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
-                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", RUBRIC, "--judge", FOUR,
-                 "--judge-model", f"scripted:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "runs")]) == 0
-    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    run_dir = run_cohort(tmp_path, "--judge", RUBRIC, "--judge", FOUR,
+                         "--judge-model", f"scripted:{tmp_path}/judge.json")
     out = ablate(run_dir, "no-deliberation")
     finals = {"k1": "report FULL rev1", "k2": "report FULL rev2", "k3": "report FULL"}  # the originals' answers
     four = {c: (in_scope_mean(c, finals[c]), in_scope_mean(c, "report FULL")) for c in CASES}
@@ -665,13 +666,8 @@ def test_a_cohort_judged_with_two_rubrics_is_compared_on_each_and_out_of_scope_i
 def test_a_cohort_never_judged_is_compared_on_rounds_and_tokens_or_judged_on_both_sides(tmp_path: Path) -> None:
     """A cohort run without a judge: its ablation compares rounds and tokens only and says no rubric judged it;
     given a rubric and a judge, the ablation judges the originals too (into its own folder) with that judge."""
-    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
     (tmp_path / "judge.json").write_text(json.dumps(judge_script()))
-    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
-    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
-                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"),
-                 "--out", str(tmp_path / "runs")]) == 0
-    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    run_dir = run_cohort(tmp_path)
     plain = ablate(run_dir, "no-deliberation", name="plain")
     assert {r["metric"] for r in table(plain / "stats.csv")} == {"rounds", "tokens"}
     assert float(stat(plain, "no-deliberation", "rounds")["mean_difference"]) == -2.0  # 0 − (2, 3, 1)
@@ -720,8 +716,6 @@ def test_a_binary_rubrics_jury_scores_both_sides_by_its_majority(tmp_path: Path)
     the ablated arms judged by the same three; the majorities by hand: originals k1 (1, 1, 0) → 1, k2 (1, 0,
     1) → 1, k3 (1, 0, 1) → 1; the initial reports k1 (0, 1, 0) → 0, k2 (0, 1, 1) → 1, k3 as the original (one
     judge alone, judge-a, would have scored k2's initial report 0)."""
-    (tmp_path / "panel.json").write_text(json.dumps(panel_script()))
-    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
     judges = []
     for name, votes in MATCH_VOTES.items():
         rules: list[dict[str, Any]] = [
@@ -730,10 +724,7 @@ def test_a_binary_rubrics_jury_scores_both_sides_by_its_majority(tmp_path: Path)
         rules.append({"stage": "judge", "json": {"rationale": "r", "match": False}})  # the differential's ranks
         (tmp_path / f"{name}.json").write_text(json.dumps({"model": name, "rules": rules}))
         judges += ["--judge-model", f"scripted:{tmp_path / name}.json"]
-    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
-                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", MATCH, *judges,
-                 "--out", str(tmp_path / "runs")]) == 0
-    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    run_dir = run_cohort(tmp_path, "--judge", MATCH, *judges)
     out = ablate(run_dir, "no-deliberation")
     arms = {r["case_id"]: r for r in table(out / "arms.csv")}
     assert {c: (float(r[f"score_original:{MATCH}"]), float(r[f"score:{MATCH}"])) for c, r in arms.items()} == \
@@ -754,13 +745,9 @@ def test_a_cohorts_failed_arm_is_named_as_not_ablated_and_in_no_pair(tmp_path: P
     the ablation pairs k1 and k2 only, and says so in its report and on the terminal rather than drop it."""
     panel = panel_script()
     panel["rules"].insert(0, {"stage": "synthesis", "contains": MARK["k3"], "fail": "model"})
-    (tmp_path / "panel.json").write_text(json.dumps(panel))
     (tmp_path / "judge.json").write_text(json.dumps(judge_script()))
-    (tmp_path / "run.yaml").write_text(f"max_rounds: {MAX_ROUNDS}\n")
-    assert main(["cohort", "--cases", str(write_cases(tmp_path)), "--model", f"scripted:{tmp_path / 'panel.json'}",
-                 "--formats", "free-form", "--config", str(tmp_path / "run.yaml"), "--judge", RUBRIC,
-                 "--judge-model", f"scripted:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "runs")]) in (0, 1)
-    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    run_dir = run_cohort(tmp_path, "--judge", RUBRIC, "--judge-model", f"scripted:{tmp_path}/judge.json", panel=panel,
+                         codes=(0, 1))
     assert {r["case_id"]: r["status"] for r in table(run_dir / "arms.csv")}["k3"] == "failed"
     capsys.readouterr()
     out = ablate(run_dir, "no-deliberation")
