@@ -616,6 +616,12 @@ def test_an_answers_file_goes_through_the_strict_reader(tmp_path: Path, capsys: 
                             "--formats free-form)"),
     (["--protocol", "consilium", "--out", "runs"], "--out: --resume continues the run with its own settings (it "
                                                    "was started with --out /"),
+    # Typed with simulate's own defaults (5 rounds, seed 0), which the run was started without.
+    (["--max-rounds", "5"], "--max-rounds: --resume continues the run with its own settings (it was started with "
+                            "no --max-rounds)"),
+    (["--seed", "0"], "--seed: --resume continues the run with its own settings (it was started with no --seed)"),
+    (["--no-cache"], "--no-cache: --resume continues the run with its own settings (it was started with no "
+                     "--no-cache)"),
 ])
 def test_a_flag_typed_with_its_default_value_on_resume_is_compared_with_the_runs_own(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], refused: str) -> None:

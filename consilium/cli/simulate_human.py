@@ -292,6 +292,9 @@ def _check_unchanged(args: argparse.Namespace, saved: dict[str, Any]) -> None:
         if as_saved == saved.get(key):
             continue
         flag = action.option_strings[0]
-        own = f"{flag} {saved[key]}" if saved.get(key) is not None else f"no {flag}"
+        if action.nargs == 0:  # --no-cache, --otel: on or off
+            own = flag if saved.get(key) else f"no {flag}"
+        else:
+            own = f"{flag} {saved[key]}" if saved.get(key) is not None else f"no {flag}"
         raise UserError(f"{flag}: --resume continues the run with its own settings (it was started with {own}); "
                         "give no other flags than --answers, -v and --log-file")
