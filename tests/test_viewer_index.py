@@ -385,3 +385,29 @@ def test_the_index_lists_cases_in_natural_order(run_dir: Path, tmp_path: Path) -
     page = (copy / "view" / "index.html").read_text(encoding="utf-8")
     cases = page.split("<p>Cases: ")[1].split("</p>")[0]
     assert [cases.index(f">{case}<") for case in order] == sorted(cases.index(f">{case}<") for case in order)
+
+
+def test_a_running_cohorts_arms_read_in_natural_order_on_the_index_and_case_pages(
+        run_dir: Path, tmp_path: Path) -> None:
+    """arms.csv of a running or killed cohort is in the order its arms finished (rewritten sorted only at the
+    end): the index and each case page still list them by case, model, format and replicate, replicate 2
+    before 10. Each fixture arm as three replicates (0, 10, 2), written last-finished first."""
+    arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))  # sorted: case, model, format
+    copy = tmp_path / "running"
+    copy.mkdir()
+    expected = [(arm["case_id"], arm["model"] or arm["model_spec"], arm["format"], r)
+                for arm in arms for r in ("0", "2", "10")]
+    finished = [{**arm, "trace": str(run_dir / arm["trace"]) if arm["trace"] else "", "replicate": r}
+                for arm in arms for r in ("10", "0", "2")]
+    with (copy / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, [*arms[0], "replicate"])
+        writer.writeheader()
+        writer.writerows(reversed(finished))
+    assert main(["view", str(copy)]) == 0
+    _, rows = index_rows(copy)
+    assert [(r["case"][0], r["model"][0], r["format"][0], r["replicate"][0]) for r in rows] == expected
+    models = len({arm["model_spec"] for arm in arms})
+    for case in dict.fromkeys(arm["case_id"] for arm in arms):
+        [header, *lines] = parse(copy / "view" / "cases" / f"{case}.html").tables["variants"]
+        assert [text for text, _ in header][:2] == ["model", "replicate"]
+        assert [line[1][0] for line in lines] == ["0", "2", "10"] * models, case

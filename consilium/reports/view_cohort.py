@@ -98,10 +98,12 @@ def arm_page(row: dict[str, str]) -> str | None:
 
 def case_rows(run_dir: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, list[ArmView]]]:
     """The arms of each case, each with its page and trace file, in natural order as a person reads a list
-    (mac-2 before mac-10; consilium/natural.py): the cases, and within a case the model specs, each
-    model's arms in arms.csv's order."""
+    (mac-2 before mac-10; consilium/natural.py): the cases, and within a case the model specs, their formats
+    and replicates (2 before 10). Not arms.csv's order: a running or killed cohort's is the order its arms
+    finished in (it is rewritten sorted only when the cohort ends)."""
     by_case: dict[str, list[ArmView]] = {}
-    for row in sorted(rows, key=lambda r: (natural_key(r["case_id"]), natural_key(r.get("model_spec") or ""))):
+    for row in sorted(rows, key=lambda r: tuple(natural_key(r.get(column) or "") for column in
+                                                ("case_id", "model_spec", "format", "replicate"))):
         page = arm_page(row)
         trace = trace_location(run_dir, row["trace"]) if page is not None else None
         by_case.setdefault(row["case_id"], []).append(ArmView(row, page, trace))
