@@ -214,8 +214,9 @@ def test_every_string_of_an_answer_is_masked_its_finish_reason_too(tmp_path: Pat
     """Not only the answer's text: every string a server returns with it (here the finish reason, which
     the trace, the API's traces and OpenTelemetry's spans carry) is masked as it arrives."""
     token = "sk-finish-SENTINEL-0123456789abcdef"
-    answers = [AIMessage(content=json.dumps(ANSWERS[name]), response_metadata={"finish_reason": f"stop {token}"})
-               for name in ORDER]
+    answers: list[BaseMessage] = [
+        AIMessage(content=json.dumps(ANSWERS[name]), response_metadata={"finish_reason": f"stop {token}"})
+        for name in ORDER]
     model = HeaderEcho(responses=answers, default_headers={"Authorization": f"Bearer {token}"})
     (trace,) = consilium.run(CASE, variants=["structured"], model=model, out=tmp_path / "runs")
     assert trace.status == "completed"
