@@ -353,8 +353,9 @@ def test_the_terminal_prompts_for_each_format_under_a_pseudo_terminal(tmp_path: 
     assert replayed.returncode == 0 and replayed.stdout.count("identical") == 2, replayed.stdout + replayed.stderr
 
 
-def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_path: Path) -> None:
-    folder = tmp_path / "runs"
+def _stopped_at_the_first_vote(folder: Path) -> tuple[Path, str]:
+    """A free-form run at the terminal, the radiologist's opinion typed and Ctrl-C at the round-1 vote: its run
+    folder (under ``folder``) and what the terminal showed."""
     term = Terminal(["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(folder), "--formats",
                      "free-form", "--human", "Radiologist", "--no-cache"], ROOT)
     try:
@@ -367,6 +368,11 @@ def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_pa
         term.close()
     assert status == 130, shown
     [run] = folder.iterdir()
+    return run, shown
+
+
+def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    run, shown = _stopped_at_the_first_vote(tmp_path / "runs")
     assert f"interrupted; the run is checkpointed: resume it with `consilium simulate --resume {run}`" in shown
     made = json.loads((run / "human" / "free-form.calls.json").read_text())
     votes = {1: {"vote": "accept", "reason": "Fine."}}
@@ -478,19 +484,7 @@ def test_a_resumed_run_takes_the_servers_credentials_from_the_user_never_from_it
 
 def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    folder = tmp_path / "runs"
-    term = Terminal(["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(folder), "--formats",
-                     "free-form", "--human", "Radiologist", "--no-cache"], ROOT)
-    try:
-        term.expect("opinion (end with a blank line):\n")
-        term.type("Typed at the terminal.", "")
-        term.expect("vote (accept/dissent): ")
-        os.kill(term.pid, signal.SIGINT)  # Ctrl-C at the round-1 vote: checkpointed
-        status, shown = term.rest()
-    finally:
-        term.close()
-    assert status == 130, shown
-    [run] = folder.iterdir()
+    run, _ = _stopped_at_the_first_vote(tmp_path / "runs")
     votes = write_answers(tmp_path / "votes.yaml", {"free-form": {"votes": {1: {"vote": "accept", "reason": "Fine."}}}})
     first = Terminal(["simulate", "--resume", str(run)], ROOT)  # back at the terminal: waits at the vote
     try:
