@@ -169,6 +169,23 @@ def test_merge_of_an_unfinished_shard_is_not_completed(tmp_path: Path, capsys: p
     assert manifest(tmp_path / "m")["status"] == "aborted"
 
 
+def test_merge_copies_each_shards_own_files_not_an_ablation_nested_in_it(tmp_path: Path) -> None:
+    """Each shard holds an ablation of its own arms (ablate/…/run-1, marked by its ablation.json) and another
+    put by --out in a folder of the shard: neither is the merged cohort's, so neither is copied (the first
+    shard's was copied and the second's dropped without a word, both under the same name)."""
+    one = cohort(tmp_path / "s1", "--shard", "1/2")
+    two = cohort(tmp_path / "s2", "--shard", "2/2")
+    for shard in (one, two):
+        for folder in (shard / "ablate" / "single" / "run-1", shard / "mine"):
+            (folder / "arms").mkdir(parents=True)
+            (folder / "ablation.json").write_text(json.dumps({"kind": "single", "cohort": str(shard)}))
+            (folder / "arms" / f"{shard.name}.free-form.single.trace.json").write_text("{}")
+    merged = tmp_path / "merged"
+    assert main(["cohort", "merge", str(one), str(two), "--out", str(merged)]) == 0
+    assert not (merged / "ablate").exists() and not (merged / "mine").exists()
+    assert len(traces(merged)) == len(traces(one)) + len(traces(two)) > 0  # the shards' own arms, all of them
+
+
 def _cache(path: Path, rows: list[tuple[str, str]]) -> Path:
     from consilium.models.wrappers.cache import _SCHEMA
 

@@ -28,6 +28,7 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.protocols.arms import arm_protocol
+from consilium.traces.folder import own_files
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
 
@@ -191,7 +192,7 @@ def _copy_tree(shards: list[ShardFolder], into: Path) -> None:
     every run folder has) is taken from the first shard."""
     owner: dict[str, Path] = {}
     for folder in shards:
-        for path in sorted(folder.path.rglob("*")):
+        for path in own_files(folder.path, "*"):  # the shard's own: not a run nested in it (an ablation's)
             rel = path.relative_to(folder.path)
             if path.is_dir() or path.is_symlink() or (len(rel.parts) == 1 and rel.name in BUILT):
                 continue
