@@ -413,8 +413,9 @@ def test_a_partial_cohorts_figures_carry_its_mark_and_a_complete_ones_none(
 
 
 def _copy(cohorts: dict[str, Any], name: str) -> Path:
-    folder = cohorts["tmp"] / name / cohorts["stopped"].name
-    shutil.copytree(cohorts["stopped"], folder, ignore=shutil.ignore_patterns("compare", "report", "view"))
+    stopped: Path = cohorts["stopped"]
+    folder = cohorts["tmp"] / name / stopped.name
+    shutil.copytree(stopped, folder, ignore=shutil.ignore_patterns("compare", "report", "view"))
     return folder
 
 
