@@ -638,6 +638,91 @@ def test_the_viewer_shows_out_of_scope_for_a_verdict_and_a_vote_of_minus_one(fou
     assert ">out of scope<" in text
 
 
+#: Two physicians' four scores per (case, panel), as FOUR_SCORES (−1: out of scope). They disagree with j3
+#: (whose scores calibrate reads below) and with each other on scope for some items; j3 cannot judge case
+#: C's claude surgery, so those two ratings pair with no judge score.
+PHYSICIANS: dict[str, dict[tuple[str, str], tuple[int, ...]]] = {
+    "dr-a": {("A", "gpt"): (3, 4, -1, -1), ("A", "claude"): (3, 5, 2, -1), ("B", "gpt"): (4, 2, 3, -1),
+             ("B", "claude"): (2, 2, 3, 2), ("C", "gpt"): (3, 5, 2, -1), ("C", "claude"): (5, 3, 3, 3)},
+    "dr-b": {("A", "gpt"): (2, 3, 3, -1), ("A", "claude"): (4, 4, -1, -1), ("B", "gpt"): (5, 3, -1, -1),
+             ("B", "claude"): (1, 1, 4, -1), ("C", "gpt"): (2, 4, 1, 3), ("C", "claude"): (4, 2, 2, 4)}}
+
+
+def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four: Path, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`calibrate agreement --judge j3` on the four-decision rubric: α, MAE, κ and the physician baseline read
+    the in-scope scores only (−1 is no point below 1), agreement on scope is its own table, and an isotonic map
+    is fitted on in-scope pairs and never maps −1. Every expected value is worked out here from the scores."""
+    lines = ["case_id,component,criterion,rater,score,model"]
+    for rater, scores in PHYSICIANS.items():
+        for (case, panel), values in scores.items():
+            lines += [f"four-{case.lower()},conclusion,{d},{rater},{s},{PANELS[panel]}"
+                      for d, s in zip(DIMS, values, strict=True)]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    judgement = read_judgement(next(four.rglob(f"*.judge.{FOUR}.json")))
+    spec = _specs(judgement)[2]  # j3
+    out = tmp_path / "agreement"
+    capsys.readouterr()
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(four), "--rubric", FOUR,
+                 "--judge", spec, "--bootstrap", "20", "--out", str(out)]) == 0
+    assert "46 paired with judge scores, 2 without" in capsys.readouterr().out
+    # Per criterion: each rated output's (dr-a, dr-b, j3) scores; the output j3 could not judge is no unit.
+    units = {d: [(PHYSICIANS["dr-a"][k][i], PHYSICIANS["dr-b"][k][i], FOUR_SCORES["j3"][k][i])
+                 for k in PHYSICIANS["dr-a"] if FOUR_SCORES["j3"][k][i] is not None] for i, d in enumerate(DIMS)}
+    rows = {r["criterion"]: r for r in _csv(out / "agreement.csv")}
+    scope = {r["criterion"]: r for r in _csv(out / "agreement.scope.csv")}
+    for name, group in [*((d, units[d]) for d in DIMS), ("pooled", [u for d in DIMS for u in units[d]])]:
+        pairs = [(h, u[2]) for u in group for h in u[:2]]
+        scored = [(h, j) for h, j in pairs if -1 not in (h, j)]
+        row = rows[name]
+        assert int(row["n"]) == len(scored), name
+        assert float(row["mae"]) == pytest.approx(sum(abs(h - j) for h, j in scored) / len(scored), abs=1e-9), name
+        assert float(row["exact"]) == pytest.approx(sum(h == j for h, j in scored) / len(scored), abs=1e-9), name
+        in_scope = [[int(v) for v in u if v != -1] for u in group]
+        assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(in_scope, [1, 2, 3, 4, 5]), abs=1e-9), name
+        if len({v for p in scored for v in p}) > 1:
+            assert float(row["qwk"]) == pytest.approx(_quadratic_kappa(
+                [int(h) for h, _ in scored], [int(j) for _, j in scored], [1, 2, 3, 4, 5]), abs=1e-9), name
+        # Scope apart: does the physician put it in scope as the judge does, over every pair.
+        assert int(scope[name]["n"]) == len(pairs)
+        assert float(scope[name]["percent_agreement"]) == pytest.approx(
+            sum((h != -1) == (j != -1) for h, j in pairs) / len(pairs), abs=1e-9), name
+        assert int(scope[name]["physician_out_of_scope"]) == sum(h == -1 for h, _ in pairs)
+        assert int(scope[name]["judge_out_of_scope"]) == sum(j == -1 for _, j in pairs)
+    pooled = [u for d in DIMS for u in units[d]]
+    # The defect this guards against: −1 read as the lowest point of the scale (MAE 33/46 = 0.717 over every
+    # pair, 15/33 = 0.455 over in-scope pairs; next_action's α 0.239, 0.692 in scope).
+    pairs = [(h, u[2]) for u in pooled for h in u[:2]]
+    assert float(rows["pooled"]["mae"]) == pytest.approx(15 / 33, abs=1e-9)
+    assert sum(abs(h - j) for h, j in pairs) / len(pairs) == pytest.approx(33 / 46)
+    before = _ordinal_alpha([[int(v) for v in u] for u in units["next_action"]], [-1, 1, 2, 3, 4, 5])
+    assert float(rows["next_action"]["alpha"]) - before > 0.4
+    # The physician baseline: each in-scope rating against the other physician's, where both rated in scope;
+    # its α among the physicians alone; their scope agreement within each output (two raters: agree or not).
+    both = [(a, b) for a, b, _ in pooled if -1 not in (a, b)]
+    baseline = rows["physician baseline (pooled)"]
+    assert int(baseline["n"]) == 2 * len(both)
+    assert float(baseline["mae"]) == pytest.approx(sum(abs(a - b) for a, b in both) / len(both), abs=1e-9)
+    assert float(baseline["alpha"]) == pytest.approx(
+        _ordinal_alpha([[int(v) for v in u[:2] if v != -1] for u in pooled], [1, 2, 3, 4, 5]), abs=1e-9)
+    assert float(scope["physician baseline (pooled)"]["percent_agreement"]) == pytest.approx(
+        sum((a != -1) == (b != -1) for a, b, _ in pooled) / len(pooled), abs=1e-9)
+    assert "## Scope agreement" in (out / "agreement.md").read_text()
+    # An isotonic map: fitted on the pairs both scored in scope, onto the scale's points; −1 is never mapped.
+    assert main(["calibrate", "isotonic", "--ratings", str(ratings), "--judgements", str(four), "--rubric", FOUR,
+                 "--judge", spec, "--out", str(tmp_path / "iso")]) == 0
+    from consilium.calibration.isotonic import load_calibration
+
+    calibration = load_calibration(tmp_path / "iso" / f"isotonic.{FOUR}.json", FOUR)
+    assert calibration.criteria
+    for key, mapping in calibration.criteria.items():
+        dim = key.split("/")[1]
+        assert mapping.train_n + mapping.test_n == sum(-1 not in (h, u[2]) for u in units[dim] for h in u[:2])
+        assert min(mapping.y) >= 1 and max(mapping.y) <= 5
+        assert calibration.apply("conclusion", dim, -1) is None
+
+
 @pytest.mark.parametrize(("field", "value", "problem"), [
     ("votes", "97.0", "97 is not a score of rubric"), ("votes", "-1", "-1 is not a score of rubric"),
     ("votes", "Infinity", "is not a finite number"), ("calibrated_score", "5.5", "is outside rubric")])

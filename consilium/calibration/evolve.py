@@ -8,7 +8,10 @@ generation survives. The best initial and the best descendant are then judged ag
 training cases (re-evaluation: new judge calls with another seed, so neither a sampling judge's
 luck in the selection pass nor the response cache carries over) and on the validation cases. Each
 repeat uses its own seeds and split; results are mean ± SD over repeats. A not-evaluable judgement
-counts as the largest possible error, so a candidate cannot win by declining to score.
+counts as the largest possible error, so a candidate cannot win by declining to score. On a rubric with
+an out-of-scope score (:mod:`consilium.judges.scope`) the physicians' mean is over their in-scope
+ratings (an output none of them rated in scope has no target and is left out), and a judge putting a
+rated output out of scope counts as the largest error too.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from consilium.judges.prompting import anchors_text
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Criterion, Rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
+from consilium.judges.scope import in_scope, scale_points
 from consilium.models import CallRecorder, CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models import for_run as run_layers
 from consilium.protocols.registry import read_trace
@@ -61,11 +65,13 @@ class Item:
 
 
 def rated_items(ratings: list[Rating], judgements: Sequence[tuple[Path, Judgement]],
-                origin: str | Path | None = None) -> tuple[dict[str, list[Item]], int]:
+                origin: str | Path | None = None,
+                out_of_scope: float | None = None) -> tuple[dict[str, list[Item]], int]:
     """Per criterion, one :class:`Item` per (judged trace, component) the physicians rated, its target
-    the mean of the ratings paired with exactly that trace (:func:`match_ratings`: case, variant or
-    format, panel model, run, trace); a judged trace nobody rated gets none, and a rating that could
-    belong to several judged traces is refused. Also returns how many ratings named no judged trace."""
+    the mean of the in-scope ratings (none is ``out_of_scope``) paired with exactly that trace
+    (:func:`match_ratings`: case, variant or format, panel model, run, trace); a judged trace nobody
+    rated in scope gets none, and a rating that could belong to several judged traces is refused. Also
+    returns how many ratings named no judged trace."""
     groups: dict[tuple[Path, str, str], list[float]] = defaultdict(list)
     judged_by_path: dict[Path, Judged] = {}
     unmatched = 0
@@ -74,10 +80,14 @@ def rated_items(ratings: list[Rating], judgements: Sequence[tuple[Path, Judgemen
             unmatched += 1
             continue
         judged_by_path[judged.path] = judged
-        groups[(judged.path, rating.component, rating.criterion)].append(rating.score)
+        scores = groups[(judged.path, rating.component, rating.criterion)]
+        if rating.score != out_of_scope:
+            scores.append(rating.score)
     items: dict[str, list[Item]] = {}
     traces: dict[Path, TraceBase] = {}
     for (path, component, criterion), scores in sorted(groups.items()):
+        if not scores:  # every physician put it out of scope: no point to aim at
+            continue
         judged = judged_by_path[path]
         if path not in traces:
             trace_file = path.parent / judged.judgement.trace
@@ -108,12 +118,14 @@ async def _evaluate(candidate: Candidate, items: list[Item], rubric: Rubric, cri
     variant = _variant(rubric, criterion, candidate.instruction)
     judgements = await asyncio.gather(*(judge_trace(i.trace, i.case_id, variant, setup, [i.component])
                                         for i in items))
-    worst_error = max(rubric.scale) - min(rubric.scale)
+    points = scale_points(rubric)
+    worst_error = max(points) - min(points)
     errors = []
     for item, judgement in zip(items, judgements, strict=True):
         found = [x for x in judgement.items if x.criterion == criterion.id]
         score = found[0].score if found else None
-        error = worst_error if score is None else abs(score - item.target)
+        scored = in_scope(score, rubric)
+        error = worst_error if scored is None else abs(scored - item.target)
         rationale = (found[0].rationale or found[0].reason or "") if found else "no judgement"
         errors.append((error, f"- judge {score if score is not None else 'not evaluable'}, physicians "
                               f"{item.target:g}: {clip(rationale, 300)}"))

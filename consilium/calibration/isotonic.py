@@ -2,7 +2,9 @@
 
 Fitted on a training split of cases, reported on the held-out split (MAE before and after), and
 saved as data (breakpoints) that ``consilium judge --calibration FILE`` applies by linear
-interpolation, clipped to the rubric's scale.
+interpolation, clipped to the rubric's scale. On a rubric with an out-of-scope score
+(:mod:`consilium.judges.scope`), a map is fitted on the pairs both sides scored in scope, between the
+scale's points, and a judge's out-of-scope score is never mapped (its calibrated score is None).
 """
 
 from __future__ import annotations
@@ -56,12 +58,13 @@ class Calibration(BaseModel):
     seed: int
     train_fraction: float
     ratings: str
+    out_of_scope: int | None = Field(default=None, description="the rubric's out-of-scope score: never mapped")
     criteria: dict[str, CriterionMap] = Field(description='keyed "component/criterion"')
 
     def apply(self, component: str, criterion: str, score: float | None) -> float | None:
-        """The calibrated score, or None where no map was fitted (or the score is None)."""
+        """The calibrated score, or None where no map was fitted (or the score is None or out of scope)."""
         mapping = self.criteria.get(calibration_key(component, criterion))
-        return None if score is None or mapping is None else mapping.apply(score)
+        return None if score is None or score == self.out_of_scope or mapping is None else mapping.apply(score)
 
     def save(self, path: Path) -> Path:
         return write_json_atomic(path, self.model_dump(mode="json"))
@@ -80,8 +83,13 @@ def _mae(h: list[float], j: list[float]) -> float | None:
 
 
 def fit_isotonic(pairs: Sequence[Pair], *, rubric: str, rubric_version: int, scale: Sequence[int],
-                 train_fraction: float = 0.5, seed: int = 0, ratings: str = "") -> Calibration:
+                 train_fraction: float = 0.5, seed: int = 0, ratings: str = "",
+                 out_of_scope: int | None = None) -> Calibration:
+    """One map per (component, criterion) from judge to physician scores on ``scale``'s points, fitted on
+    the training cases' pairs both scored in scope (none is out of scope without ``out_of_scope``)."""
     train_cases, _ = split_cases([p.case_id for p in pairs], train_fraction, seed)
+    pairs = [p for p in pairs if out_of_scope is None or out_of_scope not in (p.physician, p.judge)]
+    scale = [s for s in scale if s != out_of_scope]
     criteria: dict[str, CriterionMap] = {}
     for component, criterion in sorted({(p.component, p.criterion) for p in pairs}):
         name = calibration_key(component, criterion)
@@ -98,7 +106,7 @@ def fit_isotonic(pairs: Sequence[Pair], *, rubric: str, rubric_version: int, sca
         mapping.mae_after = _mae([p.physician for p in test], [mapping.apply(p.judge) for p in test])
         criteria[name] = mapping
     return Calibration(rubric=rubric, rubric_version=rubric_version, seed=seed, train_fraction=train_fraction,
-                       ratings=ratings, criteria=criteria)
+                       ratings=ratings, out_of_scope=out_of_scope, criteria=criteria)
 
 
 def load_calibration(path: str | Path, rubric: str) -> Calibration:

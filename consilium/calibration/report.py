@@ -6,6 +6,7 @@ import csv
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from consilium.calibration.agreement import BINARY, ORDINAL, AgreementRow, as_dict, describe
 from consilium.calibration.pairs import Pair
@@ -14,18 +15,33 @@ from consilium.fileio import write_text_atomic
 __all__ = ["agreement_markdown", "confusion_plot", "write_agreement"]
 
 
-def agreement_markdown(rows: Sequence[AgreementRow], *, binary: bool, title: str, notes: Sequence[str]) -> str:
+def _cell(value: object) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def agreement_markdown(rows: Sequence[AgreementRow], *, binary: bool, title: str, notes: Sequence[str],
+                       scope: Sequence[dict[str, Any]] = ()) -> str:
+    """The statistics table; with ``scope`` (:func:`consilium.calibration.agreement.scope_rows`), the
+    agreement on scope after it."""
     keys = [*(BINARY if binary else ORDINAL), "alpha"]
     lines = [f"# {title}", "", *[f"- {n}" for n in notes], "",
              "| criterion | n | cases | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
     for row in rows:
         lines.append(f"| {row.criterion} | {row.n} | {row.cases} | "
                      + " | ".join(describe(row, k) for k in keys) + " |")
+    if scope:
+        columns = list(scope[0])
+        lines += ["", "## Scope agreement", "",
+                  "The table above reads in-scope scores only (n: the pairs both scored in scope). Here, whether "
+                  "the judge and each physician put a unit in scope or out of scope: percent agreement over "
+                  "the pairs (physicians among themselves: within each unit, averaged over units).", "",
+                  "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in scope]
     return "\n".join(lines) + "\n"
 
 
-def _csv(rows: Sequence[AgreementRow]) -> str:
-    records = [as_dict(r) for r in rows]
+def _csv(rows: Sequence[AgreementRow] | Sequence[dict[str, Any]]) -> str:
+    records = [r if isinstance(r, dict) else as_dict(r) for r in rows]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
     writer.writeheader()
@@ -72,9 +88,13 @@ def confusion_plot(pairs: Sequence[Pair], scale: Sequence[int], path: Path, titl
 
 
 def write_agreement(out: Path, rows: Sequence[AgreementRow], pairs: Sequence[Pair], *, binary: bool,
-                    scale: Sequence[int], title: str, notes: Sequence[str]) -> list[Path]:
+                    scale: Sequence[int], title: str, notes: Sequence[str],
+                    scope: Sequence[dict[str, Any]] = ()) -> list[Path]:
+    """agreement.md, agreement.csv, agreement.png and, with ``scope`` rows, agreement.scope.csv."""
     return [
-        write_text_atomic(out / "agreement.md", agreement_markdown(rows, binary=binary, title=title, notes=notes)),
+        write_text_atomic(out / "agreement.md", agreement_markdown(rows, binary=binary, title=title, notes=notes,
+                                                                   scope=scope)),
         write_text_atomic(out / "agreement.csv", _csv(rows)),
+        *([write_text_atomic(out / "agreement.scope.csv", _csv(scope))] if scope else []),
         confusion_plot(pairs, scale, out / "agreement.png", title),
     ]

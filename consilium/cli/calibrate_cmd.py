@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.calibration.agreement import agreement, agreement_groups, describe
+from consilium.calibration.agreement import agreement, agreement_groups, describe, scope_rows
 from consilium.calibration.isotonic import fit_isotonic
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
@@ -15,6 +15,7 @@ from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
+from consilium.judges.scope import out_of_scope_score, scale_points
 from consilium.reports.partial import partial_line, partial_of, titled
 
 __all__ = ["register"]
@@ -67,9 +68,12 @@ def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def run_agreement(args: argparse.Namespace) -> int:
     rubric, ratings, pairs, unmatched = _pairs(args)
     binary = sorted(rubric.scale) == [0, 1]
+    outside = out_of_scope_score(rubric)
     with ItemProgress("bootstrap", len(agreement_groups(pairs))) as progress:
-        rows = agreement(pairs, binary=binary, labels=rubric.scale, bootstrap=args.bootstrap, seed=args.seed,
+        rows = agreement(pairs, binary=binary, labels=scale_points(rubric), bootstrap=args.bootstrap,
+                         seed=args.seed, out_of_scope=outside,
                          on_row=lambda row: progress.advance(row.criterion, f"{args.bootstrap} draws, n={row.n}"))
+    scope = scope_rows(pairs, outside)
     out = args.out or args.judgements / "calibration"
     outputs = {p.output for p in pairs}
     notes = [f"rubric {rubric.name} v{rubric.version}; ratings {args.ratings} ({len(ratings)} ratings, "
@@ -80,17 +84,23 @@ def run_agreement(args: argparse.Namespace) -> int:
              "statistic",
              "statistics: scikit-learn cohen_kappa_score (quadratic weights for ordinal scales), scipy spearmanr/"
              "pearsonr, krippendorff.alpha (physicians and judge as raters; a unit is one output's component and "
-             "criterion); binary rates per npcbench.txt Eq. A9"]
+             "criterion); binary rates per npcbench.txt Eq. A9",
+             *([f"out of scope ({outside}) is no point of the scale: the statistics read in-scope scores only "
+                "(n: pairs both scored in scope); agreement on scope is reported apart"] if scope else [])]
     done = partial_of(args.judgements)  # a stopped or running cohort: the judge's scores of its finished arms
     notes = [*([f"{partial_line(done)}: ratings of its missing arms pair with no judge score"] if done else []),
              *notes]
     paths = write_agreement(out, rows, pairs, binary=binary, scale=rubric.scale,
-                            title=titled(done, f"Judge vs physicians: {rubric.name}"), notes=notes)
+                            title=titled(done, f"Judge vs physicians: {rubric.name}"), notes=notes, scope=scope)
     keys = ("accuracy", "kappa", "balanced_agreement") if binary else ("mae", "qwk", "spearman")
     print("\n".join(notes[: 2 if done else 1]))
     for row in rows:
         print(f"  {row.criterion:<28} n={row.n:<5} " + "  ".join(f"{k}={describe(row, k)}" for k in keys)
               + f"  alpha={describe(row, 'alpha')}")
+    for line in scope:
+        agreed = line["percent_agreement"]
+        print(f"  scope {line['criterion']:<22} n={line['n']:<5} percent_agreement="
+              + ("–" if agreed is None else f"{agreed:.3f}"))
     print("report: " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -99,8 +109,9 @@ def run_isotonic(args: argparse.Namespace) -> int:
     if not 0 < args.train_fraction < 1:
         raise UserError("--train-fraction: must be between 0 and 1")
     rubric, _, pairs, _ = _pairs(args)
-    calibration = fit_isotonic(pairs, rubric=rubric.name, rubric_version=rubric.version, scale=rubric.scale,
-                               train_fraction=args.train_fraction, seed=args.seed, ratings=str(args.ratings))
+    calibration = fit_isotonic(pairs, rubric=rubric.name, rubric_version=rubric.version, scale=scale_points(rubric),
+                               out_of_scope=out_of_scope_score(rubric), train_fraction=args.train_fraction,
+                               seed=args.seed, ratings=str(args.ratings))
     out = args.out or args.judgements / "calibration"
     path = calibration.save(out / f"isotonic.{rubric.name}.json")
     done = partial_of(args.judgements)

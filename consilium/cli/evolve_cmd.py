@@ -23,6 +23,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup
+from consilium.judges.scope import out_of_scope_score
 from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
 
@@ -61,7 +62,8 @@ def run_evolve(args: argparse.Namespace) -> int:
     if not rubric.kind.evolvable:
         raise UserError(f"--rubric: {rubric.name} has no criterion instructions to evolve")
     ratings = load_ratings(args.ratings, rubric)
-    items, unmatched = rated_items(ratings, load_judgements(args.judgements, rubric.name), args.ratings)
+    items, unmatched = rated_items(ratings, load_judgements(args.judgements, rubric.name), args.ratings,
+                                   out_of_scope_score(rubric))
     if not items:
         raise UserError(f"{args.ratings}: no rating names a judged trace in {args.judgements}")
     wanted = args.criterion or sorted(items)

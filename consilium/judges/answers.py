@@ -26,6 +26,7 @@ import jsonschema
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.judges.rubric import AnswerShape, Rubric
+from consilium.judges.scope import OUT_OF_SCOPE
 from consilium.models import OutputSchema
 from consilium.models.structured import OutputInvalid, extract_json
 
@@ -34,7 +35,6 @@ __all__ = ["SCOPES", "Scope", "check_scope", "criterion_schema", "criterion_shap
 
 Scope = Literal["frozen", "judge"]
 SCOPES: tuple[Scope, ...] = ("frozen", "judge")
-OUT_OF_SCOPE = -1
 
 
 # --- criterion rubrics: one score (and flags) per call ------------------------------------------------

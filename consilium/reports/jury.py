@@ -30,6 +30,7 @@ from consilium.judges.components import component_texts
 from consilium.judges.jury import family
 from consilium.judges.record import JuryMember, read_judgement
 from consilium.judges.rubric import Rubric
+from consilium.judges.scope import OUT_OF_SCOPE, in_scope, out_of_scope_score, scale_points
 from consilium.models.tokens import count_tokens
 from consilium.protocols.registry import read_trace
 from consilium.traces.folder import judgement_files
@@ -39,14 +40,6 @@ __all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups"
 
 #: The pooled row of every criterion; the jury's own row among the judges.
 ALL, JURY = "all", "jury"
-#: The score a rubric's scale may hold for "out of scope" (Rubric.scale: "-1 means out of scope where the
-#: rubric allows it"; the four-decision rubric, opentumorboard.txt App. C.3 L184-186).
-OUT_OF_SCOPE = -1
-
-
-def out_of_scope_score(rubric: Rubric) -> int | None:
-    """The rubric's out-of-scope score, None when its scale has none."""
-    return OUT_OF_SCOPE if OUT_OF_SCOPE in rubric.scale else None
 
 
 @dataclass(frozen=True)
@@ -91,11 +84,11 @@ class JuryData:
     @property
     def scale(self) -> list[int]:
         """The points of the rubric's scale a score is read on: its scale without the out-of-scope score."""
-        return sorted(s for s in self.rubric.scale if s != self.out_of_scope)
+        return scale_points(self.rubric)
 
     def scored(self, score: float | None) -> float | None:
         """``score`` when it is a point of the scale; None when not evaluable or out of scope."""
-        return None if score is None or score == self.out_of_scope else score
+        return in_scope(score, self.rubric)
 
 
 def load_jury(run_dir: Path, rubric: Rubric) -> JuryData:
