@@ -415,6 +415,25 @@ def test_every_kind_scores_both_sides_by_the_cohorts_jury(jury_cohort: Path, kin
     assert not (out / "originals").exists()
 
 
+def test_an_ablations_folder_with_its_originals_judged_again_reads_as_a_run(
+        jury_cohort: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another jury (two of the cohort's three judges) judges the originals again into the ablation's folder:
+    each original's trace goes beside its new judgement, as every judgement record's trace lies, so ``jury``
+    of the ablation's folder reads its 6 answers (3 originals, 3 ablated) instead of stopping at a trace not
+    found."""
+    root = jury_cohort.parent.parent
+    specs = [a for name in ("judge-b", "judge-c") for a in ("--judge-model", f"scripted:{root}/{name}.json")]
+    out = ablate(jury_cohort, "no-deliberation", *specs, name="jury-of-two")
+    copies = sorted((out / "originals").rglob("*.trace.json"), key=lambda p: p.name)
+    assert [p.name for p in copies] == [f"{c}.free-form.trace.json" for c in CASES]
+    for copy in copies:
+        [original] = jury_cohort.glob(f"arms/*/*/{copy.name}")
+        assert copy.read_bytes() == original.read_bytes()
+    capsys.readouterr()
+    assert main(["jury", str(out), "--rubric", RUBRIC, "--out", str(out / "jury")]) == 0
+    assert f"on rubric {RUBRIC}: 6 answers" in capsys.readouterr().out
+
+
 def test_another_judge_re_judges_the_originals_too(cohort: Path) -> None:
     """--judge-model naming another judge than the cohort's: the originals are judged again by it (into the
     ablation's folder; the cohort's judgements stay as they were), so both sides of a pair are its scores."""

@@ -120,7 +120,12 @@ async def judge_arms(cohort: Cohort, ablated: Sequence[AblatedArm], rubrics: Seq
         raise UserError("--judge-model: the cohort names no judge model; give one to judge with")
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
-        write_text_atomic(where[(rubric.name, path)], judgement.model_dump_json(indent=2) + "\n")
+        target = where[(rubric.name, path)]
+        if path in arms and not (copy := target.with_name(path.name)).is_file():
+            # a judgement record names its trace in its own folder: the original's trace goes beside it, so
+            # the ablation's folder reads as any run's (jury, view, calibrate, replay)
+            write_text_atomic(copy, path.read_text(encoding="utf-8"))
+        write_text_atomic(target, judgement.model_dump_json(indent=2) + "\n")
         (judged.originals if path in arms else judged.ablated)[rubric.name][path] = arm_score(judgement, rubric)
 
     if jobs:
