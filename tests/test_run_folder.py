@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from consilium.cohort.manifest import clean_temp_files
 from consilium.traces.folder import judgement_files, own_files, trace_files
 
 
@@ -46,3 +47,16 @@ def test_a_run_folder_lists_its_own_files_not_those_of_runs_nested_in_it(tmp_pat
     assert trace_files(cohort / "elsewhere") == [elsewhere]
     assert trace_files(cohort / "nested") == [nested]
     assert own_files(cohort, "*.json.tmp") == [cohort / "a.free-form.trace.json.tmp"]
+
+
+def test_a_cohorts_resume_cleans_its_own_half_written_files_not_those_of_a_run_nested_in_it(tmp_path: Path) -> None:
+    """A resumed cohort removes the temporary files its killed writes left; an ablation running inside its
+    folder (under ablate/, or put by --out elsewhere in it) holds no lock of the cohort: its are left alone."""
+    cohort = tmp_path / "cohort"
+    touch(cohort / "manifest.json")
+    own = [touch(cohort / ".arms.csv.x1.tmp"), touch(cohort / "arms" / "m" / ".a.free-form.trace.json.x2.tmp")]
+    theirs = [touch(cohort / "ablate" / "single" / "run-1" / "arms" / ".b.trace.json.x3.tmp"),
+              touch(cohort / "mine" / ".report.md.x4.tmp")]
+    touch(cohort / "mine" / "ablation.json")
+    assert clean_temp_files(cohort) == 2
+    assert [p.exists() for p in own + theirs] == [False, False, True, True]

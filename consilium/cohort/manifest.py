@@ -33,6 +33,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.models.pricing import Prices
 from consilium.protocols.registry import get_protocol
+from consilium.traces.folder import own_files
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import Step, upgrade
 
@@ -281,9 +282,10 @@ class RunLock:
 
 def clean_temp_files(run_dir: Path) -> int:
     """Remove the temporary files an interrupted write left (``.<name>.<random>.tmp``, see
-    consilium/fileio.py); call only while holding the folder's lock. Returns how many."""
+    consilium/fileio.py); call only while holding the folder's lock. Returns how many. Only the cohort's own:
+    a run nested in it (an ablation under ``ablate/``) holds no lock of this folder and may be writing."""
     removed = 0
-    for path in run_dir.rglob(".*.tmp"):
+    for path in own_files(run_dir, ".*.tmp"):
         if path.is_file() and not path.is_symlink():
             path.unlink(missing_ok=True)
             removed += 1
