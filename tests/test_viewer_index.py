@@ -411,3 +411,63 @@ def test_a_running_cohorts_arms_read_in_natural_order_on_the_index_and_case_page
         [header, *lines] = parse(copy / "view" / "cases" / f"{case}.html").tables["variants"]
         assert [text for text, _ in header][:2] == ["model", "replicate"]
         assert [line[1][0] for line in lines] == ["0", "2", "10"] * models, case
+
+
+# ---- the four-decision rubric: the weighted mean the viewer shows is read from the items ----------------------
+
+NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
+DIMS = ("therapy", "surgery", "next_action", "clinical_trial")
+WEIGHTS = {"therapy": 1.00, "surgery": 1.25, "next_action": 1.15, "clinical_trial": 2.00}  # App. E.2
+#: The judge's four scores per case: −1 out of scope, None never valid (not evaluable).
+DECISIONS: dict[str, tuple[int | None, ...]] = {"t1": (4, 5, 3, -1), "t2": (2, None, 5, 3)}
+
+
+def weighted_mean(scores: dict[str, int | None]) -> float:
+    """App. E.2 by hand: Σ w·(s/5) / Σ w over the dimensions in scope and judged."""
+    kept = {d: s for d, s in scores.items() if s is not None and s != -1}
+    return sum(WEIGHTS[d] * s / 5 for d, s in kept.items()) / sum(WEIGHTS[d] for d in kept)
+
+
+def test_the_viewer_shows_the_weighted_mean_of_the_items_not_the_stored_aggregate(tmp_path: Path) -> None:
+    """A four-decision judgement whose therapy score was corrected by hand within the scale (4 → 2): the index
+    and the case page show App. E.2's weighted mean of the items as they now are, as compare and report do,
+    not the mean stored when it was judged; the arm page shows the corrected item."""
+    (tmp_path / "cases").mkdir()
+    base = yaml.safe_load(NSCLC.read_text())
+    for case in DECISIONS:
+        data = {**base, "id": case, "presentation": f"CASE-{case}. {base['presentation']}"}
+        (tmp_path / "cases" / f"{case}.yaml").write_text(yaml.safe_dump(data))
+    board = {"model": "scripted-board", "rules": [{"stage": "board_turn", "role": "board", "response": (
+        "<discussion>\n<turn 1> Moderator: Staging?\n<turn 2> Radiologist: Early.\n</discussion>\n"
+        "<conclusion>Lobectomy after staging.</conclusion>")}]}
+    rules: list[dict[str, Any]] = []
+    for case, scores in DECISIONS.items():
+        answer = {d: "high" if s is None else s for d, s in zip(DIMS, scores, strict=True)}
+        rules.append({"stage": "judge", "contains": f"CASE-{case}.", "json": {**answer, "rationale": "r"}})
+    rules.append({"stage": "judge", "json": {**answer, "rationale": "r"}})  # t2's repair: invalid again
+    out = tmp_path / "runs"
+    assert main(["cohort", "--protocol", "board", "--modes", "single", "--cases", str(tmp_path / "cases"),
+                 "--model", write(tmp_path, "board.json", board), "--judge", "otb-four-decision", "--scope", "judge",
+                 "--judge-model", write(tmp_path, "judge.json", {"model": "scripted-judge", "rules": rules}),
+                 "--out", str(out)]) == 0
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    [record] = [p for p in run_dir.rglob("*.judge.otb-four-decision.json") if json.loads(p.read_text())["case_id"]
+                == "t1"]
+    data = json.loads(record.read_text())
+    stored = data["aggregates"]["conclusion"]["weighted_mean"]
+    assert stored == pytest.approx(weighted_mean(dict(zip(DIMS, DECISIONS["t1"], strict=True))))
+    [therapy] = [i for i in data["items"] if i["criterion"] == "therapy"]
+    therapy["score"] = 2.0  # corrected by hand, within the 1-5 scale; the stored aggregate is left as it was
+    record.write_text(json.dumps(data))
+    assert main(["view", str(run_dir)]) == 0
+    corrected = weighted_mean({"therapy": 2, "surgery": 5, "next_action": 3, "clinical_trial": -1})  # 2.34 / 3.4
+    assert f"{corrected:.2f}" == "0.69" and f"{stored:.2f}" == "0.81"
+    expected = {"t1": f"{corrected:.2f} weighted mean (3 scored, 1 out of scope, 0 not evaluable)",
+                "t2": f"{weighted_mean(dict(zip(DIMS, DECISIONS['t2'], strict=True))):.2f} weighted mean "
+                      "(3 scored, 1 not evaluable)"}
+    _, rows = index_rows(run_dir)
+    assert {r["case"][0]: r["score: otb-four-decision"][0] for r in rows} == expected
+    for case, cell in expected.items():
+        assert f"otb-four-decision: {cell}" in (run_dir / "view" / "cases" / f"{case}.html").read_text()
+    [arm] = [p for p in (run_dir / "view" / "arms").rglob("t1*.html")]
+    assert "<td>therapy</td><td>2.0</td>" in arm.read_text(encoding="utf-8")

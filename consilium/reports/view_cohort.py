@@ -12,6 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from consilium.cases.model import CASE_ID_PATTERN
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
+from consilium.judges.rubric import Criterion
+from consilium.judges.scoring import weighted_decisions
 from consilium.models.pricing import trace_cost
 from consilium.natural import natural_key
 from consilium.reports.consilium.data import rubric_criteria, trace_location
@@ -129,9 +131,9 @@ def rubric_score(judgement: Judgement) -> RubricScore:
             scores.append(item.score)
     not_evaluable = sum(item.not_evaluable for item in judgement.items)
     outside = sum(out_of_scope(item) for item in judgement.items)
-    own = [a[_OWN_MEAN] for a in judgement.aggregates.values() if _OWN_MEAN in a]
+    own = [component for component, a in judgement.aggregates.items() if _OWN_MEAN in a]
     if own:  # the rubric's own formula (App. E.2's weighted mean), over the components that have one
-        values = [float(v) for v in own if isinstance(v, int | float)]
+        values = [v for component in own if (v := _weighted_mean(judgement, component, criteria)) is not None]
         return RubricScore(sum(values) / len(values) if values else None, len(scores), not_evaluable,
                            len(judgement.items), outside, "weighted mean")
     return RubricScore(sum(scores) / len(scores) if scores else None, len(scores), not_evaluable,
@@ -140,6 +142,21 @@ def rubric_score(judgement: Judgement) -> RubricScore:
 
 #: The aggregate a rubric's judgement carries in place of a plain mean (the four-decision rubric's).
 _OWN_MEAN = "weighted_mean"
+
+
+def _weighted_mean(judgement: Judgement, component: str, criteria: dict[str, Criterion]) -> float | None:
+    """App. E.2's weighted mean of one component's items, computed from the (validated) items as compare and
+    report compute it (:func:`consilium.judges.scoring.weighted_decisions`), not read from the record's stored
+    aggregate, which a score corrected by hand leaves stale. Each dimension's weight is the shipped rubric's,
+    else the one its item recorded; the stored aggregate only where neither is known."""
+    items = [i for i in judgement.items if i.component == component]
+    weights = {i.criterion: known.weight if (known := criteria.get(i.criterion)) is not None else i.detail.get("weight")
+               for i in items}
+    if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights.values()):
+        stored = judgement.aggregates[component][_OWN_MEAN]
+        return float(stored) if isinstance(stored, int | float) else None
+    return weighted_decisions({i.criterion: None if i.score is None else int(i.score) for i in items},
+                              {name: float(w) for name, w in weights.items() if isinstance(w, int | float)})
 
 
 def out_of_scope(item: JudgementItem) -> bool:
