@@ -1,8 +1,8 @@
 """What every figure shares: the look of a paper's figure, the orders and labels of models, formats and
 criteria, and an atomic PNG + PDF writer. Matplotlib is used without pyplot (no GUI backend, no global
 figure state): a :class:`~matplotlib.figure.Figure` renders through Agg when saved. Within :func:`marked_figures`
-every figure saved carries a mark (a partial cohort's, consilium/reports/partial.py), drawn in its top right
-corner and written in the files' metadata (the PNG's Description, the PDF's Subject)."""
+every figure saved carries a mark (a partial cohort's, consilium/reports/partial.py), drawn above it and
+written in the files' metadata (the PNG's Description, the PDF's Subject)."""
 
 from __future__ import annotations
 
@@ -111,10 +111,10 @@ def marked_figures(mark: str | None) -> Iterator[None]:
 def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     """Write ``stem.png`` and ``stem.pdf`` in ``out``, each to a temporary file beside it and then
     renamed, so a reader never sees half a figure; the PNG's path is returned. Inside :func:`marked_figures`
-    the mark is drawn in the top right corner and kept in each file's metadata."""
+    the mark is drawn above the figure and kept in each file's metadata."""
     mark = _MARK.get()
-    if mark is not None:
-        figure.text(0.995, 0.995, f"[{mark}]", ha="right", va="top", fontsize=7, color="#b22222")
+    if mark is not None:  # above the figure, which grows to hold it (no title or label is covered)
+        figure.text(0.5, 1.0, f"[{mark}]", ha="center", va="bottom", fontsize=8, color="#b22222")
     try:
         out.mkdir(parents=True, exist_ok=True)
         for suffix in SUFFIXES:
@@ -124,7 +124,8 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
             try:
                 # No creation date in the PDF, so the same cohort gives the same bytes.
-                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark))
+                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark),
+                               **({"bbox_inches": "tight", "pad_inches": 0.05} if mark is not None else {}))
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
