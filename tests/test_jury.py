@@ -723,6 +723,66 @@ def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four:
         assert calibration.apply("conclusion", dim, -1) is None
 
 
+def test_evolve_aims_at_the_physicians_in_scope_mean_and_counts_a_judge_out_of_scope_as_the_worst_error(
+        four: Path, tmp_path: Path) -> None:
+    """`calibrate evolve` on the four-decision rubric: an output's target is the mean of the physicians' in-scope
+    ratings (an output every physician put out of scope is no item), and a judge putting a rated output out of
+    scope counts as the largest error on 1-5 (4), as a not-evaluable judgement does."""
+    import asyncio
+
+    from consilium.calibration.evolve import evolve_criterion, rated_items
+    from consilium.calibration.isotonic import split_cases
+    from consilium.calibration.pairs import load_judgements
+    from consilium.calibration.ratings import load_ratings
+    from consilium.judges.rubric import load_rubric
+    from consilium.judges.runner import JudgeSetup
+    from consilium.judges.scope import out_of_scope_score
+    from consilium.models.backends.scripted import Script, ScriptedModel
+
+    rubric = load_rubric(FOUR)
+    lines = ["case_id,component,criterion,rater,score,model"]
+    for rater, scores in PHYSICIANS.items():
+        for (case, panel), values in scores.items():
+            lines += [f"four-{case.lower()},conclusion,{d},{rater},{s},{PANELS[panel]}"
+                      for d, s in zip(DIMS, values, strict=True)]
+    path = tmp_path / "ratings.csv"
+    path.write_text("\n".join(lines) + "\n")
+    items, unmatched = rated_items(load_ratings(path, rubric), load_judgements(four, FOUR), path,
+                                   out_of_scope_score(rubric))
+    assert unmatched == 0
+    for i, dim in enumerate(DIMS):
+        targets = {}
+        for key in PHYSICIANS["dr-a"]:
+            kept = [s[key][i] for s in PHYSICIANS.values() if s[key][i] != -1]
+            if kept:
+                targets[(f"four-{key[0].lower()}", PANELS[key[1]])] = sum(kept) / len(kept)
+        assert {(item.case_id, item.trace.model): item.target for item in items.get(dim, [])} == targets, dim
+    # The judge, on next_action: out of scope on case A's claude answer (physicians: 2 and out of scope), else 3.
+    judge = tmp_path / "evolve-judge.json"
+    judge.write_text(json.dumps({"model": "evolve-judge", "rules": [
+        {"stage": "judge", "contains_all": ["CASE-A", "claude-answer"], "json": {"next_action": -1, "rationale": "r"}},
+        {"stage": "judge", "json": {"next_action": 3, "rationale": "r"}}]}))
+    optimiser = tmp_path / "evolve-optimiser.json"
+    optimiser.write_text(json.dumps({"model": "optimiser", "rules": [
+        {"stage": "calibration", "json": {"instruction": "Score the next action against the reference only."}}]}))
+    criterion = next(c for c in rubric.criteria if c.id == "next_action")
+    result = asyncio.run(evolve_criterion(
+        rubric, criterion, items["next_action"], judge=JudgeSetup(model=ScriptedModel(Script.load(judge)),
+                                                                  scope="judge"),
+        optimiser=ScriptedModel(Script.load(optimiser)), population=2, generations=1, repeats=1))
+    [repeat] = result.repeats
+    train, _ = split_cases([item.case_id for item in items["next_action"]], 0.5, 0)
+    errors = {True: [], False: []}  # in training or not
+    for item in items["next_action"]:
+        out = item.case_id == "four-a" and item.trace.model == PANELS["claude"]
+        errors[item.case_id in train].append(4.0 if out else abs(3 - item.target))
+    assert repeat.train_initial.mae == pytest.approx(sum(errors[True]) / len(errors[True]))
+    assert repeat.val_initial is not None
+    assert repeat.val_initial.mae == pytest.approx(sum(errors[False]) / len(errors[False]))
+    worst = [*repeat.train_initial.worst, *repeat.val_initial.worst]
+    assert any(w.startswith("- judge -1.0, physicians 2:") for w in worst)  # judged out of scope, not refused
+
+
 @pytest.mark.parametrize(("field", "value", "problem"), [
     ("votes", "97.0", "97 is not a score of rubric"), ("votes", "-1", "-1 is not a score of rubric"),
     ("votes", "Infinity", "is not a finite number"), ("calibrated_score", "5.5", "is outside rubric")])
