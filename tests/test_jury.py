@@ -809,3 +809,32 @@ def test_a_jury_vote_or_calibrated_score_edited_off_the_scale_is_refused(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{record}: {where}: " in err and problem in err
     assert {p: p.read_bytes() for p in (runs / "jury").rglob("*") if p.is_file()} == before  # nothing written
+
+
+def test_a_length_bias_p_below_1e_4_is_kept_in_the_csv_and_never_shown_as_zero(tmp_path: Path) -> None:
+    """Twelve answers whose scores rise with their length for both judges: Spearman's p is about 1e-8, which
+    four decimals printed as 0.0000 in the markdown and the CSV alike; the CSV keeps it as computed and the
+    markdown says < 1e-4."""
+    from scipy.stats import spearmanr
+
+    from consilium.judges.record import JuryMember
+    from consilium.judges.rubric import load_rubric
+    from consilium.reports.jury import Answer, JuryData, Unit
+    from consilium.reports.jury_tables import write_jury
+
+    scores = [1, 1, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5]  # answer i: judge a's and b's score, its length 100 + 37 i
+    lengths = [100 + 37 * i for i in range(12)]
+    data = JuryData(load_rubric("otb-conclusion-alignment"),
+                    [JuryMember(judge="a", model="gpt-4o", family="gpt"),
+                     JuryMember(judge="b", model="claude-3", family="claude")])
+    for i, (score, length) in enumerate(zip(scores, lengths, strict=True)):
+        data.answers.append(Answer(f"c{i}.judge.json", f"c{i}", "llama", "conclusion", length, length // 4))
+        data.units.append(Unit(i, "conclusion/conclusion_alignment", (float(score), float(score)), float(score)))
+    p = float(spearmanr(scores, lengths).pvalue)
+    assert p < 1e-4
+    write_jury(tmp_path, data)
+    rows = list(csv.DictReader((tmp_path / "jury.otb-conclusion-alignment.length_bias.csv").open()))
+    assert [float(r["p_chars"]) for r in rows] == [pytest.approx(p, rel=1e-9)] * 3  # judges a, b, the jury
+    lines = [line for line in (tmp_path / "jury.otb-conclusion-alignment.md").read_text().splitlines()
+             if line.startswith("| a |") or line.startswith("| b |") or line.startswith("| jury |")]
+    assert lines and all("< 1e-4" in line and "0.0000" not in line for line in lines[-3:]), lines

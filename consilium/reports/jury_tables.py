@@ -21,10 +21,16 @@ TABLES = {"alpha": alpha_rows, "kappa": kappa_rows, "scope": scope_rows, "self_p
           "length_bias": length_rows}
 
 
-def _cell(value: object) -> str:
+#: Below this a p-value is shown as ``< 1e-4`` in the markdown (its CSV keeps the value as computed).
+P_SHOWN_FROM = 1e-4
+
+
+def _cell(value: object, key: str = "", *, markdown: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
+        if key.startswith("p_"):  # a p-value is never rounded to 0: the CSV has it as computed
+            return ("< 1e-4" if value < P_SHOWN_FROM else f"{value:.4f}") if markdown else repr(value)
         return f"{value:.4f}"
     return str(value)
 
@@ -34,7 +40,7 @@ def _csv(rows: Sequence[dict[str, object]]) -> str:
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+        writer.writerows({k: _cell(v, k) for k, v in row.items()} for row in rows)
     return buffer.getvalue()
 
 
@@ -44,7 +50,8 @@ def _table(rows: Sequence[dict[str, object]]) -> list[str]:
         return ["(none)"]
     keys = list(rows[0])
     return ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys),
-            *("| " + " | ".join(_cell(row[k]) or ("–" if k == "note" or row[k] == "" else "n/a") for k in keys)
+            *("| " + " | ".join(_cell(row[k], k, markdown=True) or ("–" if k == "note" or row[k] == "" else "n/a")
+                                for k in keys)
               + " |" for row in rows)]
 
 
