@@ -668,8 +668,9 @@ def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four:
                  "--judge", spec, "--bootstrap", "20", "--out", str(out)]) == 0
     assert "46 paired with judge scores, 2 without" in capsys.readouterr().out
     # Per criterion: each rated output's (dr-a, dr-b, j3) scores; the output j3 could not judge is no unit.
-    units = {d: [(PHYSICIANS["dr-a"][k][i], PHYSICIANS["dr-b"][k][i], FOUR_SCORES["j3"][k][i])
-                 for k in PHYSICIANS["dr-a"] if FOUR_SCORES["j3"][k][i] is not None] for i, d in enumerate(DIMS)}
+    units: dict[str, list[tuple[int, int, int]]] = {
+        d: [(PHYSICIANS["dr-a"][k][i], PHYSICIANS["dr-b"][k][i], j)
+            for k in PHYSICIANS["dr-a"] if (j := FOUR_SCORES["j3"][k][i]) is not None] for i, d in enumerate(DIMS)}
     rows = {r["criterion"]: r for r in _csv(out / "agreement.csv")}
     scope = {r["criterion"]: r for r in _csv(out / "agreement.scope.csv")}
     for name, group in [*((d, units[d]) for d in DIMS), ("pooled", [u for d in DIMS for u in units[d]])]:
@@ -678,7 +679,7 @@ def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four:
         row = rows[name]
         assert int(row["n"]) == len(scored), name
         assert float(row["mae"]) == pytest.approx(sum(abs(h - j) for h, j in scored) / len(scored), abs=1e-9), name
-        assert float(row["exact"]) == pytest.approx(sum(h == j for h, j in scored) / len(scored), abs=1e-9), name
+        assert float(row["exact"]) == pytest.approx(sum(int(h == j) for h, j in scored) / len(scored), abs=1e-9), name
         in_scope = [[int(v) for v in u if v != -1] for u in group]
         assert float(row["alpha"]) == pytest.approx(_ordinal_alpha(in_scope, [1, 2, 3, 4, 5]), abs=1e-9), name
         if len({v for p in scored for v in p}) > 1:
@@ -772,7 +773,7 @@ def test_evolve_aims_at_the_physicians_in_scope_mean_and_counts_a_judge_out_of_s
         optimiser=ScriptedModel(Script.load(optimiser)), population=2, generations=1, repeats=1))
     [repeat] = result.repeats
     train, _ = split_cases([item.case_id for item in items["next_action"]], 0.5, 0)
-    errors = {True: [], False: []}  # in training or not
+    errors: dict[bool, list[float]] = {True: [], False: []}  # in training or not
     for item in items["next_action"]:
         out = item.case_id == "four-a" and item.trace.model == PANELS["claude"]
         errors[item.case_id in train].append(4.0 if out else abs(3 - item.target))
