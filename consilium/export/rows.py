@@ -13,6 +13,7 @@ from consilium.errors import UserError
 from consilium.export.source import LoadedArm, RunFolder
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
+from consilium.judges.scope import scale_points
 from consilium.models import CallRecord
 from consilium.protocols.registry import protocol_of
 from consilium.reports.view_cohort import out_of_scope
@@ -69,7 +70,7 @@ def scale_of(rubric: Rubric | None) -> list[int]:
     rubric that is not shipped."""
     if rubric is None:
         return []
-    return [s for s in rubric.scale if not (s == -1 and rubric.scoring == "weighted_decisions")]
+    return scale_points(rubric)
 
 
 def whole_case(judgement: Judgement, item: JudgementItem) -> bool:
