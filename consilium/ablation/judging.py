@@ -28,7 +28,7 @@ from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
-from consilium.reports.view_cohort import out_of_scope
+from consilium.judges.scope import in_scope
 
 __all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by", "not_reused"]
 
@@ -85,8 +85,8 @@ def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
     """The mean of the judgement's numeric per-output items on the conclusion, decisions out of scope left out;
     None when it has none."""
     whole = {c.id for c in rubric.criteria if c.whole_case}
-    values = [item.score for item in judgement.items if item.component == SCORED_COMPONENT
-              and item.criterion not in whole and item.score is not None and not out_of_scope(item)]
+    values = [score for item in judgement.items if item.component == SCORED_COMPONENT and item.criterion not in whole
+              and (score := in_scope(item.score, rubric)) is not None]
     return statistics.fmean(values) if values else None
 
 
