@@ -653,29 +653,39 @@ def four_rules() -> list[dict[str, Any]]:
             for case in CASES for text, scores in FOUR_SCORES[case]]
 
 
-def in_scope_mean(case: str, text: str) -> float:
+#: opentumorboard.txt App. E.2 (L194): the weights of therapy, surgery, next action and clinical trial.
+FOUR_WEIGHTS = (1.00, 1.25, 1.15, 2.00)
+
+
+def weighted_in_scope(case: str, text: str) -> float:
+    """App. E.2's score by hand: Σ w·(s/5) / Σ w over the decisions in scope (s ≠ −1)."""
     scores = next(s for t, s in FOUR_SCORES[case] if t in text)
-    kept = [s for s in scores if s != -1]
-    return sum(kept) / len(kept)
+    kept = [(w, s) for w, s in zip(FOUR_WEIGHTS, scores, strict=True) if s != -1]
+    return sum(w * s / 5 for w, s in kept) / sum(w for w, _ in kept)
 
 
 def test_a_cohort_judged_with_two_rubrics_is_compared_on_each_and_out_of_scope_is_no_score(tmp_path: Path) -> None:
     """A cohort judged with two rubrics by one judge: each rubric is its own metric, both sides read from the
-    cohort's judgements. On the four-decision rubric an arm's score is the mean of its decisions in scope: a −1
-    is out of scope, not the lowest point (as a score, it turned k2's +1.0 into −1.75)."""
+    cohort's judgements. On the four-decision rubric an arm's score is the rubric's own, App. E.2's weighted
+    mean over the decisions in scope: a −1 is out of scope, not the lowest point (averaged in as a score, it
+    turned k2's rise into a fall of 1.75)."""
     judge = {"model": "judge", "rules": [*four_rules(), *judge_script()["rules"]]}
     (tmp_path / "judge.json").write_text(json.dumps(judge))
     run_dir = run_cohort(tmp_path, "--judge", RUBRIC, "--judge", FOUR,
                          "--judge-model", f"scripted:{tmp_path}/judge.json")
     out = ablate(run_dir, "no-deliberation")
     finals = {"k1": "report FULL rev1", "k2": "report FULL rev2", "k3": "report FULL"}  # the originals' answers
-    four = {c: (in_scope_mean(c, finals[c]), in_scope_mean(c, "report FULL")) for c in CASES}
-    assert four == {"k1": (3.0, 2.5), "k2": (3.0, 4.0), "k3": (3.0, 3.0)}
+    four = {c: (weighted_in_scope(c, finals[c]), weighted_in_scope(c, "report FULL")) for c in CASES}
+    # k1: (4/5 + 1.15·2/5) / 2.15 → (2/5 + 1.25·3/5) / 2.25; k2: (1 + 1.25·3/5 + 1.15/5) / 3.4 → 4/5; k3 3/5
+    expected = {"k1": (1.26 / 2.15, 1.15 / 2.25), "k2": (1.98 / 3.4, 0.8), "k3": (0.6, 0.6)}
+    assert all(four[c] == pytest.approx(expected[c]) for c in CASES)
     arms = {r["case_id"]: r for r in table(out / "arms.csv")}
     for case, (before, after) in four.items():
-        assert (float(arms[case][f"score_original:{FOUR}"]), float(arms[case][f"score:{FOUR}"])) == (before, after)
+        assert (float(arms[case][f"score_original:{FOUR}"]), float(arms[case][f"score:{FOUR}"])) == \
+            (round(before, 4), round(after, 4)), case
     row = stat(out, "no-deliberation", f"score:{FOUR}")
-    assert float(row["mean_difference"]) == round((-0.5 + 1.0 + 0.0) / 3, 4) and int(row["cases"]) == 3
+    assert float(row["mean_difference"]) == round(sum(a - b for b, a in four.values()) / 3, 4)
+    assert int(row["cases"]) == 3 and float(row["mean_difference"]) > 0  # the −1 as a score: a fall
     assert float(stat(out, "no-deliberation")["mean_difference"]) == round((2 - 4 + 4 - 3 + 5 - 5) / 3, 4)
     report = (out / "report.md").read_text()
     assert f"judged with: {RUBRIC}, {FOUR}" in report

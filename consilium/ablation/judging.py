@@ -8,7 +8,8 @@ the original is judged here, into the ablation's ``originals/`` folder, never in
 ablated arm is judged by the same judges. An arm's score for a rubric is the mean of the numeric per-output
 items of its ``conclusion`` (the final report, or the baseline's answer: what each ablation changes); whole-case
 criteria, items not evaluable and decisions out of scope (the four-decision rubric's −1, no point of its scale)
-are left out, and an arm without one scored item has no score (its pair is left out and counted).
+are left out (the four-decision rubric's score is its weighted mean, App. E.2), and an arm without one scored
+item has no score (its pair is left out and counted).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.judges.scope import in_scope
+from consilium.judges.scoring import weighted_decisions
 
 __all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by", "not_reused"]
 
@@ -83,10 +85,15 @@ def made_by(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) 
 
 def arm_score(judgement: Judgement, rubric: Rubric) -> float | None:
     """The mean of the judgement's numeric per-output items on the conclusion, decisions out of scope left out;
-    None when it has none."""
+    for the four-decision rubric its own score, App. E.2's weighted mean Σ w·(s/5) / Σ w over the decisions in
+    scope (opentumorboard.txt L194), as the paper tables and the viewer compute it. None when it has none."""
     whole = {c.id for c in rubric.criteria if c.whole_case}
-    values = [score for item in judgement.items if item.component == SCORED_COMPONENT and item.criterion not in whole
-              and (score := in_scope(item.score, rubric)) is not None]
+    items = [item for item in judgement.items if item.component == SCORED_COMPONENT and item.criterion not in whole]
+    if rubric.scoring == "weighted_decisions":
+        weights = {c.id: c.weight for c in rubric.criteria}
+        return weighted_decisions({i.criterion: None if i.score is None else int(i.score) for i in items
+                                   if i.criterion in weights}, weights)
+    values = [score for item in items if (score := in_scope(item.score, rubric)) is not None]
     return statistics.fmean(values) if values else None
 
 
