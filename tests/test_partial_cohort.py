@@ -378,6 +378,11 @@ def test_a_shard_folder_plans_only_its_own_cases(tmp_path: Path, capsys: pytest.
     for run_dir, size in ((shards[0], sizes[0]), (merged, 10)):
         code, said = _read_as_killed(run_dir, capsys)
         assert code == 1 and said.startswith(f"partial cohort: {size - 1} of {size} planned arms finished"), said
+    # A shard resumed (its own command path) says so first too, and ends complete against its plan.
+    assert main(["cohort", "--resume", str(shards[0])]) == 0
+    assert capsys.readouterr().err.splitlines()[0].startswith(
+        f"resuming: partial cohort: {sizes[0] - 1} of {sizes[0]} planned arms finished (status: aborted: {KILLED}")
+    assert main(["view", str(shards[0])]) == 0
 
 
 def figure_marks(folder: Path) -> dict[str, tuple[str | None, bool]]:

@@ -29,7 +29,7 @@ from consilium.reports.partial import partial_line, partial_of
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
 
-__all__ = ["execute", "open_manifest", "prepare", "record_abort", "run_plan"]
+__all__ = ["execute", "open_manifest", "prepare", "record_abort", "resume_line", "run_plan"]
 
 log = get_logger(__name__)
 
@@ -46,6 +46,15 @@ def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatMode
               for spec in dict.fromkeys([*s.models, *([s.moderator_model] if s.moderator_model else [])])}
     judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
     return arms, models, judge
+
+
+def resume_line(plan: Plan) -> str | None:
+    """What a resume says first: how much of its plan the folder holds (``resuming: partial cohort: 8 of 40
+    planned arms finished (status: aborted: …); 32 planned arms missing``). Read before this process locks the
+    folder: a killed cohort's manifest still says running, and only the lock no one holds tells it from a live
+    one, which the lock then refuses (so nothing is said of it here)."""
+    done = partial_of(plan.run_dir) if plan.manifest is not None else None
+    return None if done is None or done.status == "running" else f"resuming: {partial_line(done)}"
 
 
 def open_manifest(plan: Plan) -> CohortManifest:
@@ -140,13 +149,11 @@ def run_plan(plan: Plan, kept: dict[tuple[str, str, str, int], dict[str, Any]] |
     """A planned cohort run here, as ``consilium cohort`` runs it: models opened before the folder is made,
     the manifest written under the folder's lock, and a stop recorded in it (the CLI and the Python API)."""
     arms, models, judge = prepare(plan)
-    # A resume says first how much of the plan the folder holds (read before this process locks it: a
-    # killed cohort's manifest still says running, and only the lock no one holds tells it from a live one).
-    before = partial_of(plan.run_dir) if plan.manifest is not None else None
+    resuming = resume_line(plan)
     make_folder(plan.run_dir)
     with RunLock(plan.run_dir):
-        if before is not None:
-            print(f"resuming: {partial_line(before)}", file=sys.stderr)
+        if resuming is not None:
+            print(resuming, file=sys.stderr)
         manifest = open_manifest(plan)
         try:
             return execute(plan, arms, models, judge, manifest, kept)

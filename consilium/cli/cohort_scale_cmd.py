@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from consilium import aio
-from consilium.cli.cohort_execute import arm_count, execute, open_manifest, prepare, record_abort, sorted_rows
+from consilium.cli.cohort_execute import (
+    arm_count,
+    execute,
+    open_manifest,
+    prepare,
+    record_abort,
+    resume_line,
+    sorted_rows,
+)
 from consilium.cli.cohort_finish import finish
 from consilium.cli.cohort_plan import Plan, new_plan, resume_plan
 from consilium.cohort import ray_run
@@ -79,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--moderator-model: not with --ray (each Ray worker opens the panel models alone); run "
                         "the cohort in this process, or in shards (--shard)")
     arms, models, judge = prepare(plan)
+    resuming = resume_line(plan)
     joined = False
     if address is not None:
         aio.run(_close(models))  # each Ray worker opens its own
@@ -86,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     make_folder(plan.run_dir)
     try:
         with RunLock(plan.run_dir):
+            if resuming is not None:
+                print(resuming, file=sys.stderr)
             manifest = open_manifest(plan)
             try:
                 if address is None:
