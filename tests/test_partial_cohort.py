@@ -419,7 +419,7 @@ def test_a_partial_cohorts_figures_carry_its_mark_and_a_complete_ones_none(
 
 def _copy(cohorts: dict[str, Any], name: str) -> Path:
     stopped: Path = cohorts["stopped"]
-    folder = cohorts["tmp"] / name / stopped.name
+    folder: Path = cohorts["tmp"] / name / stopped.name
     shutil.copytree(stopped, folder, ignore=shutil.ignore_patterns("compare", "report", "view"))
     return folder
 

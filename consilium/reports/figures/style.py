@@ -124,8 +124,10 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
             try:
                 # No creation date in the PDF, so the same cohort gives the same bytes.
+                # A mark drawn above the figure: the saved area grows to hold it (None: the default area).
                 figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark),
-                               **({"bbox_inches": "tight", "pad_inches": 0.05} if mark is not None else {}))
+                               bbox_inches="tight" if mark is not None else None,
+                               pad_inches=0.05 if mark is not None else None)
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
