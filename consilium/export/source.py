@@ -20,7 +20,7 @@ from consilium.errors import UserError
 from consilium.judges.record import Judgement, read_judgement
 from consilium.protocols.arms import arm_protocol
 from consilium.protocols.registry import protocol_of, read_trace
-from consilium.reports.consilium.data import read_arms, trace_location
+from consilium.reports.consilium.files import read_arms, trace_location
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Arm", "LoadedArm", "RunFolder", "open_run"]

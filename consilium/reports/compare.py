@@ -29,9 +29,8 @@ from consilium.reports.consilium.data import (
     RoleRow,
     judgement_coverage,
     load_cohort_data,
-    read_arms,
-    trace_location,
 )
+from consilium.reports.consilium.files import read_arms, trace_location
 from consilium.reports.consilium.judged import COMPONENT_FORMATS
 from consilium.reports.consilium.outcomes import (
     models_of,

@@ -16,7 +16,7 @@ from typing import Any
 from consilium.cohort.completeness import Completeness, cohort_completeness
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
-from consilium.reports.consilium.data import read_arms
+from consilium.reports.consilium.files import read_arms
 from consilium.reports.figures.style import marked_figures
 
 __all__ = ["MISSING_CSV", "MISSING_SHOWN", "completeness_of", "marked_markdown", "partial_figures",

@@ -16,7 +16,7 @@ from consilium.judges.rubric import Criterion
 from consilium.judges.scoring import weighted_decisions
 from consilium.models.pricing import trace_cost
 from consilium.natural import natural_key
-from consilium.reports.consilium.data import rubric_criteria, trace_location
+from consilium.reports.consilium.files import rubric_criteria, trace_location
 from consilium.reports.view_reference import concluded
 from consilium.traces.schema import TraceBase
 

@@ -21,7 +21,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.record import Judgement
 from consilium.protocols.registry import read_trace
-from consilium.reports.consilium.data import read_arms
+from consilium.reports.consilium.files import read_arms
 from consilium.reports.networks.paths import graph_picture
 from consilium.reports.view_cohort import (
     ArmView,

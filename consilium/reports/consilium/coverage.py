@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
+from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
+from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.judged import (
     Row,
     component_formats,

@@ -14,7 +14,8 @@ from consilium.agents.records import FORMATS
 from consilium.judges.rubric import COMPONENTS
 from consilium.protocols.arms import arm_format
 from consilium.protocols.consilium.protocol import CONSILIUM
-from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
+from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
+from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.outcomes import models_of
 from consilium.reports.consilium.stats import POOLED
 

@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from consilium.judges.rubric import COMPONENTS
-from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, rubric_criteria
+from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
+from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.judged import (
     component_formats,
     consilium_items,

@@ -28,7 +28,7 @@ from consilium.fileio import write_text_atomic
 from consilium.protocols.board.trace import BoardTrace
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import read_trace
-from consilium.reports.consilium.data import read_arms, trace_location
+from consilium.reports.consilium.files import read_arms, trace_location
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph
 from consilium.reports.networks.draw import draw_coassignment, draw_deliberation, draw_turns
