@@ -203,17 +203,27 @@ def test_bad_judge_input_exits_2(argv: list[str], expected: str, capsys: pytest.
     assert expected in err and len(err.splitlines()) == 1
 
 
-def test_summary_gives_rates_with_wilson_intervals_and_means() -> None:
+def test_summary_gives_rates_with_wilson_intervals_and_means_over_cases() -> None:
+    """Five cases, one trace each, then a second replicate of case c1 that misses: pass@1 becomes
+    (0.5 + 1 + 0 + 1 + 0) / 5 over n = 5 cases, never 3/6 over six traces; the mean is over the cases too."""
     from consilium.judges.aggregate import summarise
 
-    judgements = [Judgement.model_construct(variant="structured", aggregates={
-        "differential": {"items": 3, "not_evaluable": 0, "pass@1": hit, "pass@5": True, "matches": [hit]},
-        "conclusion": {"items": 1, "not_evaluable": 0, "score": score}})
-        for hit, score in [(True, 4.0), (True, 2.0), (False, None), (True, 3.0), (False, 5.0)]]
-    rows = {row["component"]: row for row in summarise(judgements)}
-    assert rows["differential"]["pass@1"] == {"rate": 0.6, "n": 5, "wilson95": [0.2307, 0.8824]}
-    assert rows["differential"]["pass@5"]["rate"] == 1.0
-    assert rows["conclusion"]["score"] == {"mean": 3.5, "n": 4}
+    def record(case: str, hit: bool, score: float | None) -> Judgement:
+        return Judgement.model_construct(case_id=case, variant="structured", items=[], aggregates={
+            "differential": {"items": 3, "not_evaluable": 0, "pass@1": hit, "matches": [hit]},
+            "conclusion": {"items": 1, "not_evaluable": 0, "score": score}})
+
+    found = [(f"c{n}", hit, score) for n, (hit, score) in
+             enumerate([(True, 4.0), (True, 2.0), (False, None), (True, 3.0), (False, 5.0)], 1)]
+    rows = {row["component"]: row for row in summarise([record(*one) for one in found])}
+    assert rows["differential"]["pass@1"] == {"rate": 0.6, "n": 5, "arms": 5, "wilson95": [0.2307, 0.8824]}
+    assert rows["conclusion"]["score"] == {"mean": 3.5, "n": 4, "arms": 4}
+    rows = {row["component"]: row for row in summarise([record(*one) for one in found] + [record("c1", False, 1.0)])}
+    # z = 1.96, p = 2.5 / 5 = 0.5, n = 5: centre (0.5 + 0.3842) / 1.7683 = 0.5,
+    # half-width 1.96·√(0.25 / 5 + 3.8416 / 100) / 1.7683 = 1.96 · 0.29735 / 1.7683 = 0.3296
+    assert rows["differential"]["pass@1"] == {"rate": 0.5, "n": 5, "arms": 6, "wilson95": [0.1704, 0.8296]}
+    assert (rows["differential"]["cases"], rows["differential"]["traces"]) == (5, 6)
+    assert rows["conclusion"]["score"] == {"mean": (2.5 + 2.0 + 3.0 + 5.0) / 4, "n": 4, "arms": 5}
 
 
 def test_overlap_names_its_metrics_and_the_similarity_model(tmp_path: Path) -> None:

@@ -563,7 +563,8 @@ def test_a_not_evaluable_response_has_no_error_flag_and_no_undecided_pass(consil
     npc = read_judgement(folder / "k2.structured.judge.npc-signed-criteria.json").aggregates["conclusion"]
     assert npc["score"] is None and npc["has_major_error"] is None and npc["has_minor_error"] is None
     nmb = read_judgement(folder / "k2.structured.judge.nmb-diagnosis-match.json").aggregates["differential"]
-    assert nmb["pass@1"] is None and nmb["pass@5"] is True
+    assert nmb["pass@1"] is None and nmb["pass@4"] is True  # four candidates ranked: labelled pass@4, not pass@5
+    assert (nmb["k"], nmb["ranked"]) == (5, 4) and "pass@5" not in nmb
 
 
 # --------------------------------------------------------------------------------------------------
@@ -918,6 +919,57 @@ def test_pass_at_k_is_shown_only_for_a_k_the_candidates_reach(replicate_run: Pat
     ranked = [r for r in rows if r["component"] == "differential" and r["metric"] != "pass@1"]
     assert {(r["metric"], r["k"]) for r in ranked} == {("pass@3", "3")}
     assert {r["note"] for r in ranked} == {"pass@5 n/a: the responses rank at most 3 candidates"}
+
+
+def wilson_by_hand(successes: float, n: int) -> tuple[float, float]:
+    """The Wilson score interval, z = 1.96, written out (neural-medbench.txt, Confidence Intervals)."""
+    z, p = 1.96, successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)
+
+
+def test_judge_summary_averages_replicates_per_case_and_labels_the_k_the_candidates_reach(
+        replicate_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``judge`` over a cohort with two replicates per case: each rate of its summary is the mean over
+    cases of each case's replicate mean, Wilson's n the cases (never the traces); a failed arm's trace is
+    an incorrect answer; q3 has no reference diagnosis, so it is in no n. Every answer ranks three
+    candidates under the judge's k = 5: each record and the summary say pass@3, and pass@5 is named n/a."""
+    run_dir = tmp_path / "cohort"
+    shutil.copytree(replicate_run, run_dir)
+    (tmp_path / "judge.json").write_text(json.dumps(r_judge()))
+    capsys.readouterr()
+    assert main(["judge", str(run_dir), "--rubric", "nmb-diagnosis-match", "--judge-model",
+                 f"scripted:{tmp_path / 'judge.json'}"]) == 0
+    out = capsys.readouterr().out
+    ranked = [read_judgement(p).aggregates["differential"]
+              for p in run_dir.rglob("*.structured.*judge.nmb-diagnosis-match.json")]
+    ranked = [found for found in ranked if "k" in found]
+    assert len(ranked) == 10  # 12 structured arms, 2 failed
+    assert all("pass@5" not in found and (found["k"], found["ranked"]) == (5, 3) and "pass@3" in found
+               for found in ranked)
+
+    def decided(values: tuple[bool | None, ...]) -> bool | None:
+        return True if True in values else None if None in values else False
+
+    for model in ("a", "b"):
+        # case → its replicates' outcomes (a failed arm: incorrect); q3 has no reference: in no n
+        pass1 = {c: [False if r_failed(model, c, r) else r_ranks(model, c, r)[0] for r in range(len(SEEDS))]
+                 for c in ("q1", "q2")}
+        pass3 = {c: [False if r_failed(model, c, r) else decided(r_ranks(model, c, r)) for r in range(len(SEEDS))]
+                 for c in ("q1", "q2")}
+        line = next(x for x in out.splitlines() if x.split()[:3] == [f"model-{model}", "structured", "differential"])
+        assert "cases=3 (6 traces) failed=1 " in line
+        for name, by_case in (("pass@1", pass1), ("pass@3", pass3)):
+            means = [sum(known) / len(known) for v in by_case.values() if (known := [x for x in v if x is not None])]
+            low, high = wilson_by_hand(sum(means), len(means))
+            assert f"{name}={sum(means) / len(means):.3f} [{low:.3f}, {high:.3f}] (n={len(means)} cases)" in line
+        assert "pass@5=" not in line and line.endswith("; pass@5 n/a: the traces rank at most 3 candidates")
+    # the figures by hand: model a's q1 replicates are a failed arm (incorrect) and one whose leading
+    # diagnosis is not evaluable but whose second candidate matches; its q2 replicates both match first
+    line_a = next(x for x in out.splitlines() if x.split()[:3] == ["model-a", "structured", "differential"])
+    assert "pass@1=0.500 [0.095, 0.905] (n=2 cases)" in line_a  # q1: 0/1, q2: 2/2 → (0 + 1) / 2
+    assert "pass@3=0.750 [0.198, 0.973] (n=2 cases)" in line_a  # q1: (0 + 1) / 2, q2: 1 → (0.5 + 1) / 2
 
 
 def ranked_response(model: str, case: str, matches: tuple[bool | None, ...], replicate: str = "") -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from consilium import aio
 from consilium.calibration.isotonic import Calibration, load_calibration
@@ -19,13 +20,13 @@ from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.judges.aggregate import summarise
+from consilium.judges.aggregate import Arm, summarise
 from consilium.judges.answers import SCOPES, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
-from consilium.judges.runner import AnyTrace, JudgeSetup
+from consilium.judges.runner import AnyTrace, JudgeSetup, reference_for
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_model
 from consilium.protocols.registry import read_trace
@@ -129,14 +130,15 @@ def run(args: argparse.Namespace) -> int:
                                                                   timeout_s=args.timeout or 120.0),
                          max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
                          scope=args.scope, name=spec) for spec, model in zip(specs, models, strict=True)]
-    finished: dict[int, tuple[Path, Path, Judgement]] = {}
+    finished: dict[int, tuple[Path, Path, Judgement, Arm]] = {}
     spent = [0]  # judge calls so far, for the progress line
 
     def done(position: int, path: Path, trace: AnyTrace, used: Rubric, judgement: Judgement) -> None:
         if args.calibration is not None:
             judgement = _calibrate(judgement, calibration, args.calibration)
         out = write_text_atomic(judgement_path(path, used.name), judgement.model_dump_json(indent=2) + "\n")
-        finished[position] = (path, out, judgement.model_copy(update={"calls": []}))  # its calls are in its file
+        # its calls are in its file; the summary keeps models apart and counts a failed run's missing answer
+        finished[position] = (path, out, judgement.model_copy(update={"calls": []}), _arm(trace, used))
         spent[0] += judgement.usage.total.calls
         progress.advance(path.name, f"{judgement.usage.total.calls} calls, {judgement.wall_s:.1f} s",
                          tail=f"{spent[0]:,} judge calls")
@@ -156,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
                  f"jury of {len(models)} judges: {', '.join(m.model_id for m in models)}")
     print(f"rubric {rubric.name} v{rubric.version} ({rubric.source}); {judged_by}")
     for position in sorted(finished):
-        path, out, judgement = finished[position]
+        path, out, judgement, _ = finished[position]
         print(f"== {path.name} -> {out.name} ({judgement.wall_s:.1f} s, {judgement.usage.total.calls} calls)")
         for component, summary in judgement.aggregates.items():
             shown = {k: v for k, v in summary.items() if k not in ("scores", "items")}
@@ -169,20 +171,12 @@ def run(args: argparse.Namespace) -> int:
             cosine = f"{similarity['cosine']:.3f}" if similarity["cosine"] is not None else similarity["note"]
             print(f"  {'similarity':<15} {cosine} ({similarity['model']})")
     if len(judgements) > 1:
-        print("== summary over the judged traces (rates with 95% Wilson intervals)")
-        rows = summarise(judgements)
-        several = len({row["protocol"] for row in rows}) > 1  # then each line names its protocol
+        print("== summary over the judged traces (per case, its replicates averaged first; rates with 95% Wilson "
+              "intervals over the cases)")
+        rows = summarise(judgements, [finished[position][3] for position in sorted(finished)])
         for row in rows:
-            stats = []
-            for key, value in row.items():
-                if isinstance(value, dict) and "rate" in value:
-                    low, high = value["wilson95"]
-                    stats.append(f"{key}={value['rate']:.3f} [{low:.3f}, {high:.3f}] (n={value['n']})")
-                elif isinstance(value, dict) and value.get("mean") is not None:
-                    stats.append(f"{key}={value['mean']:.3f} (n={value['n']})")
-            label = f"{row['protocol']} {row['variant']}" if several else row["variant"]
-            print(f"  {label:<11} {row['component']:<15} n={row['n']} not_evaluable={row['not_evaluable']} "
-                  + ", ".join(stats))
+            print(_summary_line(row, several_protocols=len({r["protocol"] for r in rows}) > 1,
+                                several_models=len({r["model"] for r in rows}) > 1))
     for folder in dict.fromkeys(p.resolve() for p in args.paths if p.is_dir()):
         rebuilt = rebuild_judgements_csv(folder)  # a cohort's table says what its judgement files now say
         if rebuilt is not None:
@@ -211,6 +205,32 @@ def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path
         aggregates[component] = {**summary, **extra}
     return judgement.model_copy(update={"items": items, "aggregates": aggregates,
                                         "calibration": str(path)})
+
+
+def _arm(trace: AnyTrace, rubric: Rubric) -> Arm:
+    """The judged trace as the summary counts it: its panel model, whether its run failed, and whether its
+    case has the rubric's reference (None: a reference that is not the case's, such as a turn's answer)."""
+    case = Case.model_validate(trace.case)
+    reference = None if not rubric.kind.needs_reference or rubric.reference in ("answer", "none") \
+        else reference_for(rubric, case) is not None
+    return Arm(str(getattr(trace, "model", "-")), getattr(trace, "status", "completed") != "completed", reference)
+
+
+def _summary_line(row: dict[str, Any], several_protocols: bool, several_models: bool) -> str:
+    """One row of :func:`summarise`: n is the cases (Wilson's n), the traces beside it when replicates made more."""
+    stats = []
+    for key, value in row.items():
+        if isinstance(value, dict) and "rate" in value:
+            low, high = value["wilson95"]
+            stats.append(f"{key}={value['rate']:.3f} [{low:.3f}, {high:.3f}] (n={value['n']} cases)")
+        elif isinstance(value, dict) and value.get("mean") is not None:
+            stats.append(f"{key}={value['mean']:.3f} (n={value['n']} cases)")
+    label = " ".join([row["protocol"]] * several_protocols + [row["model"]] * several_models + [row["variant"]])
+    traces = f" ({row['traces']} traces)" if row["traces"] != row["cases"] else ""
+    traces += f" failed={row['failed']}" if row["failed"] else ""
+    notes = "".join(f"; {note}" for note in row.get("notes", []))
+    return (f"  {label:<11} {row['component']:<15} cases={row['cases']}{traces} not_evaluable={row['not_evaluable']} "
+            + ", ".join(stats) + notes)
 
 
 def _fmt(value: object) -> str:

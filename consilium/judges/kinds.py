@@ -37,7 +37,7 @@ from consilium.judges.whole_case import fit_whole_case
 from consilium.models.tokens import context_window
 from consilium.protocols.registry import protocol_of
 
-__all__ = ["KINDS", "ScoringKind", "scoring_kind"]
+__all__ = ["KINDS", "ScoringKind", "pass_at", "scoring_kind"]
 
 
 class ScoringKind:
@@ -251,12 +251,16 @@ class DiagnosisMatchScoring(ScoringKind):
         ranked = sorted(items, key=lambda i: i.detail.get("rank", 1))
         matches = [i.score == 1.0 for i in ranked]
         if items and items[0].criterion.startswith("rank_"):
-            return {"matches": matches, "pass@1": _pass_at(ranked, matches, 1),
-                    f"pass@{k}": _pass_at(ranked, matches, k)}
+            # pass@k is labelled with the k the candidates reach: pass@5 of three candidates would be
+            # pass@3 under another name. ``k`` is the judge's k (``--k``), ``ranked`` the candidates judged.
+            reach = min(k, len(ranked))
+            deeper = {f"pass@{reach}": pass_at(ranked, matches, reach)} if reach > 1 else {}
+            return {"matches": matches, "k": k, "ranked": len(ranked), "pass@1": pass_at(ranked, matches, 1),
+                    **deeper}
         return {"matches": matches, "match": matches[0] if matches and not not_evaluable else None}
 
 
-def _pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
+def pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
     """pass@k when the first k candidates decide it: a match among them, or all of them judged without
     one; None when a candidate there is not evaluable and no match comes before it (a judge failure
     is not a miss)."""

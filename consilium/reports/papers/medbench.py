@@ -24,8 +24,12 @@ RUBRIC = "nmb-diagnosis-match"
 
 
 def _k(response: Response, component: str, ranks: int) -> int:
-    """The judge's k (``judge --k``), from the record's ``pass@k`` key; the ranks judged otherwise."""
-    keys = [int(key[5:]) for key in response.aggregates.get(component, {}) if key.startswith("pass@")]
+    """The judge's k (``judge --k``): the record's ``k``, or its ``pass@k`` key in a record made before the
+    label named the k its candidates reach; the ranks judged otherwise."""
+    found = response.aggregates.get(component, {})
+    if isinstance(found.get("k"), int):
+        return int(found["k"])
+    keys = [int(key[5:]) for key in found if key.startswith("pass@")]
     return max(keys, default=ranks)
 
 

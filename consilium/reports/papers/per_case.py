@@ -4,7 +4,8 @@
   pass@k outcome, Strict success, R_i, an error flag) is the mean over the case's replicates whose value
   is known, and the table's statistic is the mean over the cases; its interval is over cases (Wilson's
   n is the number of cases), so the replicates never count as independent cases. Without replicates
-  (one arm per case) this is the plain per-case statistic.
+  (one arm per case) this is the plain per-case statistic. The averaging (:func:`case_values`) lives in
+  :mod:`consilium.judges.per_case`, so the ``judge`` command's own summary counts by the same rule.
 - A failed arm has no answer. Where the paper scores a missing answer as wrong (npcbench.txt App. C:
   "Missing or conflicting extracted answers have correctness zero and remain in the scored
   denominator"; Strict, Eq. 1; pass@k) it is a failure; where the statistic is a mean over evaluable
@@ -20,7 +21,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ from consilium.cases import Case
 from consilium.cohort.cases import load_cohort
 from consilium.cohort.manifest import MANIFEST, load_manifest
 from consilium.errors import UserError
+from consilium.judges.per_case import CaseValues, case_values
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.runner import reference_for
 from consilium.reports.papers.responses import Response
@@ -128,33 +129,3 @@ def shared_rows(found: Mapping[tuple[str, str], Iterable[T]]) -> dict[tuple[str,
         by_variant[variant] |= set(rows)
     anywhere = set().union(*by_variant.values())
     return {key: by_variant.get(key[1]) or anywhere for key in found}
-
-
-@dataclass(frozen=True)
-class CaseValues:
-    """A per-case quantity over one group's cases, a case's replicates averaged first."""
-
-    means: dict[str, float]  # case → the mean of its replicates' known values
-    arms: int  # the arms (replicates) whose value is known, in ``means``
-    unknown: int  # the arms whose value is not known (not evaluable); a case with none known is not in ``means``
-
-    @property
-    def cases(self) -> int:
-        return len(self.means)
-
-    @property
-    def total(self) -> float:
-        """The sum of the case means: the number of successes when each case has one arm."""
-        return sum(self.means.values())
-
-
-def case_values(values: Iterable[tuple[str, float | None]]) -> CaseValues:
-    """(case, value or None) per arm → :class:`CaseValues`."""
-    by_case: dict[str, list[float | None]] = defaultdict(list)
-    for case, value in values:
-        by_case[case].append(value)
-    means = {case: statistics.fmean(known) for case, found in sorted(by_case.items())
-             if (known := [v for v in found if v is not None])}
-    unknown = sum(v is None for found in by_case.values() for v in found)
-    arms = sum(len(found) for found in by_case.values()) - unknown
-    return CaseValues(means, arms, unknown)
