@@ -29,7 +29,6 @@ from statistics import median
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from consilium.calibration.pairs import Pair
 from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
@@ -47,6 +46,8 @@ def _finite(value: float) -> float | None:
 
 
 def ordinal_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int]) -> dict[str, float | None]:
+    from scipy import stats as scipy_stats  # on use: the command line's parser never loads scipy
+
     diff = np.abs(h - j)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from sklearn.isotonic import IsotonicRegression
 
 from consilium.calibration.pairs import Pair
 from consilium.errors import UserError
@@ -87,6 +86,8 @@ def fit_isotonic(pairs: Sequence[Pair], *, rubric: str, rubric_version: int, sca
                  out_of_scope: int | None = None) -> Calibration:
     """One map per (component, criterion) from judge to physician scores on ``scale``'s points, fitted on
     the training cases' pairs both scored in scope (none is out of scope without ``out_of_scope``)."""
+    from sklearn.isotonic import IsotonicRegression  # on use: the command line's parser never loads sklearn
+
     train_cases, _ = split_cases([p.case_id for p in pairs], train_fraction, seed)
     pairs = [p for p in pairs if out_of_scope is None or out_of_scope not in (p.physician, p.judge)]
     scale = [s for s in scale if s != out_of_scope]

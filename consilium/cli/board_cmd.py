@@ -24,7 +24,7 @@ from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
-from consilium.protocols.board.run import resolve_role, run_board, run_turn, slide_images
+from consilium.protocols.board.slides import slide_images
 from consilium.protocols.board.trace import BoardTrace, TurnTrace
 from consilium.redact import clip
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
@@ -77,6 +77,8 @@ async def _closing(*models: ChatModel) -> None:
 
 
 def run_board_command(args: argparse.Namespace) -> int:
+    from consilium.protocols.board.run import run_board  # LangGraph on use: `--help` stays light
+
     case = load_case(args.case)
     config = with_role_labels(_config(args), args.moderator_model or model_spec(args))
     images = slide_images(case, args.case)
@@ -102,6 +104,8 @@ def run_board_command(args: argparse.Namespace) -> int:
 
 
 def run_turn_command(args: argparse.Namespace) -> int:
+    from consilium.protocols.board.run import resolve_role, run_turn  # LangGraph on use: `--help` stays light
+
     case = load_case(args.case)
     config = _config(args)
     resolve_role(args.role)  # an unknown specialty is refused before any model is loaded

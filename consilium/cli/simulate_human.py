@@ -33,7 +33,6 @@ from consilium.models.factory import build_model
 from consilium.protocols.base import RunModels
 from consilium.protocols.consilium.answers import AnswerRefused, AnswerSource, load_answers
 from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.registry import get_protocol
 from consilium.redact import redact_url
@@ -91,6 +90,7 @@ def run_human(args: argparse.Namespace) -> int:
 
 def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) -> int:
     from consilium.cli import simulate_cmd
+    from consilium.protocols.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 
     protocol = get_protocol(args.protocol)
     if protocol.name != "consilium":
@@ -103,6 +103,16 @@ def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) ->
     options = model_options(args)
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
+
+    async def go() -> list[Trace]:
+        try:
+            return await run_with_person(case, formats, RunModels(panel=panel, moderator=moderator), config,
+                                         run_id=folder.name, human=human)
+        finally:
+            await panel.aclose()
+            if moderator is not panel:
+                await moderator.aclose()
+
     with contextlib.ExitStack() as held:
         if new:  # a resumed run's folder is locked already
             held.enter_context(RunLock(make_folder(folder), holder=_HOLDER))
@@ -112,8 +122,7 @@ def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) ->
             _save_session(folder / "human", args, case)
         resume = f"consilium simulate --resume {folder}"
         try:
-            traces = aio.run(_run(case, formats, RunModels(panel=panel, moderator=moderator), config, folder.name,
-                                  human))
+            traces = aio.run(go())
         except KeyboardInterrupt:
             print(f"consilium: interrupted; the run is checkpointed: resume it with `{resume}`", file=sys.stderr)
             return 130
@@ -133,16 +142,6 @@ def _source(args: argparse.Namespace) -> AnswerSource:
     if not sys.stdin.isatty():
         raise UserError("--human: stdin is not a terminal: give the person's answers with --answers FILE")
     return TerminalAnswers(sys.stdin, sys.stderr)
-
-
-async def _run(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, run_id: str,
-               human: HumanRun) -> list[Trace]:
-    try:
-        return await run_with_person(case, formats, models, config, run_id=run_id, human=human)
-    finally:
-        await models.panel.aclose()
-        if models.moderator is not models.panel:
-            await models.moderator.aclose()
 
 
 def _absolute(value: Any) -> Any:
@@ -256,6 +255,7 @@ def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespac
     """The settings and case of the run ``--resume`` names; ``--answers`` may name a new file, and a server URL
     whose credentials were masked takes them from ``--base-url`` or ``$OPENAI_BASE_URL`` again."""
     from consilium.cli import simulate_cmd
+    from consilium.protocols.consilium.human_run import CHECKPOINTS  # LangGraph on use
 
     path = run_dir / "human" / SESSION
     saved, values, case = _read_session(path)

@@ -16,7 +16,7 @@ from consilium.cases.agentclinic import read_agentclinic
 from consilium.errors import UserError
 from consilium.judges.rubric import Rubric
 from consilium.natural import natural_key
-from consilium.protocols.board.run import slide_images
+from consilium.protocols.board.slides import slide_images
 from consilium.protocols.registry import get_protocol
 
 __all__ = ["case_places", "cases_exist", "check_references", "cohort_images", "glob_files", "load_cohort",

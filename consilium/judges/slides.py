@@ -11,7 +11,7 @@ from typing import Any
 from consilium.cases import Case
 from consilium.judges.rubric import Rubric
 from consilium.models import ChatModel
-from consilium.protocols.board.run import slide_captions
+from consilium.protocols.board.slides import slide_captions
 
 __all__ = ["JudgeSlides", "judge_slides"]
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from consilium.cases import Case
 from consilium.models.backends.replay import ReplayModel
 from consilium.models.wrappers import WrapperModel
 from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.board.run import Mode, run_board, run_turn
 from consilium.protocols.board.trace import BoardTrace, TurnTrace
 from consilium.protocols.view import Block, Heading, Note, Table, Text
+
+if TYPE_CHECKING:
+    from consilium.protocols.board.run import Mode
 
 __all__ = ["BOARD", "TURN"]
 
@@ -40,15 +42,19 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: BoardConfig, *,
                       run_id: str, images: tuple[str, ...] = (), reuse: Sequence[BoardTrace] = (),
                       on_trace: OnTrace | None = None) -> list[BoardTrace]:
+        from consilium.protocols.board.run import run_board  # LangGraph on use only
+
         traces = []
         for mode in variants:
-            trace = await run_board(case, cast(Mode, mode), models, config, run_id=run_id, images=images)
+            trace = await run_board(case, cast("Mode", mode), models, config, run_id=run_id, images=images)
             if on_trace is not None:
                 on_trace(trace)
             traces.append(trace)
         return traces
 
     async def replay(self, trace: BoardTrace, replay: ReplayModel) -> BoardTrace:
+        from consilium.protocols.board.run import run_board  # LangGraph on use only
+
         chair = _AsSeenBy(replay, trace.moderator_images_sent)
         return await run_board(Case.model_validate(trace.case), trace.mode, RunModels(panel=replay, moderator=chair),
                                BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
@@ -114,6 +120,8 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
         return "turn"
 
     async def replay(self, trace: TurnTrace, replay: ReplayModel) -> TurnTrace:
+        from consilium.protocols.board.run import run_turn  # LangGraph on use only
+
         return await run_turn(Case.model_validate(trace.case), trace.role, trace.question, replay,
                               BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
                               images=tuple(trace.config.images))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from consilium.cases import Case
@@ -15,6 +14,7 @@ from consilium.protocols.board.agents import PROMPTS, BoardCall
 from consilium.protocols.board.calls import TurnContext, single_graph, turn_graph
 from consilium.protocols.board.config import BoardConfig
 from consilium.protocols.board.graph import RECURSION_LIMIT, BoardContext, board_graph
+from consilium.protocols.board.slides import slide_captions, slide_images
 from consilium.protocols.board.trace import BoardTrace, TurnTrace
 from consilium.protocols.board.transcript import Transcript, parse_transcript
 from consilium.protocols.board.validate import validate_transcript
@@ -23,30 +23,6 @@ from consilium.roles.catalogue import load_catalogue
 __all__ = ["resolve_role", "run_board", "run_turn", "slide_captions", "slide_images"]
 
 Mode = Literal["agents", "single"]
-
-
-def slide_images(case: Case, case_file: Path) -> tuple[str, ...]:
-    """Paths of the case's slide images, resolved against the case file's folder, which they
-    must not leave; a missing file is the user's to fix."""
-    folder = case_file.resolve().parent
-    images = []
-    for n, slide in enumerate(case.slides):
-        if not slide.image:
-            continue
-        path = (folder / slide.image).resolve()
-        if not path.is_relative_to(folder):
-            raise UserError(f"{case_file}: slides.{n}.image: {slide.image!r} points outside the case's folder")
-        if not path.is_file():
-            raise UserError(f"{case_file}: slides.{n}.image: file not found: {path}")
-        images.append(str(path))
-    return tuple(images)
-
-
-def slide_captions(case: Case) -> tuple[str, ...]:
-    """The caption of each slide that has an image, numbered as the case text numbers it, in the order of
-    :func:`slide_images`: a slide is sent as its image followed by its caption (opentumorboard.txt App. B.1,
-    B.2, C.1)."""
-    return tuple(f"Slide {n}: {slide.caption}" for n, slide in enumerate(case.slides, 1) if slide.image)
 
 
 Slides = tuple[tuple[str, ...], tuple[str, ...]]  # image paths and their captions, pairwise

@@ -11,9 +11,7 @@ from consilium.models.backends.replay import ReplayModel
 from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.consilium.answers import TraceAnswers
 from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.human_run import HumanRun
 from consilium.protocols.consilium.record import whole_case_record
-from consilium.protocols.consilium.run import run_case, run_format
 from consilium.protocols.consilium.trace import Trace
 from consilium.protocols.record import RecordSection
 from consilium.protocols.view import Block, Diff, Heading, Note, Table, Text
@@ -36,6 +34,8 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
     async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: ConsiliumConfig, *,
                       run_id: str, images: tuple[str, ...] = (), reuse: Sequence[Trace] = (),
                       on_trace: OnTrace | None = None) -> list[Trace]:
+        from consilium.protocols.consilium.run import run_case  # LangGraph on use only
+
         # The panel of a finished format is the panel of the others (ai-consilium.txt, Fig. 2a).
         done = next((t for t in reuse if t.roles), None)
         roles = done.roles if done is not None else None
@@ -44,6 +44,9 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
                               shared_roles=roles, shared_calls=calls, on_trace=on_trace)
 
     async def replay(self, trace: Trace, replay: ReplayModel) -> Trace:
+        from consilium.protocols.consilium.human_run import HumanRun  # LangGraph on use only
+        from consilium.protocols.consilium.run import run_format
+
         config = ConsiliumConfig.model_validate(trace.config.run_settings())
         # A person's answers come from the trace: no prompt, and no model call for them.
         human = HumanRun(trace.human.requested, TraceAnswers(trace.human)) if trace.human is not None else None

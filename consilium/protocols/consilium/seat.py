@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Vote, render_sections
@@ -170,6 +169,8 @@ def check_answer(prompt: HumanPrompt, answer: Any) -> None:
 def human_opinion(role: AssignedRole, case_text: str, fmt: Format,
                   budget_chars: int | None) -> tuple[Opinion, HumanInput]:
     """The opinion node's part for the person's seat: stop, show the case and the brief, resume with the answer."""
+    from langgraph.types import interrupt  # in the graph's node: reading answers never loads LangGraph
+
     caps = section_caps(budget_chars, OPINION_SECTIONS) if fmt == "structured" and budget_chars else None
     prompt = HumanPrompt(stage="opinion", format=fmt, case_text=case_text, budget_chars=budget_chars,
                          sections=caps if fmt == "structured" else None, **_brief(role))
@@ -182,6 +183,8 @@ def human_opinion(role: AssignedRole, case_text: str, fmt: Format,
 def human_vote(role: AssignedRole, case_text: str, fmt: Format, report: Report,
                round: int) -> tuple[Vote, HumanInput]:
     """The vote node's part for the person's seat: stop, show the report under review, resume with the vote."""
+    from langgraph.types import interrupt  # in the graph's node: reading answers never loads LangGraph
+
     prompt = HumanPrompt(stage="vote", format=fmt, round=round, case_text=case_text, report_version=report.version,
                          report_text=report.text, **_brief(role))
     resumed = interrupt(prompt.model_dump(mode="json"))

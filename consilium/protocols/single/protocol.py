@@ -10,7 +10,6 @@ from consilium.cases import Case
 from consilium.models.backends.replay import ReplayModel
 from consilium.protocols.base import OnTrace, Protocol, RunModels
 from consilium.protocols.single.config import SingleConfig
-from consilium.protocols.single.run import run_single, run_single_case
 from consilium.protocols.single.trace import SingleTrace
 from consilium.protocols.view import Block, Heading, Note, Table, Text
 from consilium.redact import clip
@@ -36,11 +35,15 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
     async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: SingleConfig, *,
                       run_id: str, images: tuple[str, ...] = (), reuse: Sequence[SingleTrace] = (),
                       on_trace: OnTrace | None = None) -> list[SingleTrace]:
+        from consilium.protocols.single.run import run_single_case  # LangGraph on use only
+
         shared = next((t for t in reuse if t.specialist), None)  # a finished format's specialist answers all
         return await run_single_case(case, cast(list[Format], list(variants)), models, config, run_id=run_id,
                                      shared=shared, on_trace=on_trace)
 
     async def replay(self, trace: SingleTrace, replay: ReplayModel) -> SingleTrace:
+        from consilium.protocols.single.run import run_single  # LangGraph on use only
+
         return await run_single(Case.model_validate(trace.case), trace.format, RunModels(replay, replay),
                                 SingleConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id)
 

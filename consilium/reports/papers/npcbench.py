@@ -20,8 +20,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from scipy.stats import beta
-
 from consilium.judges.record import JudgementItem
 from consilium.judges.scoring import signed_score
 from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups, shared_rows
@@ -70,6 +68,8 @@ def strict_success(items: list[JudgementItem]) -> bool | None:
 def clopper_pearson(successes: float, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
     """The exact binomial interval of a proportion, as npcbench.txt App. C.2.3 gives for Strict; with
     ``successes`` a sum of case means (replicates averaged), the same beta quantiles at n·p̂."""
+    from scipy.stats import beta  # on use: the command line's parser never loads scipy
+
     if n == 0:
         return None, None
     alpha = 1 - level
