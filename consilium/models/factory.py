@@ -26,7 +26,6 @@ from consilium.models.wrappers import (
     StructuredOutputModel,
 )
 from consilium.models.wrappers.masked import MaskedModel
-from consilium.models.wrappers.observed import ObservedModel
 from consilium.models.wrappers.priced import PricedModel
 from consilium.models.wrappers.recording import CallRecorder, RecordingModel
 
@@ -86,6 +85,8 @@ def for_run(model: ChatModel, recorder: CallRecorder, *, max_repairs: int = 2, a
     ``answer_retries`` times, a cut-off one with twice the room) and then fails the stage; structured
     output is validated and repaired. Answers are masked before they are observed or recorded, also from
     a model object the API was given as it is (outside :func:`shared_layers`, which mask them)."""
+    from consilium.models.wrappers.observed import ObservedModel  # LangChain on the first run, not at start-up
+
     checked = AnswerCheckModel(RecordingModel(ObservedModel(_masked(model)), recorder), retries=answer_retries,
                                accept_truncated=accept_truncated)
     return StructuredOutputModel(checked, max_repairs=max_repairs)

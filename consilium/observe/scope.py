@@ -15,12 +15,12 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar, Token
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs, var_child_runnable_config
+from typing import TYPE_CHECKING, Any
 
 from consilium.redact import redact
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = ["ENV", "observe_run", "otel_enabled", "reset_otel", "run_metadata", "use_otel"]
 
@@ -89,6 +89,8 @@ async def observe_run(body: Callable[[], Awaitable[None]], protocol: str, **labe
 
 
 async def _with_config(extra: RunnableConfig, body: Callable[[], Awaitable[None]]) -> None:
+    from langchain_core.runnables.config import merge_configs, var_child_runnable_config  # on a run, not at start-up
+
     token = var_child_runnable_config.set(merge_configs(var_child_runnable_config.get(), extra))
     try:
         await body()
