@@ -10,7 +10,6 @@ from pathlib import Path
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.models import GenerationSettings
 from consilium.models.factory import build_model
-from consilium.reports.networks.analyze import analyze
 from consilium.reports.networks.judging import UptakeJudge
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
 from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
@@ -35,6 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from consilium.reports.networks.analyze import analyze  # networkx when it runs: `--help` stays light
+
     judge = None
     if args.model or args.model_config:  # a judge decides uptake; without one, the word-overlap rule does
         model = build_model(model_spec(args), model_options(args))
