@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import sys
 import time
 from collections.abc import Callable
@@ -12,8 +13,10 @@ from consilium import aio
 from consilium.cohort.arms import relative
 from consilium.cohort.manifest import CohortManifest, write_cohort_manifest
 from consilium.cohort.rows import counts
+from consilium.cohort.spend import JUDGE_COLUMNS, judge_cells, spend_lines
 from consilium.cohort.tables import CsvLog, write_csv
 from consilium.fileio import write_text_atomic
+from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
@@ -42,8 +45,11 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
     manifest completed with its traces and counts, print the summary; 1 when some arm failed."""
     run_dir = plan.run_dir
     arms_csv = run_dir / "arms.csv"
-    judged = _judge(table(), plan, run_dir, judge) if judge is not None else []
+    costs: dict[str, list[JudgeCost]] = {}  # each judged arm's judge calls, by its trace (as arms.csv names it)
+    judged = _judge(table(), plan, run_dir, judge, costs) if judge is not None else []
     done_rows = table()
+    if judge is not None:  # the judges' calls beside the panel's, in every arm's row and its sum
+        _add_judging(arms_csv, done_rows, costs)
     tally = counts(done_rows)
     traces = [r["trace"] for r in done_rows if r.get("trace")]
     write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
@@ -51,6 +57,7 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
     elapsed = time.perf_counter() - started
     print(f"cohort {run_dir.name}: {len(done_rows)} arms ({tally['completed']} completed, {tally['failed']} "
           f"failed, {tally['resumed']} resumed) in {elapsed:.1f} s{where}; {len(done_rows) / elapsed:.2f} arms/s")
+    print("\n".join(spend_lines(done_rows, [c for mine in costs.values() for c in mine])))
     print(f"arms: {arms_csv}" + (f"\njudgements: {judged[0]}" if judged else ""))
     if tally["failed"]:
         logged = log_file()
@@ -60,14 +67,27 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
     return 0
 
 
-def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel) -> list[Path]:
+def _add_judging(arms_csv: Path, rows: list[dict[str, Any]], costs: dict[str, list[JudgeCost]]) -> None:
+    """arms.csv rewritten with each arm's judge columns after its panel's (the rows given, in place)."""
+    with arms_csv.open(encoding="utf-8", newline="") as handle:
+        header = next(csv.reader(handle), [])
+    for row in rows:
+        row.update(judge_cells(row, costs.get(str(row.get("trace") or ""), [])))
+    columns = [c for c in header if c not in JUDGE_COLUMNS] + list(JUDGE_COLUMNS)
+    columns += [k for row in rows for k in row if k not in columns]
+    write_csv(arms_csv, [{c: row.get(c) for c in dict.fromkeys(columns)} for row in rows], fields=tuple(columns))
+
+
+def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel,
+           costs: dict[str, list[JudgeCost]]) -> list[Path]:
     """Every completed arm with every rubric, as many judgements at a time as the cohort's concurrency,
     each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
     # A jury (--judge-model given again): its other judges, built here and closed with the first.
     jury = [(spec, build_model(spec, plan.options)) for spec in plan.settings.jury_models]
-    setups = [JudgeSetup(model=model, scope=plan.scope, name=plan.settings.judge_model),
-              *(JudgeSetup(model=other, scope=plan.scope, name=spec) for spec, other in jury)]
+    decoding = plan.settings.judge_decoding
+    setups = [JudgeSetup(model=model, scope=plan.scope, name=plan.settings.judge_model, decoding=decoding),
+              *(JudgeSetup(model=other, scope=plan.scope, name=spec, decoding=decoding) for spec, other in jury)]
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     # A cohort run in replicates names each judgement's replicate, after format, as arms.csv does.
     replicate = {run_dir / r["trace"]: {"replicate": r["replicate"]} for r in rows
@@ -83,6 +103,7 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
         out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
         write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
+        costs.setdefault(relative(path, run_dir), []).extend(judge_costs(judgement))
         judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
         protocol = protocol_of(trace)
         variant = protocol.arm_variant(judgement.variant) if judgement.variant is not None else ""

@@ -21,7 +21,7 @@ from consilium.cohort.tables import write_csv
 from consilium.fileio import write_text_atomic
 from consilium.protocols.board.protocol import BOARD
 from consilium.reports.compare import deliberates, scores_table, table3, table7
-from consilium.reports.consilium.cost import cost_by_stage, cost_points, cost_table, unknown_cost
+from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_points, cost_table, unknown_cost
 from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
 from consilium.reports.figures.cost import write_cost_figure
@@ -91,9 +91,12 @@ def _part(part: CohortPart, args: argparse.Namespace) -> tuple[list[str], list[T
     costs, stage_costs = cost_table(data), cost_by_stage(data)
     estimated = "; estimated = true: tokens counted with tiktoken, so the dollars are estimates too" \
         if any(row["estimated"] for row in costs) else ""
-    tables += [Table("cost", "Cost per case by model and format (USD at the prices the traces recorded; – unknown: "
-                     f"a model without prices{estimated})", costs),
-               Table("cost_by_stage", f"Cost per case by stage (USD{estimated})", stage_costs)]
+    tables += [Table("cost", "Cost per case by model and format, the panel's (cost_usd_*), the judges' (judge_*) and "
+                     "both (total_*) (USD at the prices the calls recorded; – unknown: a model without prices"
+                     f"{estimated})", costs),
+               Table("cost_by_stage", f"Cost per case by stage, judging per rubric and judge model (USD{estimated})",
+                     stage_costs),
+               Table("cost_by_case", f"Cost by case: panel, judges and both (USD{estimated})", cost_by_case(data))]
     if failed:
         tables.append(Table("failed_arms", "Failed arms", failed))
     tables = [Table(t.name, titled(part.done, replicate_note(t.name, t.title, data)), t.rows) for t in tables]

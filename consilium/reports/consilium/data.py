@@ -24,6 +24,7 @@ __all__ = [
     "STOPS",
     "ArmCost",
     "CohortData",
+    "JudgeArmCost",
     "RoleRow",
     "judgement_coverage",
     "load_cohort_data",
@@ -45,6 +46,20 @@ class ArmCost(NamedTuple):
     stages: dict[str, float | None]
     usage: Usage
     stage_usage: dict[str, Usage]
+
+
+class JudgeArmCost(NamedTuple):
+    """One judge's calls on one completed arm's trace with one rubric (consilium/judges/cost.py): tokens as
+    generated, dollars (None: unknown) and the calls that failed without an answer."""
+
+    model: str
+    format: str
+    case_id: str
+    rubric: str
+    judge_model: str
+    usage: Usage
+    cost: float | None
+    failed_calls: int
 
 
 class RoleRow(NamedTuple):
@@ -80,6 +95,8 @@ class CohortData:
     # the panel of every (model, case, replicate) with a completed arm, once (its formats share it)
     roles: list[RoleRow] = field(default_factory=list)
     costs: list[ArmCost] = field(default_factory=list)  # every completed arm's, in arms.csv's order
+    # each judge's calls per rubric on each completed arm, from the judgement records (none from judgements.csv)
+    judge_costs: list[JudgeArmCost] = field(default_factory=list)
     # case id → the case as the traces of its completed arms recorded it (what each rubric's reference needs:
     # a case whose every arm failed is not here)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -152,6 +169,7 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
     records = judgement_records(run_dir, by_trace, protocol)
     data.unmatched_records += records.unmatched
     judged = run_dir / "judgements.csv"
+    data.judge_costs = [JudgeArmCost(arm["model"], arm["format"], arm["case_id"], *cost) for arm, cost in records.costs]
     if records.found:
         data.judgements, data.judgements_from = records.rows, "records"
     elif judged.is_file():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from consilium.errors import UserError
+from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
 from consilium.protocols.arms import arm_protocol
@@ -43,6 +44,8 @@ class JudgementRecords(NamedTuple):
     rows: list[dict[str, str]]  # one per judge item of a completed arm of the protocol
     found: bool  # whether there is any record (of any arm)
     unmatched: list[Path]  # records of traces not completed arms
+    # each judge's calls of each record of the protocol's arms, with its arm's arms.csv row (consilium/judges/cost.py)
+    costs: list[tuple[dict[str, str], JudgeCost]]
 
 
 @cache
@@ -119,6 +122,7 @@ def judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]], proto
     another protocol's arm is not unmatched)."""
     rows: list[dict[str, str]] = []
     unmatched: list[Path] = []
+    costs: list[tuple[dict[str, str], JudgeCost]] = []
     found = False
     for file in judgement_files(run_dir):  # the run's own, not a run's nested in it (an ablation's)
         if file.name.endswith(".trace.json") or not file.is_file():
@@ -131,6 +135,7 @@ def judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]], proto
             continue
         if arm["protocol"] != protocol:  # another protocol's arm: its own part reads it
             continue
+        costs += [(arm, cost) for cost in judge_costs(judgement)]
         criteria = rubric_criteria(judgement.rubric)
         for item in judgement.items:
             # Whole-case or C1-C8: the shipped rubric decides; the record's own note only for other rubrics.
@@ -146,7 +151,7 @@ def judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]], proto
                          "judgement": str(file.relative_to(run_dir)),
                          **({"jury_judges": str(item.verdict.judges), "jury_not_evaluable":
                              str(item.verdict.not_evaluable)} if item.verdict else {})})
-    return JudgementRecords(rows, found, unmatched)
+    return JudgementRecords(rows, found, unmatched, costs)
 
 
 def _finite_number(text: str) -> bool:

@@ -1,5 +1,7 @@
 """Cost against judge score (``consilium report``): one point per model and format, at its mean cost per case
-in US dollars (x) and its mean C1–C8 conclusion score (y), each with its population SD as an error bar.
+in US dollars (x) and its mean C1–C8 conclusion score (y), each with its population SD as an error bar. The
+panel's cost is the filled marker; the hollow one beside it, joined by a line, adds what judging its arms cost
+(every rubric and judge), where that is known.
 
 The numbers are :func:`consilium.reports.consilium.cost.cost_points`; a model × format whose cost is unknown
 (a model without prices) or that was not judged has no point, and the figure is not drawn without one.
@@ -38,13 +40,22 @@ def draw_cost(points: list[CostPoint], out: Path, unknown: list[str] | None = No
                       yerr=[p.score_sd for p in mine], fmt=FORMAT_MARKERS.get(fmt, "D"), capsize=3,
                       color=FORMAT_COLOURS.get(fmt, "#2ca02c"), markersize=6, elinewidth=0.8,
                       label=format_label(fmt))
+        judged = [p for p in mine if p.judge_cost is not None]
+        for p in judged:
+            axis.plot([p.cost, p.cost + (p.judge_cost or 0.0)], [p.score, p.score], linestyle=":", linewidth=0.8,
+                      color=FORMAT_COLOURS.get(fmt, "#2ca02c"))
+        if judged:
+            axis.plot([p.cost + (p.judge_cost or 0.0) for p in judged], [p.score for p in judged],
+                      FORMAT_MARKERS.get(fmt, "D"), markerfacecolor="none", markersize=6,
+                      color=FORMAT_COLOURS.get(fmt, "#2ca02c"), label=f"{format_label(fmt)}, panel + judges")
         for p in mine:
             axis.annotate(f"{p.model} (n = {p.cases}){', estimated' if p.estimated else ''}", (p.cost, p.score),
                           textcoords="offset points",
                           xytext=(6, 5), fontsize=7)
     low, high = rubric_scale()
     axis.set_ylim(low - 0.1, high + 0.1)
-    axis.set_xlim(left=0, right=max(p.cost + p.cost_sd for p in points) * 1.35 or 1.0)
+    axis.set_xlim(left=0, right=max(max(p.cost + p.cost_sd, p.cost + (p.judge_cost or 0.0)) for p in points) * 1.35
+                  or 1.0)
     axis.xaxis.set_major_formatter(StrMethodFormatter("${x:,.4g}"))
     axis.set_xlabel("mean cost per case (USD, at the prices recorded in the traces)")
     axis.set_ylabel(f"mean judge score, C1–C8 of the conclusion ({low}–{high})")
@@ -56,6 +67,9 @@ def draw_cost(points: list[CostPoint], out: Path, unknown: list[str] | None = No
         note += "\nestimated: tokens counted with tiktoken (the server reported none), so are the dollars"
     if unknown:
         note += "\nno point, cost unknown (no prices): " + "; ".join(unknown)
+    unjudged = [f"{p.model}, {p.format}" for p in points if p.judge_cost is None]
+    if unjudged:
+        note += "\njudging cost unknown (a judge without prices): " + "; ".join(unjudged)
     figure.supxlabel(note, fontsize=7)
     return save_figure(figure, out, COST_FIGURE)
 

@@ -1,0 +1,79 @@
+"""What a judgement cost: its judge calls' tokens and dollars, per judge (each judge of a jury apart).
+
+A judgement record keeps every call its judge made (each repair and schema-constrained attempt included,
+the calls of not-evaluable items too) with the prices the judge model had (consilium/models/pricing.py).
+Its cost is worked out as a trace's is, grouped by the judge that made the calls: one group for a single
+judge, one per member for a jury. A call that failed without an answer (a backend error: the item is not
+evaluable with "judge call failed") has no usage to record: it is counted in ``failed_calls``, never as a
+call of zero tokens. A judge's dollars are unknown (None) when any of its calls has no prices, or when it
+answered no call but some failed (what a failed request was billed is not known); a judge that made no
+call at all cost $0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from consilium.judges.record import Judgement
+from consilium.models import CallRecord, Usage
+from consilium.models.pricing import call_cost
+
+__all__ = ["FAILED_CALL", "JudgeCost", "judge_costs", "sum_costs"]
+
+#: The reason an item is not evaluable when its judge call raised (consilium/judges/asking.py).
+FAILED_CALL = "judge call failed"
+
+
+class JudgeCost(NamedTuple):
+    """One judge's calls for one judgement: tokens as generated, dollars (None: unknown), failed calls."""
+
+    rubric: str
+    judge_model: str
+    usage: Usage
+    cost: float | None
+    failed_calls: int
+
+
+def _failed(reason: str | None) -> bool:
+    return bool(reason) and str(reason).startswith(FAILED_CALL)
+
+
+def _dollars(calls: Sequence[CallRecord], failed: int) -> float | None:
+    if not calls:
+        return None if failed else 0.0
+    if any(call.prices is None for call in calls):
+        return None
+    return sum(call_cost(call.usage, call.prices) for call in calls if call.prices is not None)
+
+
+def sum_costs(costs: Iterable[float | None]) -> float | None:
+    """The sum of dollars, None (unknown) when any is."""
+    total = 0.0
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def judge_costs(judgement: Judgement) -> list[JudgeCost]:
+    """Per judge of ``judgement`` (a jury's in its order, then any other model its calls name): its calls'
+    usage, dollars and failed calls."""
+    calls: dict[str, list[CallRecord]] = defaultdict(list)
+    failed: dict[str, int] = defaultdict(int)
+    if judgement.jury is None:
+        judges = [judgement.judge_model]
+        calls[judgement.judge_model] = list(judgement.calls)
+        failed[judgement.judge_model] = sum(_failed(item.reason) for item in judgement.items)
+    else:
+        judges = [member.model for member in judgement.jury]
+        for call in judgement.calls:
+            calls[call.model].append(call)
+        for item in judgement.items:
+            for vote in item.votes or []:
+                failed[vote.model] += _failed(vote.reason)
+        judges += [model for model in calls if model not in judges]
+    return [JudgeCost(judgement.rubric, judge, Usage.total(c.usage for c in calls[judge]),
+                      _dollars(calls[judge], failed[judge]), failed[judge]) for judge in dict.fromkeys(judges)]
