@@ -29,6 +29,7 @@ from consilium.cohort.rows import counts
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.answers import Scope, check_scope
+from consilium.judges.decoding import JudgeDecoding
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
@@ -91,7 +92,7 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
                   role_labels: str | None, judges: Names | None, judge_model: Names | None, scope: Scope | None,
                   experiment: str | Path | None, out: str | Path | None, concurrency: int | None,
                   limit: int | None, resume: str | Path | None, sample: int | None = None,
-                  allow_missing_reference: bool = False) -> Any:
+                  allow_missing_reference: bool = False, judge_decoding: JudgeDecoding | None = None) -> Any:
     """The ``cohort`` command line the arguments stand for: the parser's defaults, then each argument given."""
     for name, value in (("concurrency", concurrency), ("limit", limit), ("sample", sample),
                         ("max_rounds", max_rounds), ("wall_limit", wall_limit)):
@@ -103,6 +104,7 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
         "model": panel[0] if panel else None, "moderator_model": moderator,
         "seed": seed, "temperature": temperature, "max_rounds": max_rounds, "wall_limit": wall_limit,
         "role_labels": role_labels, "scope": scope, "concurrency": concurrency, "limit": limit, "sample": sample,
+        "judge_decoding": judge_decoding,
         "formats": ",".join(_names(formats) or []) or None, "modes": ",".join(_names(modes) or []) or None,
     }
     for name in ("cases", "config", "experiment", "out", "resume"):
@@ -141,7 +143,8 @@ async def arun_cohort(cases: str | Path | None = None, *, models: Names | None =
                       experiment: str | Path | None = None, out: str | Path | None = None,
                       concurrency: int | None = None, limit: int | None = None,
                       resume: str | Path | None = None, sample: int | None = None,
-                      allow_missing_reference: bool = False) -> CohortResult:
+                      allow_missing_reference: bool = False,
+                      judge_decoding: JudgeDecoding | None = None) -> CohortResult:
     """Run a cohort as ``consilium cohort`` does (each argument is the flag of its name: ``models`` the
     ``--model`` and ``--extra-model`` specs, ``protocols`` ``--protocol``, ``judges`` ``--judge``, ``config``
     a ``--config`` file, ``experiment`` an experiment file, ``resume`` a run folder to finish, ``sample`` N
@@ -151,7 +154,8 @@ async def arun_cohort(cases: str | Path | None = None, *, models: Names | None =
                          modes=modes, config=config, seed=seed, temperature=temperature, max_rounds=max_rounds,
                          wall_limit=wall_limit, role_labels=role_labels, judges=judges, judge_model=judge_model,
                          scope=scope, experiment=experiment, out=out, concurrency=concurrency, limit=limit,
-                         resume=resume, sample=sample, allow_missing_reference=allow_missing_reference)
+                         resume=resume, sample=sample, allow_missing_reference=allow_missing_reference,
+                         judge_decoding=judge_decoding)
     # The cohort runs its own event loop (as the CLI's does): on a worker thread, in the caller's context.
     return await asyncio.to_thread(contextvars.copy_context().run, _planned_and_run, args)
 
@@ -164,24 +168,28 @@ def run_cohort(cases: str | Path | None = None, *, models: Names | None = None, 
                experiment: str | Path | None = None, out: str | Path | None = None,
                concurrency: int | None = None, limit: int | None = None,
                resume: str | Path | None = None, sample: int | None = None,
-               allow_missing_reference: bool = False) -> CohortResult:
+               allow_missing_reference: bool = False,
+               judge_decoding: JudgeDecoding | None = None) -> CohortResult:
     """:func:`arun_cohort`, from plain code or a notebook."""
     return _sync(arun_cohort(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
                              modes=modes, config=config, seed=seed, temperature=temperature,
                              max_rounds=max_rounds, wall_limit=wall_limit, role_labels=role_labels, judges=judges,
                              judge_model=judge_model, scope=scope, experiment=experiment, out=out,
                              concurrency=concurrency, limit=limit, resume=resume, sample=sample,
-                             allow_missing_reference=allow_missing_reference))
+                             allow_missing_reference=allow_missing_reference, judge_decoding=judge_decoding))
 
 
 async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
                      components: Sequence[str] | None = None, reference_answer: str | None = None,
                      scope: Scope | None = None, concurrency: int = 4,
-                     options: ModelOptions | None = None, force: bool = False) -> list[Judgement]:
+                     options: ModelOptions | None = None, force: bool = False,
+                     judge_decoding: JudgeDecoding | None = None) -> list[Judgement]:
     """Score every trace under a run folder (or the trace files named) with a rubric, as ``consilium judge
     RUN_DIR`` does: each judgement is written beside its trace (``<case>.<variant>.judge.<rubric>.json``) and
     returned, in the order of the trace files, ``concurrency`` at a time. A judgement another judge (or judge
-    prompt) made is refused unless ``force``; a cohort folder's ``judgements.csv`` is rebuilt to match."""
+    prompt) made is refused unless ``force``; a cohort folder's ``judgements.csv`` is rebuilt to match.
+    ``judge_decoding`` is the judge's decoding order (``--judge-decoding``; None: the rubric's pin, else the
+    backend's default; docs/judges.md, Decoding order)."""
     _positive("concurrency", concurrency)
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     unknown = [c for c in components or [] if c not in used.components]
@@ -191,7 +199,8 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     files = trace_files([Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths])
     check_scope(scope, [used], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
                                 for path in files for trace in (read_trace(path),)))
-    setups, own = judge_setups(judge_model, options, scope=scope, reference_answer=reference_answer)
+    setups, own = judge_setups(judge_model, options, scope=scope, reference_answer=reference_answer,
+                               decoding=judge_decoding)
     finished: dict[int, Judgement] = {}
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
@@ -216,8 +225,9 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
 def judge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
               components: Sequence[str] | None = None, reference_answer: str | None = None,
               scope: Scope | None = None, concurrency: int = 4,
-              options: ModelOptions | None = None, force: bool = False) -> list[Judgement]:
+              options: ModelOptions | None = None, force: bool = False,
+              judge_decoding: JudgeDecoding | None = None) -> list[Judgement]:
     """:func:`ajudge_run`, from plain code or a notebook."""
     return _sync(ajudge_run(paths, rubric, judge_model=judge_model, components=components,
                             reference_answer=reference_answer, scope=scope, concurrency=concurrency,
-                            options=options, force=force))
+                            options=options, force=force, judge_decoding=judge_decoding))

@@ -25,6 +25,7 @@ from consilium.agents.labels import with_role_labels
 from consilium.cases import Case, load_case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.judges.decoding import JudgeDecoding
 from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
@@ -197,13 +198,14 @@ def _trace(trace: TraceBase | str | Path) -> tuple[TraceBase, str]:
 
 async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: JudgeModels,
                  components: Sequence[str] | None = None, reference_answer: str | None = None,
-                 settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
+                 settings: GenerationSettings | None = None, options: ModelOptions | None = None,
+                 judge_decoding: JudgeDecoding | None = None) -> Judgement:
     """Score one trace (an object or a trace file) with a rubric (a name, a rubric file, or a :class:`Rubric`)
     and a judge model, or a list of them (a jury: each item's score is the verdict, each judge's in
-    ``votes``); the judgement is returned, not written."""
+    ``votes``); the judgement is returned, not written. ``judge_decoding``: ``--judge-decoding``."""
     record, name = _trace(trace)
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    setups, own = judge_setups(judge_model, options, reference_answer=reference_answer)
+    setups, own = judge_setups(judge_model, options, reference_answer=reference_answer, decoding=judge_decoding)
     if settings is not None:  # else the judge's defaults (temperature 0, as the CLI's)
         setups = [dataclasses.replace(setup, settings=settings) for setup in setups]
     try:
@@ -215,10 +217,12 @@ async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_m
 
 def judge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: JudgeModels,
           components: Sequence[str] | None = None, reference_answer: str | None = None,
-          settings: GenerationSettings | None = None, options: ModelOptions | None = None) -> Judgement:
+          settings: GenerationSettings | None = None, options: ModelOptions | None = None,
+          judge_decoding: JudgeDecoding | None = None) -> Judgement:
     """:func:`ajudge`, from plain code or a notebook."""
     return _sync(ajudge(trace, rubric, judge_model=judge_model, components=components,
-                        reference_answer=reference_answer, settings=settings, options=options))
+                        reference_answer=reference_answer, settings=settings, options=options,
+                        judge_decoding=judge_decoding))
 
 
 class ReplayResult:

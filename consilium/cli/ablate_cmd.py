@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
                            *([args.moderator_model] if args.moderator_model else [])])
     models: dict[str, ChatModel] = {spec: build_model(spec, options) for spec in specs}
     # The cohort's judges as it built them (consilium/cli/cohort_finish.py): each named by its spec.
-    setups = [JudgeSetup(model=build_model(spec, options), scope=s.judge_scope, name=spec) for spec in judges]
+    setups = [JudgeSetup(model=build_model(spec, options), scope=s.judge_scope, name=spec, decoding=s.judge_decoding)
+              for spec in judges]
     out = new_folder(args.run_dir, kind, args.out, judges=judges)
     limit = options.max_concurrency
     started = time.perf_counter()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from consilium.cli.cohort_execute import run_plan
 from consilium.cli.cohort_plan import new_plan, resume_plan
-from consilium.cli.judge_cmd import add_scope_argument
+from consilium.cli.judge_cmd import add_decoding_argument, add_scope_argument
 from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import (
     add_model_arguments,
@@ -60,6 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--judge-model", action="append", default=None, metavar="SPEC",
                         help="the judge's model (needed with --judge); given again, a jury (docs/judges.md, Juries)")
     add_scope_argument(parser)
+    add_decoding_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
                         help="per-arm wall-clock limit; an arm past it is recorded as failed")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed, and the seed of --sample (default 0)")

@@ -129,7 +129,7 @@ def new_plan(args: argparse.Namespace) -> Plan:
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
         judge_model=args.judge_model, jury_models=getattr(args, "jury_models", []), judge_scope=args.scope,
-        concurrency=concurrency,
+        judge_decoding=getattr(args, "judge_decoding", None), concurrency=concurrency,
         model=ModelSettings(
             base_url=redact_url(options.base_url) if options.base_url else None,
             schema_dialect=options.schema_dialect, http_client=options.http_client,

@@ -151,6 +151,9 @@ class CohortSettings(BaseModel):
                                    "judge_model is its first")
     judge_scope: Literal["frozen", "judge"] | None = Field(
         default=None, description="the four-decision scope protocol (--scope); None: each case's default")
+    judge_decoding: Literal["constrained", "paper"] | None = Field(
+        default=None, description="the judges' decoding order (--judge-decoding; consilium/judges/decoding.py); "
+                                  "None: each rubric's pin, else each judge backend's default")
     concurrency: int
     model: ModelSettings
     model_options: dict[str, OwnModelOptions] | None = Field(

@@ -119,6 +119,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
               "--sample": (getattr(args, "sample", None), s.sample.n if s.sample else None),
               "--judge": (args.judge or None, s.judges), "--judge-model": (_jury_given(args), _jury_kept(s)),
               "--scope": (args.scope, s.judge_scope),
+              "--judge-decoding": (getattr(args, "judge_decoding", None), s.judge_decoding),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
               "--timeout": (args.timeout, _kept(manifest, "timeout_s")),
               "--moderator-model": (moderator, s.moderator_model),

@@ -1,9 +1,11 @@
 """Making a judge call and turning its outcome into an item.
 
-Invalid judge output goes back to the judge with the validation error a bounded number of times with
-the schema described in the prompt only (``relaxed``); then one schema-constrained attempt
-(``strict``: grammar or response_format, where the backend has it); then the item is recorded as not
-evaluable with the reason. A score is never guessed.
+The judge's decoding order (consilium/judges/decoding.py) gives the models asked in turn. In the paper's
+order, invalid judge output goes back to the judge with the validation error a bounded number of times
+with the schema described in the prompt only (``relaxed``), then one schema-constrained attempt
+(``strict``: grammar or response_format, where the backend has it). In the constrained order there is no
+relaxed model: ``strict`` is asked under the schema from the first attempt and repaired a bounded number
+of times. Then the item is recorded as not evaluable with the reason. A score is never guessed.
 """
 
 from __future__ import annotations
@@ -29,19 +31,28 @@ def _unplaced(message: str) -> str:
     return _PLACE.sub("", message, count=1)
 
 
+def _how(relaxed: ChatModel | None) -> str:
+    """How the last attempt was asked (the schema enforced where the backend can), for an item that stayed
+    invalid: after the relaxed attempts (the paper's order), or from the first attempt (the constrained one)."""
+    return "also under schema-constrained decoding" if relaxed is not None else \
+        "under schema-constrained decoding from the first attempt"
+
+
 def not_evaluable(task: JudgeTask, reason: str) -> JudgementItem:
     return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
                          reason=reason, detail=task.detail)
 
 
-async def _answer(relaxed: ChatModel, strict: ChatModel, task: JudgeTask) -> Answer:
+async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> Answer:
     """The validated answer (None when it stayed invalid, or what ``task.once`` salvages of it) and
     the last validation error."""
     schema = task.request.output_schema
     assert schema is not None
     error, last_text = "", ""
-    for model, request in ((relaxed, task.request.model_copy(update={"schema_": schema.unenforced()})),
-                           (strict, task.request)):
+    attempts = [(strict, task.request)]
+    if relaxed is not None:
+        attempts.insert(0, (relaxed, task.request.model_copy(update={"schema_": schema.unenforced()})))
+    for model, request in attempts:
         try:
             return (await model.generate(request)).parsed, ""
         except ModelOutputError as exc:
@@ -50,9 +61,9 @@ async def _answer(relaxed: ChatModel, strict: ChatModel, task: JudgeTask) -> Ans
     return salvaged, error
 
 
-async def ask(kind: ScoringKind, relaxed: ChatModel, strict: ChatModel, task: JudgeTask) -> JudgementItem:
+async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> JudgementItem:
     """The item of one task: its call made (or awaited, when several items read one call), read by the
-    rubric's scoring ``kind``."""
+    rubric's scoring ``kind``; ``relaxed`` None: the constrained order (decoding.py)."""
     if task.unfit is not None:
         return not_evaluable(task, task.unfit)
     try:
@@ -65,5 +76,5 @@ async def ask(kind: ScoringKind, relaxed: ChatModel, strict: ChatModel, task: Ju
         # context unknown here) must not take the per-output criteria of the trace with it.
         return not_evaluable(task, f"judge call failed: {_unplaced(str(exc))}")
     if parsed is None:
-        return not_evaluable(task, f"invalid judge output, also under schema-constrained decoding: {error}")
+        return not_evaluable(task, f"invalid judge output, {_how(relaxed)}: {error}")
     return kind.read(task, parsed, error)

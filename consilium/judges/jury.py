@@ -137,7 +137,8 @@ def jury_judgement(rubric: Rubric, members: Sequence[JuryMember], judgements: Se
     notes = list(dict.fromkeys(note for j in judgements for note in j.notes))
     return first.model_copy(update={
         "judge_model": "jury[" + ", ".join(m.model for m in members) + "]", "items": items,
-        "aggregates": aggregate(rubric, items, k), "jury": list(members), "notes": notes,
+        "aggregates": aggregate(rubric, items, k), "notes": notes,
+        "jury": [m.model_copy(update={"decoding": j.decoding}) for m, j in zip(members, judgements, strict=True)],
         "usage": UsageSummary.from_ledger(recorder.ledger), "calls": recorder.calls,
         "started_at": min(j.started_at for j in judgements),
         "wall_s": wall_s if wall_s is not None else max(j.wall_s for j in judgements)})

@@ -67,6 +67,9 @@ class JuryMember(BaseModel):
     judge: str = Field(description="the spec given to --judge-model")
     model: str = Field(description="its model id")
     family: str = Field(description="its model family (consilium/judges/jury.py, family)")
+    decoding: Literal["constrained", "paper"] = Field(
+        default="paper", description="the order this judge asked in (consilium/judges/decoding.py); records "
+                                     "made before it was recorded: paper, the only order there was")
 
 
 class Judgement(BaseModel):
@@ -84,6 +87,12 @@ class Judgement(BaseModel):
     rubric_source: str
     judge_model: str
     settings: GenerationSettings
+    decoding: Literal["constrained", "paper"] = Field(
+        default="paper", description="the judge's decoding order (consilium/judges/decoding.py): constrained, "
+                                     "the schema enforced from the first attempt; paper, schema-free attempts "
+                                     "and repairs first, then one constrained attempt. Records made before it "
+                                     "was recorded: paper, the only order there was (a jury: its first judge's; "
+                                     "each judge's in jury)")
     prompt_hash: str = Field(description="sha256 (12 hex) of the judge prompt files and the rubric file")
     items: list[JudgementItem]
     aggregates: dict[str, dict[str, Any]] = Field(description="per component: the rubric's score formula")

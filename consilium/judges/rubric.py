@@ -106,6 +106,9 @@ class Rubric(_Strict):
     slide_images: bool = Field(default=False, description="a vision judge is sent each slide's image beside its "
                                                           "caption (opentumorboard.txt App. C.1); else captions only")
     answer: AnswerShape = Field(default_factory=AnswerShape, description="the answer's layout (issue 15, item 13)")
+    decoding: Literal["constrained", "paper"] | None = Field(
+        default=None, description="pins the judge's decoding order (consilium/judges/decoding.py): paper for a "
+                                  "rubric whose paper judged schema-free first; null: the backend's default")
     provenance: dict[str, Any] | None = Field(default=None, description="for an evolved rubric: parent version, "
                                                                          "ratings, seed, MAE before and after")
 

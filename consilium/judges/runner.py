@@ -2,9 +2,9 @@
 four-decision rubric's four scores come from one call with one schema (opentumorboard.txt App. C.3).
 
 The rubric's scoring kind (kinds.py) says which calls each component needs and how their answers
-and items are read; tasks.py builds the calls, asking.py makes them (repairs, then one
-schema-constrained attempt, then not evaluable: a score is never guessed), and the judgement is
-written here.
+and items are read; tasks.py builds the calls, asking.py makes them in the judge's decoding order (decoding.py:
+constrained from the first attempt, or the paper's repairs then one constrained attempt; then not
+evaluable: a score is never guessed), and the judgement is written here.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from consilium.judges.aggregate import aggregate, overlap_metrics
 from consilium.judges.answers import Scope
 from consilium.judges.asking import ask, not_evaluable
 from consilium.judges.components import component_texts, leading_diagnosis, missing_turn_reference, turn_reference
+from consilium.judges.decoding import JudgeDecoding, decoding_models, resolve_decoding
 from consilium.judges.kinds import ScoringKind
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
 from consilium.judges.tasks import JudgeInputs, JudgeTask
-from consilium.models import CallRecorder, ChatModel, GenerationSettings, for_run
+from consilium.models import CallRecorder, ChatModel, GenerationSettings
 from consilium.protocols.registry import protocol_of
 from consilium.traces.schema import TraceBase, UsageSummary
 
@@ -48,6 +49,8 @@ class JudgeSetup:
     scope: Scope | None = None
     #: The judge's spec as given (``--judge-model``), naming it on a jury; None: its model id.
     name: str | None = None
+    #: The decoding order asked for (``--judge-decoding``); None: the rubric's pin, else the backend's default.
+    decoding: JudgeDecoding | None = None
 
 
 def reference_for(rubric: Rubric, case: Case, reference_answer: str | None = None) -> str | None:
@@ -87,8 +90,8 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     answer = turn_reference(trace, case, setup.reference_answer)  # a turn's own reference answer (App. C.1)
     reference = reference_for(rubric, case, answer.text if answer else None)
     recorder = CallRecorder()
-    relaxed = for_run(setup.model, recorder, max_repairs=setup.max_repairs)
-    strict = for_run(setup.model, recorder, max_repairs=0)
+    order = resolve_decoding(setup.model, setup.decoding, rubric.decoding)
+    relaxed, strict = decoding_models(setup.model, recorder, setup.max_repairs, order)
     kind = rubric.kind
     inputs = JudgeInputs(rubric=rubric, case=case, case_text=case.render(), reference=reference or "", trace=trace,
                          model=setup.model, settings=setup.settings, max_repairs=setup.max_repairs, k=setup.k,
@@ -114,7 +117,7 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
         trace=trace_name, trace_kind=protocol.name, trace_run_id=trace.run_id, case_id=trace.case_id,
         variant=protocol.variant(trace) if protocol.variants else None, rubric=rubric.name,
         rubric_version=rubric.version, rubric_source=rubric.source, judge_model=setup.model.model_id,
-        settings=setup.settings, prompt_hash=judge_prompt_hash(rubric), items=items,
+        settings=setup.settings, decoding=order, prompt_hash=judge_prompt_hash(rubric), items=items,
         notes=list(judge_slides(rubric, trace, case, setup.model).notes),  # slides a text-only judge was not sent
         aggregates=aggregate(rubric, items, setup.k), overlap=overlap_metrics(case, texts, answer),
         usage=UsageSummary.from_ledger(recorder.ledger), calls=sorted(recorder.calls, key=lambda c: c.index),

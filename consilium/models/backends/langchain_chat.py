@@ -213,6 +213,7 @@ class LangChainChatModel:
         structured = not (cls.with_structured_output is BaseChatModel.with_structured_output
                           and cls.bind_tools is BaseChatModel.bind_tools)
         self.method = method if structured else "none"
+        self.enforces_schemas = self.method != "none"  # the chat model's own structured output
         identity = chat_model_identity(chat)
         #: False when the identity is not stable JSON: the factory then leaves the response cache out.
         self.cacheable = identity is not None

@@ -128,6 +128,8 @@ class LlamaCppModel:
     event loop stays free. Text only: slide images are skipped with a note."""
 
     supports_images = False
+    #: A schema is enforced by llama.cpp's grammar (backends/llama_grammar.py).
+    enforces_schemas = True
     #: Calls served at once (the lock below). The concurrency limit reads it to admit one call at a time,
     #: the loaded case's first, so llama.cpp's single prefix is not thrown away (wrappers/limit.py).
     slots = 1

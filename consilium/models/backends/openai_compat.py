@@ -107,6 +107,9 @@ class OpenAICompatModel:
         check_key(api_key)
         self.model_id = model
         self.dialect = dialect
+        # What the request asks for: whether the server honours response_format is the server's to say, and
+        # `models check` tells (cli/models_cmd.py); a server that ignores it is run with dialect none.
+        self.enforces_schemas = dialect != "none"
         # Shown in messages, logs and cache keys: never a URL's user:password@ (docs/reliability.md).
         self.url = redact_url(base_url or "https://api.openai.com/v1")
         self.token_param, self.omitted = request_rule(model, token_param, omit_settings)

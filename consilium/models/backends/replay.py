@@ -45,6 +45,9 @@ def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
 
 class ReplayModel:
     endpoint = "replay"
+    #: A replay serves what was recorded and enforces nothing; a judgement recorded under another decoding
+    #: order is replayed with that order named (docs/judges.md, Decoding order).
+    enforces_schemas = False
 
     def __init__(self, calls: Iterable[CallRecord], *, model_id: str = "replay",
                  supports_images: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 A real backend for tests, demos and the CLI (STYLE.md 2). The file format is
 documented in docs/models.md. Rules are tried in order; the first whose
-filters (stage, role, round, contains, contains_all, seed) match and which is not
+filters (stage, role, round, contains, contains_all, schema_contains, constrained, seed) match and which is not
 used up answers. ``{role}``, ``{round}`` and
 ``{stage}`` in a response are replaced by the call's tag.
 """
@@ -44,6 +44,9 @@ class ScriptRule(BaseModel):
                                                                   "model held to the schema's choices")
     seed: int | None = Field(default=None, description="match only calls whose settings carry this seed (plays a "
                                                        "model that samples: another seed, another answer)")
+    constrained: bool | None = Field(default=None, description="match only calls whose schema is (true) or is not "
+                                                               "(false) enforced: plays a model that keeps a schema "
+                                                               "only under a grammar")
     times: int | None = Field(default=None, ge=1, description="answer at most this many calls")
     response: str | None = None
     json_: Any = Field(default=None, alias="json")
@@ -64,9 +67,11 @@ class ScriptRule(BaseModel):
             raise ValueError("responses must not be empty")
         return self
 
-    def matches(self, tag: CallTag, last_user: str, seed: int | None = None, schema: str = "") -> bool:
+    def matches(self, tag: CallTag, last_user: str, seed: int | None = None, schema: str = "",
+                constrained: bool = False) -> bool:
         return (
             (self.seed is None or self.seed == seed)
+            and (self.constrained is None or self.constrained == constrained)
             and (self.schema_contains is None or self.schema_contains in schema)
             and (self.stage is None or self.stage == tag.stage)
             and (self.role is None or self.role == tag.role)
@@ -89,6 +94,8 @@ class Script(BaseModel):
     latency_ms: float = Field(default=0.0, ge=0, description="wait this long per call, as a served model would")
     n_ctx: int | None = Field(default=None, ge=1, description="play a model with this context window in tokens: a "
                                                        "prompt that fills it fails, as llama.cpp's does")
+    enforces_schemas: bool = Field(default=False, description="play a backend that enforces schemas (a grammar, "
+                                                              "response_format): judges ask it constrained first")
     rules: list[ScriptRule] = []
     default: Any = None
 
@@ -116,6 +123,7 @@ class ScriptedModel:
         self.model_id = model_id or self.script.model
         self.supports_images = self.script.images
         self.n_ctx = self.script.n_ctx
+        self.enforces_schemas = self.script.enforces_schemas
         self._used: dict[int, int] = {}
         self.calls = 0
 
@@ -136,7 +144,8 @@ class ScriptedModel:
         for index, rule in enumerate(self.script.rules):
             used = self._used.get(index, 0)
             seed = request.settings.seed
-            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed, schema):
+            if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed, schema,
+                                                                          request.json_schema is not None):
                 self._used[index] = used + 1
                 if rule.fail == "model":
                     raise ModelError(f"scripted model {self.model_id!r}: rule {index} fails this call")

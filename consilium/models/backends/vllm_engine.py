@@ -36,6 +36,7 @@ _ENGINE_ENDED = ("abort", "error")
 class VLLMModel:
     supports_images = False  # images would need the model's multimodal processor; not wired here
     stage_max_tokens = NO_STAGE_LIMITS
+    enforces_schemas = True  # vLLM's structured outputs (guided decoding) hold each schema request to its schema
 
     def __init__(self, model: str, **engine_args: Any) -> None:
         try:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from consilium.models.protocol import ChatModel
+from consilium.models.protocol import ChatModel, enforces_schemas
 from consilium.models.types import ModelRequest, ModelResponse
 from consilium.models.wrappers.limit import current_work_key
 
@@ -61,6 +61,8 @@ class PooledModel:
         self.endpoint = "pool(" + ",".join(r.endpoint for r in replicas) + ")"
         self.supports_images = all(r.supports_images for r in replicas)
         self.stage_max_tokens = replicas[0].stage_max_tokens
+        # A schema is enforced by the pool only if every replica enforces it: any one may answer a call.
+        self.enforces_schemas = all(enforces_schemas(r) for r in replicas)
         self.spill_floor, self.spill_factor = spill_floor, spill_factor
         self.in_flight = [0] * len(replicas)
         self.served = [0] * len(replicas)
