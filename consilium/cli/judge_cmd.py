@@ -28,7 +28,8 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
 from consilium.judges.runner import AnyTrace, JudgeSetup, reference_for
 from consilium.models import ChatModel, GenerationSettings
-from consilium.models.factory import build_model
+from consilium.models.factory import build_ref
+from consilium.models.refs import ModelRef, parse_refs
 from consilium.protocols.registry import read_trace
 from consilium.traces.folder import trace_files as run_trace_files
 
@@ -66,16 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
-def judge_specs(args: argparse.Namespace) -> list[str]:
-    """The judges' specs: each ``--judge-model`` given (several: a jury), else the model config's; a spec
-    given twice is refused (a jury of one judge twice would count its vote twice)."""
+def judge_specs(args: argparse.Namespace) -> list[ModelRef]:
+    """The judges: each ``--judge-model`` given (several: a jury; each a spec, ``SPEC@BASE_URL`` or a model
+    config file: consilium/models/refs.py), else the model config's spec; the same judge twice is refused (a
+    jury of one judge twice would count its vote twice)."""
     given: list[str] = args.model if isinstance(args.model, list) else []
-    if len(given) <= 1:
-        return [model_spec(args)]
-    twice = sorted({spec for spec in given if given.count(spec) > 1})
-    if twice:
-        raise UserError(f"{args.model_flag}: {', '.join(twice)} given twice (each judge of a jury once)")
-    return given
+    return parse_refs(given if len(given) > 1 else [model_spec(args)], flag=args.model_flag)
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
@@ -117,19 +114,20 @@ def run(args: argparse.Namespace) -> int:
                                        for path in files for trace in (read_trace(path),)))
     options = model_options(args)
     if len(specs) > 1 and not args.concurrency:  # a jury: what suits its slowest judge's backend, by default
-        options = model_options(args, max_concurrency=min(options.max_concurrency, default_concurrency(*specs)))
-    models = [build_model(spec, options) for spec in specs]  # one judge, or a jury (docs/judges.md, Juries)
+        options = model_options(args, max_concurrency=min(options.max_concurrency,
+                                                          default_concurrency(*(ref.spec for ref in specs))))
+    models = [build_ref(ref, options) for ref in specs]  # one judge, or a jury (docs/judges.md, Juries)
     if not args.force:  # another judge's judgements are results: never replaced without a word
         try:
-            check_replace((judgement_path(path, rubric.name) for path in files), rubric, judge_label(models),
-                          flag="--force")
+            check_replace((judgement_path(path, rubric.name) for path in files), rubric,
+                          judge_label(models, [r.name for r in specs]), flag="--force")
         except UserError:
             aio.run(_close(models))
             raise
     setups = [JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                   timeout_s=args.timeout or 120.0),
                          max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
-                         scope=args.scope, name=spec) for spec, model in zip(specs, models, strict=True)]
+                         scope=args.scope, name=spec.name) for spec, model in zip(specs, models, strict=True)]
     finished: dict[int, tuple[Path, Path, Judgement, Arm]] = {}
     spent = [0]  # judge calls so far, for the progress line
 

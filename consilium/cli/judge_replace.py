@@ -20,20 +20,23 @@ from consilium.cohort.arms import relative
 from consilium.cohort.manifest import MANIFEST
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
+from consilium.judges.cost import item_spend
 from consilium.judges.coverage import shortened_input
+from consilium.judges.jury import judges_label
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Rubric
+from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
 
 __all__ = ["check_replace", "judge_label", "judgement_rows", "rebuild_judgements_csv"]
 
 
-def judge_label(models: Sequence[ChatModel]) -> str:
-    """``judge_model`` as a judgement made by these judges records it (a jury: ``jury[a, b]``)."""
-    if len(models) == 1:
-        return models[0].model_id
-    return "jury[" + ", ".join(m.model_id for m in models) + "]"
+def judge_label(models: Sequence[ChatModel], names: Sequence[str | None] | None = None) -> str:
+    """``judge_model`` as a judgement made by these judges (named by ``names``, their references) records it
+    (a jury: ``jury[a, b]``; a judge on its own server with it: consilium/judges/jury.py, judges_label)."""
+    named = list(names) if names is not None else [None] * len(models)
+    return judges_label([JudgeSetup(model=m, name=n) for m, n in zip(models, named, strict=True)])
 
 
 def check_replace(paths: Iterable[Path], rubric: Rubric, judge: str, *, flag: str) -> None:
@@ -63,10 +66,10 @@ def judgement_rows(judgement: Judgement, *, model: str, protocol: str, variant: 
              "score": item.score, "calibrated_score": item.calibrated_score, "not_evaluable": item.not_evaluable,
              "reason": item.reason or "",
              # kept/total characters of a whole-case record cut to fit the judge's context
-             "shortened_input": shortened_input(item.detail), "judgement": judgement_file,
+             "shortened_input": shortened_input(item.detail), "judgement": judgement_file, **spend,
              **({"jury_judges": item.verdict.judges, "jury_not_evaluable": item.verdict.not_evaluable,
                  "jury_tie": item.verdict.tie or ""} if jury and item.verdict else {})}
-            for item in judgement.items]
+            for item, spend in zip(judgement.items, item_spend(judgement), strict=True)]
 
 
 def _csv(path: Path) -> list[dict[str, str]]:

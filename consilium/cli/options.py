@@ -7,18 +7,18 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from consilium.cli.concurrency import DEFAULT_CONCURRENCY, add_concurrency_argument, default_concurrency
 from consilium.datafiles import first_error, load_data_file, read_data_file
 from consilium.errors import UserError
 from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
+from consilium.models.config_file import ModelConfigFile
 from consilium.models.factory import SPEC_HELP, ModelOptions
-from consilium.models.pricing import Prices
 from consilium.models.reasoning import TOKEN_PARAMS
 from consilium.models.wrappers import RetryPolicy
 
@@ -28,46 +28,6 @@ __all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_otel_arg
            "positive_float", "positive_int", "run_config", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
-
-
-class ModelConfigFile(BaseModel):
-    """A model's settings as a YAML file (configs/models/*.yaml); flags given on the command line win."""
-
-    # As strict as the run configs: `true` is not a count, `.nan` is not a timeout, "" is not a spec.
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-    description: str = ""
-    spec: str = Field(min_length=1)
-    base_url: str | list[str] | None = None
-    schema_dialect: Literal["json_schema", "json_object", "none"] | None = None
-    http_client: Literal["aiohttp", "sdk"] | None = None
-    max_concurrency: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
-    api_key_env: str | None = Field(default=None, description="the environment variable holding the API key")
-    token_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
-        default=None, description="how openai: sends the output cap (default: by the model name, docs/models.md)")
-    omit_settings: list[Literal["temperature", "top_p", "seed"]] | None = Field(
-        default=None, description="settings the model refuses, left out of openai: requests (default: by name)")
-    prices: Prices | None = Field(default=None, description="USD per 1M input, cached_input and output tokens "
-                                                            "(docs/models.md, Prices and cost)")
-
-    @field_validator("base_url")
-    @classmethod
-    def _urls(cls, value: str | list[str] | None) -> str | list[str] | None:
-        urls = value.split(",") if isinstance(value, str) else value
-        if urls is not None and (not urls or any(not url.strip() or "," in url for url in urls)):
-            raise PydanticCustomError("base_url", "expected a URL, a comma-separated list of URLs or a list "
-                                                  "of URLs, with no empty entry")
-        return value
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        # The message never repeats the value: a key pasted here by mistake must not reach the console.
-        if value is not None and not (value.isidentifier() and value.isascii()):
-            raise PydanticCustomError("api_key_env", "must be the name of an environment variable (letters, "
-                                                     "digits and _), never the key itself")
-        return value
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",

@@ -32,9 +32,11 @@ from consilium.judges.record import Judgement, JudgementItem, JuryMember, JuryVe
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup, judge_trace
 from consilium.models import CallRecorder
+from consilium.models.refs import server_of
 from consilium.traces.schema import UsageSummary
 
-__all__ = ["family", "is_binary", "judge_by_jury", "jury_judgement", "members_of", "one_judge", "verdict"]
+__all__ = ["family", "is_binary", "judge_by_jury", "judges_label", "jury_judgement", "member_label", "members_of",
+           "one_judge", "verdict"]
 
 #: Suffixes that name a size, a variant or a date of one model family (cut from the end, repeatedly).
 _VARIANT = re.compile(r"([-_.](mini|nano|micro|small|lite|turbo|preview|latest|instruct|chat|it|hf|q\d\w*|\d{4}"
@@ -136,7 +138,7 @@ def jury_judgement(rubric: Rubric, members: Sequence[JuryMember], judgements: Se
             recorder.adopt(call)
     notes = list(dict.fromkeys(note for j in judgements for note in j.notes))
     return first.model_copy(update={
-        "judge_model": "jury[" + ", ".join(m.model for m in members) + "]", "items": items,
+        "judge_model": "jury[" + ", ".join(member_label(m) for m in members) + "]", "items": items,
         "aggregates": aggregate(rubric, items, k), "notes": notes,
         "jury": [m.model_copy(update={"decoding": j.decoding}) for m, j in zip(members, judgements, strict=True)],
         "usage": UsageSummary.from_ledger(recorder.ledger), "calls": recorder.calls,
@@ -149,12 +151,28 @@ def members_of(setups: Sequence[JudgeSetup]) -> list[JuryMember]:
             for s in setups]
 
 
+def member_label(member: JuryMember) -> str:
+    """A judge as ``judge_model`` names it: its model id, and the server of a judge on its own server
+    (``SPEC@BASE_URL``, consilium/models/refs.py), so the same model on two servers is told apart."""
+    server = server_of(member.judge)
+    return member.model if server is None else f"{member.model}@{server}"
+
+
+def judges_label(setups: Sequence[JudgeSetup]) -> str:
+    """The judges as a judgement they make records them (``judge_model``): one judge's label, or
+    ``jury[a, b, …]``."""
+    labels = [member_label(m) for m in members_of(setups)]
+    return labels[0] if len(labels) == 1 else "jury[" + ", ".join(labels) + "]"
+
+
 async def judge_by_jury(trace: AnyTrace, trace_name: str, rubric: Rubric, setups: Sequence[JudgeSetup],
                         components: list[str] | None = None) -> Judgement:
     """The trace judged by one judge (its judgement as ever) or by a jury (each judge independently and
     at once, then the verdicts)."""
     if len(setups) == 1:
-        return await judge_trace(trace, trace_name, rubric, setups[0], components)
+        judged = await judge_trace(trace, trace_name, rubric, setups[0], components)
+        label = judges_label(setups)  # a judge on its own server is named with it
+        return judged if judged.judge_model == label else judged.model_copy(update={"judge_model": label})
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     judgements = await asyncio.gather(*(judge_trace(trace, trace_name, rubric, s, components) for s in setups))
     judged = jury_judgement(rubric, members_of(setups), judgements, setups[0].k,
@@ -183,4 +201,4 @@ def one_judge(judgement: Judgement, judge: str) -> Judgement:
         items.append(item.model_copy(update={"score": vote.score, "not_evaluable": vote.not_evaluable,
                                              "reason": vote.reason, "rationale": vote.rationale,
                                              "flags": vote.flags, "calibrated_score": None}))
-    return judgement.model_copy(update={"items": items, "judge_model": judgement.jury[at].model})
+    return judgement.model_copy(update={"items": items, "judge_model": member_label(judgement.jury[at])})

@@ -18,6 +18,7 @@ from consilium.errors import ConsiliumError, UserError
 from consilium.models.backends.registry import BUILTIN_BACKENDS, SPEC_HELP, Backend, resolve_spec
 from consilium.models.options import ModelOptions
 from consilium.models.protocol import ChatModel
+from consilium.models.refs import ModelRef
 from consilium.models.wrappers import (
     AnswerCheckModel,
     CachedModel,
@@ -29,8 +30,8 @@ from consilium.models.wrappers.masked import MaskedModel
 from consilium.models.wrappers.priced import PricedModel
 from consilium.models.wrappers.recording import CallRecorder, RecordingModel
 
-__all__ = ["SPEC_HELP", "ModelOptions", "build_model", "default_cache_path", "for_run", "open_backend",
-           "shared_layers"]
+__all__ = ["SPEC_HELP", "ModelOptions", "ModelRef", "build_model", "build_ref", "default_cache_path", "for_run",
+           "open_backend", "shared_layers"]
 
 
 def default_cache_path() -> Path:
@@ -100,3 +101,9 @@ def _masked(model: ChatModel) -> ChatModel:
             return model
         layer = getattr(layer, "inner", None)
     return MaskedModel(model)
+
+
+def build_ref(ref: ModelRef, shared: ModelOptions) -> ChatModel:
+    """The model a reference names (a spec, ``SPEC@BASE_URL``, a model config file: consilium/models/refs.py),
+    with its own server, key and settings over ``shared``."""
+    return build_model(ref.spec, ref.options(shared))

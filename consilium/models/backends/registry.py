@@ -55,6 +55,9 @@ class Backend:
     #: The ``consilium`` extra the backend needs, and the module whose absence means it is not installed.
     extra: str | None = None
     requires: str | None = None
+    #: Whether the backend talks to a server at ``ModelOptions.base_url`` (with ``api_key``): only such a
+    #: spec may be named with its own server, ``SPEC@BASE_URL`` (consilium/models/refs.py).
+    served: bool = False
 
     def __post_init__(self) -> None:
         if not self.prefix or ":" in self.prefix:
@@ -133,7 +136,7 @@ BUILTIN_BACKENDS: Mapping[str, Backend] = {b.prefix: b for b in (
     Backend("embedded", _open_embedded, "the bundled SmolLM2-135M on llama.cpp, offline"),
     Backend("gguf", _open_gguf, "a local GGUF file on llama.cpp", argument="PATH"),
     Backend("openai", _open_openai, "an OpenAI-compatible chat server (--base-url, OPENAI_API_KEY)",
-            argument="MODEL"),
+            argument="MODEL", served=True),
     Backend("vllm", _open_vllm, "vLLM's async engine in this process (GPU)", argument="MODEL",
             extra="vllm", requires="vllm"),
     Backend("langchain", _open_langchain, "the LangChain chat model a function in an importable module returns",

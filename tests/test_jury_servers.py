@@ -1,0 +1,187 @@
+"""Juries across servers: each judge of a jury may live on its own OpenAI-compatible server with its own key,
+named ``SPEC@BASE_URL#KEY_VAR`` or by a model config file (docs/models.md, "Judges on their own servers").
+
+Two stand-in servers on 127.0.0.1 serve the same model name and disagree by design on one trace (server A
+says every diagnosis matches; server B says the free-form one does not), so each vote shows which server
+answered it; every request is kept with its ``Authorization`` header, so each server's count and key are
+checked against what was asked of it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from localserver import HOST, JsonHandler, QuietServer, serving
+
+from consilium.cli import main
+from consilium.judges.record import read_judgement
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+RUBRIC = "nmb-diagnosis-match"
+#: What the free-form trace's conclusion says (the structured one's is the bare diagnosis).
+FREE_FORM = "Final opinion: acute viral myocarditis."
+#: The keys each server is meant to get, and the command's own key, which no judge server may get.
+KEY_A, KEY_B, KEY_SHARED = "sk-judge-a-0123456789abcdef", "sk-judge-b-fedcba9876543210", "sk-panel-shared-5555aaaa"
+
+pytestmark = pytest.mark.localhost
+
+
+class JudgeServer:
+    """A stand-in judge server: answers every chat request with one match decision, keeps each request."""
+
+    def __init__(self, match: Callable[[str], bool]) -> None:
+        self.match = match  # the decision, from the request's messages
+        self.seen: list[tuple[str, dict[str, Any]]] = []  # (Authorization header, body)
+        self.lock = threading.Lock()
+        self.base_url = ""
+
+
+def _handler(state: JudgeServer) -> type[JsonHandler]:
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            with state.lock:
+                state.seen.append((self.headers.get("Authorization") or "", body))
+            answer = {"rationale": "compared with the reference diagnosis",
+                      "match": state.match(json.dumps(body.get("messages")))}
+            self._send_json(200, {
+                "id": "chatcmpl-judge", "object": "chat.completion", "created": int(time.time()),
+                "model": str(body.get("model")),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(answer)},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}})
+
+    return Handler
+
+
+@contextmanager
+def judge_server(match: Callable[[str], bool]) -> Iterator[JudgeServer]:
+    state = JudgeServer(match)
+    with serving(QuietServer((HOST, 0), _handler(state))) as url:
+        state.base_url = url
+        yield state
+
+
+def _panel() -> dict[str, Any]:
+    report = {"final_opinion": "Acute viral myocarditis", "summary": "s", "final_differential": "1. Pericarditis",
+              "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"}
+    return {"model": "scripted-panel", "rules": [
+        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
+                                              "supporting": [{"label": "Radiologist", "justification": "y"},
+                                                             {"label": "Internist", "justification": "z"}]}},
+        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
+            "clinical_data": "c", "syndromes": "s", "differential_diagnosis": "d", "diagnostic_strategy": "d",
+            "management_strategy": "m", "final_conclusion": "myocarditis"}},
+        {"stage": "opinion", "response": "Myocarditis."},
+        {"stage": "synthesis", "contains": '"final_opinion"', "json": report},
+        {"stage": "synthesis", "response": FREE_FORM},
+        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One case in both formats by a scripted panel: two traces to judge."""
+    tmp = tmp_path_factory.mktemp("jury-servers")
+    (tmp / "panel.json").write_text(json.dumps(_panel()))
+    assert main(["simulate", "--case", str(CASE), "--model", f"scripted:{tmp / 'panel.json'}",
+                 "--out", str(tmp / "runs")]) == 0
+    return tmp / "runs"
+
+
+def _every_file(folder: Path) -> Iterator[tuple[Path, bytes]]:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            yield path, path.read_bytes()
+
+
+def test_each_judge_of_a_jury_gets_only_its_own_calls_and_its_own_key(
+        traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY_SHARED)  # the command's key: for neither judge's server
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: FREE_FORM not in prompt) as b:
+        config = tmp_path / "judge-b.yaml"  # the same model name, on the other server, by a config file
+        config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": b.base_url + "/",
+                                          "api_key_env": "JUDGE_B_KEY"}))
+        code = main(["judge", str(traces), "--rubric", RUBRIC, "--component", "conclusion", "--no-cache",
+                     "--judge-model", f"openai:judge@{a.base_url}#JUDGE_A_KEY", "--judge-model", str(config)])
+    captured = capsys.readouterr()
+    judgements = [read_judgement(p) for p in sorted(traces.rglob(f"*.judge.{RUBRIC}.json"))]
+    assert len(judgements) == 2  # free-form and structured: one conclusion item each
+    # Each judge answers each item in one call (every answer is valid at once): one per trace and server.
+    assert len(a.seen) == len(b.seen) == sum(len(j.items) for j in judgements) == 2
+    assert sum(j.usage.total.calls for j in judgements) == len(a.seen) + len(b.seen)
+    assert {auth for auth, _ in a.seen} == {f"Bearer {KEY_A}"}
+    assert {auth for auth, _ in b.seen} == {f"Bearer {KEY_B}"}
+    assert {body["model"] for _, body in a.seen + b.seen} == {"judge"}
+    judge_a, judge_b = f"openai:judge@{a.base_url}", f"openai:judge@{b.base_url}"
+    # B's answers differ by trace: it saw the free-form conclusion once, and answered it "no match".
+    assert sorted(FREE_FORM in json.dumps(body["messages"]) for _, body in b.seen) == [False, True]
+    by_variant = {j.variant: j for j in judgements}
+    for variant, b_says in (("free-form", 0), ("structured", 1)):
+        judgement = by_variant[variant]
+        # The same model on two servers is two judges, each named by its server; each vote is its server's.
+        assert [m.judge for m in judgement.jury or []] == [judge_a, judge_b]
+        assert judgement.judge_model == f"jury[judge@{a.base_url}, judge@{b.base_url}]"
+        [item] = judgement.items
+        assert [(v.judge, v.score) for v in item.votes or []] == [(judge_a, 1), (judge_b, b_says)]
+        assert item.verdict is not None
+        if b_says:  # both say 1: the majority
+            assert item.score == 1 and not item.not_evaluable and item.verdict.tie is None
+        else:  # 1 against 1: an even split is not evaluable, and says so
+            assert item.not_evaluable and item.score is None and "tie: 1 of 2" in (item.verdict.tie or "")
+    assert code == 0
+    for key in (KEY_A, KEY_B, KEY_SHARED):
+        assert key not in captured.out + captured.err
+        for path, data in _every_file(traces.parent):
+            assert key.encode() not in data, path
+
+
+def test_a_judge_named_twice_by_a_config_file_and_its_url_is_refused(
+        traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    url = "http://127.0.0.1:9/v1"  # never reached: refused before any call
+    config = tmp_path / "judge.yaml"
+    config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": url, "api_key_env": "JUDGE_B_KEY"}))
+    code = main(["judge", str(traces), "--rubric", RUBRIC, "--judge-model", f"openai:judge@{url}/",
+                 "--judge-model", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"consilium: error: --judge-model: openai:judge@{url}/ and {config} are the same judge "
+        f"(openai:judge@{url}) (each judge of a jury once)"]
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ("openai:judge@127.0.0.1:8001/v1", "a model on its own server is named SPEC@BASE_URL"),
+    ("openai:judge@ftp://127.0.0.1/v1", "must be one http:// or https:// URL"),
+    ("scripted:x.yaml@http://127.0.0.1:8001/v1", "only a served model (openai:MODEL)"),
+    ("openai:judge@http://127.0.0.1:8001/v1#UNSET_JUDGE_KEY", "$UNSET_JUDGE_KEY is not set"),
+    ("missing-judge.yaml", "missing-judge.yaml: model config not found"),
+    ("unset-key.yaml", "unset-key.yaml: api_key_env: $UNSET_JUDGE_KEY is not set"),
+])
+def test_a_bad_judge_reference_is_one_line_naming_the_flag(
+        given: str, says: str, traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("UNSET_JUDGE_KEY", raising=False)
+    (tmp_path / "unset-key.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": "http://127.0.0.1:9/v1",
+                                                             "api_key_env": "UNSET_JUDGE_KEY"}))
+    before = sorted(p.name for p in traces.rglob("*"))
+    code = main(["judge", str(traces), "--rubric", RUBRIC, "--judge-model", "openai:other@http://127.0.0.1:9/v1",
+                 "--judge-model", given])
+    err = capsys.readouterr().err
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith("consilium: error: --judge-model: ") and says in line and "Traceback" not in err
+    assert sorted(p.name for p in traces.rglob("*")) == before  # nothing written
