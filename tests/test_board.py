@@ -31,6 +31,18 @@ VALID_TRANSCRIPT = ("<discussion>\n<turn 1> Moderator: Radiology, the staging?\n
                     "<conclusion>The board recommends surgery. Adjuvant therapy follows pathology.</conclusion>")
 
 
+def offered(schema: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The actions and speakers a moderator's schema offers: the alternating protocol's enums, or the open
+    floor's union of branches (the speakers in the panel's order, as the close branch lists them)."""
+    if "anyOf" not in schema:
+        return schema["properties"]["action"]["enum"], schema["properties"]["speaker"]["enum"]
+    branches = [b["properties"] for b in schema["anyOf"]]
+    actions = list(dict.fromkeys(b["action"]["const"] for b in branches))
+    listed = [b["speaker"]["enum"] for b in branches if "enum" in b["speaker"]]
+    labels = listed[0] if listed else list(dict.fromkeys(b["speaker"]["const"] for b in branches))
+    return actions, labels
+
+
 def rotating_board(*, closes: bool) -> ScriptedModel:
     """Moderator asks the specialists in turn and closes as soon as its schema lets it (if ``closes``)."""
     asked = {"n": 0}
@@ -42,9 +54,7 @@ def rotating_board(*, closes: bool) -> ScriptedModel:
         if tag.stage == "conclusion":
             return CONCLUSION
         if tag.stage == "board_turn" and tag.role == "moderator":
-            schema = request.json_schema or {}
-            actions = schema["properties"]["action"]["enum"]
-            labels = schema["properties"]["speaker"]["enum"]
+            actions, labels = offered(request.json_schema or {})
             if "close" in actions and (closes or actions == ["close"]):  # at the turn limit it must close
                 return {"action": "close", "speaker": labels[0], "message": "We have a plan; thank you."}
             speaker = labels[asked["n"] % len(labels)]

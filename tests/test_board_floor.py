@@ -7,14 +7,24 @@ oncologist). Runs go through the CLI with the scripted backend; the assertions r
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from consilium.cases import load_case
 from consilium.cli import main
+from consilium.models import ModelRequest
+from consilium.models.backends.scripted import ScriptedModel
+from consilium.protocols.base import RunModels
+from consilium.protocols.board.config import BoardConfig
+from consilium.protocols.board.run import run_board
 from consilium.protocols.board.trace import BoardTrace
 from consilium.protocols.registry import read_trace
 
@@ -183,3 +193,154 @@ def test_alternating_discussion_is_kept_for_older_traces(tmp_path: Path, capsys:
     trace, _ = board(tmp_path, script(tmp_path, rules), "--max-turns", "5", "--discussion", "alternating")
     assert trace.stop_reason == "turn_limit" and len(trace.turns) == 4
     assert all('"pass"' not in c.messages[-1].content for c in trace.calls if c.role == "moderator")
+
+
+
+# The rules of the moderator's answer are in its JSON schema, so a backend that enforces schemas (a llama.cpp
+# grammar, a server's json_schema) cannot break them. A moderator held to its schema, as a grammar holds a
+# model: of the answers planned for a turn, it gives the first its request's schema admits. Its first choice
+# for each pass names no turn, what the embedded model did under a grammar that allowed it.
+MODERATOR_PLAN: dict[int, list[dict[str, Any]]] = {
+    1: [{"action": "ask", "speaker": "Radiologist", "message": "Radiology, the staging?"}],
+    3: [{"action": "pass", "speaker": "Thoracic surgeon", "message": "whether PET clears the mediastinum"},
+        {"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 2, "message": "PET and the mediastinum"}],
+    4: [{"action": "pass", "speaker": "Medical oncologist", "message": "EBUS before surgery"},
+        {"action": "pass", "speaker": "Medical oncologist", "responds_to": 3, "message": "EBUS before surgery"}],
+    5: [{"action": "close", "speaker": "Radiologist", "message": "Staging first, then surgery. Thank you."}],
+}
+SPEAKER_PLAN = {2: "cT2aN1 on PET-CT.", 3: "EBUS first.", 4: "Agreed, and osimertinib after surgery."}
+# At turn 5 the meeting so far is: 1 the Moderator's, 2 the Radiologist's, 3 the Thoracic surgeon's (a reply
+# to 2), 4 the Medical oncologist's (a reply to 3). Each speaker may reply to an earlier specialist turn but its
+# own: the Radiologist to 3 or 4, the Thoracic surgeon to 2 or 4, the Medical oncologist to 2 or 3.
+AT_TURN_5: list[tuple[dict[str, Any], bool]] = [
+    ({"action": "pass", "speaker": "Medical oncologist", "responds_to": 3, "message": "x"}, True),
+    ({"action": "pass", "speaker": "Medical oncologist", "responds_to": 2, "message": "x"}, True),
+    ({"action": "pass", "speaker": "Radiologist", "responds_to": 4, "message": "x"}, True),
+    ({"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 4, "message": "x"}, True),
+    ({"action": "pass", "speaker": "Medical oncologist", "message": "x"}, False),  # a pass names no turn
+    ({"action": "pass", "speaker": "Medical oncologist", "responds_to": None, "message": "x"}, False),
+    ({"action": "pass", "speaker": "Medical oncologist", "responds_to": 4, "message": "x"}, False),  # its own
+    ({"action": "pass", "speaker": "Radiologist", "responds_to": 2, "message": "x"}, False),  # its own
+    ({"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 1, "message": "x"}, False),  # Moderator's
+    ({"action": "pass", "speaker": "Thoracic surgeon", "responds_to": 5, "message": "x"}, False),  # not yet said
+    ({"action": "ask", "speaker": "Radiologist", "message": "x"}, True),
+    ({"action": "ask", "speaker": "Radiologist", "responds_to": None, "message": "x"}, True),
+    ({"action": "ask", "speaker": "Thoracic surgeon", "responds_to": 2, "message": "x"}, True),
+    ({"action": "ask", "speaker": "Radiologist", "responds_to": 2, "message": "x"}, False),  # its own
+    ({"action": "ask", "speaker": "Medical oncologist", "responds_to": 1, "message": "x"}, False),
+    ({"action": "ask", "speaker": "Astrologer", "message": "x"}, False),
+    ({"action": "ask", "speaker": "Radiologist", "message": ""}, False),
+    ({"action": "ask", "speaker": "Radiologist", "message": "x", "urgency": "high"}, False),
+    ({"action": "close", "speaker": "Radiologist", "message": "Thank you."}, True),
+    ({"action": "adjourn", "speaker": "Radiologist", "message": "Thank you."}, False),
+]
+
+
+def schema_held_board(schemas: dict[int, dict[str, Any]]) -> ScriptedModel:
+    """The meeting above, its moderator held to each request's JSON schema; every moderator schema is kept
+    by turn number."""
+
+    def respond(request: ModelRequest) -> Any:
+        tag, turn = request.tag, request.tag.round or 0
+        if tag.stage == "role_assignment":
+            return ASSIGNMENT
+        if tag.stage == "conclusion":
+            return CONCLUSION
+        if tag.role != "moderator":
+            return SPEAKER_PLAN[turn]
+        schemas[turn] = request.json_schema or {}
+        admits = jsonschema.Draft202012Validator(schemas[turn]).is_valid
+        return next((answer for answer in MODERATOR_PLAN[turn] if admits(answer)), MODERATOR_PLAN[turn][0])
+
+    return ScriptedModel(responder=respond, model_id="schema-held-board")
+
+
+@pytest.fixture(scope="module")
+def held_meeting() -> tuple[BoardTrace, dict[int, dict[str, Any]]]:
+    schemas: dict[int, dict[str, Any]] = {}
+    model = schema_held_board(schemas)
+    trace = asyncio.run(run_board(load_case(CASE), "agents", RunModels(panel=model, moderator=model),
+                                  BoardConfig(), run_id="held"))
+    return trace, schemas
+
+
+def test_a_model_held_to_the_schema_cannot_pass_the_floor_without_naming_a_turn(
+        held_meeting: tuple[BoardTrace, dict[int, dict[str, Any]]]) -> None:
+    """Under a schema that let a pass leave out ``responds_to``, the embedded model did so until its repairs ran
+    out and the meeting failed. With the rule in the schema, the pass names a turn at the first attempt."""
+    trace, _ = held_meeting
+    assert trace.status == "completed" and trace.stop_reason == "moderator_closed", trace.error
+    assert [(t.number, t.role, t.floor, t.responds_to) for t in trace.turns] == [
+        (1, "Moderator", None, None), (2, "Radiologist", "asked", None), (3, "Thoracic surgeon", "passed", 2),
+        (4, "Medical oncologist", "passed", 3), (5, "Moderator", None, None)]
+    assert [c.error for c in trace.calls if c.error] == [], "no answer went back for a repair"
+
+
+def test_every_rule_of_the_moderators_answer_is_in_its_json_schema(
+        held_meeting: tuple[BoardTrace, dict[int, dict[str, Any]]]) -> None:
+    _, schemas = held_meeting
+    validator = jsonschema.Draft202012Validator(schemas[5])
+    assert [(answer, validator.is_valid(answer)) for answer, _ in AT_TURN_5] == AT_TURN_5
+    # Each action's required fields are required by the schema itself: a pass names its turn; an ask need not
+    # (the prompt lets its responds_to be null) and a close's speaker and turn are ignored.
+    required = {(b["properties"]["action"]["const"], tuple(b["required"])) for b in schemas[5]["anyOf"]}
+    assert required == {("ask", ("action", "speaker", "message")),
+                        ("pass", ("action", "speaker", "responds_to", "message")),
+                        ("close", ("action", "speaker", "message"))}
+    # At turn 3 only the Radiologist's turn 2 can be answered: the Radiologist has no pass to take.
+    passes = {b["properties"]["speaker"]["const"]: b["properties"]["responds_to"]["enum"]
+              for b in schemas[3]["anyOf"] if b["properties"]["action"]["const"] == "pass"}
+    assert passes == {"Thoracic surgeon": [2], "Medical oncologist": [2]}
+
+
+def grammar_admits(schema: dict[str, Any]) -> Any:
+    """Whether llama.cpp's grammar sampler, built from ``schema`` by the embedded backend's converter, lets a
+    text through token by token and then lets it end. Only the embedded model's vocabulary is loaded."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from llama_cpp._internals import LlamaModel
+
+    from consilium.models.backends.llama import embedded_model_path
+    from consilium.models.backends.llama_grammar import json_grammar
+
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    vocab = LlamaModel(path_model=str(embedded_model_path()), params=params, verbose=False)
+    grammar = json_grammar(schema)
+
+    def allowed(sampler: Any, token: int) -> bool:
+        one = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 1.0, 0.0))
+        candidates = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
+        return math.isfinite(one[0].logit)
+
+    def admits(text: str) -> bool:
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab.vocab, grammar._grammar.encode(), grammar._root.encode())
+        assert sampler, "llama.cpp refused the grammar"
+        try:
+            for token in vocab.tokenize(text.encode(), add_bos=False, special=False):
+                if not allowed(sampler, token):
+                    return False
+                llama_cpp.llama_sampler_accept(sampler, token)
+            return allowed(sampler, vocab.token_eos())
+        finally:
+            llama_cpp.llama_sampler_free(sampler)
+
+    return admits
+
+
+def test_the_moderators_schema_becomes_a_grammar_that_holds_its_rules(
+        held_meeting: tuple[BoardTrace, dict[int, dict[str, Any]]]) -> None:
+    """The embedded backend turns the union into a llama.cpp grammar, which llama.cpp accepts and which lets
+    through exactly the answers the schema admits (the same answers at turn 5, written as a model would)."""
+    _, schemas = held_meeting
+    admits = grammar_admits(schemas[5])
+    assert [(answer, admits(in_grammar_order(answer))) for answer, _ in AT_TURN_5] == AT_TURN_5
+
+
+def in_grammar_order(answer: dict[str, Any]) -> str:
+    """The answer as JSON with its keys where a llama.cpp grammar puts them: a branch's required keys in the
+    schema's order, then its optional ones (an ask's ``responds_to`` after the message)."""
+    required = ["action", "speaker", "responds_to", "message"] if answer["action"] == "pass" else \
+        ["action", "speaker", "message", "responds_to"]
+    order = [*required, *sorted(set(answer) - set(required))]
+    return json.dumps({key: answer[key] for key in order if key in answer})

@@ -3,7 +3,6 @@ specialists, the single-call board writer and the Specialist Turn answerer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -17,6 +16,7 @@ from consilium.agents.records import AssignedRole
 from consilium.errors import IncompleteAnswerError, ModelOutputError
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
+from consilium.protocols.board.moderator_schema import MODERATOR, floor_check, moderator_schema, open_floor_turns
 from consilium.protocols.board.transcript import Turn, one_line, split_sentences
 from consilium.protocols.board.validate import validate_transcript
 
@@ -34,7 +34,6 @@ __all__ = [
     "write_single_board",
 ]
 
-MODERATOR = "Moderator"
 #: The board's prompts are in this package's ``prompts/`` folder.
 PROMPTS = "consilium.protocols.board"
 
@@ -125,46 +124,6 @@ def moderator_sentences() -> ModeratorSentences:
     return ModeratorSentences.model_validate(yaml.safe_load(text))
 
 
-def _moderator_schema(labels: list[str], actions: list[str], open_floor: bool) -> dict[str, Any]:
-    properties: dict[str, Any] = {"action": {"type": "string", "enum": actions},
-                                  "speaker": {"type": "string", "enum": labels}}
-    if open_floor:
-        properties["responds_to"] = {"type": ["integer", "null"], "minimum": 1}
-    properties["message"] = {"type": "string", "minLength": 1, "maxLength": 700}
-    return {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
-            "properties": properties}
-
-
-def _floor_check(schema: OutputSchema, turns: list[Turn]) -> Callable[[str], Any]:
-    """The schema's own validation, then what a JSON schema cannot say: ``responds_to`` names an earlier
-    turn of another specialist, and a pass names one. A failure goes back to the model (repair)."""
-    plain = OutputSchema(name=schema.name, json_schema=schema.json_schema)
-    numbers = {t.number: t for t in turns}
-
-    def check(text: str) -> Any:
-        value = plain.validate(text)
-        if value["action"] == "close":
-            return value
-        target = value.get("responds_to")
-        if target is None:
-            if value["action"] == "pass":
-                raise OutputInvalid('responds_to: a "pass" must name the turn the speaker replies to')
-            return value
-        said = numbers.get(target)
-        if said is None:
-            known = f"turns 1–{len(turns)}" if turns else "no turns yet"
-            raise OutputInvalid(f"responds_to: turn {target} does not exist (the meeting has {known})")
-        if said.role == MODERATOR:
-            raise OutputInvalid(f"responds_to: turn {target} is the Moderator's; name a specialist's turn, or "
-                                "null")
-        if said.role == value["speaker"]:
-            raise OutputInvalid(f"responds_to: turn {target} is the {said.role}'s own; a speaker replies to "
-                                "another specialist")
-        return value
-
-    return check
-
-
 def _table(roles: list[AssignedRole]) -> str:
     """The specialists at the table, in the order assigned: the same text in every call of a meeting, ahead
     of the transcript, so each call shares its prefix with the one before (vLLM prefix caching)."""
@@ -193,16 +152,16 @@ async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list
     direct reply (``open_floor`` only), or closes. Closing is offered once at least two specialists have
     spoken (``may_close``) and is the only choice at the turn limit (``must_close``). ``may_ask`` is
     false with two turns left, where a question and its answer would leave no turn for the closing."""
+    labels = [r.label for r in roles]
     if must_close:
         actions = ["close"]
     else:
-        others = (["pass"] if may_pass and open_floor and turns else []) + (["close"] if may_close else [])
+        passing = may_pass and open_floor and open_floor_turns(labels, turns)
+        others = (["pass"] if passing else []) + (["close"] if may_close else [])
         actions = (["ask"] if may_ask or not others else []) + others
-    labels = [r.label for r in roles]
-    name = "ModeratorTurn"
-    schema = OutputSchema(name=name, json_schema=_moderator_schema(labels, actions, open_floor))
-    if open_floor:
-        schema = OutputSchema(name=name, json_schema=schema.json_schema, check=_floor_check(schema, turns))
+    # Open floor: the rules across fields are in the schema (moderator_schema.py) and checked again after.
+    schema = OutputSchema(name="ModeratorTurn", json_schema=moderator_schema(labels, actions, open_floor, turns),
+                          check=floor_check(labels, actions, turns) if open_floor else None)
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_moderator", preamble="board_preamble", package=PROMPTS,
                                images=call.images,
