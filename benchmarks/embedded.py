@@ -69,6 +69,7 @@ class LlamaSlot:
     slots = 1
     supports_images = False
     stage_max_tokens = NO_STAGE_LIMITS
+    enforces_schemas = False  # its answers are the script's
 
     def __init__(self, latency_ms: float = 50.0) -> None:
         self.inner = ScriptedModel(Script(rules=RULES, latency_ms=latency_ms))

@@ -12,6 +12,12 @@ each answer with substring rules on the last user message:
 ``[{"contains": ["...", ...], "json": {...}} | {"contains": [...], "response": "..."}]``,
 the first rule whose substrings all occur answering.
 
+With ``--schemas honour`` it stands in for a server that enforces ``response_format``: a request
+carrying a JSON schema (``{"type": "json_schema", "json_schema": {"schema": …}}`` or llama.cpp's
+``{"type": "json_object", "schema": …}``) is answered with the simplest value of that schema
+(:func:`schema_instance`: each const, the first of each enum, every property), whatever the rules say;
+``--schemas ignore`` (the default) answers by the rules alone, as a server that drops ``response_format``.
+
 With ``--prefix-cache-blocks N`` it also simulates one vLLM replica's automatic prefix cache:
 the prompt (each message as ``<|role|>``, its content, newlines between; tokenized with tiktoken's
 cl100k_base as consilium counts tokens) is cut into 16-token blocks, each named by a hash chained
@@ -85,7 +91,47 @@ class PrefixCache:
             self.blocks.popitem(last=False)
 
 
-def _answer(rules: list[dict[str, Any]], body: dict[str, Any]) -> str:
+def schema_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """The simplest value ``schema`` accepts, as a decoder held to it would write one: a const, an enum's
+    first choice, an object with every property, a string of its least length (at least one character),
+    a number at its minimum; the first branch of an anyOf / oneOf; a local ``$ref`` followed."""
+    defs = schema.get("$defs", {}) if defs is None else defs
+    if "$ref" in schema:
+        return schema_instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return schema_instance(schema[key][0], defs)
+    kind = schema.get("type", "object")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind == "object":
+        return {name: schema_instance(sub, defs) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {}), defs) for _ in range(schema.get("minItems", 0))]
+    if kind == "string":
+        return "x" * max(1, schema.get("minLength", 0))
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    return True if kind == "boolean" else None
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request's ``response_format`` asks to be held to (OpenAI's or llama.cpp's shape)."""
+    found = body.get("response_format")
+    if not isinstance(found, dict):
+        return None
+    if found.get("type") == "json_schema":
+        return (found.get("json_schema") or {}).get("schema")
+    return found.get("schema") if found.get("type") == "json_object" else None
+
+
+def _answer(rules: list[dict[str, Any]], body: dict[str, Any], honour_schemas: bool = False) -> str:
+    schema = _schema(body) if honour_schemas else None
+    if schema is not None:
+        return json.dumps(schema_instance(schema))
     users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
     last = users[-1] if users else ""
     text = last if isinstance(last, str) else " ".join(p.get("text", "") for p in last or [])
@@ -111,8 +157,10 @@ def _completion(text: str, model: str, prompt_chars: int, prompt_tokens: int | N
 
 
 class FakeServer:
-    def __init__(self, rules: list[dict[str, Any]], latency_ms: float, prefix_cache: PrefixCache | None = None) -> None:
+    def __init__(self, rules: list[dict[str, Any]], latency_ms: float, prefix_cache: PrefixCache | None = None,
+                 honour_schemas: bool = False) -> None:
         self.rules, self.latency_s = rules, latency_ms / 1000
+        self.honour_schemas = honour_schemas
         self.prefix_cache = prefix_cache
         self.requests = 0
 
@@ -151,7 +199,7 @@ class FakeServer:
             return b"404 Not Found", b'{"error": {"message": "not found"}}', []
         self.requests += 1
         body = json.loads(raw)
-        text, model = _answer(self.rules, body), body.get("model", "fake")
+        text, model = _answer(self.rules, body, self.honour_schemas), body.get("model", "fake")
         if self.prefix_cache is None:
             return b"200 OK", _completion(text, model, len(raw)), []
         tokens = self.prefix_cache.tokens(body.get("messages", []))
@@ -159,15 +207,16 @@ class FakeServer:
         return b"200 OK", _completion(text, model, len(raw), len(tokens), cached), tokens
 
 
-async def serve(rules: list[dict[str, Any]], latency_ms: float, port: int, cache_blocks: int = 0) -> None:
+async def serve(rules: list[dict[str, Any]], latency_ms: float, port: int, cache_blocks: int = 0,
+                honour_schemas: bool = False) -> None:
     prefix_cache = None
     if cache_blocks > 0:
         from consilium.models.tokens import _encoding  # the project's tiktoken encoding, only when simulating
 
         encoding = _encoding()
         prefix_cache = PrefixCache(cache_blocks, lambda text: encoding.encode(text, disallowed_special=()))
-    server = await asyncio.start_server(FakeServer(rules, latency_ms, prefix_cache).handle, "127.0.0.1", port,
-                                        backlog=1024)
+    server = await asyncio.start_server(FakeServer(rules, latency_ms, prefix_cache, honour_schemas).handle,
+                                        "127.0.0.1", port, backlog=1024)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
         await server.serve_forever()
@@ -180,6 +229,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--prefix-cache-blocks", type=int, default=0,
                         help="simulate vLLM's prefix cache with this many 16-token blocks (0: off)")
+    parser.add_argument("--schemas", choices=("honour", "ignore"), default="ignore",
+                        help="honour: answer a response_format schema with a value of it; ignore: the rules alone")
     args = parser.parse_args()
     try:
         import uvloop  # the fastest loop available: the server should add as little lag as it can
@@ -190,7 +241,7 @@ def main() -> None:
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             runner.run(serve(json.loads(args.rules.read_text()), args.latency_ms, args.port,
-                              args.prefix_cache_blocks))
+                              args.prefix_cache_blocks, args.schemas == "honour"))
     except KeyboardInterrupt:
         sys.exit(0)
 

@@ -42,7 +42,39 @@ def test_models_check_with_a_scripted_model(tmp_path: Path, capsys: pytest.Captu
                       "urgency: emergency}\ndefault: Acute inferior myocardial infarction.\n")
     assert main(["models", "check", "--model", f"scripted:{script}"]) == 0
     out = capsys.readouterr().out
-    assert "model: demo" in out and "(estimated)" in out and "total: 2 calls" in out
+    assert "model: demo" in out and "(estimated)" in out and "total: 3 calls" in out
+    # The probe's answer is the script's default text: no schema held it, and the script declares none.
+    assert ("schema enforced: no (the probe: the output is not valid JSON (Expecting value at line 1 column 1); "
+            "the backend does not declare schema enforcement)") in out
+
+
+@pytest.mark.localhost
+@pytest.mark.parametrize("schemas, dialect, verdict", [
+    ("honour", "json_schema", "schema enforced: yes (the probe's answer holds the one value its schema allows; "
+                              "the backend declares it enforces schemas)"),
+    ("honour", "json_object", "schema enforced: yes"),
+    ("ignore", "json_schema", "schema enforced: no (the probe: the JSON does not match the triage_code schema: "
+                              "code: 'heart' is not one of ['QX-7-LANTERN']; the backend declares it enforces "
+                              "schemas); judges ask it constrained first and repair: with a server that ignores "
+                              "response_format, run it with --schema-dialect none"),
+    ("honour", "none", "schema enforced: no (the probe: the JSON does not match the triage_code schema: code: "
+                       "'heart' is not one of ['QX-7-LANTERN']; the backend does not declare schema enforcement)"),
+])
+def test_models_check_says_whether_the_server_enforced_the_schema(schemas: str, dialect: str, verdict: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from workload import fake_server  # benchmarks/fakeserver.py in its own process
+
+    # Unconstrained, the stand-in answers the check's structured call in its schema and the probe with a code
+    # of its own; held to response_format (--schemas honour), it writes each schema's one allowed value.
+    rules = [{"contains": ["Which specialty"], "json": {"specialty": "cardiology", "urgency": "emergency"}},
+             {"contains": ["triage code"], "json": {"code": "heart"}},
+             {"contains": [], "response": "An inferior myocardial infarction."}]
+    with fake_server(0.0, rules, ("--schemas", schemas)) as url:
+        assert main(["models", "check", "--model", "openai:fake", "--base-url", url,
+                     "--schema-dialect", dialect]) == 0
+    out = capsys.readouterr().out
+    assert verdict in out and "total: 3 calls" in out
 
 
 def test_python_dash_m_entry_point_exits_2_without_traceback() -> None:

@@ -107,6 +107,7 @@ class InFlight:
         self.inner = inner
         self.model_id, self.endpoint = inner.model_id, inner.endpoint
         self.supports_images, self.stage_max_tokens = inner.supports_images, inner.stage_max_tokens
+        self.enforces_schemas = inner.enforces_schemas
         self.now = self.peak = self.calls = 0
 
     async def generate(self, request: ModelRequest) -> ModelResponse:

@@ -33,7 +33,7 @@ class Closable(ScriptedModel):
     stage_max_tokens: Mapping[str, int] = {"opinion": 64}
 
     def __init__(self) -> None:
-        super().__init__(Script(model="inner-model", images=True, default="an answer"))
+        super().__init__(Script(model="inner-model", images=True, default="an answer", enforces_schemas=True))
         self.closed = 0
 
     async def aclose(self) -> None:
@@ -50,8 +50,9 @@ async def test_every_wrapper_presents_its_inner_model_and_closes_it(tmp_path: Pa
     made = wrappers(inner, tmp_path)
     for model in made:
         assert isinstance(model, WrapperModel) and model.inner is inner
-        assert (model.model_id, model.endpoint, model.supports_images, dict(model.stage_max_tokens)) == (
-            "inner-model", "somewhere:1", True, {"opinion": 64}), type(model).__name__
+        assert (model.model_id, model.endpoint, model.supports_images, dict(model.stage_max_tokens),
+                model.enforces_schemas) == ("inner-model", "somewhere:1", True, {"opinion": 64}, True), \
+            type(model).__name__
         await model.aclose()
     assert inner.closed == len(made)
 
@@ -76,6 +77,10 @@ def test_a_pool_is_several_models_not_a_wrapper_of_one() -> None:
     pool = PooledModel(replicas)
     assert not isinstance(pool, WrapperModel)
     assert pool.endpoint == "pool(scripted,scripted)" and pool.supports_images is False
+    # A schema is enforced by a pool only where every replica enforces it: any of them may answer.
+    enforcing = [ScriptedModel(Script(model="m", enforces_schemas=True)) for _ in range(2)]
+    assert PooledModel(enforcing).enforces_schemas is True
+    assert PooledModel([*enforcing, ScriptedModel(Script(model="m"))]).enforces_schemas is False
 
 
 def test_a_misspelt_stage_is_refused() -> None:

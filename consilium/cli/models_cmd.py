@@ -1,19 +1,23 @@
-"""``consilium models check``: one plain and one schema-constrained call, with timings and usage."""
+"""``consilium models check``: one plain and one schema-constrained call, with timings and usage, and a
+probe of whether the backend enforces a schema (a call only an enforced schema can answer validly)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from consilium import aio
 from consilium.cli.options import add_model_arguments, model_options, model_spec, show_help
+from consilium.errors import ModelError, ModelOutputError
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.factory import build_model, for_run
+from consilium.models.protocol import enforces_schemas
 from consilium.redact import clip
 
-__all__ = ["CheckAnswer", "cache_note", "register", "run_check"]
+__all__ = ["PROBE_CODE", "CheckAnswer", "Enforcement", "cache_note", "enforcement_line", "register", "run_check"]
 
 
 class CheckAnswer(BaseModel):
@@ -22,6 +26,13 @@ class CheckAnswer(BaseModel):
     specialty: str = Field(description="the medical specialty best placed to see this patient")
     urgency: Literal["routine", "urgent", "emergency"]
 
+
+#: The one value the probe's schema allows: named nowhere in its prompt, so no model writes it unless a
+#: grammar or response_format holds it to the schema.
+PROBE_CODE = "QX-7-LANTERN"
+_PROBE = OutputSchema(name="triage_code", json_schema={
+    "type": "object", "additionalProperties": False, "required": ["code"],
+    "properties": {"code": {"type": "string", "enum": [PROBE_CODE]}}})
 
 _SYSTEM = "You are a concise clinical assistant."
 _CASE = "A 58-year-old man has crushing chest pain for 40 minutes, sweating, and ST elevation in leads II, III, aVF."
@@ -38,7 +49,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 
-async def _check(args: argparse.Namespace) -> CallRecorder:
+@dataclass(frozen=True)
+class Enforcement:
+    """What the backend declares (``ChatModel.enforces_schemas``), and the error of a probe no answer came to."""
+
+    declared: bool
+    refused: str | None = None
+
+
+async def _check(args: argparse.Namespace) -> tuple[CallRecorder, Enforcement]:
     # A check must reach the model: never answer it from the cache.
     base = build_model(model_spec(args), model_options(args, cache=False))
     recorder = CallRecorder()
@@ -59,13 +78,27 @@ async def _check(args: argparse.Namespace) -> CallRecorder:
                                                    'Answer in JSON, as {"specialty": ..., "urgency": ...}.')),
             settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 96)}),
             schema=OutputSchema.from_model(CheckAnswer), tag=CallTag(stage="check", role="structured")))
+        # The probe: one attempt, never repaired (a repair would show the model the schema's error).
+        probe = for_run(base, recorder, max_repairs=0, accept_truncated=True)
+        refused = None
+        try:
+            await probe.generate(ModelRequest(
+                messages=(Message(role="system", content=_SYSTEM),
+                          Message(role="user", content=f"{_CASE}\nGive this case's triage code, in JSON as "
+                                                       '{"code": ...}.')),
+                settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 32)}),
+                schema=_PROBE, tag=CallTag(stage="check", role="enforced")))
+        except ModelOutputError:
+            pass  # recorded, with what is wrong with its answer
+        except ModelError as exc:  # e.g. a server that refuses response_format: not recorded, said
+            refused = str(exc)
     finally:
         await model.aclose()
-    return recorder
+    return recorder, Enforcement(declared=enforces_schemas(base), refused=refused)
 
 
 def run_check(args: argparse.Namespace) -> int:
-    recorder = aio.run(_check(args))
+    recorder, enforcement = aio.run(_check(args))
     print(f"model: {recorder.calls[0].model}  (spec {model_spec(args)})")
     for call in recorder.calls:
         u = call.usage
@@ -81,10 +114,26 @@ def run_check(args: argparse.Namespace) -> int:
     overall = total.output_tokens / elapsed if elapsed > 0 else 0.0
     print(f"total: {total.calls} calls, {total.input_tokens} input + {total.output_tokens} output tokens, "
           f"{elapsed:.2f} s, {overall:.1f} tokens/s")
+    print(enforcement_line(recorder, enforcement))
     note = cache_note(model_spec(args), recorder)
     if note:
         print(note)
     return 0
+
+
+def enforcement_line(recorder: CallRecorder, enforcement: Enforcement) -> str:
+    """Whether the probe's answer kept the schema (it can only by enforcement), beside what the backend
+    declares, and what a judge does with it (docs/judges.md, Decoding order)."""
+    probe = next((c for c in reversed(recorder.calls) if c.role == "enforced"), None)
+    said = "declares it enforces schemas" if enforcement.declared else "does not declare schema enforcement"
+    if probe is not None and probe.parsed is not None:
+        return f"schema enforced: yes (the probe's answer holds the one value its schema allows; the backend {said})"
+    why = enforcement.refused or (probe.error if probe is not None else None) or "no answer"
+    line = f"schema enforced: no (the probe: {clip(why, 160)}; the backend {said})"
+    if enforcement.declared:
+        line += ("; judges ask it constrained first and repair: with a server that ignores response_format, "
+                 "run it with --schema-dialect none so that they ask in the paper's order")
+    return line
 
 
 def cache_note(spec: str, recorder: CallRecorder) -> str | None:

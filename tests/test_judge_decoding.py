@@ -1,0 +1,200 @@
+"""The judge's decoding order: constrained from the first attempt where the backend enforces schemas,
+the paper's order (schema-free attempts and repairs, then one constrained attempt) where it does not or
+where the rubric pins it, and the order recorded in every judgement (consilium/judges/decoding.py).
+
+Counts are worked out by hand from the fixture: the structured myocarditis trace has 5 diagnosis-match
+items (its conclusion; the final opinion as rank 1; the 3 entries of the panel's final differential as
+ranks 2-4), the afibrillation case 10 signed criteria (its YAML), and ``--max-repairs`` is 2, so an item
+asked in the paper's order costs 1 + 2 relaxed calls and 1 constrained one, in the constrained order 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_judges import CASES, PANEL
+
+from consilium.api import judge_run
+from consilium.cli import main
+from consilium.judges.record import Judgement, read_judgement
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from workload import fake_server  # noqa: E402  (benchmarks/workload.py: benchmarks/fakeserver.py, its own process)
+
+MYOCARDITIS, AFIB = "diagnostic-myocarditis", "consultation-afib-anticoagulation"
+REPAIRS = 2
+DIFFERENTIAL = PANEL["rules"][3]["json"]["final_differential"].splitlines()  # type: ignore[index]
+MATCH_ITEMS = 1 + 1 + len(DIFFERENTIAL)  # conclusion; rank 1 (the final opinion); one per differential entry
+CRITERIA = len(yaml.safe_load((CASES / f"{AFIB}.yaml").read_text())["reference"]["rubric"])
+PROSE = "It matches, I think."  # what the judge writes without a schema holding it: never valid JSON
+
+#: A judge that keeps the schema only under it (a small model on a grammar): prose unconstrained, JSON
+#: constrained, except that its first constrained answer on rank 2 is still unusable.
+JUDGE: dict[str, Any] = {"model": "grammar-judge", "enforces_schemas": True, "rules": [
+    {"stage": "judge", "constrained": False, "response": PROSE},
+    {"stage": "judge", "constrained": True, "contains": "ranked 2", "times": 1, "response": '{"match": maybe}'},
+    {"stage": "judge", "constrained": True, "contains": '"criteria_met"',
+     "json": {"explanation": "stated", "criteria_met": True}},
+    {"stage": "judge", "constrained": True, "json": {"rationale": "same disease", "match": True}},
+]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Structured traces of two cases: one with a reference diagnosis, one with signed criteria."""
+    folder = tmp_path_factory.mktemp("decoding")
+    panel = folder / "panel.json"
+    panel.write_text(json.dumps(PANEL))
+    for case in (MYOCARDITIS, AFIB):
+        assert main(["simulate", "--case", str(CASES / f"{case}.yaml"), "--model", f"scripted:{panel}",
+                     "--out", str(folder / "runs"), "--format", "structured"]) == 0
+    return folder / "runs"
+
+
+def _judge(runs: Path, rubric: str, judge: dict[str, Any], *extra: str, rc: int | None = None) -> Judgement:
+    script = runs.parent / f"judge-{judge['model']}.json"
+    script.write_text(json.dumps(judge))
+    code = main(["judge", str(runs), "--rubric", rubric, "--judge-model", f"scripted:{script}", "--force", *extra])
+    assert rc is None or code == rc
+    case = MYOCARDITIS if rubric == "nmb-diagnosis-match" else AFIB
+    [path] = runs.glob(f"*/{case}.structured.judge.{rubric}.json")
+    return read_judgement(path)
+
+
+def _invalid(judgement: Judgement) -> int:
+    return sum(1 for call in judgement.calls if call.error is not None)
+
+
+def test_a_judge_whose_backend_enforces_schemas_asks_each_item_under_the_schema_from_the_first_attempt(
+        runs: Path) -> None:
+    judged = _judge(runs, "nmb-diagnosis-match", JUDGE)
+    assert judged.decoding == "constrained"
+    assert len(judged.items) == MATCH_ITEMS
+    # One call per item; rank 2's first answer unusable, repaired once under the schema.
+    assert (len(judged.calls), _invalid(judged)) == (MATCH_ITEMS + 1, 1)
+    assert all(call.messages[-1].role == "user" for call in judged.calls)
+    assert not any(item.not_evaluable for item in judged.items)
+
+
+def test_the_papers_order_asks_schema_free_with_repairs_then_once_constrained(runs: Path) -> None:
+    judged = _judge(runs, "nmb-diagnosis-match", JUDGE, "--judge-decoding", "paper", rc=0)
+    assert judged.decoding == "paper"
+    # 1 + 2 relaxed calls and 1 constrained per item; every relaxed one prose, and rank 2's one constrained
+    # answer unusable: with no repair left, rank 2 is not evaluable.
+    assert len(judged.calls) == MATCH_ITEMS * (1 + REPAIRS + 1)
+    assert _invalid(judged) == MATCH_ITEMS * (1 + REPAIRS) + 1
+    [lost] = [item for item in judged.items if item.not_evaluable]
+    assert lost.criterion == "rank_2"
+    assert lost.reason is not None and lost.reason.startswith("invalid judge output, also under schema-constrained")
+
+
+def test_a_judge_whose_backend_does_not_enforce_schemas_keeps_the_papers_order(runs: Path) -> None:
+    plain = {**JUDGE, "model": "plain-judge", "enforces_schemas": False}
+    judged = _judge(runs, "nmb-diagnosis-match", plain)
+    assert judged.decoding == "paper"
+    assert len(judged.calls) == MATCH_ITEMS * (1 + REPAIRS + 1)
+    # Asked constrained from the first attempt, the same backend's repairs stay bounded: at most 1 + 2 calls.
+    told = _judge(runs, "nmb-diagnosis-match", plain, "--judge-decoding", "constrained")
+    assert (told.decoding, len(told.calls)) == ("constrained", MATCH_ITEMS + 1)
+
+
+def test_the_npc_rubric_is_pinned_to_the_papers_order_which_the_flag_still_overrides(runs: Path) -> None:
+    pinned = _judge(runs, "npc-signed-criteria", JUDGE, rc=0)
+    assert pinned.decoding == "paper"
+    assert len(pinned.items) == CRITERIA
+    assert (len(pinned.calls), _invalid(pinned)) == (CRITERIA * (1 + REPAIRS + 1), CRITERIA * (1 + REPAIRS))
+    told = _judge(runs, "npc-signed-criteria", JUDGE, "--judge-decoding", "constrained", rc=0)
+    assert (told.decoding, len(told.calls), _invalid(told)) == ("constrained", CRITERIA, 0)
+    assert [i.score for i in told.items] == [i.score for i in pinned.items]
+
+
+def test_a_jury_records_each_judges_decoding_order(runs: Path) -> None:
+    grammar, plain = runs.parent / "jury-grammar.json", runs.parent / "jury-plain.json"
+    grammar.write_text(json.dumps(JUDGE))
+    plain.write_text(json.dumps({**JUDGE, "model": "plain-judge", "enforces_schemas": False}))
+    main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--force",
+          "--judge-model", f"scripted:{grammar}", "--judge-model", f"scripted:{plain}"])
+    [path] = runs.glob(f"*/{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+    judged = read_judgement(path)
+    assert judged.jury is not None
+    assert [(m.model, m.decoding) for m in judged.jury] == [("grammar-judge", "constrained"), ("plain-judge", "paper")]
+    assert len(judged.calls) == (MATCH_ITEMS + 1) + MATCH_ITEMS * (1 + REPAIRS + 1)
+
+
+def test_the_api_takes_the_decoding_order(runs: Path) -> None:
+    script = runs.parent / "api-judge.json"
+    script.write_text(json.dumps(JUDGE))
+    judged = {j.case_id: j for j in judge_run(runs, "nmb-diagnosis-match", judge_model=f"scripted:{script}",
+                                                force=True, judge_decoding="paper")}
+    assert judged[MYOCARDITIS].decoding == "paper"
+    assert len(judged[MYOCARDITIS].calls) == MATCH_ITEMS * (1 + REPAIRS + 1)
+    assert judged[AFIB].calls == []  # no reference diagnosis: not evaluable, no call made
+
+
+def test_a_judgement_recorded_before_the_order_was_reads_as_the_papers_order(runs: Path, tmp_path: Path) -> None:
+    judged = _judge(runs, "nmb-diagnosis-match", JUDGE)
+    data = json.loads(judged.model_dump_json())
+    del data["decoding"]
+    old = tmp_path / "old.judge.nmb-diagnosis-match.json"
+    old.write_text(json.dumps(data))
+    assert read_judgement(old).decoding == "paper"
+
+
+# --- against a stand-in OpenAI-compatible server on 127.0.0.1 --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, str]]:
+    """benchmarks/fakeserver.py twice: one honouring response_format (a schema's simplest value), one ignoring it;
+    both answer prose otherwise, and the check's structured call with its JSON."""
+    rules = [{"contains": ["Which specialty"], "json": {"specialty": "cardiology", "urgency": "emergency"}},
+             {"contains": [], "response": PROSE}]
+    with fake_server(0.0, rules, ("--schemas", "honour")) as honour, \
+            fake_server(0.0, rules, ("--schemas", "ignore")) as ignore:
+        yield {"honour": honour, "ignore": ignore}
+
+
+def _requests(url: str) -> int:
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=5) as response:
+        return int(json.loads(response.read())["requests"])
+
+
+@pytest.mark.localhost
+def test_a_server_that_honours_response_format_gets_one_request_per_item(runs: Path,
+                                                                        servers: dict[str, str]) -> None:
+    url = servers["honour"]
+    before = _requests(url)
+    assert main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--judge-model", "openai:fake",
+                 "--base-url", url, "--no-cache", "--force"]) == 0
+    [path] = runs.glob(f"*/{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+    judged = read_judgement(path)
+    assert (judged.decoding, _requests(url) - before, _invalid(judged)) == ("constrained", MATCH_ITEMS, 0)
+    before = _requests(url)
+    assert main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--judge-model", "openai:fake",
+                 "--base-url", url, "--no-cache", "--force", "--judge-decoding", "paper"]) == 0
+    paper = read_judgement(path)
+    assert (paper.decoding, _requests(url) - before) == ("paper", MATCH_ITEMS * (1 + REPAIRS + 1))
+    assert _invalid(paper) == MATCH_ITEMS * (1 + REPAIRS)
+    assert paper.usage.total.input_tokens > 4 * judged.usage.total.input_tokens  # repairs carry the answers back
+
+
+@pytest.mark.localhost
+def test_a_server_that_ignores_response_format_is_repaired_a_bounded_number_of_times(
+        runs: Path, servers: dict[str, str]) -> None:
+    url = servers["ignore"]
+    before = _requests(url)
+    assert main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--judge-model", "openai:fake",
+                 "--base-url", url, "--no-cache", "--force"]) == 1  # nothing could be judged
+    [path] = runs.glob(f"*/{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+    judged = read_judgement(path)
+    assert (judged.decoding, _requests(url) - before) == ("constrained", MATCH_ITEMS * (1 + REPAIRS))
+    assert all(i.not_evaluable and (i.reason or "").startswith(
+        "invalid judge output, under schema-constrained decoding from the first attempt") for i in judged.items)
