@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("scipy", "sklearn", "matplotlib", "llama_cpp", "langgraph", "pandas", "pyarrow", "ray")
+HEAVY = ("scipy", "sklearn", "matplotlib", "llama_cpp", "langgraph", "pandas", "pyarrow", "ray", "numpy")
 
 # Runs in a fresh interpreter: this test process has long since imported everything.
 _PROBE = """

@@ -26,12 +26,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from consilium.calibration.pairs import Pair
 from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict", "baseline_pairs",
            "binary_stats", "describe", "kripp_alpha", "ordinal_stats", "reliability_data", "scope_rows"]
@@ -48,7 +49,7 @@ def _finite(value: float) -> float | None:
 def ordinal_stats(h: np.ndarray, j: np.ndarray, labels: Sequence[int]) -> dict[str, float | None]:
     from scipy import stats as scipy_stats  # on use: the command line's parser never loads scipy
 
-    diff = np.abs(h - j)
+    diff = abs(h - j)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         spearman = scipy_stats.spearmanr(h, j).statistic if len(set(h)) > 1 and len(set(j)) > 1 else float("nan")
@@ -76,6 +77,8 @@ def reliability_data(pairs: Sequence[Pair], raters: Sequence[str], *, include_ju
     """Krippendorff's reliability data: a row per rater in ``raters`` (then the judge's, unless excluded),
     a column per unit (one output's component and criterion), NaN where a rater did not rate it or put
     it out of scope (``out_of_scope``: the rubric's out-of-scope score, None when it has none)."""
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     units = sorted({p.unit for p in pairs})
     column = {unit: i for i, unit in enumerate(units)}
     row = {rater: i for i, rater in enumerate(raters)}
@@ -149,6 +152,8 @@ class _Cluster:
     @classmethod
     def of(cls, pairs: Sequence[Pair], raters: Sequence[str], include_judge: bool,
            out_of_scope: float | None) -> _Cluster:
+        import numpy as np  # on use: the command line's parser never loads numpy
+
         scored = _scored(pairs, out_of_scope)
         return cls(np.array([p.physician for p in scored], dtype=float),
                    np.array([p.judge for p in scored], dtype=float),
@@ -157,6 +162,8 @@ class _Cluster:
 
 def _compute(clusters: Sequence[_Cluster], binary: bool, labels: Sequence[int]) -> dict[str, float | None]:
     """Every statistic over the clusters' units taken together; a cluster listed twice counts twice."""
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     h = np.concatenate([c.physician for c in clusters])
     j = np.concatenate([c.judge for c in clusters])
     result: dict[str, float | None] = dict.fromkeys(BINARY if binary else ORDINAL) if not len(h) \
@@ -194,6 +201,8 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
     case ids, each draw a resample of C cases with replacement, repeats kept, every rated output of a drawn
     case with it (npcbench.txt C.2 "Confidence intervals"; Fig. A7's case-level resampling keeps every
     generator and criterion of a sampled case)."""
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     cases = sorted({p.case_id for p in pairs})
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(cases), size=(bootstrap, len(cases))) if cases and bootstrap else np.empty((0, 0))
@@ -208,6 +217,8 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
 
 def _row(name: str, group: list[Pair], cases: list[str], draws: np.ndarray, binary: bool,
          labels: Sequence[int], out_of_scope: float | None) -> AgreementRow:
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     baseline = name.startswith("physician baseline")
     raters = sorted({p.rater for p in group})
     by_case: dict[str, list[Pair]] = defaultdict(list)

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from consilium.calibration.pairs import Pair
@@ -35,6 +34,8 @@ class CriterionMap(BaseModel):
     mae_after: float | None
 
     def apply(self, score: float) -> float:
+        import numpy as np  # on use: the command line's parser never loads numpy
+
         return float(np.interp(score, self.x, self.y))
 
 
@@ -70,6 +71,8 @@ class Calibration(BaseModel):
 
 
 def split_cases(cases: Sequence[str], train_fraction: float, seed: int) -> tuple[set[str], set[str]]:
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     ordered = sorted(set(cases))
     rng = np.random.default_rng(seed)
     shuffled = [ordered[i] for i in rng.permutation(len(ordered))]
@@ -78,6 +81,8 @@ def split_cases(cases: Sequence[str], train_fraction: float, seed: int) -> tuple
 
 
 def _mae(h: list[float], j: list[float]) -> float | None:
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     return float(np.mean(np.abs(np.array(h) - np.array(j)))) if h else None
 
 

@@ -19,8 +19,10 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["cohen_kappa", "krippendorff_alpha", "percent_agreement"]
 
@@ -36,6 +38,7 @@ def krippendorff_alpha(reliability_data: np.ndarray, *, binary: bool,
     ``domain`` (the scale's points) when given, else the values the data hold (the ordinal and nominal
     metrics weigh a point no one gave by nothing, so both give the same α). None where α is undefined."""
     import krippendorff
+    import numpy as np  # on use: the command line's parser never loads numpy
 
     try:
         with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():

@@ -11,8 +11,6 @@ import statistics
 import zlib
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 __all__ = ["DIGITS", "POOLED", "cluster_bootstrap", "mean_sd", "number", "percent"]
 
 #: Decimals kept in the tables' numbers (the Markdown shows three).
@@ -41,6 +39,8 @@ def cluster_bootstrap(clusters: Mapping[str, Sequence[float]], *, draws: int, se
     """The 95 % percentile interval (unrounded) of the mean of all values, resampling whole clusters
     with replacement ``draws`` times. The generator is seeded by ``seed`` and ``key`` (the row's name), so
     a row's interval does not depend on which other rows a table has."""
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     names = sorted(clusters)
     sums = np.array([sum(clusters[c]) for c in names], dtype=float)
     counts = np.array([len(clusters[c]) for c in names], dtype=float)

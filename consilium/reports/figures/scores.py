@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from consilium.reports.compare import CohortData
 from consilium.reports.figures.style import (
     RUBRIC,
@@ -102,6 +100,8 @@ class CaseMeans:
 
 
 def _edges() -> tuple[float, ...]:
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     low, high = rubric_scale()
     return tuple(float(e) for e in np.arange(low, high + BIN / 2, BIN))
 
@@ -119,6 +119,8 @@ def case_means(data: CohortData) -> list[CaseMeans]:
         if scores:
             means = {case: statistics.fmean(statistics.fmean(v) for v in slots.values())
                      for case, slots in sorted(scores.items())}
+            import numpy as np  # on use: the command line's parser never loads numpy
+
             bins, _ = np.histogram(list(means.values()), bins=edges)
             rows.append(CaseMeans(criterion.id, criterion_label(criterion), means, edges,
                                   tuple(int(b) for b in bins), statistics.median(means.values())))

@@ -6,8 +6,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from consilium.judges.scoring import wilson_interval
 
 __all__ = ["DIGITS", "cluster_bootstrap", "count", "mean", "pct", "rate", "sd", "wilson"]
@@ -56,6 +54,8 @@ def cluster_bootstrap(clusters: Mapping[str, Sequence[float]], draws: int, seed:
     of a drawn case, and its estimate is the mean over the values it holds (npcbench.txt, C.2
     "Confidence intervals": cluster bootstrap, 2.5th and 97.5th percentiles). A fresh generator per
     call, so one group's interval does not depend on which groups came before it."""
+    import numpy as np  # on use: the command line's parser never loads numpy
+
     keys = sorted(k for k, v in clusters.items() if len(v))
     if not keys:
         return None, None
