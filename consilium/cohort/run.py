@@ -4,7 +4,9 @@ One role assignment per (case, model) is shared by a consilium's formats (ai-con
 most ``concurrency`` model calls are in flight across all arms (the shared model stack's limit), a
 failing arm is recorded with its stage and error and the cohort goes on, and each arm's trace is
 written as soon as it finishes, so memory stays flat and an interrupted cohort resumes by skipping
-arms whose trace is complete (re-used calls come from the response cache). Where traces go:
+arms whose trace is complete (re-used calls come from the response cache). A trace is written in a worker
+thread, atomically as every file is (consilium/fileio.py): its ``fsync`` waits on the disk, and on the event
+loop that wait would hold back every call in flight. Where traces go:
 consilium/cohort/arms.py; their rows: consilium/cohort/rows.py.
 """
 
@@ -122,13 +124,20 @@ class CohortRun:
                             "cohort's (move it away to run the arm again)")
         return trace
 
-    def write(self, trace: TraceBase, arm: CohortArm, path: Path) -> None:
+    async def write(self, trace: TraceBase, arm: CohortArm, path: Path) -> None:
+        """The arm's trace written off the event loop, then its row told (once the file is whole)."""
         trace = trace.model_copy(update={"model_spec": arm.model_spec})
-        write_trace(path, trace)
+        digest = await asyncio.to_thread(_write_and_digest, path, trace)
         # The index fields go to arms.jsonl only (consilium/cohort/index.py): the file as written, and
         # the settings it was made under.
         self.on_done({**arm_row(trace, arm.model_spec, path, self.run_dir, arm), "resumed": False,
-                      "trace_sha256": file_sha256(path) or "", "arm_settings": self.settings(arm)})
+                      "trace_sha256": digest, "arm_settings": self.settings(arm)})
+
+
+def _write_and_digest(path: Path, trace: TraceBase) -> str:
+    """Write the trace atomically and hash the file as written (a worker thread's part of a write)."""
+    write_trace(path, trace)
+    return file_sha256(path) or ""
 
 
 async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
@@ -158,23 +167,24 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
     if not reused and indexed:  # a variant must run: it may need what a variant reused unread holds
         done = run.finished(run.path(arm, indexed[0]), arm)
         reused += [done] if done is not None else []
-    written: set[str] = set()
+    writes: dict[str, asyncio.Task[None]] = {}
 
-    def write(trace: TraceBase) -> None:
+    def write(trace: TraceBase) -> None:  # the protocol tells of a trace as it is done: written meanwhile
         name = protocol.arm_variant(protocol.variant(trace))
-        run.write(trace, arm, run.path(arm, name))
-        written.add(name)
+        writes[name] = asyncio.ensure_future(run.write(trace, arm, run.path(arm, name)))
 
     try:
         traces = await protocol.run_arm(arm.case, todo, models, run.config(arm), run_id=run.run_id,
                                         images=arm.images, reuse=reused, on_trace=write)
     except UserError:
+        await _settle(writes, arm, run)
         raise  # the user's to fix (a refused key, an unknown model): it stops the whole cohort
     except Exception as exc:  # an arm's failure is recorded; the cohort goes on
         _log_unexpected(arm, exc)
+        told = await _settle(writes, arm, run)
         for variant in todo:
             name = protocol.arm_variant(variant)
-            if name not in written:
+            if name not in told:
                 run.on_done(failed_row(arm, name, exc))
         return
     # A protocol need not tell of each trace as it is done: what it returns and did not tell is written now,
@@ -182,13 +192,29 @@ async def _run_arm(arm: CohortArm, models: RunModels, run: CohortRun) -> None:
     asked = {protocol.arm_variant(variant) for variant in todo}
     for trace in traces:
         name = protocol.arm_variant(protocol.variant(trace))
-        if name in asked and name not in written:  # a variant it was asked for (never a reused one again)
+        if name in asked and name not in writes:  # a variant it was asked for (never a reused one again)
             write(trace)
+    told = await _settle(writes, arm, run)
     for variant in todo:
         name = protocol.arm_variant(variant)
-        if name not in written:
+        if name not in told:
             run.on_done(failed_row(arm, name, RuntimeError(f"protocol {protocol.name!r} returned no trace for "
                                                            f"variant {variant!r}")))
+
+
+async def _settle(writes: dict[str, asyncio.Task[None]], arm: CohortArm, run: CohortRun) -> set[str]:
+    """Wait for the arm's trace writes; the variants whose row is told (written, or failed to write). A
+    write the user must fix (a full disk) stops the cohort; an unforeseen one fails its variant."""
+    if writes:
+        await asyncio.wait(writes.values())
+    for name, task in writes.items():
+        error = task.exception()
+        if isinstance(error, UserError):
+            raise error
+        if error is not None:
+            _log_unexpected(arm, error)
+            run.on_done(failed_row(arm, name, error))
+    return set(writes)
 
 
 async def run_cohort(arms: list[CohortArm], models: dict[str, RunModels], run: CohortRun, *,
