@@ -82,6 +82,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                         help="finish an interrupted cohort with its own settings (from its manifest.json)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="print the calls, tokens and dollars per stage of the panel and each rubric, "
+                             "then stop: no model is called and nothing is written (docs/cohorts.md)")
+    parser.add_argument("--like", type=Path, default=None, metavar="RUN_DIR",
+                        help="with --estimate: take the rounds and tokens per call from this earlier cohort's "
+                             "traces and judgements (default: the protocols' bounds, as a range)")
     from consilium.cli import cohort_merge_cmd
     from consilium.cohort.shard import shard_arg
 
@@ -108,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     from consilium.cli import cohort_scale_cmd  # --shard, --ray: the same plan, run beyond this process
 
     _jury(args)
+    if args.estimate or args.like is not None:
+        from consilium.cli.cohort_estimate import check_estimate_flags, run_estimate
+
+        check_estimate_flags(args)
+        return run_estimate(args)
     if cohort_scale_cmd.wanted(args):
         return cohort_scale_cmd.run(args)
     return run_plan(resume_plan(args) if args.resume is not None else new_plan(args))

@@ -1,0 +1,63 @@
+"""``consilium cohort … --estimate [--like RUN_DIR]``: the cohort's plan, estimated and printed, and nothing
+run or written (docs/cohorts.md, "Estimating a cohort"). The plan is the one a run would make
+(consilium/cli/cohort_plan.py), so a bad flag or file is refused as it would be, and no run folder is made."""
+
+from __future__ import annotations
+
+import argparse
+
+from consilium.cli.cohort_plan import Plan, new_plan
+from consilium.cohort.estimate import CohortShape, estimate
+from consilium.cohort.estimate_like import read_prior
+from consilium.cohort.estimate_table import estimate_lines
+from consilium.errors import UserError
+from consilium.judges.rubric import Rubric
+from consilium.models.factory import ModelOptions
+from consilium.models.pricing import Prices
+from consilium.protocols.registry import get_protocol
+
+__all__ = ["check_estimate_flags", "plan_shape", "run_estimate"]
+
+
+def _prices(spec: str, options: ModelOptions) -> Prices | None:
+    """The prices the model of ``spec`` would record (as the factory applies them), or None."""
+    return options.prices if options.prices is not None and options.prices_spec in (None, spec) else None
+
+
+def _paper(rubrics: list[Rubric], chosen: str | None) -> bool:
+    """Whether a judge may ask in the paper's order: asked for, or pinned by a rubric (else constrained)."""
+    return chosen == "paper" or (chosen is None and any(getattr(r, "decoding", None) == "paper" for r in rubrics))
+
+
+def plan_shape(plan: Plan) -> CohortShape:
+    """What ``plan`` would run, as an estimate reads it."""
+    s = plan.settings
+    protocols = {name: ([v for v in s.variants if v in get_protocol(name).variants], plan.configs[name])
+                 for name in s.protocols}
+    judges = [j for j in [s.judge_model, *s.jury_models] if j] if plan.rubrics else []
+    prices = {spec: p for spec in s.models if (p := _prices(spec, plan.options_for(spec))) is not None}
+    for other in [*judges, *([s.moderator_model] if s.moderator_model else [])]:
+        if (found := _prices(other, plan.options)) is not None:
+            prices[other] = found
+    return CohortShape(cases=plan.cases, protocols=protocols, models=list(s.models), rubrics=plan.rubrics,
+                       judges=judges, prices=prices, paper=_paper(plan.rubrics, getattr(s, "judge_decoding", None)),
+                       moderator=s.moderator_model, replicates=max(len(s.seeds or []), 1))
+
+
+def check_estimate_flags(args: argparse.Namespace) -> None:
+    """``--like`` only with ``--estimate``; ``--estimate`` plans a new cohort, in this process."""
+    if getattr(args, "like", None) is not None and not args.estimate:
+        raise UserError("--like: only with --estimate (it names the cohort an estimate is made from)")
+    if args.estimate:
+        for flag, given in (("--resume", args.resume), ("--shard", getattr(args, "shard", None)),
+                            ("--ray", getattr(args, "ray", None))):
+            if given is not None:
+                raise UserError(f"--estimate: estimates a new cohort before it runs; not with {flag}")
+
+
+def run_estimate(args: argparse.Namespace) -> int:
+    """Print the estimate of the cohort the flags describe; no model is built or called, nothing written."""
+    plan = new_plan(args)
+    prior = read_prior(args.like) if args.like is not None else None  # checked before anything is counted
+    print("\n".join(estimate_lines(estimate(plan_shape(plan), prior))))
+    return 0

@@ -1,0 +1,238 @@
+"""A cohort's calls, tokens and dollars before any model call (``consilium cohort --estimate``).
+
+Per stage of the panel and per rubric, summed over the cohort's cases, models and variants: from a
+previous cohort's traces (``--like RUN_DIR``: its calls per trace, which carry its panels' sizes and
+review rounds, and its tokens per call as a line in the case's size; consilium/cohort/estimate_like.py),
+else from each protocol's stage structure under the run settings (consilium/cohort/estimate_shape.py,
+consilium/cohort/estimate_judges.py): then a range, fewest to most, and output tokens only bounded above
+(``≤``: every answer at its stage's ``max_tokens``). Dollars where the model's prices are known
+(consilium/models/pricing.py), every input token at the ``input`` price; else "—".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from consilium.cases import Case
+from consilium.cohort.estimate_judges import JudgeBounds, judge_bounds
+from consilium.cohort.estimate_like import Prior, StageHistory, case_tokens
+from consilium.cohort.estimate_shape import StageBounds, stage_bounds
+from consilium.judges.rubric import Rubric
+from consilium.models.pricing import PER_TOKENS, Prices
+from consilium.traces.config import RunConfig
+
+__all__ = ["CohortEstimate", "CohortShape", "EstimateRow", "Span", "estimate"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """An estimated figure: the expected value (None: only a range is known) and its fewest and most
+    (``low`` None: no lower bound is claimed; ``high`` None: unknown)."""
+
+    expected: float | None
+    low: float | None
+    high: float | None
+
+    def __add__(self, other: Span) -> Span:
+        def add(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else a + b
+        return Span(add(self.expected, other.expected), add(self.low, other.low), add(self.high, other.high))
+
+    def scaled(self, factor: float) -> Span:
+        return self.times(Span(factor, factor, factor))
+
+    def times(self, factor: Span) -> Span:
+        def mul(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else a * b
+        return Span(mul(self.expected, factor.expected), mul(self.low, factor.low), mul(self.high, factor.high))
+
+
+ZERO = Span(0.0, 0.0, 0.0)
+#: The stages the moderator's model answers (``--moderator-model``); a board's turns are priced as the panel's.
+MODERATOR_STAGES = frozenset({"role_assignment", "synthesis", "revision", "conclusion"})
+
+
+@dataclass
+class CohortShape:
+    """What a cohort will run: its cases, each protocol's variants and settings, the panel's models, the
+    rubrics and their judges, the prices known (spec → prices), and the judges' settings."""
+
+    cases: list[Case]
+    protocols: dict[str, tuple[list[str], RunConfig]]
+    models: list[str]
+    rubrics: list[Rubric] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    prices: dict[str, Prices] = field(default_factory=dict)
+    judge_max_tokens: int = 512
+    judge_max_repairs: int = 2
+    k: int = 5
+    paper: bool = False  # the judges ask in the paper's decoding order (its retry bound: 2 + max_repairs)
+    moderator: str | None = None  # the moderator's model (--moderator-model), when not the arm's panel model
+    replicates: int = 1  # times each arm is run (an experiment's replicates)
+
+    @cached_property
+    def sizes(self) -> dict[str, int]:
+        """Each case's size in tokens (estimate_like.case_tokens), counted once."""
+        return {case.id: case_tokens(case) for case in self.cases}
+
+
+@dataclass
+class EstimateRow:
+    """One stage of one part (``panel``, or ``judge <rubric>``) of one protocol variant, over every case and
+    model; ``source`` is ``like`` (a previous cohort's figures) or ``bounds`` (the protocol's)."""
+
+    part: str
+    protocol: str
+    variant: str
+    stage: str
+    source: str
+    calls: Span = ZERO
+    input_tokens: Span = ZERO
+    output_tokens: Span = ZERO
+    usd: Span = ZERO
+
+    def scale(self, factor: int) -> None:
+        self.calls, self.input_tokens = self.calls.scaled(factor), self.input_tokens.scaled(factor)
+        self.output_tokens, self.usd = self.output_tokens.scaled(factor), self.usd.scaled(factor)
+
+    def add(self, calls: Span, per_input: Span, per_output: Span, prices: Prices | None) -> None:
+        inputs, outputs = calls.times(per_input), calls.times(per_output)
+        self.calls += calls
+        self.input_tokens += inputs
+        self.output_tokens += outputs
+        self.usd += _usd(inputs, outputs, prices)
+
+
+@dataclass(frozen=True)
+class CohortEstimate:
+    """Every row of the estimate, and what it was made from (the previous cohort read, if any)."""
+
+    rows: list[EstimateRow]
+    cases: int
+    models: int
+    like: Prior | None
+
+    def parts(self) -> list[str]:
+        return list(dict.fromkeys(row.part for row in self.rows))
+
+    def total(self, part: str | None = None) -> EstimateRow:
+        """The rows of ``part`` (every row: None) added up."""
+        total = EstimateRow(part or "total", "", "", "", "")
+        for row in self.rows:
+            if part is None or row.part == part:
+                total.calls += row.calls
+                total.input_tokens += row.input_tokens
+                total.output_tokens += row.output_tokens
+                total.usd += row.usd
+        return total
+
+
+def _usd(inputs: Span, outputs: Span, prices: Prices | None) -> Span:
+    if prices is None:
+        return Span(None, None, None)
+
+    def cost(i: float | None, o: float | None) -> float | None:
+        return None if i is None or o is None else (i * prices.input + o * prices.output) / PER_TOKENS
+    # No lower bound on output: the fewest dollars are the fewest input tokens' alone.
+    low = cost(inputs.low, outputs.low if outputs.low is not None else 0.0)
+    return Span(cost(inputs.expected, outputs.expected), low, cost(inputs.high, outputs.high))
+
+
+def _seen(history: StageHistory, size: int) -> tuple[Span, Span, Span]:
+    """Calls per trace, input and output tokens per call, as a previous cohort made them."""
+    mean, low, high = history.calls
+    per_input = history.input_tokens(size)
+    return Span(mean, low, high), Span(per_input, per_input, per_input), Span(*(history.output,) * 3)
+
+
+def _bounded(stage: StageBounds, size: int) -> tuple[Span, Span, Span]:
+    low, high = stage.calls
+    fewest = stage.prompt.tokens(size)
+    return (Span(low if low == high else None, low, high),
+            Span(None, fewest, fewest + stage.carried_tokens), Span(None, None, stage.max_output))
+
+
+def _row(rows: dict[tuple[str, ...], EstimateRow], key: tuple[str, str, str, str], seen: bool) -> EstimateRow:
+    """The row of ``key``; its source ``like+bounds`` when some of its models had a history and some not."""
+    source = "like" if seen else "bounds"
+    row = rows.setdefault(key, EstimateRow(*key, source=source))
+    if row.source != source:
+        row.source = "like+bounds"
+    return row
+
+
+def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:
+    for spec in shape.models:
+        for protocol, (variants, config) in shape.protocols.items():
+            for position, variant in enumerate(variants):
+                seen = prior.stages(spec, protocol, variant) if prior else None
+                bounds = stage_bounds(protocol, variant, config) or []
+                shared = {b.stage for b in bounds if b.shared}
+                if not seen and not bounds:  # a plugin's protocol, with no history to go by: unknown, shown
+                    _row(rows, ("panel", protocol, variant, "(every stage)"), False).add(
+                        Span(None, None, None), ZERO, ZERO, None)
+                    continue
+                for case in shape.cases:
+                    size = shape.sizes[case.id]
+                    made = ((s, _seen(h, size)) for s, h in seen.items()) if seen else (
+                        (b.stage, _bounded(b, size)) for b in bounds)
+                    for stage, (calls, per_in, per_out) in made:
+                        if stage in shared and position > 0:
+                            continue  # made once per (case, model), by the arm's first variant
+                        key = ("panel", protocol, variant, stage)
+                        row = _row(rows, key, seen is not None)
+                        chair = shape.moderator if shape.moderator and stage in MODERATOR_STAGES else spec
+                        row.add(calls, per_in, per_out, shape.prices.get(chair))
+
+
+def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:
+    for rubric in shape.rubrics:
+        part, fixed = f"judge {rubric.name}", dict[str, int]()
+        for protocol, (variants, config) in shape.protocols.items():
+            for variant in variants:
+                bounds = stage_bounds(protocol, variant, config) or []
+                answer = max((b.max_output for b in bounds), default=0)  # the judged text, at most
+                record = sum(b.calls[1] * b.max_output for b in bounds)  # the whole record, at most
+                key = (part, protocol, variant, "judge")
+                for case in shape.cases:
+                    size = shape.sizes[case.id]
+                    made = judge_bounds(rubric, case, size, protocol, variant, k=shape.k, paper=shape.paper,
+                                        max_repairs=shape.judge_max_repairs, fixed=fixed)
+                    for spec, judge in _judging(shape):
+                        seen = prior.judged(rubric.name, spec, protocol, variant) if prior else None
+                        row = _row(rows, key, seen is not None)
+                        if seen:
+                            row.add(*_seen(seen, size), shape.prices.get(judge))
+                        elif made is None:
+                            row.add(Span(None, None, None), ZERO, ZERO, None)
+                        else:
+                            row.add(*_judge_bounds(made, answer, record, shape.judge_max_tokens),
+                                    shape.prices.get(judge))
+
+
+def _judge_bounds(made: JudgeBounds, answer: int, record: int, max_tokens: int) -> tuple[Span, Span, Span]:
+    """Calls (items; every repair), input tokens per call (the prompt alone; with the judged answer at its
+    most, and on a whole-case item the whole record at its most) and output tokens (at most max_tokens)."""
+    low, high, most = made.calls
+    extra = record * made.whole_case_items / high if high else 0.0  # the whole-case items' share, per call
+    return (Span(low if low == high else None, low, most),
+            Span(None, made.prompt_tokens, made.prompt_tokens + answer + extra), Span(None, None, max_tokens))
+
+
+def _judging(shape: CohortShape) -> Iterator[tuple[str, str]]:
+    """Every (panel model, judge): each judge of a jury judges every trace."""
+    for spec in shape.models:
+        for judge in shape.judges:
+            yield spec, judge
+
+
+def estimate(shape: CohortShape, prior: Prior | None = None) -> CohortEstimate:
+    """The cohort's calls, tokens and dollars per stage of the panel and per rubric, made without a call."""
+    rows: dict[tuple[str, ...], EstimateRow] = {}
+    _panel(shape, prior, rows)
+    _judged(shape, prior, rows)
+    for row in rows.values():
+        row.scale(shape.replicates)
+    return CohortEstimate(rows=list(rows.values()), cases=len(shape.cases), models=len(shape.models), like=prior)

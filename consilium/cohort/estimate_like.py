@@ -1,0 +1,165 @@
+"""What a previous cohort spent, read from its traces and judgements, for an estimate (``--like RUN_DIR``).
+
+Per (protocol, variant, stage): how many calls each trace made (their mean, fewest and most: the spread
+of its panels and review rounds), and per call its input tokens as a line in the case's size
+(``a + b·case tokens``, least squares over its calls; one case size: the case counted once, ``b = 1``)
+and its mean output tokens. Per (rubric, protocol, variant): the same for a judgement's calls, per judge
+of its jury. The case's size is its rendered text counted with the project's tokenizer
+(consilium/models/tokens.py), as the panel's prompts carry it.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from consilium.cases import Case
+from consilium.cohort.manifest import MANIFEST, load_manifest
+from consilium.errors import UserError
+from consilium.judges.record import read_judgement
+from consilium.models import CallRecord
+from consilium.models.tokens import count_tokens
+from consilium.protocols.registry import protocol_of, read_trace
+from consilium.traces.folder import judgement_files, trace_files
+
+__all__ = ["Prior", "StageHistory", "case_tokens", "read_prior"]
+
+#: The key of every model's traces together (a model the previous cohort did not run is estimated from them).
+ANY = "*"
+#: The largest share of a case's size one call is taken to carry: a fit on few, noisy points is held to it.
+MAX_SLOPE = 4.0
+
+
+def case_tokens(case: Case) -> int:
+    """A case's size as every prompt carries it: its rendered text, in the project's tokenizer's tokens."""
+    return count_tokens(case.render())
+
+
+@dataclass
+class _Sample:
+    calls: list[int] = field(default_factory=list)  # per trace (or judgement, per judge)
+    points: list[tuple[int, int, int]] = field(default_factory=list)  # per call: case tokens, input, output
+
+
+@dataclass(frozen=True)
+class StageHistory:
+    """One stage as a previous cohort made it: calls per trace (mean, fewest, most) and per call its input
+    tokens (``intercept + slope · case tokens``) and output tokens."""
+
+    calls: tuple[float, int, int]
+    intercept: float
+    slope: float
+    output: float
+
+    def input_tokens(self, case: int) -> float:
+        return self.intercept + self.slope * case
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A previous cohort, as an estimate reads it."""
+
+    run_dir: Path
+    panel: dict[tuple[str, str, str], dict[str, StageHistory]]  # (model, protocol, variant) → stage → history
+    judges: dict[tuple[str, str, str, str], StageHistory]  # (rubric, model, protocol, variant) → per judge
+    rounds: dict[tuple[str, str], Counter[int]]  # (protocol, variant) → review rounds → traces
+    traces: int
+    failed: int
+
+    def stages(self, model: str, protocol: str, variant: str) -> dict[str, StageHistory] | None:
+        """The model's own history in (protocol, variant), else every model's of the previous cohort."""
+        return self.panel.get((model, protocol, variant)) or self.panel.get((ANY, protocol, variant))
+
+    def judged(self, rubric: str, model: str, protocol: str, variant: str) -> StageHistory | None:
+        return self.judges.get((rubric, model, protocol, variant)) or self.judges.get((rubric, ANY, protocol, variant))
+
+
+def _history(sample: _Sample) -> StageHistory:
+    calls = sample.calls or [0]
+    points = sample.points
+    mean_calls = sum(calls) / len(calls)
+    if not points:
+        return StageHistory((mean_calls, min(calls), max(calls)), 0.0, 0.0, 0.0)
+    n = len(points)
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    var = sum((p[0] - mx) ** 2 for p in points)
+    slope = 1.0 if var < 1e-9 else sum((p[0] - mx) * (p[1] - my) for p in points) / var
+    slope = min(max(slope, 0.0), MAX_SLOPE)
+    return StageHistory((mean_calls, min(calls), max(calls)), my - slope * mx, slope,
+                        sum(p[2] for p in points) / n)
+
+
+def _add(sample: _Sample, calls: list[CallRecord], size: int, per: int = 1) -> None:
+    sample.calls.append(round(len(calls) / per))
+    sample.points += [(size, c.usage.input_tokens, c.usage.output_tokens) for c in calls]
+
+
+def _check(run_dir: Path) -> None:
+    if not run_dir.is_dir():
+        raise UserError(f"--like {run_dir}: no such folder")
+    if not (run_dir / MANIFEST).is_file():
+        raise UserError(f"--like {run_dir}: not a cohort folder (no {MANIFEST}); give a folder `consilium cohort` "
+                        "wrote")
+    try:
+        load_manifest(run_dir / MANIFEST, what="--like reads a cohort's traces")
+    except UserError as exc:
+        raise UserError(f"--like: {exc}") from None
+
+
+def _specs(run_dir: Path) -> dict[Path, str]:
+    """Each trace file's panel model spec, from arms.csv (a trace records only its model's id)."""
+    table = run_dir / "arms.csv"
+    if not table.is_file():
+        return {}
+    with table.open(encoding="utf-8", newline="") as handle:
+        return {(run_dir / row["trace"]).resolve(): row["model_spec"] for row in csv.DictReader(handle)
+                if row.get("trace") and row.get("model_spec")}
+
+
+def read_prior(run_dir: Path) -> Prior:
+    """The calls and tokens of the cohort in ``run_dir``; a folder that is not a cohort, or one without a
+    trace yet, is a :class:`UserError` naming it."""
+    _check(run_dir)
+    files = trace_files(run_dir)
+    if not files:
+        raise UserError(f"--like {run_dir}: the cohort has no traces yet, so there is nothing to estimate from")
+    specs = _specs(run_dir)
+    made: dict[tuple[str, str, str], list[dict[str, list[CallRecord]]]] = defaultdict(list)  # per trace: by stage
+    sizes: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    rounds: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
+    arms: dict[tuple[Path, str], tuple[str, str, str, int]] = {}  # trace file → model, protocol, variant, size
+    failed = 0
+    for path in files:
+        trace = read_trace(path)
+        protocol = protocol_of(trace)
+        spec, variant = specs.get(path.resolve(), trace.model), protocol.variant(trace)
+        size = case_tokens(Case.model_validate(trace.case))
+        arms[(path.parent, path.name)] = (spec, protocol.name, variant, size)
+        failed += trace.status != "completed"
+        by_stage: dict[str, list[CallRecord]] = defaultdict(list)
+        for call in trace.calls:
+            by_stage[call.stage].append(call)
+        for model in (spec, ANY):
+            made[(model, protocol.name, variant)].append(by_stage)
+            sizes[(model, protocol.name, variant)].append(size)
+        rounds[(protocol.name, variant)][len(getattr(trace, "rounds", None) or [])] += 1
+    stages: dict[tuple[str, str, str], dict[str, _Sample]] = {}
+    for key, traces in made.items():
+        stages[key] = defaultdict(_Sample)
+        for stage in dict.fromkeys(s for by_stage in traces for s in by_stage):  # a trace without it: 0 calls
+            for by_stage, size in zip(traces, sizes[key], strict=True):
+                _add(stages[key][stage], by_stage.get(stage, []), size)
+    judged: dict[tuple[str, str, str, str], _Sample] = defaultdict(_Sample)
+    for path in judgement_files(run_dir):
+        judgement = read_judgement(path)
+        arm = arms.get((path.parent, judgement.trace))
+        if arm is not None:
+            for model in (arm[0], ANY):
+                _add(judged[(judgement.rubric, model, arm[1], arm[2])], judgement.calls, arm[3],
+                     per=len(judgement.jury) if judgement.jury else 1)
+    return Prior(run_dir=run_dir, panel={k: {s: _history(v) for s, v in by.items()} for k, by in stages.items()},
+                 judges={k: _history(v) for k, v in judged.items()}, rounds=dict(rounds), traces=len(files),
+                 failed=failed)

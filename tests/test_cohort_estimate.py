@@ -1,0 +1,257 @@
+"""``consilium cohort --estimate [--like RUN_DIR]`` and ``consilium.api.estimate_cohort``: a cohort's calls and
+tokens per stage before any model call, checked against what scripted cohorts then spent.
+
+Two scripted panels of three roles, in both formats: ``agree`` accepts the first report (1 round,
+consensus), ``dissent`` has its neurologist dissent in every round (``MAX_ROUNDS`` rounds, round_limit).
+A prior cohort on three cases of different sizes is the ``--like`` source; the estimate is made for a
+cohort on three other cases (other sizes, one outside the prior's range), which is then run, and its
+traces' and judgements' calls are counted here. Calls must match exactly (the rounds are fixed); tokens
+within ``TOLERANCE`` (see its comment).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consilium.api import estimate_cohort
+from consilium.cli import main
+from consilium.cohort.estimate import CohortEstimate, Span
+from consilium.models.pricing import PER_TOKENS
+
+MAX_ROUNDS = 3
+ROLES = ("Internal Medicine", "Cardiology", "Neurology")
+#: Case id → sentences of history: the case sizes differ several-fold.
+PRIOR_CASES = {"p1": 1, "p2": 6, "p3": 14}
+NEW_CASES = {"n1": 3, "n2": 10, "n3": 22}
+#: The AI Consilium rubric's criteria per component (its file): the free-form trace offers the conclusion
+#: (11 criteria, whole-case ones included), the structured one also role_reasoning (7) and role_opinion (5).
+JUDGE_CALLS = {"free-form": 11, "structured": 11 + 7 + 5}
+PRICES = {"input": 2.0, "output": 8.0}
+#: Tokens, estimated against spent, per row. A scripted model's usage is counted with the project's tokenizer
+#: on the very prompts and answers, and its answers do not depend on the case, so a stage's prompt is its
+#: fixed text plus the case: the fitted line ``a + b · case tokens`` holds it exactly (0.00 % on every row
+#: here, the largest case outside the prior's range). 1 % leaves room for the tokenizer's merges where the
+#: case meets the prompt (a token or two in a call of 400 or more) and nothing more: a stage counted twice,
+#: a case too few, or the case left out of the fit (89 tokens a call here), is 7 % of a row or more.
+TOLERANCE = 0.01
+
+
+def _sections(text: str) -> dict[str, str]:
+    return {"final_opinion": text, "summary": "s", "final_differential": "1. A\n2. B", "diagnostic_plan": "d",
+            "management_plan": "m", "safety_warnings": "w"}
+
+
+def _panel(model: str, dissent: bool) -> dict[str, Any]:
+    rules: list[dict[str, Any]] = [
+        {"stage": "role_assignment", "json": {
+            "primary": {"label": ROLES[0], "justification": "owns the question"},
+            "supporting": [{"label": label, "justification": "also needed"} for label in ROLES[1:]]}},
+        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
+            "clinical_data": "data", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
+            "management_strategy": "m", "final_conclusion": "pneumonia, as {role} reads it"}},
+        {"stage": "opinion", "response": "The {role} opinion: community-acquired pneumonia."},
+        {"stage": "synthesis", "contains": '"final_opinion"', "json": _sections("first report")},
+        {"stage": "synthesis", "response": "First report: pneumonia."},
+    ]
+    if dissent:
+        rules.append({"stage": "vote", "role": "neurology",
+                      "json": {"vote": "dissent", "reason": "r", "requested_change": "exclude meningitis"}})
+    rules += [
+        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}},
+        {"stage": "revision", "contains": '"final_opinion": "..."', "json": {
+            "changed": True, "change_summary": "revised", "report": _sections("revised in round {round}")}},
+        {"stage": "revision", "json": {"changed": True, "change_summary": "revised",
+                                       "report": "Report revised in round {round}."}},
+    ]
+    return {"model": model, "rules": rules}
+
+
+def _case(case: str, sentences: int) -> dict[str, Any]:
+    history = " ".join(f"On day {i} the fever rose to {38 + i % 3}.{i % 10} °C with a productive cough."
+                       for i in range(1, sentences + 1))
+    return {"id": case, "title": f"Case {case}", "kind": "diagnostic", "question": "What is the most likely diagnosis?",
+            "presentation": f"A 60-year-old with fever. {history}", "reference": {"diagnosis": "Pneumonia"}}
+
+
+def _write_cases(folder: Path, cases: dict[str, int]) -> Path:
+    folder.mkdir()
+    for case, sentences in cases.items():
+        (folder / f"{case}.json").write_text(json.dumps(_case(case, sentences)), encoding="utf-8")
+    return folder
+
+
+class Setup:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.specs = []
+        for model, dissent in (("agree", False), ("dissent", True)):
+            path = root / f"{model}.json"
+            path.write_text(json.dumps(_panel(model, dissent)), encoding="utf-8")
+            self.specs.append(f"scripted:{path}")
+        judge = root / "judge.json"
+        judge.write_text(json.dumps({"model": "judge", "rules": [
+            {"stage": "judge", "json": {"rationale": "r", "score": 3}}]}), encoding="utf-8")
+        self.judge = f"scripted:{judge}"
+        self.config = root / "run.yaml"
+        self.config.write_text(f"max_rounds: {MAX_ROUNDS}\nmin_roles: 3\nmax_roles: 3\n", encoding="utf-8")
+        self.prior_cases = _write_cases(root / "prior-cases", PRIOR_CASES)
+        self.new_cases = _write_cases(root / "new-cases", NEW_CASES)
+
+    def flags(self, cases: Path, out: Path) -> list[str]:
+        return ["cohort", "--cases", str(cases), "--model", self.specs[0], "--extra-model", self.specs[1],
+                "--config", str(self.config), "--judge", "ai-consilium", "--judge-model", self.judge,
+                "--no-cache", "--out", str(out)]
+
+    def run(self, cases: Path, out: Path) -> Path:
+        assert main(self.flags(cases, out)) == 0
+        [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+        return run_dir
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    return Setup(tmp_path_factory.mktemp("estimate"))
+
+
+@pytest.fixture(scope="module")
+def prior(setup: Setup) -> Path:
+    return setup.run(setup.prior_cases, setup.root / "prior")
+
+
+@pytest.fixture(scope="module")
+def new_run(setup: Setup) -> Path:
+    return setup.run(setup.new_cases, setup.root / "new")
+
+
+def _spend(run_dir: Path, spec: str | None = None) -> dict[tuple[str, str, str], list[int]]:
+    """(part, variant, stage) → [calls, input tokens, output tokens] of a cohort's arms (``spec``'s alone if
+    given), read from its traces (a role assignment copied into the second format's trace counted once)
+    and judgements."""
+    with (run_dir / "arms.csv").open(encoding="utf-8", newline="") as handle:
+        traces = [run_dir / row["trace"] for row in csv.DictReader(handle) if spec in (None, row["model_spec"])]
+    totals: dict[tuple[str, str, str], list[int]] = {}
+    for path in traces:
+        trace = json.loads(path.read_text(encoding="utf-8"))
+        judgement = json.loads(path.with_name(path.name.replace(".trace.json", ".judge.ai-consilium.json"))
+                               .read_text(encoding="utf-8"))
+        made = [("panel", call) for call in trace["calls"]
+                if not (call["stage"] == "role_assignment" and trace["role_assignment_shared"])]
+        for part, call in [*made, *(("judge ai-consilium", call) for call in judgement["calls"])]:
+            row = totals.setdefault((part, trace["format"], call["stage"]), [0, 0, 0])
+            row[0] += 1
+            row[1] += call["usage"]["input_tokens"]
+            row[2] += call["usage"]["output_tokens"]
+    return totals
+
+
+@pytest.fixture(scope="module")
+def spent(new_run: Path) -> dict[tuple[str, str, str], list[int]]:
+    """What the new cohort spent, read from its files."""
+    return _spend(new_run)
+
+
+def _by_key(estimate: CohortEstimate) -> dict[tuple[str, str, str], tuple[Span, Span, Span]]:
+    return {(row.part, row.variant, row.stage): (row.calls, row.input_tokens, row.output_tokens)
+            for row in estimate.rows}
+
+
+def _hand_calls() -> dict[tuple[str, str, str], int]:
+    """Per (part, variant, stage) over the 3 new cases: agree (1 round) and dissent (3 rounds, a revision
+    between rounds), 3 roles, the role assignment made once per case and model (by free-form, listed first)."""
+    cases, roles = len(NEW_CASES), len(ROLES)
+    calls = {("panel", "free-form", "role_assignment"): cases * 2}
+    for fmt in ("free-form", "structured"):
+        calls[("panel", fmt, "opinion")] = cases * 2 * roles
+        calls[("panel", fmt, "synthesis")] = cases * 2
+        calls[("panel", fmt, "vote")] = cases * (roles * 1 + roles * MAX_ROUNDS)
+        calls[("panel", fmt, "revision")] = cases * (0 + MAX_ROUNDS - 1)
+        calls[("judge ai-consilium", fmt, "judge")] = cases * 2 * JUDGE_CALLS[fmt]
+    return calls
+
+
+def test_the_estimate_like_a_prior_cohort_counts_the_calls_exactly_and_the_tokens_within_tolerance(
+        setup: Setup, prior: Path, spent: dict[tuple[str, str, str], list[int]]) -> None:
+    estimate = _by_key(estimate_cohort(setup.new_cases, models=setup.specs, config=setup.config,
+                                       judges="ai-consilium", judge_model=setup.judge, like=prior))
+    hand = _hand_calls()
+    assert {key: calls for key, (calls, _, _) in spent.items()} == hand  # the fixture is what it says
+    assert set(estimate) == set(hand)
+    for key, (calls, inputs, outputs) in estimate.items():
+        assert (calls.expected, calls.low, calls.high) == (hand[key],) * 3, key
+        for figure, actual in ((inputs, spent[key][1]), (outputs, spent[key][2])):
+            assert figure.expected is not None and figure.low == figure.high == figure.expected, key
+            assert abs(figure.expected - actual) <= TOLERANCE * actual, (key, figure.expected, actual)
+
+
+def test_the_protocols_bounds_hold_what_each_panel_spent(setup: Setup,
+                                                          spent: dict[tuple[str, str, str], list[int]]) -> None:
+    """Without --like: agree spends the fewest calls of every stage after the assignment (one round), dissent
+    the most (every round); the tokens spent lie within the bounds."""
+    estimate = _by_key(estimate_cohort(setup.new_cases, models=setup.specs, config=setup.config,
+                                       judges="ai-consilium", judge_model=setup.judge))
+    cases, roles = len(NEW_CASES), len(ROLES)
+    for fmt in ("free-form", "structured"):
+        vote, revision = estimate[("panel", fmt, "vote")][0], estimate[("panel", fmt, "revision")][0]
+        # fewest: every arm agrees in round 1; most: every arm dissents to the cap, for both models
+        assert (vote.low, vote.high) == (2 * cases * roles, 2 * cases * roles * MAX_ROUNDS)
+        assert (revision.low, revision.high) == (0, 2 * cases * (MAX_ROUNDS - 1))
+        judged = estimate[("judge ai-consilium", fmt, "judge")][0]
+        # one call per item; every item repaired twice, at most 1 + 2 (constrained) or 2 + 2 (paper) each
+        assert judged.expected == judged.low == 2 * cases * JUDGE_CALLS[fmt]
+        assert judged.high in (3 * judged.low, 4 * judged.low)
+    for key, (calls, inputs, outputs) in estimate.items():
+        actual_calls, actual_in, actual_out = spent[key]
+        assert calls.low is not None and calls.high is not None and calls.low <= actual_calls <= calls.high, key
+        assert inputs.low is not None and inputs.high is not None and inputs.low <= actual_in <= inputs.high, key
+        assert outputs.low is None and outputs.high is not None and actual_out <= outputs.high, key
+
+
+def test_estimate_prints_a_priced_table_and_leaves_no_run_folder(setup: Setup, prior: Path, new_run: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Dollars for a priced model (its model config's prices) within the tolerance of what its arms of the
+    new cohort cost at those prices, a dash for the unpriced judge and the total, and no folder made."""
+    model_file = setup.root / "agree-priced.yaml"
+    model_file.write_text(f"spec: {setup.specs[0]}\nprices: {json.dumps(PRICES)}\n", encoding="utf-8")
+    out = setup.root / "never"
+    capsys.readouterr()
+    code = main(["cohort", "--cases", str(setup.new_cases), "--model-config", str(model_file), "--config",
+                 str(setup.config), "--judge", "ai-consilium", "--judge-model", setup.judge, "--out", str(out),
+                 "--estimate", "--like", str(prior)])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0 and not out.exists()
+    usd = next(line for line in printed if line.startswith("part ")).index("USD")
+    cell = {name: next(line for line in printed if line.startswith(name))[usd:].split()[0]
+            for name in ("panel total", "judge ai-consilium total", "total")}
+    assert cell["judge ai-consilium total"] == "—" and cell["total"] == "—"
+    agree = [v for (part, _, _), v in _spend(new_run, setup.specs[0]).items() if part == "panel"]
+    assert sum(calls for calls, _, _ in agree) == len(NEW_CASES) * (1 + 2 * (3 + 1 + 3))  # 1 round, 3 roles
+    cost = sum(i * PRICES["input"] + o * PRICES["output"] for _, i, o in agree) / PER_TOKENS
+    assert abs(float(cell["panel total"].lstrip("$")) - cost) <= TOLERANCE * cost
+
+
+@pytest.mark.parametrize("like", ["not-a-cohort", "missing"])
+def test_like_on_a_folder_that_is_not_a_cohort_is_one_line_and_exit_2(
+        setup: Setup, like: str, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = setup.root / like
+    if like == "not-a-cohort":
+        folder.mkdir(exist_ok=True)
+        (folder / "notes.txt").write_text("hello", encoding="utf-8")
+    out = setup.root / "never-bad"
+    capsys.readouterr()
+    code = main([*setup.flags(setup.new_cases, out), "--estimate", "--like", str(folder)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--like" in err[0] and str(folder) in err[0]
+    assert "Traceback" not in err[0] and not out.exists()
+
+
+def test_like_without_estimate_is_refused_before_anything_runs(setup: Setup, prior: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = setup.root / "never-like"
+    code = main([*setup.flags(setup.new_cases, out), "--like", str(prior)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--like: only with --estimate" in err[0] and not out.exists()
