@@ -8,7 +8,7 @@ deterministic: exact alias match first, then the specialty-aware matcher of
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 import yaml
@@ -68,14 +68,19 @@ class Catalogue(BaseModel):
                 return category
         raise KeyError(category_id)
 
+    @cached_property
+    def named(self) -> dict[str, RoleCategory]:
+        """Each category by the canonical form of its name, id and aliases (the first category to claim a
+        form keeps it); built once, not for every label a run maps."""
+        named: dict[str, RoleCategory] = {}
+        for category in self.categories:
+            for name in (category.name, category.id.replace("_", " "), *category.aliases):
+                named.setdefault(canonical(name, self.spelling), category)
+        return named
+
     def map_label(self, label: str) -> RoleCategory:
         """The category for a free-text label such as "Interventional cardiologist"."""
-        key = canonical(label, self.spelling)
-        for category in self.categories:
-            names = [category.name, category.id.replace("_", " "), *category.aliases]
-            if key in {canonical(a, self.spelling) for a in names}:
-                return category
-        return best_category(self, label)
+        return self.named.get(canonical(label, self.spelling)) or best_category(self, label)
 
 
 @lru_cache(maxsize=1)
