@@ -255,3 +255,32 @@ def test_like_without_estimate_is_refused_before_anything_runs(setup: Setup, pri
     code = main([*setup.flags(setup.new_cases, out), "--like", str(prior)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--like: only with --estimate" in err[0] and not out.exists()
+
+
+def test_a_protocol_the_prior_did_not_run_is_estimated_from_its_bounds(setup: Setup, prior: Path) -> None:
+    """The single baseline beside the consilium: the consilium's rows from the prior, the baseline's from its
+    structure (a role assignment shared by its formats, one answer a format), each case and model."""
+    estimate = estimate_cohort(setup.new_cases, models=setup.specs, config=setup.config,
+                               protocols=["consilium", "single"], like=prior)
+    rows = {(row.protocol, row.variant, row.stage): row for row in estimate.rows}
+    arms = len(NEW_CASES) * len(setup.specs)
+    assert {row.source for key, row in rows.items() if key[0] == "consilium"} == {"like"}
+    single = {key: row for key, row in rows.items() if key[0] == "single"}
+    assert set(single) == {("single", "free-form", "role_assignment"), ("single", "free-form", "opinion"),
+                           ("single", "structured", "opinion")}
+    assert {row.source for row in single.values()} == {"bounds"}
+    assert (single[("single", "structured", "opinion")].calls.low,
+            single[("single", "structured", "opinion")].calls.high) == (arms, arms)
+    # one assignment call, and one more per role short of min_roles (3): 1 to 3 a case and model
+    assert (single[("single", "free-form", "role_assignment")].calls.low,
+            single[("single", "free-form", "role_assignment")].calls.high) == (arms, 3 * arms)
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--shard"])
+def test_estimate_is_for_a_new_cohort_in_this_process(setup: Setup, prior: Path, flag: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    value = {"--resume": str(prior), "--shard": "1/2"}[flag]
+    out = setup.root / "never-resume"
+    code = main([*setup.flags(setup.new_cases, out), "--estimate", flag, value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"not with {flag}" in err[0] and not out.exists()

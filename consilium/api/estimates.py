@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from consilium.api.cohorts import Names, _cohort_flags
 from consilium.api.runs import _sync
@@ -18,9 +19,8 @@ from consilium.judges.answers import Scope
 __all__ = ["aestimate_cohort", "estimate_cohort"]
 
 
-def _estimated(cases: str | Path | None, like: str | Path | None, **flags: object) -> CohortEstimate:
-    args = _cohort_flags(cases, wall_limit=None, out=None, concurrency=None, resume=None, temperature=None,
-                         **flags)  # type: ignore[arg-type]
+def _estimated(cases: str | Path | None, like: str | Path | None, **flags: Any) -> CohortEstimate:
+    args = _cohort_flags(cases, wall_limit=None, out=None, concurrency=None, resume=None, temperature=None, **flags)
     plan = new_plan(args)
     return estimate(plan_shape(plan), read_prior(Path(like)) if like is not None else None)
 
