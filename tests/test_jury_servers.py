@@ -185,3 +185,53 @@ def test_a_bad_judge_reference_is_one_line_naming_the_flag(
     [line] = err.strip().splitlines()
     assert line.startswith("consilium: error: --judge-model: ") and says in line and "Traceback" not in err
     assert sorted(p.name for p in traces.rglob("*")) == before  # nothing written
+
+
+def test_a_cohort_records_each_judges_server_but_no_key_and_a_resume_holds_its_jury_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY_SHARED)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / CASE.name).write_text(CASE.read_text())
+    (tmp_path / "panel.json").write_text(json.dumps(_panel()))
+    out = tmp_path / "out"
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        Path("judge-b.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": b.base_url,
+                                                        "api_key_env": "JUDGE_B_KEY"}))
+        first = f"openai:judge@{a.base_url}#JUDGE_A_KEY"
+        jury = ["--judge-model", first, "--judge-model", "judge-b.yaml"]
+        common = ["--model", f"scripted:{tmp_path / 'panel.json'}", "--formats", "structured", "--judge", RUBRIC,
+                  "--no-cache"]
+        assert main(["cohort", "--cases", "cases", *common, *jury, "--out", str(out)]) == 0
+        [manifest] = out.rglob("manifest.json")
+        settings = json.loads(manifest.read_text())["settings"]
+        # What builds each judge again: the URL and the key's variable, a config file by its absolute path.
+        assert [settings["judge_model"], *settings["jury_models"]] == [first, str(tmp_path / "judge-b.yaml")]
+        [judgement] = [read_judgement(p) for p in out.rglob(f"*.judge.{RUBRIC}.json")]
+        # One structured trace: its conclusion and two ranked candidates (the final opinion, the differential's
+        # one), each asked once of each judge, on its own server.
+        assert [(i.component, i.criterion) for i in judgement.items] == [
+            ("conclusion", "final_conclusion"), ("differential", "rank_1"), ("differential", "rank_2")]
+        assert (len(a.seen), len(b.seen)) == (3, 3)
+        assert {auth for auth, _ in a.seen} == {f"Bearer {KEY_A}"} and {auth for auth, _ in b.seen} == {
+            f"Bearer {KEY_B}"}
+        assert [(v.judge, v.score) for v in judgement.items[0].votes or []] == [
+            (f"openai:judge@{a.base_url}", 1), (f"openai:judge@{b.base_url}", 0)]
+        run_dir = str(manifest.parent)
+        # The same jury, the file named another way: the same judges, resumed.
+        same = ["--judge-model", first, "--judge-model", str(tmp_path / "judge-b.yaml")]
+        assert main(["cohort", "--resume", run_dir, *same]) == 0
+        capsys.readouterr()
+        # The first judge moved to the other server: another judge, refused in one line.
+        moved = ["--judge-model", f"openai:judge@{b.base_url}#JUDGE_A_KEY", "--judge-model", "judge-b.yaml"]
+        assert main(["cohort", "--resume", run_dir, *moved]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("consilium: error: --judge-model: ")
+    captured = capsys.readouterr()
+    for key in (KEY_A, KEY_B, KEY_SHARED):
+        assert key not in captured.out + captured.err
+        for path, data in _every_file(tmp_path):
+            assert key.encode() not in data, path

@@ -23,6 +23,7 @@ from consilium.ablation.run import AblatedArm
 from consilium.ablation.source import Cohort, OriginalArm, judgement_path, read_judgement
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.jury import judges_label as jury_label
 from consilium.judges.jury import members_of
 from consilium.judges.many import judge_files
 from consilium.judges.prompting import judge_prompt_hash
@@ -54,10 +55,9 @@ class Judged:
 
 
 def judges_label(setups: Sequence[JudgeSetup]) -> str:
-    """The judges as a judgement they make records them (``judge_model``): a model id, or ``jury[a, b, …]``."""
-    if len(setups) == 1:
-        return setups[0].model.model_id
-    return "jury[" + ", ".join(m.model for m in members_of(setups)) + "]"
+    """The judges as a judgement they make records them (``judge_model``): a model id (with its server, for a
+    judge on its own), or ``jury[a, b, …]`` (consilium/judges/jury.py)."""
+    return jury_label(setups)
 
 
 def not_reused(judgement: Judgement, setups: Sequence[JudgeSetup], rubric: Rubric) -> str | None:

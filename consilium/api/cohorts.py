@@ -210,7 +210,7 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     try:
         if not force:
             check_replace((judgement_path(path, used.name) for path in files), used,
-                          judge_label([s.model for s in setups]), flag="force=True")
+                          judge_label([s.model for s in setups], [s.name for s in setups]), flag="force=True")
         await judge_files(((used, path) for path in files), setups, done, limit=concurrency,
                           components=list(components) if components else None)
     finally:

@@ -32,7 +32,8 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.backends.langchain_chat import LangChainChatModel
-from consilium.models.factory import ModelOptions, build_model, shared_layers
+from consilium.models.factory import ModelOptions, build_model, build_ref, shared_layers
+from consilium.models.refs import distinct, parse_model_ref
 from consilium.protocols.base import RunModels
 from consilium.protocols.board.config import BoardConfig
 from consilium.protocols.board.run import run_turn
@@ -83,17 +84,25 @@ def _model(model: Model, options: ModelOptions | None) -> tuple[ChatModel, bool]
 
 def judge_setups(judge_model: JudgeModels, options: ModelOptions | None,
                  **fields: Any) -> tuple[list[JudgeSetup], list[ChatModel]]:
-    """A setup per judge (several: a jury, each named by its spec or model id), and the models this call
-    built (to close). A judge given twice is refused: its vote would count twice."""
+    """A setup per judge (several: a jury, each named by its spec, and server, or model id), and the models this
+    call built (to close). A string is a spec, ``SPEC@BASE_URL#KEY_VAR`` or a model config file
+    (consilium/models/refs.py): a judge on its own server. A judge given twice is refused: its vote would count
+    twice."""
     given: list[Model] = [judge_model] if isinstance(judge_model, str | ChatModel | BaseChatModel) else [
         *judge_model]
     if not given:
         raise UserError("judge_model: an empty list (name one judge model, or several for a jury)")
+    refs = {i: parse_model_ref(entry, flag="judge_model") for i, entry in enumerate(given) if isinstance(entry, str)}
+    distinct(list(refs.values()), [str(given[i]) for i in refs], "judge_model")
+    shared = options or ModelOptions.from_env()
+    for ref in refs.values():  # a judge's key variable unset: refused before any model is opened
+        ref.options(shared)
     setups, own = [], []
-    for entry in given:
-        model, built = _model(entry, options)
+    for i, entry in enumerate(given):
+        ref = refs.get(i)
+        model, built = (build_ref(ref, shared), True) if ref is not None else _model(entry, options)
         own += [model] if built else []
-        setups.append(JudgeSetup(model=model, name=entry if isinstance(entry, str) else model.model_id, **fields))
+        setups.append(JudgeSetup(model=model, name=ref.name if ref is not None else model.model_id, **fields))
     names = [s.name for s in setups]
     twice = sorted({str(n) for n in names if names.count(n) > 1})
     if twice:

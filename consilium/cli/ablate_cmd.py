@@ -24,7 +24,8 @@ from consilium.errors import UserError
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
-from consilium.models.factory import ModelOptions, build_model
+from consilium.models.factory import ModelOptions, build_model, build_ref
+from consilium.models.refs import ModelRef, parse_refs
 from consilium.reports.partial import partial_line, partial_of
 
 __all__ = ["register", "run"]
@@ -54,7 +55,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--judge", action="append", default=None, metavar="RUBRIC",
                         help="score with this rubric (repeatable; default: the cohort's rubrics)")
     parser.add_argument("--judge-model", action="append", default=None, metavar="SPEC",
-                        help="the judge's model; given again, a jury (default: the cohort's judge or jury). Other "
+                        help="the judge's model (a spec, SPEC@BASE_URL[#KEY_VAR] or a model config file: a judge "
+                             "on its own server); given again, a jury (default: the cohort's judge or jury). Other "
                              "judges than the cohort's judge the originals again too (docs/ablations.md, Judging)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="a new folder for the results (default: RUN_DIR/ablate/<kind>/run-<n>)")
@@ -90,17 +92,17 @@ def _rubrics(args: argparse.Namespace, cohort: Cohort) -> list[Rubric]:
     return [load_rubric(name, flag="--judge") for name in dict.fromkeys(names)]
 
 
-def _judge_specs(args: argparse.Namespace, cohort: Cohort, rubrics: list[Rubric]) -> list[str]:
-    """Who judges both sides: each ``--judge-model`` given, else the cohort's judge and the rest of its jury."""
+def _judge_specs(args: argparse.Namespace, cohort: Cohort, rubrics: list[Rubric]) -> list[ModelRef]:
+    """Who judges both sides: each ``--judge-model`` given (a spec, ``SPEC@BASE_URL`` or a model config file:
+    consilium/models/refs.py), else the cohort's judge and the rest of its jury, as its manifest records them."""
     s = cohort.manifest.settings
     given: list[str] = args.judge_model or []
-    twice = sorted({spec for spec in given if given.count(spec) > 1})
-    if twice:
-        raise UserError(f"--judge-model: {', '.join(twice)} given twice (each judge of a jury once)")
-    specs = given or ([s.judge_model, *s.jury_models] if s.judge_model else [])
-    if rubrics and not specs:
+    refs = parse_refs(given, flag="--judge-model") if given else \
+        parse_refs([s.judge_model, *s.jury_models], flag=f"{cohort.run_dir}/manifest.json: settings.judge_model") \
+        if s.judge_model else []
+    if rubrics and not refs:
         raise UserError("--judge-model: the cohort names no judge model; give one to judge both sides with")
-    return specs if rubrics else []
+    return refs if rubrics else []
 
 
 def _progress() -> Callable[[AblatedArm], None]:
@@ -135,10 +137,11 @@ def run(args: argparse.Namespace) -> int:
     specs = dict.fromkeys([*(a.model_spec for a in cohort.arms), *([s.moderator_model] if s.moderator_model else []),
                            *([args.moderator_model] if args.moderator_model else [])])
     models: dict[str, ChatModel] = {spec: build_model(spec, options) for spec in specs}
-    # The cohort's judges as it built them (consilium/cli/cohort_finish.py): each named by its spec.
-    setups = [JudgeSetup(model=build_model(spec, options), scope=s.judge_scope, name=spec, decoding=s.judge_decoding)
-              for spec in judges]
-    out = new_folder(args.run_dir, kind, args.out, judges=judges)
+    # The cohort's judges as it built them (consilium/cli/cohort_finish.py): each on its own server if it has
+    # one, named by its spec (and server).
+    setups = [JudgeSetup(model=build_ref(ref, options), scope=s.judge_scope, name=ref.name,
+                         decoding=s.judge_decoding) for ref in judges]
+    out = new_folder(args.run_dir, kind, args.out, judges=[ref.record for ref in judges])
     limit = options.max_concurrency
     started = time.perf_counter()
 

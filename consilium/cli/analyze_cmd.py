@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
+from consilium.cli.options import add_model_arguments, build_named, non_negative_int, positive_int
 from consilium.models import GenerationSettings
-from consilium.models.factory import build_model
 from consilium.reports.networks.judging import UptakeJudge
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
 from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     judge = None
     if args.model or args.model_config:  # a judge decides uptake; without one, the word-overlap rule does
-        model = build_model(model_spec(args), model_options(args))
+        model = build_named(args)  # a spec, SPEC@BASE_URL#KEY_VAR or a model config file
         judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                       timeout_s=args.timeout or 120.0), args.max_repairs)
     done = partial_of(args.run_dir)  # the networks are of the finished arms only (docs/cohorts.md)

@@ -16,6 +16,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scope import out_of_scope_score, scale_points
+from consilium.models.refs import parse_model_ref
 from consilium.reports.partial import partial_line, partial_of, titled
 
 __all__ = ["register"]
@@ -58,8 +59,10 @@ def _judge_flag(parser: argparse.ArgumentParser) -> None:
 def _pairs(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rubric = load_rubric(args.rubric)
     ratings = load_ratings(args.ratings, rubric)
-    pairs, unmatched = pair_ratings(ratings, load_judgements(args.judgements, rubric.name, args.judge),
-                                    args.ratings)
+    # A judge named as --judge-model named it (SPEC@BASE_URL#KEY_VAR, a model config file) is found by its name
+    # on the jury: its spec, and its server if it has one (consilium/models/refs.py).
+    judge = parse_model_ref(args.judge, flag="--judge").name if args.judge is not None else None
+    pairs, unmatched = pair_ratings(ratings, load_judgements(args.judgements, rubric.name, judge), args.ratings)
     if not pairs:
         raise UserError(f"{args.ratings}: no rating matches a judge score in {args.judgements}")
     return rubric, ratings, pairs, unmatched

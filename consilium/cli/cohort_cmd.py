@@ -23,6 +23,7 @@ from consilium.cli.options import (
 )
 from consilium.cohort.protocols import protocol_list
 from consilium.errors import UserError
+from consilium.models.refs import parse_refs
 
 __all__ = ["protocol_arg", "register", "run"]
 
@@ -58,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="the moderator's model in every arm (default: the arm's panel model); not with --ray")
     parser.add_argument("--judge", action="append", default=[], metavar="RUBRIC", help="rubric(s) to score with")
     parser.add_argument("--judge-model", action="append", default=None, metavar="SPEC",
-                        help="the judge's model (needed with --judge); given again, a jury (docs/judges.md, Juries)")
+                        help="the judge's model (needed with --judge): a spec, SPEC@BASE_URL[#KEY_VAR] or a model "
+                             "config file (a judge on its own server); given again, a jury (docs/judges.md, Juries)")
     add_scope_argument(parser)
     add_decoding_argument(parser)
     parser.add_argument("--wall-limit", type=positive_float, default=None, metavar="SECONDS",
@@ -102,12 +104,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _jury(args: argparse.Namespace) -> None:
-    """``--judge-model`` given several times: the first is ``judge_model``, the others ``jury_models``."""
+    """``--judge-model`` given several times: the first is ``judge_model``, the others ``jury_models``, each as
+    the manifest records it (a model config file by its absolute path: consilium/models/refs.py); the same
+    judge twice is refused."""
     given = args.judge_model if isinstance(args.judge_model, list) else [args.judge_model] if args.judge_model else []
-    twice = sorted({spec for spec in given if given.count(spec) > 1})
-    if twice:
-        raise UserError(f"--judge-model: {', '.join(twice)} given twice (each judge of a jury once)")
-    args.judge_model, args.jury_models = (given[0] if given else None), given[1:]
+    records = [ref.record for ref in parse_refs(given, flag="--judge-model")]
+    args.judge_model, args.jury_models = (records[0] if records else None), records[1:]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,7 +21,8 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.log import attach_run_log, get_logger
 from consilium.models import ChatModel
-from consilium.models.factory import build_model
+from consilium.models.factory import build_model, build_ref
+from consilium.models.refs import parse_model_ref
 from consilium.protocols.base import RunModels
 from consilium.protocols.registry import get_protocol
 from consilium.reports.partial import partial_line, partial_of
@@ -44,7 +45,7 @@ def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatMode
     check_arm_paths(arms, plan.manifest.layout if plan.manifest is not None else "sharded")
     models = {spec: build_model(spec, plan.options_for(spec))
               for spec in dict.fromkeys([*s.models, *([s.moderator_model] if s.moderator_model else [])])}
-    judge = build_model(s.judge_model, plan.options) if plan.rubrics and s.judge_model else None
+    judge = build_ref(parse_model_ref(s.judge_model), plan.options) if plan.rubrics and s.judge_model else None
     return arms, models, judge
 
 

@@ -26,11 +26,15 @@ from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.models.factory import ModelOptions
 
-__all__ = ["OWN_OPTIONS", "ExperimentSetup", "apply_experiment", "own_model_options", "own_records"]
+__all__ = ["JUDGE_OPTIONS", "OWN_OPTIONS", "ExperimentSetup", "apply_experiment", "own_model_options", "own_records"]
 
 #: What a panel model after the first may carry itself: what the model is (its prices, the request shape a
 #: reasoning model needs), not how it is reached (the cohort reaches every model with the first's connection).
 OWN_OPTIONS = ("prices", "token_param", "omit_settings")
+
+#: What a judge's mapping may carry beside its spec: its own server and the variable holding that server's key
+#: (as ``SPEC@BASE_URL#KEY_VAR``; a model config file's path names a judge with every other option).
+JUDGE_OPTIONS = ("base_url", "api_key_env")
 
 #: A model mapping's options and the flag (``args`` attribute) each stands for.
 _OPTION_FLAGS = {"base_url": "base_url", "schema_dialect": "schema_dialect", "http_client": "http_client",
@@ -70,9 +74,12 @@ def _model_file(entry: ModelEntry, where: str, *, options: bool | tuple[str, ...
         raise UserError(f"{where}.{first_error(exc)}") from None
     allowed = () if options is False else options if isinstance(options, tuple) else None
     extra = sorted(k for k in values if k not in ("spec", "description") and allowed is not None and k not in allowed)
-    if extra and extra[0] == "prices" and options is False:  # a judge or moderator: never priced by a file
+    if extra and extra[0] == "prices" and options in (False, JUDGE_OPTIONS):  # never priced by a file
         raise UserError(f"{where}.prices: only panel models take prices (models.N.prices); a judge or moderator "
                         "model is priced only when its spec is a priced panel model's")
+    if extra and allowed == JUDGE_OPTIONS:
+        raise UserError(f"{where}.{extra[0]}: a judge's mapping takes only spec, base_url and api_key_env (its own "
+                        "server); name a model config file instead for its other settings")
     if extra:
         own = f" (another panel model may carry only its own {', '.join(allowed)})" if allowed else ""
         raise UserError(f"{where}.{extra[0]}: the cohort reaches every model with one set of options; give them "
@@ -135,8 +142,8 @@ def apply_experiment(args: argparse.Namespace) -> ExperimentSetup:
             args.moderator_model = entry_spec(experiment.moderator_model)
     judge = experiment.judge_model
     entries: list[ModelEntry] = judge if isinstance(judge, list) else [judge] if judge is not None else []
-    for i, entry in enumerate(entries):
-        _model_file(entry, f"{where}judge_model" + (f".{i}" if isinstance(judge, list) else ""), options=False)
+    for i, entry in enumerate(entries):  # a judge may live on its own server (consilium/models/refs.py)
+        _model_file(entry, f"{where}judge_model" + (f".{i}" if isinstance(judge, list) else ""), options=JUDGE_OPTIONS)
     if entries and getattr(args, "judge_model", None) is None:  # a list: a jury, as --judge-model given for each
         args.judge_model, *args.jury_models = judge_specs(experiment)
     data = path.read_bytes()

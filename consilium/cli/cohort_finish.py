@@ -24,7 +24,8 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.log import log_file
 from consilium.models import ChatModel
-from consilium.models.factory import build_model
+from consilium.models.factory import build_ref
+from consilium.models.refs import parse_model_ref
 from consilium.protocols.registry import protocol_of
 
 if TYPE_CHECKING:
@@ -84,9 +85,12 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
     # A jury (--judge-model given again): its other judges, built here and closed with the first.
-    jury = [(spec, build_model(spec, plan.options)) for spec in plan.settings.jury_models]
+    # Each judge as the manifest records it (a spec, SPEC@BASE_URL#KEY_VAR or a model config file:
+    # consilium/models/refs.py), on its own server if it has one, and named by it.
+    refs = [parse_model_ref(record) for record in [plan.settings.judge_model or "", *plan.settings.jury_models]]
+    jury = [(ref.name, build_ref(ref, plan.options)) for ref in refs[1:]]
     decoding = plan.settings.judge_decoding
-    setups = [JudgeSetup(model=model, scope=plan.scope, name=plan.settings.judge_model, decoding=decoding),
+    setups = [JudgeSetup(model=model, scope=plan.scope, name=refs[0].name, decoding=decoding),
               *(JudgeSetup(model=other, scope=plan.scope, name=spec, decoding=decoding) for spec, other in jury)]
     paths = [run_dir / r["trace"] for r in rows if r.get("trace") and r["status"] == "completed"]
     # A cohort run in replicates names each judgement's replicate, after format, as arms.csv does.

@@ -40,6 +40,7 @@ from consilium.errors import UserError
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.models.factory import ModelOptions
+from consilium.models.refs import parse_refs
 from consilium.protocols.registry import get_protocol
 from consilium.redact import redact_url
 from consilium.traces.config import RunConfig
@@ -109,6 +110,9 @@ def new_plan(args: argparse.Namespace) -> Plan:
     judges = args.judge or experiment.judges
     if judges and not args.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
+    # Each judge as the manifest records it (consilium/models/refs.py), the same judge twice refused.
+    jury = parse_refs([args.judge_model, *getattr(args, "jury_models", [])], flag="--judge-model") \
+        if args.judge_model else []
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
     places = case_places(args.cases, [case for case, _ in everything])
     chosen = {case.id for case in cases}
@@ -122,13 +126,16 @@ def new_plan(args: argparse.Namespace) -> Plan:
                    or default_concurrency(*specs, *([moderator] if moderator else [])))
     options = model_options(args, max_concurrency=concurrency, prices_spec=specs[0],  # the spec made absolute
                             **setup.options)
+    for ref in jury:  # a judge's own key variable unset: refused before anything is written
+        ref.options(options)
     settings = CohortSettings(
         protocols=protocols, variants=list(dict.fromkeys(v for chosen in variants.values() for v in chosen)),
         models=specs, moderator_model=moderator, cases=str(args.cases.resolve()), limit=args.limit, sample=sample,
         case_hashes={c.id: c.content_hash() for c in cases},
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
-        judge_model=args.judge_model, jury_models=getattr(args, "jury_models", []), judge_scope=args.scope,
+        judge_model=jury[0].record if jury else None, jury_models=[ref.record for ref in jury[1:]],
+        judge_scope=args.scope,
         judge_decoding=getattr(args, "judge_decoding", None), concurrency=concurrency,
         model=ModelSettings(
             base_url=redact_url(options.base_url) if options.base_url else None,

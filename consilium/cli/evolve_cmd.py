@@ -25,7 +25,8 @@ from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.judges.scope import out_of_scope_score
 from consilium.models import GenerationSettings
-from consilium.models.factory import build_model
+from consilium.models.factory import build_model, build_ref
+from consilium.models.refs import parse_model_ref
 
 __all__ = ["TABLE5_COLUMNS", "register_evolve"]
 
@@ -76,7 +77,7 @@ def run_evolve(args: argparse.Namespace) -> int:
             raise UserError(f"{args.ratings}: criterion {name}: rated on {len(cases)} case only; evolve needs two or "
                             "more (training and validation cases); rate more cases or leave it out with --criterion")
     options = model_options(args)
-    judge = JudgeSetup(model=build_model(model_spec(args), options),
+    judge = JudgeSetup(model=build_ref(parse_model_ref(model_spec(args), flag=args.model_flag), options),
                        settings=GenerationSettings(temperature=args.judge_temperature, seed=args.seed,
                                                    max_tokens=args.max_tokens))
     optimiser = build_model(args.optimiser_model, options)

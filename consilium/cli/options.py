@@ -18,14 +18,15 @@ from consilium.errors import UserError
 from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
 from consilium.models.config_file import ModelConfigFile
-from consilium.models.factory import SPEC_HELP, ModelOptions
+from consilium.models.factory import SPEC_HELP, ModelOptions, build_ref
+from consilium.models.protocol import ChatModel
 from consilium.models.reasoning import TOKEN_PARAMS
+from consilium.models.refs import parse_model_ref
 from consilium.models.wrappers import RetryPolicy
 
 __all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_otel_argument", "add_run_arguments",
-           "finite_float",
-           "flag_name", "fraction", "model_options", "model_spec", "non_negative_float", "non_negative_int",
-           "positive_float", "positive_int", "run_config", "show_help"]
+           "build_named", "finite_float", "flag_name", "fraction", "model_options", "model_spec", "non_negative_float",
+           "non_negative_int", "positive_float", "positive_int", "run_config", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -37,6 +38,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None 
     group = parser.add_argument_group("model")
     shown = "required unless --model-config names one" if default is None else f"default: {default}"
     shown += "; give it several times for a jury" if repeatable else ""
+    if flag == "--judge-model":  # consilium/models/refs.py
+        shown += "; SPEC@BASE_URL[#KEY_VAR] or a model config file: a judge on its own server"
     group.add_argument(flag, default=None, dest="model", metavar="SPEC", help=f"{SPEC_HELP} ({shown})",
                        action="append" if repeatable else "store")
     parser.set_defaults(model_default=default, model_flag=flag)
@@ -77,6 +80,12 @@ def model_spec(args: argparse.Namespace) -> str:
     if spec is None:
         raise UserError(f"{args.model_flag}: a model is required (a spec, or --model-config FILE)")
     return str(spec)
+
+
+def build_named(args: argparse.Namespace, **overrides: object) -> ChatModel:
+    """The model the command's model flag names (a spec, ``SPEC@BASE_URL#KEY_VAR`` or a model config file:
+    consilium/models/refs.py), on its own server if it has one, else with the command's options."""
+    return build_ref(parse_model_ref(model_spec(args), flag=args.model_flag), model_options(args, **overrides))
 
 
 def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:

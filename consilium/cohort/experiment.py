@@ -19,6 +19,7 @@ from consilium.cohort.protocols import VARIANT_FLAGS, protocol_problem, split_se
 from consilium.datafiles import first_error, load_data_file
 from consilium.errors import UserError
 from consilium.judges.rubric import load_rubric
+from consilium.models.refs import CONFIG_SUFFIXES
 from consilium.protocols.registry import get_protocol
 
 __all__ = ["FILE_SPECS", "MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
@@ -90,7 +91,10 @@ class Experiment(BaseModel):
 
 
 def file_spec(spec: str, base: Path) -> str:
-    """A spec that names a file, with that file resolved against ``base`` (absolute); any other as it is."""
+    """A spec that names a file, with that file resolved against ``base`` (absolute); any other as it is. A
+    model config file (a judge's: consilium/models/refs.py) is a file too."""
+    if ":" not in spec and spec.lower().endswith(CONFIG_SUFFIXES):
+        return str((base / spec).resolve())
     kind, _, arg = spec.partition(":")
     if kind in FILE_SPECS and arg and not Path(arg).is_absolute():
         return f"{kind}:{(base / arg).resolve()}"
@@ -114,7 +118,7 @@ def _jury(entries: list[ModelEntry], base: Path, where: str) -> list[ModelEntry]
     if not entries:
         raise UserError(f"{where}: an empty list (name one judge model, or several for a jury)")
     resolved = [_resolved(entry, base, f"{where}.{i}") for i, entry in enumerate(entries)]
-    specs = [entry_spec(entry) for entry in resolved]
+    specs = [_judge_ref(entry) for entry in resolved]  # the same model on two servers: two judges
     for i, spec in enumerate(specs):
         if spec in specs[:i]:
             raise UserError(f"{where}.{i}: {spec} given twice (each judge of a jury once)")
@@ -130,9 +134,17 @@ def _once(values: list[str], path: Path, field: str, what: str) -> None:
 
 
 def judge_specs(experiment: Experiment) -> list[str]:
-    """The judges the file names: its ``judge_model``, or each of its jury, in order (none: [])."""
+    """The judges the file names: its ``judge_model``, or each of its jury, in order (none: []); a judge on
+    its own server (a mapping with ``base_url``) as ``SPEC@BASE_URL#API_KEY_ENV`` (consilium/models/refs.py)."""
     entry = experiment.judge_model
-    return [] if entry is None else [entry_spec(e) for e in (entry if isinstance(entry, list) else [entry])]
+    return [] if entry is None else [_judge_ref(e) for e in (entry if isinstance(entry, list) else [entry])]
+
+
+def _judge_ref(entry: ModelEntry) -> str:
+    if isinstance(entry, str) or not entry.get("base_url"):
+        return entry_spec(entry)
+    key = entry.get("api_key_env")
+    return f"{entry_spec(entry)}@{entry['base_url']}" + (f"#{key}" if key else "")
 
 
 def load_experiment(path: Path) -> Experiment:
