@@ -11,7 +11,6 @@ from consilium.cohort.estimate import CohortShape, estimate
 from consilium.cohort.estimate_like import read_prior
 from consilium.cohort.estimate_table import estimate_lines
 from consilium.errors import UserError
-from consilium.judges.rubric import Rubric
 from consilium.models.factory import ModelOptions
 from consilium.models.pricing import Prices
 from consilium.protocols.registry import get_protocol
@@ -22,11 +21,6 @@ __all__ = ["check_estimate_flags", "plan_shape", "run_estimate"]
 def _prices(spec: str, options: ModelOptions) -> Prices | None:
     """The prices the model of ``spec`` would record (as the factory applies them), or None."""
     return options.prices if options.prices is not None and options.prices_spec in (None, spec) else None
-
-
-def _paper(rubrics: list[Rubric], chosen: str | None) -> bool:
-    """Whether a judge may ask in the paper's order: asked for, or pinned by a rubric (else constrained)."""
-    return chosen == "paper" or (chosen is None and any(getattr(r, "decoding", None) == "paper" for r in rubrics))
 
 
 def plan_shape(plan: Plan) -> CohortShape:
@@ -40,7 +34,7 @@ def plan_shape(plan: Plan) -> CohortShape:
         if (found := _prices(other, plan.options)) is not None:
             prices[other] = found
     return CohortShape(cases=plan.cases, protocols=protocols, models=list(s.models), rubrics=plan.rubrics,
-                       judges=judges, prices=prices, paper=_paper(plan.rubrics, getattr(s, "judge_decoding", None)),
+                       judges=judges, prices=prices, decoding=getattr(s, "judge_decoding", None),
                        moderator=s.moderator_model, replicates=max(len(s.seeds or []), 1))
 
 

@@ -68,7 +68,7 @@ class CohortShape:
     judge_max_tokens: int = 512
     judge_max_repairs: int = 2
     k: int = 5
-    paper: bool = False  # the judges ask in the paper's decoding order (its retry bound: 2 + max_repairs)
+    decoding: str | None = None  # the judges' decoding order asked for (--judge-decoding); None: by rubric/backend
     moderator: str | None = None  # the moderator's model (--moderator-model), when not the arm's panel model
     replicates: int = 1  # times each arm is run (an experiment's replicates)
 
@@ -190,6 +190,10 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
 def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:
     for rubric in shape.rubrics:
         part, fixed = f"judge {rubric.name}", dict[str, int]()
+        # The paper's order's retry bound unless the constrained order is sure: asked for, or pinned by the
+        # rubric (by default a backend that does not enforce schemas asks in the paper's order).
+        paper = shape.decoding == "paper" or (shape.decoding is None and
+                                              getattr(rubric, "decoding", None) != "constrained")
         for protocol, (variants, config) in shape.protocols.items():
             for variant in variants:
                 bounds = stage_bounds(protocol, variant, config) or []
@@ -198,7 +202,7 @@ def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...],
                 key = (part, protocol, variant, "judge")
                 for case in shape.cases:
                     size = shape.sizes[case.id]
-                    made = judge_bounds(rubric, case, size, protocol, variant, k=shape.k, paper=shape.paper,
+                    made = judge_bounds(rubric, case, size, protocol, variant, k=shape.k, paper=paper,
                                         max_repairs=shape.judge_max_repairs, fixed=fixed)
                     for spec, judge in _judging(shape):
                         seen = prior.judged(rubric.name, spec, protocol, variant) if prior else None
