@@ -164,6 +164,8 @@ def _row(rows: dict[tuple[str, ...], EstimateRow], key: tuple[str, str, str, str
 
 
 def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:
+    """Every (model, protocol variant, case) arm's stages, added to their rows: as the previous cohort made
+    them where it has a history for the arm's model and variant, else by the protocol's bounds."""
     for spec in shape.models:
         for protocol, (variants, config) in shape.protocols.items():
             for position, variant in enumerate(variants):
@@ -188,6 +190,8 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
 
 
 def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:
+    """Every rubric's calls on every arm's trace, by each judge: the previous cohort's judgements where it
+    has them for the rubric, model and variant, else the rubric's items (consilium/cohort/estimate_judges.py)."""
     for rubric in shape.rubrics:
         part, fixed = f"judge {rubric.name}", dict[str, int]()
         # The paper's order's retry bound unless the constrained order is sure: asked for, or pinned by the
