@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                *([_not_ablated(cohort)] if cohort.not_completed else []),
                f"calls: {reused} reused from the original traces, {new} new",
                f"judged with: {', '.join(r.name for r in rubrics) or 'no rubric'}"
-               + (f" by {', '.join(judges)}" if judges else ""),
+               + (f" by {', '.join(ref.name for ref in judges)}" if judges else ""),
                *_judged_lines(judged, setups),
                f"wall time: {time.perf_counter() - started:.1f} s"]
     write_outputs(out, kind, tables, summary, done)
