@@ -95,8 +95,8 @@ def judge_setups(judge_model: JudgeModels, options: ModelOptions | None,
     refs = {i: parse_model_ref(entry, flag="judge_model") for i, entry in enumerate(given) if isinstance(entry, str)}
     distinct(list(refs.values()), [str(given[i]) for i in refs], "judge_model")
     shared = options or ModelOptions.from_env()
-    for ref in refs.values():  # a judge's key variable unset: refused before any model is opened
-        ref.options(shared)
+    for each in refs.values():  # a judge's key variable unset: refused before any model is opened
+        each.options(shared)
     setups, own = [], []
     for i, entry in enumerate(given):
         ref = refs.get(i)
