@@ -224,6 +224,15 @@ def test_a_cohort_records_each_judges_server_but_no_key_and_a_resume_holds_its_j
         # The same jury, the file named another way: the same judges, resumed.
         same = ["--judge-model", first, "--judge-model", str(tmp_path / "judge-b.yaml")]
         assert main(["cohort", "--resume", run_dir, *same]) == 0
+        # An experiment file naming the same jury its own way (a mapping with the server and the key's variable,
+        # the config file relative to the experiment's folder) is the same jury too.
+        (tmp_path / "study").mkdir()
+        experiment = tmp_path / "study" / "jury.yaml"
+        experiment.write_text(yaml.safe_dump({
+            "cases": "../cases", "models": [f"scripted:{tmp_path / 'panel.json'}"], "formats": ["structured"],
+            "judges": [RUBRIC], "judge_model": [{"spec": "openai:judge", "base_url": a.base_url,
+                                                 "api_key_env": "JUDGE_A_KEY"}, "../judge-b.yaml"]}))
+        assert main(["cohort", "--resume", run_dir, "--experiment", str(experiment)]) == 0
         capsys.readouterr()
         # The first judge moved to the other server: another judge, refused in one line.
         moved = ["--judge-model", f"openai:judge@{b.base_url}#JUDGE_A_KEY", "--judge-model", "judge-b.yaml"]
@@ -235,3 +244,24 @@ def test_a_cohort_records_each_judges_server_but_no_key_and_a_resume_holds_its_j
         assert key not in captured.out + captured.err
         for path, data in _every_file(tmp_path):
             assert key.encode() not in data, path
+
+
+def test_the_api_judges_with_a_jury_across_servers(traces: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import consilium
+
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY_SHARED)
+    [trace] = list(traces.rglob("*.structured.trace.json"))
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        config = tmp_path / "judge-b.json"
+        config.write_text(json.dumps({"spec": "openai:judge", "base_url": b.base_url, "api_key_env": "JUDGE_B_KEY"}))
+        jury = [f"openai:judge@{a.base_url}#JUDGE_A_KEY", str(config)]
+        judgement = consilium.judge(trace, RUBRIC, judge_model=jury, components=["conclusion"])
+    assert (len(a.seen), len(b.seen)) == (1, 1)  # the conclusion, once by each judge
+    assert {auth for auth, _ in a.seen} == {f"Bearer {KEY_A}"} and {auth for auth, _ in b.seen} == {
+        f"Bearer {KEY_B}"}
+    [item] = judgement.items
+    assert [(v.judge, v.score) for v in item.votes or []] == [(f"openai:judge@{a.base_url}", 1),
+                                                              (f"openai:judge@{b.base_url}", 0)]
