@@ -386,7 +386,8 @@ def test_role_categories_panel_sizes_and_the_label_mapping(cohort: dict[str, Any
 # --- numbers as numbers, a model column everywhere, and compare.md renders the same tables ---
 
 LABELS = {"model", "format", "component", "criterion", "criterion_name", "rubric", "transition", "rounds",
-          "applicable_criteria", "category", "category_name", "label", "whole_case", "commonest_reasons"}
+          "applicable_criteria", "category", "category_name", "label", "whole_case", "commonest_reasons",
+          "stage", "judge_model", "case_id", "estimated"}
 
 
 def test_every_table_has_numbers_a_model_column_and_is_in_compare_md(cohort: dict[str, Any]) -> None:

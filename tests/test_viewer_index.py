@@ -185,11 +185,11 @@ def expected_score(record: dict[str, Any]) -> str:
 
 def test_each_row_is_its_arm_as_the_trace_and_judgement_files_say(run_dir: Path) -> None:
     names, rows = index_rows(run_dir)
-    assert names == ["case", "protocol", "model", "format", "status", "stop reason", "rounds", "tokens", "cost",
-                     "score: ai-consilium", "page"]
+    assert names == ["case", "protocol", "model", "format", "status", "stop reason", "rounds", "panel tokens",
+                     "panel cost", "judge tokens", "judge cost", "total cost", "score: ai-consilium", "page"]
     traces = sorted(run_dir.rglob("*.trace.json"))
     assert len(rows) == len(traces) == 8
-    costs = {r["model"][0]: r["cost"][0] for r in rows}
+    costs = {r["model"][0]: r["panel cost"][0] for r in rows}
     assert costs["model-a"].startswith("$") and costs["model-b"] == NONE
     by_arm = {(r["case"][0], r["model"][0], r["format"][0]): r for r in rows}
     for path in traces:
@@ -199,11 +199,16 @@ def test_each_row_is_its_arm_as_the_trace_and_judgement_files_say(run_dir: Path)
         status = trace["status"] if trace["status"] == "completed" else \
             f"{trace['status']} at {trace['failed_stage']}: {trace['error']}"
         shown = {k: v[0] for k, v in row.items() if k not in ("case", "model", "format", "page", "score: ai-consilium")}
+        record = path.with_name(path.name.replace(".trace.json", ".judge.ai-consilium.json"))
+        # the judge's calls as its record keeps them (none: not judged, nothing spent); its judge is unpriced
+        judged = json.loads(record.read_text())["calls"] if record.is_file() else []
         assert shown == {
             "protocol": trace["kind"], "status": status, "stop reason": trace["stop_reason"] or NONE,
-            "rounds": str(len(trace["rounds"])), "tokens": f"{usage['input_tokens'] + usage['output_tokens']:,}",
-            "cost": expected_cost(trace)}
-        record = path.with_name(path.name.replace(".trace.json", ".judge.ai-consilium.json"))
+            "rounds": str(len(trace["rounds"])),
+            "panel tokens": f"{usage['input_tokens'] + usage['output_tokens']:,}", "panel cost": expected_cost(trace),
+            "judge tokens": f"{sum(c['usage']['input_tokens'] + c['usage']['output_tokens'] for c in judged):,}",
+            "judge cost": expected_cost({"calls": judged}) if judged else "$0.000000",
+            "total cost": expected_cost(trace) if not judged else NONE}
         if record.is_file():
             assert row["score: ai-consilium"][0] == expected_score(json.loads(record.read_text()))
         else:

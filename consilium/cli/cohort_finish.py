@@ -16,7 +16,7 @@ from consilium.cohort.rows import counts
 from consilium.cohort.spend import JUDGE_COLUMNS, judge_cells, spend_lines
 from consilium.cohort.tables import CsvLog, write_csv
 from consilium.fileio import write_text_atomic
-from consilium.judges.cost import JudgeCost, judge_costs
+from consilium.judges.cost import JudgeCost, item_spend, judge_costs
 from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
@@ -37,7 +37,9 @@ __all__ = ["JUDGEMENT_COLUMNS", "JURY_COLUMNS", "finish"]
 JURY_COLUMNS = ("jury_judges", "jury_not_evaluable", "jury_tie")
 #: The columns of judgements.csv, in order.
 JUDGEMENT_COLUMNS = ("case_id", "model", "protocol", "format", "rubric", "component", "criterion", "score",
-                     "calibrated_score", "not_evaluable", "reason", "shortened_input", "judgement")
+                     "calibrated_score", "not_evaluable", "reason", "shortened_input", "judgement",
+                     # the item's judge calls, tokens and dollars (consilium/judges/cost.py, item_spend)
+                     "judge_calls", "judge_failed_calls", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd")
 
 
 def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[str, Any]]],
@@ -120,9 +122,10 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
                              # kept/total characters of a whole-case record cut to fit the judge's context
                              "shortened_input": shortened_input(item.detail),
                              "judgement": relative(out, run_dir),
+                             **spend,
                              **({"jury_judges": item.verdict.judges, "jury_not_evaluable": item.verdict.not_evaluable,
                                  "jury_tie": item.verdict.tie or ""} if jury and item.verdict else {})}
-                            for item in judgement.items]
+                            for item, spend in zip(judgement.items, item_spend(judgement), strict=True)]
         csv_log.append(tables[position])
 
     async def go() -> None:

@@ -20,6 +20,9 @@ from consilium.judges.coverage import coverage_table, coverage_warnings
 from consilium.protocols.registry import protocols
 from consilium.reports.compare import (
     CohortData,
+    cost_by_case,
+    cost_by_stage,
+    cost_table,
     deliberates,
     has_replicates,
     judgement_coverage,
@@ -173,6 +176,11 @@ def _table_makers(data: CohortData, *, bootstrap: int,
                                  lambda: role_categories(data)),
         "fig2_panel_sizes": ("Fig. 2b: panels by number of roles", lambda: panel_sizes(data)),
         "role_label_mapping": ("The exact-label → role-category mapping (Fig. 2c)", lambda: role_label_mapping(data)),
+        "cost": ("Cost per case by model and format: the panel's (cost_usd_*), the judges' (judge_*) and both "
+                 "(total_*), USD at the prices the calls recorded (empty: unknown, a model without prices)",
+                 lambda: cost_table(data)),
+        "cost_by_stage": ("Cost per case by stage, judging per rubric and judge model", lambda: cost_by_stage(data)),
+        "cost_by_case": ("Cost by case: panel, judges and both", lambda: cost_by_case(data)),
     }
 
 

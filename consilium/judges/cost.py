@@ -5,22 +5,22 @@ the calls of not-evaluable items too) with the prices the judge model had (consi
 Its cost is worked out as a trace's is, grouped by the judge that made the calls: one group for a single
 judge, one per member for a jury. A call that failed without an answer (a backend error: the item is not
 evaluable with "judge call failed") has no usage to record: it is counted in ``failed_calls``, never as a
-call of zero tokens. A judge's dollars are unknown (None) when any of its calls has no prices, or when it
-answered no call but some failed (what a failed request was billed is not known); a judge that made no
-call at all cost $0.
+call of zero tokens, and adds no tokens and no dollars (a server reports no usage for a request it did not
+answer). A judge's dollars are unknown (None) when any of its answered calls has no prices; a judge with no
+answered call cost $0.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from consilium.judges.record import Judgement
+from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import CallRecord, Usage
 from consilium.models.pricing import call_cost
 
-__all__ = ["FAILED_CALL", "JudgeCost", "judge_costs", "sum_costs"]
+__all__ = ["FAILED_CALL", "JudgeCost", "item_spend", "judge_costs", "sum_costs"]
 
 #: The reason an item is not evaluable when its judge call raised (consilium/judges/asking.py).
 FAILED_CALL = "judge call failed"
@@ -40,12 +40,10 @@ def _failed(reason: str | None) -> bool:
     return bool(reason) and str(reason).startswith(FAILED_CALL)
 
 
-def _dollars(calls: Sequence[CallRecord], failed: int) -> float | None:
-    if not calls:
-        return None if failed else 0.0
+def _dollars(calls: Sequence[CallRecord]) -> float | None:
     if any(call.prices is None for call in calls):
         return None
-    return sum(call_cost(call.usage, call.prices) for call in calls if call.prices is not None)
+    return sum((call_cost(call.usage, call.prices) for call in calls if call.prices is not None), 0.0)
 
 
 def sum_costs(costs: Iterable[float | None]) -> float | None:
@@ -76,4 +74,36 @@ def judge_costs(judgement: Judgement) -> list[JudgeCost]:
                 failed[vote.model] += _failed(vote.reason)
         judges += [model for model in calls if model not in judges]
     return [JudgeCost(judgement.rubric, judge, Usage.total(c.usage for c in calls[judge]),
-                      _dollars(calls[judge], failed[judge]), failed[judge]) for judge in dict.fromkeys(judges)]
+                      _dollars(calls[judge]), failed[judge]) for judge in dict.fromkeys(judges)]
+
+
+def _item_failed(item: JudgementItem) -> int:
+    if item.votes is not None:
+        return sum(_failed(vote.reason) for vote in item.votes)
+    return int(_failed(item.reason))
+
+
+def item_spend(judgement: Judgement) -> list[dict[str, Any]]:
+    """judgements.csv's cost columns, one dict per item in the record's order: the calls tagged with the item's
+    ``component:criterion`` (every judge of a jury, each repair included); a call that answers several items
+    (the four-decision rubric's one call per conclusion) is on the first item of its component, any other on
+    the first item, so the rows of a judgement sum to its calls. ``judge_cost_usd`` is None (unknown) when a
+    call of the item has no prices; ``judge_failed_calls`` counts its calls that failed without an answer."""
+    items = judgement.items
+    index = {(item.component, item.criterion): i for i, item in reversed(list(enumerate(items)))}
+    first = {item.component: i for i, item in reversed(list(enumerate(items)))}
+    calls: dict[int, list[CallRecord]] = defaultdict(list)
+    for call in judgement.calls:
+        component, _, criterion = (call.role or "").partition(":")
+        calls[index.get((component, criterion), first.get(component, 0))].append(call)
+    rows = []
+    for i, item in enumerate(items):
+        mine, failed = calls[i], _item_failed(item)
+        usage = Usage.total(c.usage for c in mine)
+        rows.append({"judge_calls": usage.calls, "judge_failed_calls": failed, "judge_input_tokens": usage.input_tokens,
+                     "judge_output_tokens": usage.output_tokens, "judge_cost_usd": _usd(_dollars(mine))})
+    return rows
+
+
+def _usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)

@@ -10,6 +10,8 @@ The work is in :mod:`consilium.reports.consilium`; this module keeps the names o
   13–20, :func:`table9` Table 9, :func:`table10`, :func:`table11`, :func:`table12` Tables 10–12;
 - :func:`paired_differences`: structured − free-form per (model, case) with case-clustered
   bootstrap intervals; :func:`protocol_differences`: consilium − single per (model, format, case);
+- :func:`cost_table`, :func:`cost_by_stage`, :func:`cost_by_case`: the panel's and the judges' tokens and dollars
+  side by side, and their sum (per model and format, per stage and judge, per case);
 - :func:`replicate_sd`, :func:`replicate_case_sd`: in a cohort run in replicates, the between-replicate SD
   and the score means with case-clustered intervals (:func:`has_replicates` tells such a cohort).
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from consilium.protocols.arms import arm_format, arm_protocol, deliberates, protocols_in
 from consilium.reports.consilium.baseline import protocol_differences
+from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_table
 from consilium.reports.consilium.coverage import table10, table11, table12
 from consilium.reports.consilium.data import (
     CONSILIUM_RUBRIC,
@@ -55,6 +58,9 @@ __all__ = [
     "RoleRow",
     "arm_format",
     "arm_protocol",
+    "cost_by_case",
+    "cost_by_stage",
+    "cost_table",
     "deliberates",
     "has_replicates",
     "judgement_coverage",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from consilium.cases.model import CASE_ID_PATTERN
+from consilium.judges.cost import JudgeCost
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
 from consilium.judges.rubric import Criterion
 from consilium.judges.scoring import weighted_decisions
@@ -54,6 +55,7 @@ class ArmView:
     conclusion: str = ""
     cost: float | None = None
     scores: dict[str, RubricScore] = field(default_factory=dict)
+    judges: list[JudgeCost] = field(default_factory=list)  # each judge's calls of its judgements (judges/cost.py)
 
     @property
     def model(self) -> str:

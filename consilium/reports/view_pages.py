@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from consilium.cases import Case
 from consilium.cohort.completeness import Completeness
+from consilium.judges.cost import sum_costs
+from consilium.models import Usage
 from consilium.models.pricing import format_usd
 from consilium.protocols.registry import protocols
 from consilium.reports.view_cohort import ArmView, RubricScore, case_page
@@ -59,6 +61,17 @@ def cost_cell(cost: float | None) -> str:
     return format_usd(cost)
 
 
+def judge_cells(arm: ArmView) -> list[str]:
+    """The arm's judge tokens (input + output of every judge call its judgements hold, and the calls that failed
+    without an answer), judge dollars and panel + judge dollars; an arm no judge scored: no token, $0 to judge."""
+    usage = Usage.total(c.usage for c in arm.judges)
+    failed = sum(c.failed_calls for c in arm.judges)
+    judge = sum_costs(c.cost for c in arm.judges)
+    tokens = f"{usage.input_tokens + usage.output_tokens:,}" + (f" ({failed} failed calls)" if failed else "")
+    total = None if arm.cost is None or judge is None else arm.cost + judge
+    return [tokens, cost_cell(judge), cost_cell(total)]
+
+
 def _has_replicates(arms: list[ArmView]) -> bool:
     return any(arm.replicate for arm in arms)
 
@@ -96,14 +109,15 @@ def index_html(title: str, arms: list[ArmView], rubrics: list[str], done: Comple
     arm, in the order :func:`~consilium.reports.view_cohort.case_rows` gives them (natural case order)."""
     replicates = _has_replicates(arms)
     headers = ["case", "protocol", "model", "format", *(["replicate"] if replicates else []), "status",
-               "stop reason", "rounds", "tokens", "cost", *(f"score: {r}" for r in rubrics), "page"]
+               "stop reason", "rounds", "panel tokens", "panel cost", "judge tokens", "judge cost", "total cost",
+               *(f"score: {r}" for r in rubrics), "page"]
     rows = []
     for arm in arms:
         row = arm.row
         cells = [link(INDEX, case_page(row["case_id"]), row["case_id"]), esc(row.get("protocol", "")),
                  esc(arm.model), esc(row.get("format", "")), *([esc(arm.replicate)] if replicates else []),
                  esc(status_cell(row)), esc(row.get("stop_reason") or NONE), esc(rounds_cell(row)),
-                 esc(tokens_cell(row)), esc(cost_cell(arm.cost)),
+                 esc(tokens_cell(row)), esc(cost_cell(arm.cost)), *(esc(c) for c in judge_cells(arm)),
                  *(esc(score_cell(arm.scores.get(r))) for r in rubrics),
                  link(INDEX, arm.page, "arm page") if arm.page else NONE]
         status = " class=\"failed\"" if row.get("status") != "completed" else ""

@@ -19,6 +19,7 @@ from consilium.cases import Case
 from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.judges.cost import judge_costs
 from consilium.judges.record import Judgement
 from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.files import read_arms
@@ -71,6 +72,7 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, r
     arm.row["model"] = arm.row.get("model") or trace.model
     arm.conclusion, arm.cost = conclusion_of(trace), arm_cost(trace)
     arm.scores = {j.rubric: rubric_score(j) for j in judgements}
+    arm.judges = [cost for j in judgements for cost in judge_costs(j)]
     title = f"{arm.row['case_id']} · {arm.row.get('format', '')} · {arm.model}"
     section = arm_section(arm.row.get("trace", ""), trace, judgements,
                           _nav(arm, siblings, _graph_link(run_dir, out, arm.page)))

@@ -9,7 +9,9 @@ from __future__ import annotations
 import difflib
 
 from consilium.cases import Case
+from consilium.judges.cost import judge_costs, sum_costs
 from consilium.judges.record import Judgement, JudgementItem
+from consilium.models import Usage
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.protocols.registry import protocol_of
 from consilium.protocols.view import Block, Heading, Note, Table, Text
@@ -30,6 +32,24 @@ def _usage(trace: TraceBase) -> str:
     rows.append(("total" + (" (estimated)" if total.estimated else ""), total.input_tokens, total.output_tokens,
                  total.calls, format_usd(trace_cost(trace))))
     return "<h3>Tokens by stage</h3>" + table(("stage", "input", "output", "calls", "cost"), rows)
+
+
+def _spend(trace: TraceBase, judgements: list[Judgement]) -> str:
+    """The panel's tokens and dollars beside each judge's (per rubric; a jury's judges apart, with the calls
+    that failed without an answer), the judges' together, and the sum; "—": a call without prices."""
+    panel, panel_cost = trace.usage.total, trace_cost(trace)
+    costs = [cost for judgement in judgements for cost in judge_costs(judgement)]
+    judges, judge_cost = Usage.total(c.usage for c in costs), sum_costs(c.cost for c in costs)
+    total = None if panel_cost is None or judge_cost is None else panel_cost + judge_cost
+    rows = [("panel", "", panel.input_tokens, panel.output_tokens, panel.calls, "", format_usd(panel_cost))]
+    rows += [(f"judge {c.judge_model}", c.rubric, c.usage.input_tokens, c.usage.output_tokens, c.usage.calls,
+              c.failed_calls, format_usd(c.cost)) for c in costs]
+    rows += [("judges", "", judges.input_tokens, judges.output_tokens, judges.calls,
+              sum(c.failed_calls for c in costs), format_usd(judge_cost))]
+    rows += [("panel + judges", "", panel.input_tokens + judges.input_tokens, panel.output_tokens
+              + judges.output_tokens, panel.calls + judges.calls, "", format_usd(total))]
+    return "<h3>Cost: panel and judges</h3>" + table(
+        ("who", "rubric", "input", "output", "calls", "failed calls", "cost"), rows)
 
 
 def _block(block: Block) -> str:
@@ -94,7 +114,7 @@ def arm_section(name: str, trace: TraceBase, judgements: list[Judgement], nav: s
     body.append("<h3>Case</h3>" + pre(case.render()))
     body.append(reference_section(case, trace))
     body.append("".join(_block(block) for block in protocol.view(trace)))
-    body.append(_judgements(judgements) + _usage(trace) + "</details>")
+    body.append(_judgements(judgements) + _usage(trace) + _spend(trace, judgements) + "</details>")
     return "".join(body)
 
 

@@ -172,22 +172,29 @@ def cost_by_stage(data: CohortData) -> list[dict[str, Any]]:
     return table
 
 
+def _case_row(data: CohortData, model: str, fmt: str, case: str, arms: list[ArmCost]) -> dict[str, Any]:
+    panel = Usage.total(a.usage for a in arms)
+    panel_cost = sum_costs(a.cost for a in arms)
+    spend = judge_spend(data, _of(data, arms))
+    return {"model": model, "format": fmt, "case_id": case, "arms": len(arms),
+            "panel_calls": panel.calls, "panel_input_tokens": panel.input_tokens,
+            "panel_output_tokens": panel.output_tokens, "panel_cost_usd": _usd(panel_cost),
+            "judge_calls": spend.usage.calls, "judge_failed_calls": spend.failed_calls,
+            "judge_input_tokens": spend.usage.input_tokens, "judge_output_tokens": spend.usage.output_tokens,
+            "judge_cost_usd": _usd(spend.cost), "total_cost_usd": _usd(_add(panel_cost, spend.cost)),
+            "estimated": panel.estimated or spend.usage.estimated}
+
+
 def cost_by_case(data: CohortData) -> list[dict[str, Any]]:
-    """Per model, format and case (a cohort run in replicates: its replicate arms together): the panel's calls,
-    tokens and dollars, the judges' (every rubric and judge) with their failed calls, and the two summed."""
-    table = []
-    for model, fmt, case in dict.fromkeys((a.model, a.format, a.case_id) for a in data.costs):
-        arms = [a for a in data.costs if (a.model, a.format, a.case_id) == (model, fmt, case)]
-        panel = Usage.total(a.usage for a in arms)
-        panel_cost = sum_costs(a.cost for a in arms)
-        spend = judge_spend(data, _of(data, arms))
-        table.append({"model": model, "format": fmt, "case_id": case, "arms": len(arms),
-                      "panel_calls": panel.calls, "panel_input_tokens": panel.input_tokens,
-                      "panel_output_tokens": panel.output_tokens, "panel_cost_usd": _usd(panel_cost),
-                      "judge_calls": spend.usage.calls, "judge_failed_calls": spend.failed_calls,
-                      "judge_input_tokens": spend.usage.input_tokens, "judge_output_tokens": spend.usage.output_tokens,
-                      "judge_cost_usd": _usd(spend.cost), "total_cost_usd": _usd(_add(panel_cost, spend.cost)),
-                      "estimated": panel.estimated or spend.usage.estimated})
+    """Per model, format and case (a cohort run in replicates: its replicate arms together), then pooled over
+    the models per format and case: the completed ``arms``, the panel's calls, tokens and dollars, the judges'
+    (every rubric and judge) with their failed calls, and the two summed."""
+    keys = list(dict.fromkeys((a.model, a.format, a.case_id) for a in data.costs))
+    table = [_case_row(data, m, f, c, [a for a in data.costs if (a.model, a.format, a.case_id) == (m, f, c)])
+             for m, f, c in sorted(keys)]
+    for fmt, case in sorted({(f, c) for _, f, c in keys}):
+        table.append(_case_row(data, POOLED, fmt, case,
+                               [a for a in data.costs if (a.format, a.case_id) == (fmt, case)]))
     return table
 
 
