@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,10 +63,38 @@ def write_answers(path: Path, answers: dict[str, Any]) -> Path:
     return path
 
 
-def test_the_answers_file_seats_a_person_in_both_formats(tmp_path: Path) -> None:
-    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
+@contextlib.contextmanager
+def _isolated(tmp: Path) -> Any:
+    """The conftest's isolation (its own cache and log, no key), for a fixture made once for the module."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
+        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
+        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            patch.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(scope="module")
+def seated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run in both formats with the person in the cardiologist's seat, every answer from ANSWERS: its folder,
+    made once; the tests only read it."""
+    tmp = tmp_path_factory.mktemp("seated")
+    with _isolated(tmp):
+        assert simulate(tmp, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
+    return run_dir(tmp)
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    """A copy of a run folder under ``tmp_path``/runs, for a test that resumes or damages it."""
+    copy = tmp_path / "runs" / folder.name
+    shutil.copytree(folder, copy)
+    return copy
+
+
+def test_the_answers_file_seats_a_person_in_both_formats(seated: Path) -> None:
     given = yaml.safe_load(ANSWERS.read_text())
-    for fmt, trace in traces(run_dir(tmp_path)).items():
+    for fmt, trace in traces(seated).items():
         human = trace["human"]
         # Not on the scripted panel (internist, neurologist, radiologist): added as a supporting member.
         assert human["role"] == "cardiologist" and human["added"]
@@ -88,17 +117,16 @@ def test_the_answers_file_seats_a_person_in_both_formats(tmp_path: Path) -> None
         assert all(c["role"] != "cardiologist" for c in trace["calls"])
         assert trace["usage"]["total"]["calls"] == len(trace["calls"]) == 12
         assert "cardiologist" not in trace["usage"]["by_role"]
-    free = traces(run_dir(tmp_path))["free-form"]
+    free = traces(seated)["free-form"]
     assert [r["dissent_fraction"] for r in free["rounds"]] == [0.5, 0.0]  # the radiologist and the person
     # The person's opinion reached the moderator's synthesis under the seat's label.
     [synthesis] = [c for c in free["calls"] if c["stage"] == "synthesis"]
     assert f"[Cardiologist]\n{given['free-form']['opinion'].strip()}" in synthesis["messages"][-1]["content"]
 
 
-def test_replay_reproduces_a_run_with_a_person_without_a_prompt_or_a_model(tmp_path: Path,
+def test_replay_reproduces_a_run_with_a_person_without_a_prompt_or_a_model(seated: Path,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
-    paths = sorted(run_dir(tmp_path).glob("*.trace.json"))
+    paths = sorted(seated.glob("*.trace.json"))
     capsys.readouterr()
     assert main(["replay", *map(str, paths)]) == 0
     said = capsys.readouterr()
@@ -109,8 +137,7 @@ def test_replay_reproduces_a_run_with_a_person_without_a_prompt_or_a_model(tmp_p
 
 
 def test_a_paused_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert simulate(tmp_path, "--human", "Cardiologist", "--answers", str(ANSWERS), out="whole") == 0
+        seated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     partial = yaml.safe_load(ANSWERS.read_text())
     del partial["free-form"]["votes"][2]
     capsys.readouterr()
@@ -125,7 +152,7 @@ def test_a_paused_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one(
     assert [(c["stage"], c["round"]) for c in before][-3:] == [("vote", 2)] * 3  # the panel's round-2 votes
 
     assert main(["simulate", "--resume", str(folder), "--answers", str(ANSWERS)]) == 0
-    resumed, whole = traces(folder), traces(run_dir(tmp_path, "whole"))
+    resumed, whole = traces(folder), traces(seated)
     for fmt in FORMATS:
         assert untimed(resumed[fmt]) == untimed(whole[fmt])
     # The calls made before the pause were not made again: the trace holds them as first made (same times).
@@ -318,7 +345,8 @@ def _answer_turn(term: Terminal) -> tuple[str, str]:
     return fmt, what
 
 
-def test_the_terminal_prompts_for_each_format_under_a_pseudo_terminal(tmp_path: Path) -> None:
+def test_the_terminal_prompts_for_each_format_under_a_pseudo_terminal(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     args = ["simulate", "--case", str(CASE), "--model", PANEL, "--out", str(tmp_path / "runs"),
             "--human", "Radiologist", "--no-cache"]
     term = Terminal(args, ROOT)
@@ -347,10 +375,10 @@ def test_the_terminal_prompts_for_each_format_under_a_pseudo_terminal(tmp_path: 
             assert opinion["text"] == "Myocarditis is most likely;\nconfirm it with cardiac MRI."
         else:
             assert opinion["sections"]["final_conclusion"] == "my final conclusion"
-    replayed = subprocess.run([sys.executable, "-m", "consilium", "replay",
-                               *map(str, sorted(run_dir(tmp_path).glob("*.trace.json")))],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert replayed.returncode == 0 and replayed.stdout.count("identical") == 2, replayed.stdout + replayed.stderr
+    capsys.readouterr()
+    code = main(["replay", *map(str, sorted(run_dir(tmp_path).glob("*.trace.json")))])
+    replayed = capsys.readouterr()
+    assert code == 0 and replayed.out.count("identical") == 2, replayed.out + replayed.err
 
 
 def _stopped_at_the_first_vote(folder: Path) -> tuple[Path, str]:
@@ -394,6 +422,15 @@ def _paused(tmp_path: Path, answers: dict[str, Any], *extra: str) -> Path:
     assert simulate(tmp_path, "--formats", "free-form", "--human", "Cardiologist", "--answers", str(path),
                     *extra) == 2
     return run_dir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def paused_at_the_vote(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A free-form run paused at the round-1 vote (the person's opinion given, no vote): made once; each test
+    resumes or damages its own copy (``copy_of``)."""
+    tmp = tmp_path_factory.mktemp("paused")
+    with _isolated(tmp):
+        return _paused(tmp, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -544,9 +581,10 @@ def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call
     (lambda h: (h / "session.json").write_text('{"args": {}, "args": {}}'), "session.json: "),
 ])
 def test_a_damaged_checkpoint_or_an_edited_session_is_refused_in_one_line_before_any_call(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any, message: str) -> None:
+        paused_at_the_vote: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any,
+        message: str) -> None:
     full = write_answers(tmp_path / "full.yaml", yaml.safe_load(ANSWERS.read_text()))
-    folder = _paused(tmp_path, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})  # paused at the r1 vote
+    folder = copy_of(paused_at_the_vote, tmp_path)  # paused at the r1 vote
     human = folder / "human"
     made = json.loads((human / "free-form.calls.json").read_text())
     # The role assignment, the three models' opinions, the synthesis and their three round-1 votes.
@@ -618,8 +656,9 @@ def test_an_answers_file_goes_through_the_strict_reader(tmp_path: Path, capsys: 
                      "--no-cache)"),
 ])
 def test_a_flag_typed_with_its_default_value_on_resume_is_compared_with_the_runs_own(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], refused: str) -> None:
-    folder = _paused(tmp_path, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})
+        paused_at_the_vote: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+        refused: str) -> None:
+    folder = copy_of(paused_at_the_vote, tmp_path)
     full = write_answers(tmp_path / "full.yaml", yaml.safe_load(ANSWERS.read_text()))
     capsys.readouterr()
     assert main(["simulate", "--resume", str(folder), "--answers", str(full), *flags]) == 2
@@ -641,6 +680,14 @@ def test_the_moderator_is_not_a_seat_a_person_can_take(tmp_path: Path, capsys: p
     with pytest.raises(UserError, match="is the moderator"):
         consilium.run(CASE, variants=["free-form"], model=PANEL, human=role,
                       answers=yaml.safe_load(ANSWERS.read_text()))
+
+
+def _simulate_in_a_process(*args: str) -> subprocess.Popen[str]:
+    """``consilium simulate --case CASE ARGS`` in a process of its own, which the test stops as a user would
+    (Ctrl-C, a kill); the stand-in server needs no key, so none is passed on."""
+    return subprocess.Popen([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
 
 
 class _Cut(_Heard):
@@ -683,10 +730,7 @@ def test_a_task_cut_off_by_ctrl_c_takes_its_calls_made_before_again_as_made_neve
     cut.hold.set()
     with _heard_server(cut) as server:
         model = ["--model", "openai:stand-in", "--base-url", server.url, "--no-cache", "--formats", "structured"]
-        run = subprocess.Popen([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), *model,
-                                "--out", str(folder), "--human", "Cardiologist", "--answers", str(ANSWERS)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+        run = _simulate_in_a_process(*model, "--out", str(folder), "--human", "Cardiologist", "--answers", str(ANSWERS))
         try:
             deadline = time.monotonic() + 60
             while cut.held < 3 and time.monotonic() < deadline and run.poll() is None:
@@ -749,11 +793,8 @@ def test_a_run_killed_in_the_middle_of_a_step_resumes_with_the_calls_of_every_ta
                                                                 "votes": {1: {"vote": "accept", "reason": "ok"}}}})
     with _heard_server(third) as server:
         model = ["--model", "openai:stand-in", "--base-url", server.url, "--no-cache"]
-        run = subprocess.Popen([sys.executable, "-m", "consilium", "simulate", "--case", str(CASE), *model,
-                                "--out", str(folder), "--formats", "free-form", "--human", "Cardiologist",
-                                "--answers", str(full)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                               env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+        run = _simulate_in_a_process(*model, "--out", str(folder), "--formats", "free-form", "--human",
+                                     "Cardiologist", "--answers", str(full))
         try:
             assert third.held.wait(60), run.communicate(timeout=30)
             time.sleep(1.0)  # the two answered opinions' tasks finish; their writes reach the checkpoint
