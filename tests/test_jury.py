@@ -648,18 +648,23 @@ PHYSICIANS: dict[str, dict[tuple[str, str], tuple[int, ...]]] = {
              ("B", "claude"): (1, 1, 4, -1), ("C", "gpt"): (2, 4, 1, 3), ("C", "claude"): (4, 2, 2, 4)}}
 
 
-def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four: Path, tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """`calibrate agreement --judge j3` on the four-decision rubric: α, MAE, κ and the physician baseline read
-    the in-scope scores only (−1 is no point below 1), agreement on scope is its own table, and an isotonic map
-    is fitted on in-scope pairs and never maps −1. Every expected value is worked out here from the scores."""
+def _physician_ratings(path: Path) -> Path:
+    """PHYSICIANS as a ratings file (one row per rater, output and decision; −1 as rated) at ``path``."""
     lines = ["case_id,component,criterion,rater,score,model"]
     for rater, scores in PHYSICIANS.items():
         for (case, panel), values in scores.items():
             lines += [f"four-{case.lower()},conclusion,{d},{rater},{s},{PANELS[panel]}"
                       for d, s in zip(DIMS, values, strict=True)]
-    ratings = tmp_path / "ratings.csv"
-    ratings.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_calibrate_reads_in_scope_scores_and_reports_scope_agreement_apart(four: Path, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`calibrate agreement --judge j3` on the four-decision rubric: α, MAE, κ and the physician baseline read
+    the in-scope scores only (−1 is no point below 1), agreement on scope is its own table, and an isotonic map
+    is fitted on in-scope pairs and never maps −1. Every expected value is worked out here from the scores."""
+    ratings = _physician_ratings(tmp_path / "ratings.csv")
     judgement = read_judgement(next(four.rglob(f"*.judge.{FOUR}.json")))
     spec = _specs(judgement)[2]  # j3
     out = tmp_path / "agreement"
@@ -741,13 +746,7 @@ def test_evolve_aims_at_the_physicians_in_scope_mean_and_counts_a_judge_out_of_s
     from consilium.models.backends.scripted import Script, ScriptedModel
 
     rubric = load_rubric(FOUR)
-    lines = ["case_id,component,criterion,rater,score,model"]
-    for rater, scores in PHYSICIANS.items():
-        for (case, panel), values in scores.items():
-            lines += [f"four-{case.lower()},conclusion,{d},{rater},{s},{PANELS[panel]}"
-                      for d, s in zip(DIMS, values, strict=True)]
-    path = tmp_path / "ratings.csv"
-    path.write_text("\n".join(lines) + "\n")
+    path = _physician_ratings(tmp_path / "ratings.csv")
     items, unmatched = rated_items(load_ratings(path, rubric), load_judgements(four, FOUR), path,
                                    out_of_scope_score(rubric))
     assert unmatched == 0
