@@ -286,3 +286,104 @@ def test_estimate_is_for_a_new_cohort_in_this_process(setup: Setup, prior: Path,
     code = main([*setup.flags(setup.new_cases, out), "--estimate", flag, value])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"not with {flag}" in err[0] and not out.exists()
+
+
+#: A board meeting the scripted models hold every time (tests/test_cohort.py's): the moderator asks in turns 1
+#: and 3 and closes in turn 5, two specialists answer: 3 moderator calls and 2 specialist calls a meeting.
+BOARD_CASE = Path(__file__).resolve().parents[1] / "examples" / "cases" / "tumor-board-nsclc.yaml"
+
+
+class Board:
+    """A board cohort on one case in both modes: the panel ``chaired`` priced by its model config, its
+    moderator (``--moderator-model``) another scripted model without prices."""
+
+    def __init__(self, root: Path) -> None:
+        from test_cohort import BOARD
+        self.root = root
+        panel, chair = root / "panel.json", root / "chair.json"
+        panel.write_text(json.dumps({**BOARD, "model": "board-panel"}), encoding="utf-8")
+        chair.write_text(json.dumps({**BOARD, "model": "board-chair"}), encoding="utf-8")
+        self.panel, self.chair = f"scripted:{panel}", f"scripted:{chair}"
+        self.priced = root / "panel.yaml"
+        self.priced.write_text(f"spec: {self.panel}\nprices: {json.dumps(PRICES)}\n", encoding="utf-8")
+
+    def flags(self, out: Path) -> list[str]:
+        return ["cohort", "--protocol", "board", "--cases", str(BOARD_CASE), "--model-config", str(self.priced),
+                "--moderator-model", self.chair, "--no-cache", "--out", str(out)]
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> tuple[Board, Path]:
+    made = Board(tmp_path_factory.mktemp("board"))
+    out = made.root / "prior"
+    assert main(made.flags(out)) == 0
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return made, run_dir
+
+
+def _board_spent(run_dir: Path) -> dict[tuple[str, str, bool], list[int]]:
+    """(mode, stage, answered by the moderator) → [calls, input tokens, output tokens], from the traces."""
+    totals: dict[tuple[str, str, bool], list[int]] = {}
+    for path in run_dir.glob("arms/**/*.trace.json"):
+        trace = json.loads(path.read_text(encoding="utf-8"))
+        for call in trace["calls"]:
+            row = totals.setdefault((trace["mode"], call["stage"], call["role"] == "moderator"), [0, 0, 0])
+            row[0] += 1
+            row[1] += call["usage"]["input_tokens"]
+            row[2] += call["usage"]["output_tokens"]
+    return totals
+
+
+@pytest.mark.parametrize("like", [False, True])
+def test_a_boards_moderator_turns_are_priced_by_the_moderators_model(
+        board: tuple[Board, Path], like: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """The moderator's turns (its model, unpriced here) are never priced at the panel's prices: the agents
+    meeting's turns show a dash, as its role assignment and conclusion do; the single meeting (the panel's
+    one call) is priced by hand at the panel's prices, and the turns split 3 moderator's to 2 specialists'."""
+    made, prior = board
+    spent = _board_spent(prior)
+    assert {key: row[0] for key, row in spent.items() if key[1] == "board_turn"} == {
+        ("agents", "board_turn", True): 3, ("agents", "board_turn", False): 2, ("single", "board_turn", False): 1}
+    out = made.root / "never"
+    capsys.readouterr()
+    assert main([*made.flags(out), "--estimate", *(["--like", str(prior)] if like else [])]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert not out.exists()
+    header = next(line for line in printed if line.startswith("part "))
+    usd = header.index("USD")
+    cells = {(line.split()[2], line.split()[3]): line[usd:].split()[0] for line in printed
+             if line.startswith("panel ") and not line.startswith("panel total")}
+    assert cells[("agents", "board_turn")] == "—"
+    assert cells[("agents", "role_assignment")] == cells[("agents", "conclusion")] == "—"
+    assert cells[("single", "board_turn")] != "—"
+    estimate = estimate_cohort(BOARD_CASE, models=[made.panel], moderator=made.chair, protocols="board",
+                               like=prior if like else None)
+    turns = {row.variant: row.calls for row in estimate.rows if row.stage == "board_turn"}
+    if like:
+        assert (turns["agents"].expected, turns["single"].expected) == (5, 1)
+        single = spent[("single", "board_turn", False)]
+        cost = (single[1] * PRICES["input"] + single[2] * PRICES["output"]) / PER_TOKENS
+        assert abs(float(cells[("single", "board_turn")].lstrip("$")) - cost) <= TOLERANCE * cost
+    else:
+        # 3..max_turns moderator calls and 2..max_turns - 1 specialist answers (max_turns 12 by default)
+        assert (turns["agents"].low, turns["agents"].high) == (5, 12 + 11)
+
+
+def test_a_boards_bounds_hold_what_its_meeting_spent(board: tuple[Board, Path]) -> None:
+    """Each mode's stages, calls and input tokens, within the bounds: the specialists' turns counted with
+    their own prompt, not the moderator's."""
+    made, prior = board
+    spent: dict[tuple[str, str], list[int]] = {}
+    for (mode, stage, _), row in _board_spent(prior).items():
+        total = spent.setdefault((mode, stage), [0, 0, 0])
+        total[:] = [a + b for a, b in zip(total, row, strict=True)]
+    estimate = estimate_cohort(BOARD_CASE, models=[made.panel], moderator=made.chair, protocols="board")
+    rows = {(row.variant, row.stage): row for row in estimate.rows}
+    assert set(rows) == set(spent)
+    for key, row in rows.items():
+        calls, inputs, outputs = spent[key]
+        assert row.calls.low is not None and row.calls.high is not None
+        assert row.calls.low <= calls <= row.calls.high, key
+        assert row.input_tokens.low is not None and row.input_tokens.high is not None
+        assert row.input_tokens.low <= inputs <= row.input_tokens.high, (key, row.input_tokens, inputs)
+        assert row.output_tokens.high is not None and outputs <= row.output_tokens.high, key

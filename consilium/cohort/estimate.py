@@ -50,8 +50,6 @@ class Span:
 
 
 ZERO = Span(0.0, 0.0, 0.0)
-#: The stages the moderator's model answers (``--moderator-model``); a board's turns are priced as the panel's.
-MODERATOR_STAGES = frozenset({"role_assignment", "synthesis", "revision", "conclusion"})
 
 
 @dataclass
@@ -178,15 +176,15 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
                     continue
                 for case in shape.cases:
                     size = shape.sizes[case.id]
-                    made = ((s, _seen(h, size)) for s, h in seen.items()) if seen else (
-                        (b.stage, _bounded(b, size)) for b in bounds)
-                    for stage, (calls, per_in, per_out) in made:
+                    made = ((s, chair, _seen(h, size)) for (s, chair), h in seen.items()) if seen else (
+                        (b.stage, b.chair, _bounded(b, size)) for b in bounds)
+                    for stage, chair, (calls, per_in, per_out) in made:
                         if stage in shared and position > 0:
                             continue  # made once per (case, model), by the arm's first variant
-                        key = ("panel", protocol, variant, stage)
-                        row = _row(rows, key, seen is not None)
-                        chair = shape.moderator if shape.moderator and stage in MODERATOR_STAGES else spec
-                        row.add(calls, per_in, per_out, shape.prices.get(chair))
+                        row = _row(rows, ("panel", protocol, variant, stage), seen is not None)
+                        # the moderator's calls (--moderator-model) at its model's prices, the rest at the arm's
+                        answerer = shape.moderator if chair and shape.moderator else spec
+                        row.add(calls, per_in, per_out, shape.prices.get(answerer))
 
 
 def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], EstimateRow]) -> None:

@@ -1,6 +1,7 @@
 """What a previous cohort spent, read from its traces and judgements, for an estimate (``--like RUN_DIR``).
 
-Per (protocol, variant, stage): how many calls each trace made (their mean, fewest and most: the spread
+Per (protocol, variant, stage, whether the moderator answered: its calls' ``role="moderator"``): how many
+calls each trace made (their mean, fewest and most: the spread
 of its panels and review rounds), and per call its input tokens as a line in the case's size
 (``a + b·case tokens``, least squares over its calls; one case size: the case counted once, ``b = 1``)
 and its mean output tokens. Per (rubric, protocol, variant): the same for a judgement's calls, per judge
@@ -24,10 +25,12 @@ from consilium.models.tokens import count_tokens
 from consilium.protocols.registry import protocol_of, read_trace
 from consilium.traces.folder import judgement_files, trace_files
 
-__all__ = ["Prior", "StageHistory", "case_tokens", "read_prior"]
+__all__ = ["Prior", "StageHistory", "StageKey", "case_tokens", "read_prior"]
 
 #: The key of every model's traces together (a model the previous cohort did not run is estimated from them).
 ANY = "*"
+#: A stage, and whether the moderator's model answered it (a board's turns are the moderator's and the panel's).
+StageKey = tuple[str, bool]
 #: The largest share of a case's size one call is taken to carry: a fit on few, noisy points is held to it.
 MAX_SLOPE = 4.0
 
@@ -62,13 +65,13 @@ class Prior:
     """A previous cohort, as an estimate reads it."""
 
     run_dir: Path
-    panel: dict[tuple[str, str, str], dict[str, StageHistory]]  # (model, protocol, variant) → stage → history
+    panel: dict[tuple[str, str, str], dict[StageKey, StageHistory]]  # (model, protocol, variant) → stage → history
     judges: dict[tuple[str, str, str, str], StageHistory]  # (rubric, model, protocol, variant) → per judge
     rounds: dict[tuple[str, str], Counter[int]]  # (protocol, variant) → review rounds → traces
     traces: int
     failed: int
 
-    def stages(self, model: str, protocol: str, variant: str) -> dict[str, StageHistory] | None:
+    def stages(self, model: str, protocol: str, variant: str) -> dict[StageKey, StageHistory] | None:
         """The model's own history in (protocol, variant), else every model's of the previous cohort."""
         return self.panel.get((model, protocol, variant)) or self.panel.get((ANY, protocol, variant))
 
@@ -127,7 +130,7 @@ def read_prior(run_dir: Path) -> Prior:
     if not files:
         raise UserError(f"--like {run_dir}: the cohort has no traces yet, so there is nothing to estimate from")
     specs = _specs(run_dir)
-    made: dict[tuple[str, str, str], list[dict[str, list[CallRecord]]]] = defaultdict(list)  # per trace: by stage
+    made: dict[tuple[str, str, str], list[dict[StageKey, list[CallRecord]]]] = defaultdict(list)  # per trace
     sizes: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     rounds: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
     arms: dict[tuple[Path, str], tuple[str, str, str, int]] = {}  # trace file → model, protocol, variant, size
@@ -139,14 +142,14 @@ def read_prior(run_dir: Path) -> Prior:
         size = case_tokens(Case.model_validate(trace.case))
         arms[(path.parent, path.name)] = (spec, protocol.name, variant, size)
         failed += trace.status != "completed"
-        by_stage: dict[str, list[CallRecord]] = defaultdict(list)
+        by_stage: dict[StageKey, list[CallRecord]] = defaultdict(list)
         for call in trace.calls:
-            by_stage[call.stage].append(call)
+            by_stage[(call.stage, call.role == "moderator")].append(call)
         for model in (spec, ANY):
             made[(model, protocol.name, variant)].append(by_stage)
             sizes[(model, protocol.name, variant)].append(size)
         rounds[(protocol.name, variant)][len(getattr(trace, "rounds", None) or [])] += 1
-    stages: dict[tuple[str, str, str], dict[str, _Sample]] = {}
+    stages: dict[tuple[str, str, str], dict[StageKey, _Sample]] = {}
     for key, traces in made.items():
         stages[key] = defaultdict(_Sample)
         for stage in dict.fromkeys(s for by_stage in traces for s in by_stage):  # a trace without it: 0 calls

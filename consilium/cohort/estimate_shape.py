@@ -4,7 +4,9 @@ For one variant of one arm, each stage's calls between the fewest and the most t
 make under its run settings (panel size ``min_roles``..``max_roles``, review rounds 1..``max_rounds``,
 board turns), its fixed prompt (preamble and task template around the case, counted with the project's
 tokenizer), the most tokens of earlier answers its prompt can carry, and its ``max_tokens``. A stage
-marked ``shared`` is made once per (case, model) and shared by the arm's variants (the role assignment).
+marked ``shared`` is made once per (case, model) and shared by the arm's variants (the role assignment);
+one marked ``chair`` is answered by the moderator's model (``--moderator-model``), as its calls are tagged
+``role="moderator"``. A stage answered by both (a board's turns) is two bounds of the same stage.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def _around(prompt: Prompt) -> int:
 @dataclass(frozen=True)
 class StageBounds:
     """One stage of one variant: calls (fewest, most), its fixed prompt, the most tokens its placeholders
-    add (earlier answers, the panel's names, numbers), and the most tokens one answer may have."""
+    add (earlier answers, the panel's names, numbers), the most tokens one answer may have, and whether the
+    moderator answers it (``chair``)."""
 
     stage: str
     calls: tuple[int, int]
@@ -58,6 +61,7 @@ class StageBounds:
     carried_tokens: int
     max_output: int
     shared: bool = False
+    chair: bool = False
 
 
 @cache
@@ -101,15 +105,15 @@ def _consilium(variant: str, c: ConsiliumConfig) -> list[StageBounds]:
     assign = (0, 0) if c.panel else _assignment(c)
     return [
         StageBounds("role_assignment", assign, _prompt("assign_roles", SHARED), 0, c.tokens_for("role_assignment"),
-                    shared=True),
+                    shared=True, chair=True),
         StageBounds("opinion", (low_n, high_n), _prompt(f"opinion_{fmt}", SHARED), 0, c.tokens_for("opinion")),
         StageBounds("synthesis", (1, 1), _prompt(f"synthesis_{fmt}", SHARED),
-                    high_n * c.tokens_for("opinion"), c.tokens_for("synthesis")),
+                    high_n * c.tokens_for("opinion"), c.tokens_for("synthesis"), chair=True),
         StageBounds("vote", (low_n * min(rounds, 1), high_n * rounds), _prompt("vote", SHARED), report,
                     c.tokens_for("vote")),
         # A revision follows every round but the last (at max_rounds the tally stops: round_limit).
         StageBounds("revision", (0, max(rounds - 1, 0)), _prompt(f"revision_{fmt}", SHARED),
-                    report + high_n * c.tokens_for("vote"), c.tokens_for("revision")),
+                    report + high_n * c.tokens_for("vote"), c.tokens_for("revision"), chair=True),
     ]
 
 
@@ -117,27 +121,33 @@ def _single(variant: str, c: SingleConfig) -> list[StageBounds]:
     """The consilium's role assignment, then the primary role's one answer (protocols/single/graph.py)."""
     return [
         StageBounds("role_assignment", _assignment(c), _prompt("assign_roles", SHARED), 0,
-                    c.tokens_for("role_assignment"), shared=True),
+                    c.tokens_for("role_assignment"), shared=True, chair=True),
         StageBounds("opinion", (1, 1), _prompt(f"answer_{_fmt(variant)}", SINGLE), 0, c.tokens_for("opinion")),
     ]
 
 
 def _board(variant: str, c: BoardConfig) -> list[StageBounds]:
-    """agents: roles, then moderator and specialist turns (a moderator's pass is a call without a turn, so
-    at most two calls a turn), then the conclusion; fewest: ask, answer, ask, answer, close (two specialists
-    must speak before the moderator may close). single: the whole meeting in one call
-    (opentumorboard.txt App. B; protocols/board/graph.py, calls.py)."""
+    """agents: roles, then moderator and specialist turns, then the conclusion; single: the whole meeting in
+    one call (opentumorboard.txt App. B; protocols/board/graph.py, agents.py). The moderator (its own prompt
+    and model) opens every turn with a call, a pass being a call without a turn of its own, and closes the
+    meeting: at most ``max_turns`` calls, the specialists at most ``max_turns - 1``. Fewest, from 5 turns on:
+    ask, answer, ask, answer, close (two specialists must speak before the moderator may close); under 5
+    turns the limit may end the meeting after one question and its answer."""
     if variant == "single":
         return [StageBounds("board_turn", (1, 1), _prompt("board_single", BOARD, "board_preamble", BOARD), 0,
                             c.tokens_for("board_single"))]
     transcript = c.max_turns * c.tokens_for("board_turn")
+    asks, answers = ((3, 2) if c.max_turns >= 5 else (1, 1))
     return [
         StageBounds("role_assignment", _assignment(c), _prompt("assign_roles", SHARED, "board_preamble", BOARD), 0,
-                    c.tokens_for("role_assignment")),
-        StageBounds("board_turn", (5, 2 * c.max_turns), _prompt("board_moderator", BOARD, "board_preamble", BOARD),
-                    transcript, c.tokens_for("board_turn")),
+                    c.tokens_for("role_assignment"), chair=True),
+        StageBounds("board_turn", (asks, c.max_turns), _prompt("board_moderator", BOARD, "board_preamble", BOARD),
+                    transcript, c.tokens_for("board_turn"), chair=True),
+        StageBounds("board_turn", (answers, c.max_turns - 1),
+                    _prompt("board_specialist", BOARD, "board_preamble", BOARD), transcript,
+                    c.tokens_for("board_turn")),
         StageBounds("conclusion", (1, 1), _prompt("board_conclusion", BOARD, "board_preamble", BOARD), transcript,
-                    c.tokens_for("conclusion")),
+                    c.tokens_for("conclusion"), chair=True),
     ]
 
 
