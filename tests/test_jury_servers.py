@@ -239,6 +239,12 @@ def test_a_cohort_records_each_judges_server_but_no_key_and_a_resume_holds_its_j
         assert main(["cohort", "--resume", run_dir, *moved]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("consilium: error: --judge-model: ")
+        # The key's variable unset when the cohort is resumed: one line naming the manifest's judge and the variable.
+        monkeypatch.delenv("JUDGE_A_KEY")
+        assert main(["cohort", "--resume", run_dir]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.splitlines() == [f"consilium: error: --resume: {run_dir}/manifest.json: judge: {first}: "
+                                    "$JUDGE_A_KEY is not set"]
     captured = capsys.readouterr()
     for key in (KEY_A, KEY_B, KEY_SHARED):
         assert key not in captured.out + captured.err

@@ -222,6 +222,9 @@ def resume_plan(args: argparse.Namespace) -> Plan:
             raise UserError(f"--resume: the cohort's key comes from ${s.model.api_key_env}, which is not set")
         overrides["api_key"] = key
     options = model_options(kept, **overrides)
+    if s.judge_model:  # each judge as the manifest keeps it; its own key variable unset: refused before any arm runs
+        for ref in parse_refs([s.judge_model, *s.jury_models], flag=f"--resume: {run_dir}/manifest.json: judge"):
+            ref.options(options)
     _refuse_on_ray(args, s)
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
                 manifest=manifest, scope=s.judge_scope, images=cohort_images(s.protocols, found),
