@@ -11,7 +11,10 @@
    for both formats and the board, beside a role-first layout;
 4. replay and re-judge throughput (arms/s) against the original scripted run;
 5. peak memory of a 1,000-arm cohort vs a 100-arm one;
-7. the share of prompt tokens served from the replicas' prefix caches, one replica vs four.
+7. the share of prompt tokens served from the replicas' prefix caches, one replica vs four;
+then `consilium --help` beside `python -c pass` (benchmarks/startup.py), the cohort command run as a process
+beside the in-process run of section 2 and the critical-path bound (benchmarks/cohort_process.py), and the
+judge's decoding orders side by side (benchmarks/judge_cost.py).
 The embedded model's figures come from `consilium models check` and `make demo`.
 """
 
@@ -231,6 +234,7 @@ def main() -> None:
     lines = ["# Benchmark results", "", f"`benchmarks/suite.py{' --quick' if args.quick else ''}` on "
              f"{os.cpu_count()} CPUs; every figure below was measured side by side in one run.", ""]
     lines += cache_sections(scale)
+    lines += __import__("cohort_process").process_section(args.quick)  # beside section 2: the same stand-in
     rows = prefix_reuse(10 // (2 if args.quick else 1))
     lines += ["", "## 3. Prefix reuse (share of prompt tokens repeating a prefix already sent for the case)", "",
               "| runs | case first (consilium's layout) | role and task first |", "|---|---|---|"]
@@ -263,6 +267,8 @@ def main() -> None:
               "(target ≤ 5).", ""]
     lines += __import__("ray_vs_local").ray_section(48 // scale)  # 8. benchmarks/ray_vs_local.py
     lines += [] if args.skip_embedded else __import__("embedded").embedded_section(args.quick)  # 9. embedded.py
+    lines += __import__("startup").startup_section(args.quick)  # benchmarks/startup.py
+    lines += __import__("judge_cost").judge_cost_section(args.quick)  # benchmarks/judge_cost.py
     lines += [f"_Total benchmark time {time.perf_counter() - started:.0f} s._", ""]
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))

@@ -1,0 +1,170 @@
+"""The cohort command as a process, beside the in-process run and the critical-path bound, side by side.
+
+    .venv/bin/python benchmarks/cohort_process.py [--cases 48] [--latency-ms 100] [--concurrency 64]
+
+``python -m consilium cohort`` runs as users run it (a fresh interpreter, the case files read from a
+folder, traces, tables and the manifest written, the progress lines printed) against benchmarks/fakeserver.py,
+an OpenAI-compatible stand-in answering every request in ``--latency-ms``: once in the default
+configuration (the response cache on, a fresh cache file, so every call is a miss that is written) and
+once with ``--no-cache``. Beside them, the same cases through benchmarks/workload.py's in-process runner
+(the model stack and the protocol's graphs, no files), and the critical-path bound: the larger of the
+longest chain of calls that must follow one another (a case's role assignment, then its longest arm's
+stages, one (stage, round) after another) and all calls spread over the concurrency, each times the latency.
+Everything is measured in one run, so the machine's load falls on all alike: read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from workload import ROOT, cases, fake_server, fresh_cache, read_consilium_trace, run_cohort
+
+from consilium import aio
+from consilium.traces.schema import TraceBase
+
+__all__ = ["bound_seconds", "process_section"]
+
+
+def write_cases(folder: Path, n: int) -> Path:
+    """The benchmark's cases (the shipped example, each patient's presentation its own) as case files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for case in cases(n):
+        data = case.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        (folder / f"{case.id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return folder
+
+
+def chain(traces: list[Any]) -> int:
+    """The longest run of calls that must wait for one another: per case, its shared role assignment, then
+    the longest of its arms' chains of (stage, round) steps (a step's calls go out together)."""
+    by_case: dict[str, int] = defaultdict(int)
+    for trace in traces:
+        steps = {(c.stage, c.round) for c in trace.calls if c.stage != "role_assignment"}
+        by_case[trace.case_id] = max(by_case[trace.case_id], len(steps))
+    return 1 + max(by_case.values())
+
+
+def calls_made(traces: list[Any]) -> int:
+    """Calls sent to the server: a consilium's second format copies the shared assignment's call."""
+    shared = sum(sum(c.stage == "role_assignment" for c in t.calls) for t in traces
+                 if getattr(t, "role_assignment_shared", False))
+    return sum(len(t.calls) for t in traces) - shared
+
+
+def bound_seconds(traces: list[Any], latency_ms: float, concurrency: int) -> dict[str, float]:
+    calls = calls_made(traces)
+    steps = chain(traces)
+    return {"calls": calls, "chain": steps, "chain_s": steps * latency_ms / 1000,
+            "spread_s": calls * latency_ms / 1000 / concurrency,
+            "bound_s": max(steps * latency_ms / 1000, calls * latency_ms / 1000 / concurrency)}
+
+
+def installed_env(tmp: Path) -> dict[str, str]:
+    """The environment of an installed package: modules read from bytecode, written by a first, unmeasured
+    run (:func:`measure`) into ``tmp``'s folder of its own, so the checkout stays as it is and a machine that
+    says not to write bytecode (``PYTHONDONTWRITEBYTECODE``) does not compile every module at every start."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CONSILIUM_LOG_FILE")}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
+
+
+def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cache: bool,
+                profile: Path | None = None) -> tuple[float, float, list[TraceBase]]:
+    """``consilium cohort`` in a fresh interpreter: its wall time from start to exit, the CPU time it took
+    (user and system, its threads included), and its traces."""
+    out = folder / ("runs-cache" if cache else "runs-nocache")
+    env = {**installed_env(folder.parent), "OPENAI_API_KEY": "sk-benchmark",
+           "CONSILIUM_CACHE": str(folder / "responses.sqlite")}
+    command = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []), "-m", "consilium",
+               "cohort", "--cases", str(case_dir), "--model", "openai:fake", "--base-url", url,
+               "--concurrency", str(concurrency), "--out", str(out), *([] if cache else ["--no-cache"])]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    if done.returncode != 0:
+        raise SystemExit(f"cohort failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    traces: list[TraceBase] = [read_consilium_trace(p) for p in sorted(out.glob("*/**/*.trace.json"))]
+    failed = [t for t in traces if t.status != "completed"]
+    if failed:
+        raise SystemExit(f"{len(failed)} arms failed, e.g. {failed[0].error}")
+    return wall, cpu, traces
+
+
+def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1) -> dict[str, Any]:
+    """Process (cache on, cache off) and in-process walls, alternately ``rounds`` times (medians), and the bound."""
+    walls: dict[str, list[float]] = defaultdict(list)
+    traces: list[Any] = []
+    with tempfile.TemporaryDirectory() as tmp, fake_server(latency_ms) as url:
+        case_dir = write_cases(Path(tmp) / "cases", n)
+        (Path(tmp) / "warm-up").mkdir()  # compiles every module a cohort imports, unmeasured
+        run_process(Path(tmp) / "warm-up", write_cases(Path(tmp) / "one-case", 1), url, concurrency, cache=False)
+        for r in range(rounds):
+            for cache in (True, False):
+                folder = Path(tmp) / f"{r}-{cache}"
+                folder.mkdir()
+                wall, cpu, traces = run_process(folder, case_dir, url, concurrency, cache=cache)
+                walls["process" if cache else "process_off"].append(wall)
+                walls["process_cpu" if cache else "process_off_cpu"].append(cpu)
+            with fresh_cache() as path:
+                cpu_started = time.process_time()
+                walls["in_process"].append(aio.run(run_cohort(cases(n), latency_ms, concurrency, url, cache=path))[0])
+                walls["in_process_cpu"].append(time.process_time() - cpu_started)
+    result: dict[str, Any] = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
+    return {**result, **bound_seconds(traces, latency_ms, concurrency), "arms": len(traces), "cases": n,
+            "latency_ms": latency_ms, "concurrency": concurrency, "rounds": rounds}
+
+
+def process_section(quick: bool) -> list[str]:
+    """make bench's section: the cohort command as a process beside the in-process run and the bound."""
+    m = measure(12 if quick else 48, 100.0, 64)
+    return [f"## The cohort command as a process ({m['cases']} cases × both formats, {m['calls']} calls, "
+            f"--concurrency {m['concurrency']}, a {m['latency_ms']:.0f} ms stand-in)", "",
+            *table(m), ""]
+
+
+def table(m: dict[str, Any]) -> list[str]:
+    bound = m["bound_s"]
+    runs = (("`consilium cohort` process, default (cache on)", m["process"], m["process_cpu"]),
+            ("`consilium cohort` process, `--no-cache`", m["process_off"], m["process_off_cpu"]),
+            ("in-process (benchmarks/workload.py, cache on)", m["in_process"], m["in_process_cpu"]))
+    return ["| run | wall s | bound / wall | CPU s | bound / CPU |", "|---|---|---|---|---|",
+            *(f"| {name} | {wall:.2f} | **{bound / wall:.2f}** | {cpu:.2f} | {bound / cpu:.2f} |"
+              for name, wall, cpu in runs),
+            f"| critical-path bound | {bound:.2f} | 1 | | |", "",
+            f"Bound = max(chain {m['chain']} steps × {m['latency_ms']:.0f} ms = {m['chain_s']:.2f} s, "
+            f"{m['calls']} calls × {m['latency_ms']:.0f} ms / {m['concurrency']} = {m['spread_s']:.2f} s); "
+            f"medians of {m['rounds']} alternating round(s); process / in-process "
+            f"{m['process'] / m['in_process']:.2f}×; target: bound / process wall ≥ 0.7 in the default "
+            "configuration. CPU s: what the process (its threads included) spent on the CPUs; on a machine "
+            "others load, wall time stretches and CPU time does not, and bound / CPU is the most the wall ratio "
+            "can reach on an idle one."]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=48)
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are shown")
+    args = parser.parse_args()
+    m = measure(args.cases, args.latency_ms, args.concurrency, args.rounds)
+    print(f"{m['cases']} cases × both formats = {m['arms']} arms, {m['calls']} calls, on {os.cpu_count()} CPUs "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print("\n".join(table(m)))
+
+
+if __name__ == "__main__":
+    main()
