@@ -387,3 +387,73 @@ def test_a_boards_bounds_hold_what_its_meeting_spent(board: tuple[Board, Path]) 
         assert row.input_tokens.low is not None and row.input_tokens.high is not None
         assert row.input_tokens.low <= inputs <= row.input_tokens.high, (key, row.input_tokens, inputs)
         assert row.output_tokens.high is not None and outputs <= row.output_tokens.high, key
+
+
+def _figures(cell: str) -> tuple[float | None, float | None, float | None] | None:
+    """A printed cell as (expected, low, high): ``1,234``, ``1,200 (1,000–1,500)``, ``1,000–1,500``,
+    ``≤ 1,500``; None for "—"."""
+    def number(text: str) -> float:
+        return float(text.strip().lstrip("$").replace(",", ""))
+    if cell == "—":
+        return None
+    if cell.startswith("≤ "):
+        return None, None, number(cell[2:])
+    if " (" in cell:
+        expected, between = cell.rstrip(")").split(" (")
+        low, high = between.split("–")
+        return number(expected), number(low), number(high)
+    if "–" in cell:
+        low, high = cell.split("–")
+        return None, number(low), number(high)
+    return (number(cell),) * 3
+
+
+def _table(printed: list[str]) -> list[list[str]]:
+    """The printed table's lines as cells, cut at the header's column starts."""
+    header = next(line for line in printed if line.startswith("part "))
+    names = ["part", "protocol", "variant", "stage", "calls", "input tokens", "output tokens", "USD", "from"]
+    starts = [header.index(name) for name in names]
+    lines = printed[printed.index(header) + 1:]
+    lines = lines[:next(i for i, line in enumerate(lines) if line.startswith("total"))+ 1]
+    return [[line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)] for line in lines]
+
+
+def _summed(cells: list[str]) -> tuple[float | None, float | None, float | None] | None:
+    figures = [_figures(cell) for cell in cells]
+    if any(f is None for f in figures):
+        return None
+    def add(i: int) -> float | None:
+        values = [f[i] for f in figures if f is not None]
+        return None if any(v is None for v in values) else round(sum(v for v in values if v is not None), 6)
+    return add(0), add(1), add(2)
+
+
+@pytest.mark.parametrize("like", [True, False])
+def test_the_printed_totals_are_the_sums_of_the_printed_rows(setup: Setup, prior: Path, like: bool,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Every column of every part's total line, and of the cohort's, is the sum of the rows above it as they
+    are printed (a row's figure is what the total adds: no total off by the rows' rounding); a dash in a row
+    makes its total a dash. The panel is a model the prior did not run (every model's mean calls and tokens:
+    fractions) priced by its model config, and the judge is not priced."""
+    other = setup.root / "other.json"
+    other.write_text(json.dumps(_panel("other", dissent=False)), encoding="utf-8")
+    model_file = setup.root / "other-priced.yaml"
+    model_file.write_text(f"spec: scripted:{other}\nprices: {json.dumps(PRICES)}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["cohort", "--cases", str(setup.new_cases), "--model-config", str(model_file), "--config",
+                 str(setup.config), "--judge", "ai-consilium", "--judge-model", setup.judge, "--estimate",
+                 *(["--like", str(prior)] if like else [])]) == 0
+    table = _table(capsys.readouterr().out.splitlines())
+    parts: dict[str, list[list[str]]] = {}
+    for cells in table:
+        if cells[0].endswith("total"):
+            rows = parts.get(cells[0].removesuffix(" total")) if cells[0] != "total" else \
+                [row for rows in parts.values() for row in rows]
+            assert rows, cells
+            for column in range(4, 8):
+                assert _figures(cells[column]) == _summed([row[column] for row in rows]), (cells[0], column)
+        else:
+            parts.setdefault(cells[0], []).append(cells)
+    assert set(parts) == {"panel", "judge ai-consilium"}
+    assert all(_figures(row[7]) is not None for row in parts["panel"])
+    assert _figures(table[-1][7]) is None  # the unpriced judge's

@@ -23,7 +23,7 @@ from consilium.judges.rubric import Rubric
 from consilium.models.pricing import PER_TOKENS, Prices
 from consilium.traces.config import RunConfig
 
-__all__ = ["CohortEstimate", "CohortShape", "EstimateRow", "Span", "estimate"]
+__all__ = ["USD_DIGITS", "CohortEstimate", "CohortShape", "EstimateRow", "Span", "estimate"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,15 @@ class Span:
         def mul(a: float | None, b: float | None) -> float | None:
             return None if a is None or b is None else a * b
         return Span(mul(self.expected, factor.expected), mul(self.low, factor.low), mul(self.high, factor.high))
+
+    def rounded(self, digits: int = 0) -> Span:
+        def cut(a: float | None) -> float | None:
+            return None if a is None else round(a, digits)
+        return Span(cut(self.expected), cut(self.low), cut(self.high))
+
+
+#: A row's dollars are kept, and printed, to the millionth (consilium/cohort/estimate_table.py).
+USD_DIGITS = 6
 
 
 ZERO = Span(0.0, 0.0, 0.0)
@@ -95,6 +104,12 @@ class EstimateRow:
         self.calls, self.input_tokens = self.calls.scaled(factor), self.input_tokens.scaled(factor)
         self.output_tokens, self.usd = self.output_tokens.scaled(factor), self.usd.scaled(factor)
 
+    def round(self) -> None:
+        """Whole calls and tokens, dollars to the millionth: the row as it is shown, so that a total, the sum
+        of its rows, is the sum of the figures printed."""
+        self.calls, self.input_tokens = self.calls.rounded(), self.input_tokens.rounded()
+        self.output_tokens, self.usd = self.output_tokens.rounded(), self.usd.rounded(USD_DIGITS)
+
     def add(self, calls: Span, per_input: Span, per_output: Span, prices: Prices | None) -> None:
         inputs, outputs = calls.times(per_input), calls.times(per_output)
         self.calls += calls
@@ -116,7 +131,7 @@ class CohortEstimate:
         return list(dict.fromkeys(row.part for row in self.rows))
 
     def total(self, part: str | None = None) -> EstimateRow:
-        """The rows of ``part`` (every row: None) added up."""
+        """The rows of ``part`` (every row: None) added up, as they are shown (each row rounded first)."""
         total = EstimateRow(part or "total", "", "", "", "")
         for row in self.rows:
             if part is None or row.part == part:
@@ -124,6 +139,7 @@ class CohortEstimate:
                 total.input_tokens += row.input_tokens
                 total.output_tokens += row.output_tokens
                 total.usd += row.usd
+        total.usd = total.usd.rounded(USD_DIGITS)  # the float sum's noise
         return total
 
 
@@ -241,4 +257,5 @@ def estimate(shape: CohortShape, prior: Prior | None = None) -> CohortEstimate:
     _judged(shape, prior, rows)
     for row in rows.values():
         row.scale(shape.replicates)
+        row.round()
     return CohortEstimate(rows=list(rows.values()), cases=len(shape.cases), models=len(shape.models), like=prior)

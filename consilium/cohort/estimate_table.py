@@ -4,8 +4,7 @@ from."""
 
 from __future__ import annotations
 
-from consilium.cohort.estimate import CohortEstimate, EstimateRow, Span
-from consilium.models.pricing import format_usd
+from consilium.cohort.estimate import USD_DIGITS, CohortEstimate, EstimateRow, Span
 
 __all__ = ["estimate_lines", "format_span"]
 
@@ -16,10 +15,15 @@ def _number(value: float) -> str:
     return f"{round(value):,}"
 
 
+def _usd(value: float) -> str:
+    """Every row's dollars to the millionth, as the estimate keeps them: the total is their visible sum."""
+    return f"${value:,.{USD_DIGITS}f}"
+
+
 def format_span(span: Span, money: bool = False) -> str:
     """``1,234`` (known), ``1,200 (1,000–1,500)`` (expected, and its range), ``1,000–1,500`` (a range only),
     ``≤ 1,500`` (bounded above only) or "—" (unknown)."""
-    show = format_usd if money else _number
+    show = _usd if money else _number
     if span.high is None:
         return "—"
     if span.low is None:
