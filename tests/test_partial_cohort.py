@@ -11,7 +11,9 @@ cohort process (SIGKILL) half-way and reads it while it runs and after."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -81,6 +83,30 @@ def cohorts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         yield {"complete": complete, "stopped": stopped, "spec_of": spec_of, "tmp": tmp}
 
 
+#: What a command printed: its exit code, stdout and stderr.
+Said = tuple[int, str, str]
+
+
+def _said(argv: list[str]) -> Said:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def read(cohorts: dict[str, Any]) -> dict[tuple[str, str], Said]:
+    """compare, report and view of the stopped and of the complete cohort, each run once into the cohort's own
+    folder: (cohort, command) → what it printed. Drawing their figures is most of a command's time, so the
+    tests of what the outputs say and of their figures' marks read these same folders."""
+    said = {}
+    for name in ("stopped", "complete"):
+        for command in ("compare", "report", "view"):
+            draws = ["--bootstrap", str(DRAWS)] if command != "view" else []
+            said[(name, command)] = _said([command, str(cohorts[name]), *draws])
+    return said
+
+
 def missing_labels(spec_of: dict[str, str]) -> set[str]:
     return {f"{case} · {spec_of[model]} · {fmt}" for model, case, fmt in NEVER_RAN}
 
@@ -123,23 +149,24 @@ def tables_of(page: Path) -> dict[str, list[list[str]]]:
 
 
 def test_a_killed_cohort_reads_as_aborted_with_its_missing_arms_in_every_output(
-        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+        cohorts: dict[str, Any], read: dict[tuple[str, str], Said]) -> None:
     stopped, spec_of = cohorts["stopped"], cohorts["spec_of"]
-    capsys.readouterr()
-    assert main(["compare", str(stopped), "--bootstrap", str(DRAWS)]) == 1
-    out = capsys.readouterr().out
+    code, out, _ = read[("stopped", "compare")]
+    assert code == 1
     assert out.splitlines()[2].startswith(f"**Partial cohort: {FINISHED} of {PLANNED} planned arms finished "
                                           f"(status: aborted: {KILLED}")
     assert all(f"- {label}" in out for label in missing_labels(spec_of))
     text = check_partial_files(stopped / "compare", "compare.md", "aborted", spec_of)
     assert f"{FINISHED} arms; {FINISHED - 1} completed." in text  # the failed arm finished, as a failure
 
-    assert main(["report", str(stopped), "--bootstrap", str(DRAWS)]) == 1
-    assert f"{FINISHED} of {PLANNED} planned arms finished (status: aborted" in capsys.readouterr().out
+    code, out, _ = read[("stopped", "report")]
+    assert code == 1
+    assert f"{FINISHED} of {PLANNED} planned arms finished (status: aborted" in out
     check_partial_files(stopped / "report", "report.md", "aborted", spec_of)
 
-    assert main(["view", str(stopped)]) == 1
-    said = capsys.readouterr().out.splitlines()
+    code, out, _ = read[("stopped", "view")]
+    assert code == 1
+    said = out.splitlines()
     assert said[0].startswith(f"partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted")
     index = stopped / "view" / "index.html"
     assert f"Partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted" in \
@@ -181,12 +208,11 @@ def test_an_aborted_cohort_says_why_it_stopped(cohorts: dict[str, Any], capsys: 
     check_partial_files(stopped / "report", "report.md", "aborted", cohorts["spec_of"])
 
 
-def test_a_complete_cohort_carries_no_partial_mark(cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_complete_cohort_carries_no_partial_mark(cohorts: dict[str, Any],
+                                                   read: dict[tuple[str, str], Said]) -> None:
     complete = cohorts["complete"]
-    assert main(["compare", str(complete), "--bootstrap", str(DRAWS)]) == 0
-    assert main(["report", str(complete), "--bootstrap", str(DRAWS)]) == 0
-    assert main(["view", str(complete)]) == 0
-    said = capsys.readouterr().out
+    assert [read[("complete", command)][0] for command in ("compare", "report", "view")] == [0, 0, 0]
+    said = "".join(read[("complete", command)][1] for command in ("compare", "report", "view"))
     assert "partial cohort" not in said.lower() and "[partial:" not in said and "planned arms" not in said
     for folder, name in (("compare", "compare.md"), ("report", "report.md")):
         out = complete / folder
@@ -400,21 +426,18 @@ def figure_marks(folder: Path) -> dict[str, tuple[str | None, bool]]:
 
 
 def test_a_partial_cohorts_figures_carry_its_mark_and_a_complete_ones_none(
-        cohorts: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+        cohorts: dict[str, Any], read: dict[tuple[str, str], Said]) -> None:
     """compare's and report's figures are marked as their tables' titles are: drawn in a corner, and in each
     file's metadata (the PNG's Description, the PDF's Subject), so an image copied out still says so."""
     mark = f"partial: {FINISHED} of {PLANNED} planned arms, cohort aborted"
-    tmp = cohorts["tmp"] / "figures"
     for command in ("compare", "report"):
-        assert main([command, str(cohorts["stopped"]), "--bootstrap", str(DRAWS), "--out", str(tmp / command)]) == 1
-        marks = figure_marks(tmp / command)
+        assert read[("stopped", command)][0] == 1, command
+        marks = figure_marks(cohorts["stopped"] / command)
         assert len(marks) >= 5, command
         assert set(marks.values()) == {(mark, True)}, (command, marks)
-        assert main([command, str(cohorts["complete"]), "--bootstrap", str(DRAWS), "--out",
-                     str(tmp / f"{command}-complete")]) == 0
-        marks = figure_marks(tmp / f"{command}-complete")
+        assert read[("complete", command)][0] == 0, command
+        marks = figure_marks(cohorts["complete"] / command)
         assert len(marks) >= 5 and set(marks.values()) == {(None, False)}, (command, marks)
-    capsys.readouterr()
 
 
 def _copy(cohorts: dict[str, Any], name: str) -> Path:
