@@ -457,3 +457,25 @@ def test_the_printed_totals_are_the_sums_of_the_printed_rows(setup: Setup, prior
     assert set(parts) == {"panel", "judge ai-consilium"}
     assert all(_figures(row[7]) is not None for row in parts["panel"])
     assert _figures(table[-1][7]) is None  # the unpriced judge's
+
+
+def test_a_judge_named_by_its_model_config_is_priced_by_its_file(setup: Setup, prior: Path, new_run: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``--judge-model judge.yaml`` with ``prices:``: the judge's rows in dollars at the file's prices, within
+    the tolerance of what the new cohort's judgements cost at them (worked out here from their tokens)."""
+    prices = {"input": 3.0, "output": 15.0}
+    judge_file = setup.root / "judge-priced.yaml"
+    judge_file.write_text(f"spec: {setup.judge}\nprices: {json.dumps(prices)}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["cohort", "--cases", str(setup.new_cases), "--model", setup.specs[0], "--extra-model",
+                 setup.specs[1], "--config", str(setup.config), "--judge", "ai-consilium", "--judge-model",
+                 str(judge_file), "--estimate", "--like", str(prior)]) == 0
+    table = _table(capsys.readouterr().out.splitlines())
+    judged = {row[2]: row[7] for row in table if row[0] == "judge ai-consilium"}
+    spent = _spend(new_run)
+    for fmt in ("free-form", "structured"):
+        _, inputs, outputs = spent[("judge ai-consilium", fmt, "judge")]
+        cost = (inputs * prices["input"] + outputs * prices["output"]) / PER_TOKENS
+        shown = _figures(judged[fmt])
+        assert shown is not None and shown[0] is not None, judged
+        assert abs(shown[0] - cost) <= TOLERANCE * cost, (fmt, shown, cost)

@@ -13,6 +13,7 @@ from consilium.cohort.estimate_table import estimate_lines
 from consilium.errors import UserError
 from consilium.models.factory import ModelOptions
 from consilium.models.pricing import Prices
+from consilium.models.refs import parse_model_ref
 from consilium.protocols.registry import get_protocol
 
 __all__ = ["check_estimate_flags", "plan_shape", "run_estimate"]
@@ -30,9 +31,12 @@ def plan_shape(plan: Plan) -> CohortShape:
                  for name in s.protocols}
     judges = [j for j in [s.judge_model, *s.jury_models] if j] if plan.rubrics else []
     prices = {spec: p for spec in s.models if (p := _prices(spec, plan.options_for(spec))) is not None}
-    for other in [*judges, *([s.moderator_model] if s.moderator_model else [])]:
-        if (found := _prices(other, plan.options)) is not None:
-            prices[other] = found
+    if s.moderator_model and (found := _prices(s.moderator_model, plan.options)) is not None:
+        prices[s.moderator_model] = found
+    for judge in judges:  # as the run builds it (models/factory.py build_ref): its own file's prices, or none
+        ref = parse_model_ref(judge)
+        if (found := _prices(ref.spec, ref.options(plan.options))) is not None:
+            prices[judge] = found
     return CohortShape(cases=plan.cases, protocols=protocols, models=list(s.models), rubrics=plan.rubrics,
                        judges=judges, prices=prices, decoding=getattr(s, "judge_decoding", None),
                        moderator=s.moderator_model, replicates=max(len(s.seeds or []), 1))
