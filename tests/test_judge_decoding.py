@@ -139,6 +139,29 @@ def test_the_api_takes_the_decoding_order(runs: Path) -> None:
     assert judged[AFIB].calls == []  # no reference diagnosis: not evaluable, no call made
 
 
+def test_a_cohort_keeps_its_decoding_order_in_the_manifest_and_refuses_another_on_resume(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / f"{MYOCARDITIS}.yaml").write_text((CASES / f"{MYOCARDITIS}.yaml").read_text())
+    panel, judge = tmp_path / "panel.json", tmp_path / "judge.json"
+    panel.write_text(json.dumps(PANEL))
+    judge.write_text(json.dumps(JUDGE))
+    argv = ["cohort", "--cases", str(tmp_path / "cases"), "--model", f"scripted:{panel}", "--formats", "structured",
+            "--judge", "nmb-diagnosis-match", "--judge-model", f"scripted:{judge}"]
+    assert main([*argv, "--judge-decoding", "paper", "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    assert json.loads((run_dir / "manifest.json").read_text())["settings"]["judge_decoding"] == "paper"
+    [path] = run_dir.rglob(f"{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+    judged = read_judgement(path)
+    # the grammar judge's default would be constrained; the cohort's --judge-decoding paper holds
+    assert (judged.decoding, len(judged.calls)) == ("paper", MATCH_ITEMS * (1 + REPAIRS + 1))
+    capsys.readouterr()
+    assert main([*argv, "--resume", str(run_dir), "--judge-decoding", "constrained"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "consilium: error: --judge-decoding: 'constrained' differs from the resumed cohort's 'paper'")
+
+
 def test_a_judgement_recorded_before_the_order_was_reads_as_the_papers_order(runs: Path, tmp_path: Path) -> None:
     judged = _judge(runs, "nmb-diagnosis-match", JUDGE)
     data = json.loads(judged.model_dump_json())
