@@ -479,3 +479,49 @@ def test_a_judge_named_by_its_model_config_is_priced_by_its_file(setup: Setup, p
         shown = _figures(judged[fmt])
         assert shown is not None and shown[0] is not None, judged
         assert abs(shown[0] - cost) <= TOLERANCE * cost, (fmt, shown, cost)
+
+
+MATCH = "nmb-diagnosis-match"
+
+
+def _unreferenced(folder: Path, cases: dict[str, bool]) -> Path:
+    """Cases (id → has a reference diagnosis) of varied sizes; those without one are not evaluable."""
+    folder.mkdir()
+    for i, (case, referenced) in enumerate(cases.items()):
+        data = _case(case, 2 + 5 * i)
+        if not referenced:
+            del data["reference"]
+        (folder / f"{case}.json").write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def match_prior(setup: Setup) -> Path:
+    """A free-form cohort judged by the diagnosis match on two cases, one without a reference diagnosis (its
+    judgement made no call): 1 judge call on the one, none on the other."""
+    judge = setup.root / "match.json"
+    judge.write_text(json.dumps({"model": "match", "rules": [
+        {"stage": "judge", "json": {"rationale": "r", "match": True}}]}), encoding="utf-8")
+    cases = _unreferenced(setup.root / "match-prior-cases", {"m1": True, "m2": False})
+    out = setup.root / "match-prior"
+    assert main(["cohort", "--cases", str(cases), "--model", setup.specs[0], "--formats", "free-form", "--config",
+                 str(setup.config), "--judge", MATCH, "--judge-model", f"scripted:{judge}",
+                 "--allow-missing-reference", "--no-cache", "--out", str(out)]) == 0
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_like_counts_no_judge_call_for_a_case_without_the_reference_the_rubric_needs(
+        setup: Setup, match_prior: Path) -> None:
+    """The prior's not-evaluable judgement (no call) does not halve the calls of an evaluable one, and a new
+    case without the reference gets none: 2 of 3 new cases have it, a free-form trace offers the diagnosis
+    match its conclusion alone: 2 calls, exactly (the prior's mean over both judgements would say 1.5)."""
+    cases = _unreferenced(setup.root / "match-new-cases", {"q1": True, "q2": False, "q3": True})
+    estimate = estimate_cohort(cases, models=setup.specs[0], formats="free-form", config=setup.config,
+                               judges=MATCH, judge_model="scripted:match.json", allow_missing_reference=True,
+                               like=match_prior)
+    [row] = [row for row in estimate.rows if row.part == f"judge {MATCH}"]
+    assert (row.calls.expected, row.calls.low, row.calls.high) == (2, 2, 2) and row.source == "like"
+    judgement = next(match_prior.glob(f"arms/**/m1.free-form.judge.{MATCH}.json"))
+    per_call = json.loads(judgement.read_text(encoding="utf-8"))["calls"][0]["usage"]["output_tokens"]
+    assert row.output_tokens.expected == 2 * per_call

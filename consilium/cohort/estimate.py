@@ -225,7 +225,9 @@ def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...],
                     for spec, judge in _judging(shape):
                         seen = prior.judged(rubric.name, spec, protocol, variant) if prior else None
                         row = _row(rows, key, seen is not None)
-                        if seen:
+                        if made is not None and made.calls[1] == 0:  # nothing to send: no reference, no item
+                            row.add(ZERO, ZERO, ZERO, shape.prices.get(judge))
+                        elif seen:
                             row.add(*_seen(seen, size), shape.prices.get(judge))
                         elif made is None:
                             row.add(Span(None, None, None), ZERO, ZERO, None)

@@ -133,14 +133,15 @@ def read_prior(run_dir: Path) -> Prior:
     made: dict[tuple[str, str, str], list[dict[StageKey, list[CallRecord]]]] = defaultdict(list)  # per trace
     sizes: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     rounds: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
-    arms: dict[tuple[Path, str], tuple[str, str, str, int]] = {}  # trace file → model, protocol, variant, size
+    arms: dict[tuple[Path, str], tuple[str, str, str, int, bool]] = {}  # trace file → model, protocol, variant,
+    # size, completed
     failed = 0
     for path in files:
         trace = read_trace(path)
         protocol = protocol_of(trace)
         spec, variant = specs.get(path.resolve(), trace.model), protocol.variant(trace)
         size = case_tokens(Case.model_validate(trace.case))
-        arms[(path.parent, path.name)] = (spec, protocol.name, variant, size)
+        arms[(path.parent, path.name)] = (spec, protocol.name, variant, size, trace.status == "completed")
         failed += trace.status != "completed"
         by_stage: dict[StageKey, list[CallRecord]] = defaultdict(list)
         for call in trace.calls:
@@ -159,7 +160,10 @@ def read_prior(run_dir: Path) -> Prior:
     for path in judgement_files(run_dir):
         judgement = read_judgement(path)
         arm = arms.get((path.parent, judgement.trace))
-        if arm is not None:
+        # A completed trace judged without a call: its case lacks what the rubric needs (a reference, its own
+        # criteria), known for each case an estimate counts; such a judgement says nothing of the calls an
+        # evaluable one takes. A failed arm's judgement counts with none, as its panel with the calls it made.
+        if arm is not None and not (arm[4] and not judgement.calls):
             for model in (arm[0], ANY):
                 _add(judged[(judgement.rubric, model, arm[1], arm[2])], judgement.calls, arm[3],
                      per=len(judgement.jury) if judgement.jury else 1)
