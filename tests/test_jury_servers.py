@@ -271,3 +271,25 @@ def test_the_api_judges_with_a_jury_across_servers(traces: Path, tmp_path: Path,
     [item] = judgement.items
     assert [(v.judge, v.score) for v in item.votes or []] == [(f"openai:judge@{a.base_url}", 1),
                                                               (f"openai:judge@{b.base_url}", 0)]
+
+
+#: A key pasted where a server's URL goes, in each place a malformed reference may carry it.
+PASTED = "sk-pasted-by-mistake-77aa88bb99cc"
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    (f"openai:judge@https://judge.example.com:8443/v1?code={PASTED}", "no credentials or query in the URL"),
+    (f"openai:judge@http://127.0.0.1:9/v1 {PASTED}", "must be one http:// or https:// URL"),
+    (f"openai:judge@http://127.0.0.1:9/v1,http://127.0.0.1:9/{PASTED}", "must be one http:// or https:// URL"),
+    (f"openai:judge@judge.example.com:8443/v1#{PASTED}", "a model on its own server is named SPEC@BASE_URL"),
+    (f"openai:judge@judge.example.com/v1?key={PASTED}", "a model on its own server is named SPEC@BASE_URL"),
+    (f"openai:judge@http://127.0.0.1:9/v1#{PASTED}", "after '#' comes the name of the environment variable"),
+])
+def test_a_malformed_judge_reference_never_repeats_a_key_pasted_into_it(
+        given: str, says: str, traces: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["judge", str(traces), "--rubric", RUBRIC, "--judge-model", given])
+    captured = capsys.readouterr()
+    assert code == 2
+    [line] = captured.err.strip().splitlines()
+    assert line.startswith("consilium: error: --judge-model: ") and says in line
+    assert PASTED not in captured.out + captured.err

@@ -44,6 +44,10 @@ _AT_SERVER = re.compile(r"^(?P<spec>.+?)@(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^#]*
 #: What after an ``@`` of a served spec means a server meant (a host, a port, a path): it must be a full URL.
 _SERVERISH = re.compile(r"@[^@]*[/:.]")
 
+#: Where a shown reference is cut: what follows a space, a comma, a query or a fragment may be a key pasted
+#: by mistake, and an error never repeats it.
+_UNSHOWN = re.compile(r"[\s,?#]")
+
 _FORM = "SPEC@BASE_URL or SPEC@BASE_URL#KEY_VAR, e.g. openai:gpt-4o@http://127.0.0.1:8001/v1#JUDGE_KEY"
 
 
@@ -114,14 +118,21 @@ def parse_model_ref(text: str, *, flag: str = "--judge-model", base: Path | None
     found = _AT_SERVER.match(text)
     if found is None:
         if (_SERVERISH.search(text) or "#" in text) and _is_served(text):
-            raise UserError(f"{flag}: {text!r}: a model on its own server is named {_FORM}")
+            raise UserError(f"{flag}: {_shown(text)!r}: a model on its own server is named {_FORM}")
         return ModelRef(spec=text, flag=flag)
     key = found["key"]
     if key is not None and not is_env_name(key):  # never repeat it: it may be a key pasted by mistake
-        raise UserError(f"{flag}: {found['spec']}@{redact_url(found['url'])}: after '#' comes the name of the "
+        raise UserError(f"{flag}: {_shown(found['spec'] + '@' + found['url'])}: after '#' comes the name of the "
                         "environment variable holding the key (letters, digits and _), never the key itself")
     return ModelRef(spec=_served(found["spec"], flag), base_url=_url(found["url"], found["spec"], flag),
                     key_env=key, flag=flag)
+
+
+def _shown(text: str) -> str:
+    """A reference as an error repeats it: cut before anything that may be a key (:data:`_UNSHOWN`, marked
+    ``…``), a URL's ``user:password@`` masked."""
+    cut = _UNSHOWN.split(text, maxsplit=1)[0]
+    return redact_url(cut) + ("…" if cut != text else "")
 
 
 def _is_served(spec: str) -> bool:
@@ -141,7 +152,7 @@ def _served(spec: str, flag: str) -> str:
 
 
 def _url(url: str, spec: str, flag: str) -> str:
-    shown = f"{flag}: {spec}@{redact_url(url)}"
+    shown = f"{flag}: {_shown(f'{spec}@{url}')}"
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url) \
             or "," in url:
