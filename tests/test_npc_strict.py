@@ -12,20 +12,17 @@ from __future__ import annotations
 import csv
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from scipy.stats import binomtest
+from signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
 
 from consilium.cli import main
 from consilium.judges.record import JudgementItem
 from consilium.reports.papers.npcbench import npc_scores, strict_success
 from consilium.reports.papers.responses import Response
 
-ROOT = Path(__file__).resolve().parents[1]
-AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
 CRITERIA = {"r1": ("requirement", 6), "r2": ("requirement", 4), "m1": ("major_error", -2),
             "n1": ("minor_error", -1)}
 INVALID = "r2!"  # in a MET set: the judge's answer on r2 is invalid (not evaluable)
@@ -92,27 +89,16 @@ def verdict(case: str) -> str:
 
 
 def in_text(fmt: str, case: str) -> str:
-    """The final opinion as the judge reads it: the structured report renders its sections; the
-    free-form report is the scripted text itself (here the same JSON)."""
-    return f"Final opinion: {verdict(case)}" if fmt == "structured" else f'"final_opinion": "{verdict(case)}"'
+    """The final opinion as the judge reads it."""
+    return judged_text(fmt, verdict(case))
 
 
 def panel_script() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Haematologist", "justification": "y"},
-                                                             {"label": "Geriatrician", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-            "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
-        {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
+    rules = panel_rules()
     # the failed arm: its synthesis fails in both formats, so the patient has no answer at all
-    rules.insert(1, {"stage": "synthesis", "contains": f"casemark-{FAILED}.", "fail": "model"})
+    rules.insert(1, {"stage": "synthesis", "contains": marker(FAILED), "fail": "model"})
     for case in CASES:
-        rules.append({"stage": "synthesis", "contains": f"casemark-{case}.", "json": {
-            "final_opinion": verdict(case), "summary": "s", "final_differential": "1. AF", "diagnostic_plan": "d",
-            "management_plan": "m", "safety_warnings": "w"}})
+        rules.append({"stage": "synthesis", "contains": marker(case), "json": synthesis_report(verdict(case), "1. AF")})
     return {"model": "model-a", "rules": rules}
 
 
@@ -133,13 +119,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]
     tmp = tmp_path_factory.mktemp("strict")
     cases = tmp / "cases"
     cases.mkdir()
-    base = yaml.safe_load(AFIB.read_text())
-    rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
-              for cid, (kind, weight) in CRITERIA.items()]
     for case in (*CASES, FAILED):
-        (cases / f"{case}.yaml").write_text(yaml.safe_dump({
-            **base, "id": case, "presentation": f"{base['presentation']} Marker casemark-{case}.",
-            "reference": {"rubric": rubric}}))
+        write_case(cases, case, {"rubric": signed_rubric(CRITERIA)})
     (tmp / "panel.json").write_text(json.dumps(panel_script()))
     (tmp / "judge.json").write_text(json.dumps(judge_script()))
     out = tmp / "runs"
