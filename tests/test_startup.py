@@ -3,9 +3,11 @@ loads what it needs when it runs (docs/performance.md, "Start-up")."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("scipy", "sklearn", "matplotlib", "llama_cpp", "langgraph", "pandas", "pyarrow", "ray", "numpy")
 
@@ -46,3 +48,56 @@ def test_help_and_usage_errors_load_no_heavy_library() -> None:
     assert all(code == 2 and ": error: " in err and err.count("\n") == 1
                for code, _, err in errors.values()), errors
     assert result["loaded"] == []
+
+
+# Which command modules a command line loaded, in a fresh interpreter: the names in consilium.cli.COMMANDS.
+_ONE_COMMAND = """
+import contextlib, io, json, sys
+from consilium.cli import COMMANDS, main
+
+with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+    code = main(%r)
+modules = set(COMMANDS.values())
+print(json.dumps({"code": code, "printed": len(out.getvalue()),
+                  "loaded": sorted(m.rsplit(".", 1)[1] for m in sys.modules
+                                   if m.startswith("consilium.cli.") and m.rsplit(".", 1)[1] in modules)}))
+"""
+
+
+def _one_command(argv: list[str]) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _ONE_COMMAND % (argv,)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_a_command_line_loads_only_the_module_of_the_command_it_names() -> None:
+    # Each names its command after top-level options (one of which takes a value), or alone; `turn` is the
+    # second name of the board's module.
+    assert _one_command(["-v", "--log-file", "/dev/null", "schema", "--help"]) == {
+        "code": 0, "printed": _one_command(["schema", "--help"])["printed"], "loaded": ["schema_cmd"]}
+    turn = _one_command(["turn", "--help"])
+    assert turn["code"] == 0 and turn["loaded"] == ["board_cmd"]
+    models = _one_command(["models", "--no-such-flag"])
+    assert models["code"] == 2 and models["loaded"] == ["models_cmd"]
+    # No command named (or one not known): the whole parser, to list them all or to refuse the word.
+    everything = sorted(set(_COMMAND_MODULES))
+    assert _one_command(["--help"])["loaded"] == everything
+    assert _one_command(["nonsense"]) == {"code": 2, "printed": 0, "loaded": everything}
+
+
+#: Every module of consilium/cli/ that registers a top-level subcommand, found by its name, not read from the
+#: table (cohort_merge_cmd registers `merge` on the cohort's own parser).
+_COMMAND_MODULES = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "consilium" / "cli").glob("*_cmd.py")
+                          if "def register(" in p.read_text() and p.stem != "cohort_merge_cmd")
+
+
+def test_the_command_table_names_each_command_with_the_module_that_registers_it() -> None:
+    from consilium.cli import COMMANDS, _Parser
+
+    registered = {}
+    for name in _COMMAND_MODULES:
+        sub = _Parser(prog="x").add_subparsers()
+        importlib.import_module(f"consilium.cli.{name}").register(sub)
+        registered.update(dict.fromkeys(sub.choices, name))
+    assert registered == COMMANDS

@@ -2,44 +2,54 @@
 
 ``main(argv) -> int`` is what ``python -m consilium`` and the tests call. A
 :class:`~consilium.errors.UserError` prints one line and returns 2; argparse
-errors also return 2 (argparse's own convention).
+errors also return 2 (argparse's own convention). A command line that names a
+subcommand builds that subcommand's parser alone, so it imports that command's
+module and what it needs, not every other command's (docs/performance.md, "Start-up").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from consilium import __version__
-from consilium.cli import (
-    ablate_cmd,
-    analyze_cmd,
-    board_cmd,
-    calibrate_cmd,
-    cases_cmd,
-    cohort_cmd,
-    compare_cmd,
-    export_cmd,
-    judge_cmd,
-    jury_cmd,
-    models_cmd,
-    replay_cmd,
-    report_cmd,
-    schema_cmd,
-    simulate_cmd,
-    view_cmd,
-)
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging, ensure_log_file, get_logger
 from consilium.observe import reset_otel, use_otel
 from consilium.redact import RedactingStream
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "command_of", "main"]
 
-SUBCOMMANDS = (simulate_cmd, cohort_cmd, compare_cmd, report_cmd, board_cmd, replay_cmd, judge_cmd, jury_cmd,
-               calibrate_cmd, cases_cmd, models_cmd, schema_cmd, view_cmd, export_cmd, analyze_cmd,
-               ablate_cmd)
+#: Each subcommand's module (``consilium/cli/<module>.py``, with ``register`` and ``run``) by the names it
+#: registers, in the order ``consilium --help`` lists them.
+COMMANDS = {"simulate": "simulate_cmd", "cohort": "cohort_cmd", "compare": "compare_cmd", "report": "report_cmd",
+            "board": "board_cmd", "turn": "board_cmd", "replay": "replay_cmd", "judge": "judge_cmd",
+            "jury": "jury_cmd", "calibrate": "calibrate_cmd", "cases": "cases_cmd", "models": "models_cmd",
+            "schema": "schema_cmd", "view": "view_cmd", "export": "export_cmd", "analyze": "analyze_cmd",
+            "ablate": "ablate_cmd"}
+#: The top-level options that take a value (the command is the first word that is neither one nor its value).
+_VALUED = ("--log-file",)
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"consilium.cli.{name}")
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line names (its first word that is not a top-level option or an option's
+    value), or None when it names none or one not known."""
+    words = iter(argv)
+    for word in words:
+        if word in _VALUED:
+            next(words, None)
+        elif word == "--":
+            return None
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +59,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` (a name in :data:`COMMANDS`), that subcommand's alone, so
+    no other command's module is imported (``consilium --help`` and a word that names no command: all)."""
     parser = _Parser(
         prog="consilium",
         description="Simulate multidisciplinary clinical deliberation with LLM agents and measure it.",
@@ -57,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"consilium {__version__}")
     _logging_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in names:
+        _module(name).register(sub)
     _on_every_subcommand(parser)
     return parser
 
@@ -102,13 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    words = list(argv) if argv is not None else sys.argv[1:]
     try:
-        parser = build_parser()
+        parser = build_parser(command_of(words))
     except UserError as exc:  # e.g. a plugin that cannot be loaded
         print(f"consilium: error: {_one_line(exc, None)}", file=sys.stderr)
         return 2
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = parser.parse_args(words)
     except SystemExit as exc:  # --help, --version, usage errors
         return int(exc.code) if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
