@@ -293,3 +293,28 @@ def test_a_malformed_judge_reference_never_repeats_a_key_pasted_into_it(
     [line] = captured.err.strip().splitlines()
     assert line.startswith("consilium: error: --judge-model: ") and says in line
     assert PASTED not in captured.out + captured.err
+
+
+@pytest.mark.parametrize(("first", "second", "same"), [
+    ("openai:judge@HTTP://Judge.Example.COM:443/v1", "openai:judge@http://judge.example.com:443/v1/",
+     "openai:judge@http://judge.example.com:443/v1"),
+    ("openai:judge@https://judge.example.com:443/a/v1//", "openai:judge@https://JUDGE.example.com/a/v1",
+     "openai:judge@https://judge.example.com/a/v1"),
+    ("openai:judge@http://[0:0:0:0:0:0:0:1]:8001/v1", "openai:judge@http://[::1]:8001/v1/",
+     "openai:judge@http://[::1]:8001/v1"),
+    ("openai:judge@http://127.0.0.1:80/v1#JUDGE_A_KEY", "openai:judge@http://127.0.0.1/v1#JUDGE_B_KEY",
+     "openai:judge@http://127.0.0.1/v1"),
+])
+def test_one_server_written_two_ways_is_the_same_judge(
+        first: str, second: str, same: str, traces: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The scheme's and host's case, the scheme's default port, an IPv6 address's spelling and trailing slashes
+    # do not make another server: the second is the first judge again, refused before any call.
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    code = main(["judge", str(traces), "--rubric", RUBRIC, "--judge-model", first, "--judge-model", second])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"consilium: error: --judge-model: {first} and {second} are the same judge ({same}) "
+        "(each judge of a jury once)"]

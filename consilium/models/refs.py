@@ -20,6 +20,7 @@ build the model again (a config file by its absolute path, the key by its variab
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from consilium.models.config_file import ModelConfigFile, is_env_name
 from consilium.models.options import ModelOptions
 from consilium.redact import redact_url
 
-__all__ = ["CONFIG_SUFFIXES", "ModelRef", "distinct", "parse_model_ref", "parse_refs", "server_of"]
+__all__ = ["CONFIG_SUFFIXES", "ModelRef", "distinct", "normal_url", "parse_model_ref", "parse_refs", "server_of"]
 
 #: A path with one of these endings names a model config file, not a spec.
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
@@ -164,7 +165,38 @@ def _url(url: str, spec: str, flag: str) -> str:
         parts.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
         raise UserError(f"{shown}: the URL's port is not a number") from None
-    return url.rstrip("/")
+    return normal_url(url)
+
+
+#: The port a scheme means when a URL names none.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_url(url: str) -> str:
+    """One server written one way, so that the same server is the same judge (and the same cache entries):
+    the scheme and host lowercased, an IPv6 address in its short form, the scheme's default port and any
+    trailing ``/`` left out; the path's case and any ``user:password@`` are kept. Several comma-separated
+    URLs (replicas) each so. A URL that does not parse as one is only stripped of trailing ``/``."""
+    if "," in url:
+        return ",".join(normal_url(each.strip()) for each in url.split(","))
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        return url.rstrip("/")
+    host = parts.hostname
+    if not host or parts.scheme.lower() not in _DEFAULT_PORTS:
+        return url.rstrip("/")
+    try:
+        host = f"[{ipaddress.IPv6Address(host).compressed}]" if ":" in host else host
+    except ValueError:
+        host = f"[{host}]"
+    userinfo = parts.netloc.rpartition("@")[0]
+    scheme = parts.scheme.lower()
+    netloc = (f"{userinfo}@" if userinfo else "") + host + (f":{port}" if port not in (None, _DEFAULT_PORTS[scheme])
+                                                              else "")
+    rest = parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+    return f"{scheme}://{netloc}{rest}"
 
 
 def _from_file(path: Path, flag: str) -> ModelRef:
@@ -173,7 +205,7 @@ def _from_file(path: Path, flag: str) -> ModelRef:
     except UserError as exc:
         raise UserError(f"{flag}: {exc}") from None
     url = config.base_urls
-    return ModelRef(spec=config.spec, base_url=url.rstrip("/") if url else None, key_env=config.api_key_env,
+    return ModelRef(spec=config.spec, base_url=normal_url(url) if url else None, key_env=config.api_key_env,
                     path=path, config=config, flag=flag)
 
 
