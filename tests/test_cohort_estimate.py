@@ -525,3 +525,17 @@ def test_like_counts_no_judge_call_for_a_case_without_the_reference_the_rubric_n
     judgement = next(match_prior.glob(f"arms/**/m1.free-form.judge.{MATCH}.json"))
     per_call = json.loads(judgement.read_text(encoding="utf-8"))["calls"][0]["usage"]["output_tokens"]
     assert row.output_tokens.expected == 2 * per_call
+
+
+def test_like_a_cohort_with_more_rounds_is_held_to_the_new_settings(setup: Setup, prior: Path) -> None:
+    """The prior ran up to 3 review rounds (dissent: 9 votes and 2 revisions a trace); a cohort with
+    ``max_rounds: 1`` and a panel of 2 can make one vote per role and no revision: 2 models × 3 cases × 2
+    roles, an opinion per role, whatever the prior did. Its tokens per call stay the prior's."""
+    config = setup.root / "one-round.yaml"
+    config.write_text("max_rounds: 1\nmin_roles: 2\nmax_roles: 2\n", encoding="utf-8")
+    estimate = estimate_cohort(setup.new_cases, models=setup.specs, config=config, formats="free-form",
+                               like=prior)
+    calls = {row.stage: (row.calls.expected, row.calls.low, row.calls.high) for row in estimate.rows}
+    arms = len(setup.specs) * len(NEW_CASES)
+    assert calls["vote"] == calls["opinion"] == (arms * 2,) * 3
+    assert calls["revision"] == (0, 0, 0) and calls["synthesis"] == (arms,) * 3

@@ -154,9 +154,13 @@ def _usd(inputs: Span, outputs: Span, prices: Prices | None) -> Span:
     return Span(cost(inputs.expected, outputs.expected), low, cost(inputs.high, outputs.high))
 
 
-def _seen(history: StageHistory, size: int) -> tuple[Span, Span, Span]:
-    """Calls per trace, input and output tokens per call, as a previous cohort made them."""
+def _seen(history: StageHistory, size: int, limits: tuple[int, int] | None) -> tuple[Span, Span, Span]:
+    """Calls per trace, input and output tokens per call, as a previous cohort made them; its calls held to
+    the ``limits`` (fewest, most) the new cohort's settings allow, when known: a prior run with more rounds or
+    a larger panel than these settings permit cannot make the new cohort spend more than they can."""
     mean, low, high = history.calls
+    if limits is not None:
+        mean, low, high = (min(max(v, limits[0]), limits[1]) for v in (mean, low, high))
     per_input = history.input_tokens(size)
     return Span(mean, low, high), Span(per_input, per_input, per_input), Span(*(history.output,) * 3)
 
@@ -186,14 +190,15 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
                 seen = prior.stages(spec, protocol, variant) if prior else None
                 bounds = stage_bounds(protocol, variant, config) or []
                 shared = {b.stage for b in bounds if b.shared}
+                limits = {(b.stage, b.chair): b.calls for b in bounds}
                 if not seen and not bounds:  # a plugin's protocol, with no history to go by: unknown, shown
                     _row(rows, ("panel", protocol, variant, "(every stage)"), False).add(
                         Span(None, None, None), ZERO, ZERO, None)
                     continue
                 for case in shape.cases:
                     size = shape.sizes[case.id]
-                    made = ((s, chair, _seen(h, size)) for (s, chair), h in seen.items()) if seen else (
-                        (b.stage, b.chair, _bounded(b, size)) for b in bounds)
+                    made = (((s, chair, _seen(h, size, limits.get((s, chair)))) for (s, chair), h in seen.items())
+                            if seen else ((b.stage, b.chair, _bounded(b, size)) for b in bounds))
                     for stage, chair, (calls, per_in, per_out) in made:
                         if stage in shared and position > 0:
                             continue  # made once per (case, model), by the arm's first variant
@@ -228,7 +233,8 @@ def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...],
                         if made is not None and made.calls[1] == 0:  # nothing to send: no reference, no item
                             row.add(ZERO, ZERO, ZERO, shape.prices.get(judge))
                         elif seen:
-                            row.add(*_seen(seen, size), shape.prices.get(judge))
+                            limits = None if made is None else (made.calls[0], made.calls[2])
+                            row.add(*_seen(seen, size, limits), shape.prices.get(judge))
                         elif made is None:
                             row.add(Span(None, None, None), ZERO, ZERO, None)
                         else:
