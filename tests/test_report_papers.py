@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
 
 from consilium.cli import main
 from consilium.judges.record import JudgementItem, read_judgement
@@ -349,7 +350,6 @@ def test_specialist_turn_clinical_equivalence_and_error_rates(tmp_path: Path) ->
 # The consilium cohort: cases k1, k2 (signed criteria) and k3 (none), all with a reference diagnosis;
 # models a and b, both formats; model b's synthesis fails on k3 (both its k3 arms fail).
 
-AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
 CRITERIA = {"r1": ("requirement", 6), "r2": ("requirement", 4), "m1": ("major_error", -2),
             "m2": ("major_error", -2), "n1": ("minor_error", -1)}
 FORMATS = ("free-form", "structured")
@@ -381,47 +381,31 @@ def verdict(model: str, case: str) -> str:
 
 
 def in_text(model: str, fmt: str, case: str) -> str:
-    """How the final opinion reads in the judged conclusion: the structured report renders its sections,
-    a free-form report is the scripted text itself (here the same JSON)."""
-    return f"Final opinion: {verdict(model, case)}" if fmt == "structured" else \
-        f'"final_opinion": "{verdict(model, case)}"'
+    """How the final opinion reads in the judged conclusion."""
+    return judged_text(fmt, verdict(model, case))
 
 
 def consilium_cases(tmp_path: Path) -> Path:
     folder = tmp_path / "consult-cases"
     folder.mkdir()
-    base = yaml.safe_load(AFIB.read_text())
     for case_id in CASES:
-        rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
-                  for cid, (kind, weight) in CRITERIA.items()]
         reference: dict[str, Any] = {"diagnosis": "Atrial fibrillation needing anticoagulation"}
         if case_id != "k3":
-            reference["rubric"] = rubric
-        case = {**base, "id": case_id, "presentation": f"{base['presentation']} Marker casemark-{case_id}.",
-                "reference": reference}
-        (folder / f"{case_id}.yaml").write_text(yaml.safe_dump(case))
+            reference["rubric"] = signed_rubric(CRITERIA)
+        write_case(folder, case_id, reference)
     return folder
 
 
 def panel_script(model: str) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Haematologist", "justification": "y"},
-                                                             {"label": "Geriatrician", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-            "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
-        {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
+    rules = panel_rules()
     for case in CASES:
         if model == "b" and case == "k3":
-            rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "fail": "model"})
+            rules.append({"stage": "synthesis", "contains": marker(case), "fail": "model"})
             continue
         differential = "\n".join(f"{r}. Dx {model}{case} r{r}" for r in (1, 2, 3))
         # one answer for both formats: the structured report's JSON, which a free-form report keeps as text
-        rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "json": {
-            "final_opinion": verdict(model, case), "summary": "s", "final_differential": differential,
-            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}})
+        rules.append({"stage": "synthesis", "contains": marker(case),
+                      "json": synthesis_report(verdict(model, case), differential)})
     return {"model": f"model-{model}", "rules": rules}
 
 
@@ -698,22 +682,19 @@ def r_verdict(model: str, case: str, replicate: int) -> str:
 
 
 def r_in_text(model: str, fmt: str, case: str, replicate: int) -> str:
-    verdict = r_verdict(model, case, replicate)
-    return f"Final opinion: {verdict}" if fmt == "structured" else f'"final_opinion": "{verdict}"'
+    return judged_text(fmt, r_verdict(model, case, replicate))
 
 
 def r_panel(model: str) -> dict[str, Any]:
     rules = [r for r in panel_script(model)["rules"] if r["stage"] != "synthesis"]
     for replicate, seed in enumerate(SEEDS):
         for case in R_CASES:
-            where = {"stage": "synthesis", "seed": seed, "contains": f"casemark-{case}."}
+            where = {"stage": "synthesis", "seed": seed, "contains": marker(case)}
             if r_failed(model, case, replicate):
                 rules.append({**where, "fail": "model"})
                 continue
             differential = "\n".join(f"{d}. Dx {model}{case}R{replicate} d{d}" for d in (1, 2))
-            rules.append({**where, "json": {
-                "final_opinion": r_verdict(model, case, replicate), "summary": "s", "final_differential": differential,
-                "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}})
+            rules.append({**where, "json": synthesis_report(r_verdict(model, case, replicate), differential)})
     return {"model": f"model-{model}", "rules": rules}
 
 
@@ -748,16 +729,9 @@ def replicate_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("replicates")
     cases = tmp_path / "cases"
     cases.mkdir()
-    base = yaml.safe_load(AFIB.read_text())
-    rubric = [{"id": cid, "kind": kind, "weight": weight, "text": f"Criterion {cid}."}
-              for cid, (kind, weight) in CRITERIA.items()]
     for case_id in R_CASES:
-        case = {**base, "id": case_id, "presentation": f"{base['presentation']} Marker casemark-{case_id}."}
-        if case_id == "q3":
-            case.pop("reference", None)
-        else:
-            case["reference"] = {"diagnosis": "Atrial fibrillation needing anticoagulation", "rubric": rubric}
-        (cases / f"{case_id}.yaml").write_text(yaml.safe_dump(case))
+        write_case(cases, case_id, None if case_id == "q3" else {
+            "diagnosis": "Atrial fibrillation needing anticoagulation", "rubric": signed_rubric(CRITERIA)})
     for model in ("a", "b"):
         (tmp_path / f"{model}.json").write_text(json.dumps(r_panel(model)))
     (tmp_path / "judge.json").write_text(json.dumps(r_judge()))
