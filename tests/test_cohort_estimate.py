@@ -540,3 +540,15 @@ def test_like_a_cohort_with_more_rounds_is_held_to_the_new_settings(setup: Setup
     arms = len(setup.specs) * len(NEW_CASES)
     assert calls["vote"] == calls["opinion"] == (arms * 2,) * 3
     assert calls["revision"] == (0, 0, 0) and calls["synthesis"] == (arms,) * 3
+
+
+@pytest.mark.parametrize("decoding, per_item", [("constrained", 1 + 2), ("paper", 2 + 2)])
+def test_the_api_takes_the_judges_decoding_order_as_the_run_does(setup: Setup, decoding: str, per_item: int) -> None:
+    """``judge_decoding`` as ``run_cohort`` takes it: the constrained order's items at most 1 + max_repairs (2)
+    calls each, the paper's 2 + max_repairs; one call an item at the fewest (AI Consilium: 11 items on a
+    free-form trace, 2 models × 3 cases)."""
+    estimate = estimate_cohort(setup.new_cases, models=setup.specs, config=setup.config, formats="free-form",
+                               judges="ai-consilium", judge_model=setup.judge, judge_decoding=decoding)
+    [judged] = [row.calls for row in estimate.rows if row.part == "judge ai-consilium"]
+    items = len(setup.specs) * len(NEW_CASES) * JUDGE_CALLS["free-form"]
+    assert (judged.low, judged.high) == (items, per_item * items)

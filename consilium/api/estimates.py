@@ -15,6 +15,7 @@ from consilium.cli.cohort_plan import new_plan
 from consilium.cohort.estimate import CohortEstimate, estimate
 from consilium.cohort.estimate_like import read_prior
 from consilium.judges.answers import Scope
+from consilium.judges.decoding import JudgeDecoding
 
 __all__ = ["aestimate_cohort", "estimate_cohort"]
 
@@ -33,16 +34,18 @@ async def aestimate_cohort(cases: str | Path | None = None, *, models: Names | N
                            judge_model: Names | None = None, scope: Scope | None = None,
                            experiment: str | Path | None = None, limit: int | None = None,
                            sample: int | None = None, allow_missing_reference: bool = False,
+                           judge_decoding: JudgeDecoding | None = None,
                            like: str | Path | None = None) -> CohortEstimate:
     """The estimate of the cohort :func:`~consilium.api.arun_cohort` would run with these arguments: its
     rows (one per stage of the panel and per rubric, each protocol variant), their totals
     (``CohortEstimate.total(part)``), from the previous cohort ``like`` (``--like``) when given, else from the
-    protocols' bounds. A bad argument is a :class:`~consilium.errors.UserError` naming its flag."""
+    protocols' bounds; ``judge_decoding`` (``--judge-decoding``) sets the judges' repair bound as the run's.
+    A bad argument is a :class:`~consilium.errors.UserError` naming its flag."""
     return await asyncio.to_thread(
         _estimated, cases, like, models=models, moderator=moderator, protocols=protocols, formats=formats,
         modes=modes, config=config, seed=seed, max_rounds=max_rounds, role_labels=role_labels, judges=judges,
         judge_model=judge_model, scope=scope, experiment=experiment, limit=limit, sample=sample,
-        allow_missing_reference=allow_missing_reference)
+        allow_missing_reference=allow_missing_reference, judge_decoding=judge_decoding)
 
 
 def estimate_cohort(cases: str | Path | None = None, *, models: Names | None = None, moderator: str | None = None,
@@ -51,10 +54,11 @@ def estimate_cohort(cases: str | Path | None = None, *, models: Names | None = N
                     role_labels: str | None = None, judges: Names | None = None, judge_model: Names | None = None,
                     scope: Scope | None = None, experiment: str | Path | None = None, limit: int | None = None,
                     sample: int | None = None, allow_missing_reference: bool = False,
-                    like: str | Path | None = None) -> CohortEstimate:
+                    judge_decoding: JudgeDecoding | None = None, like: str | Path | None = None) -> CohortEstimate:
     """:func:`aestimate_cohort`, from plain code or a notebook."""
     return _sync(aestimate_cohort(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
                                   modes=modes, config=config, seed=seed, max_rounds=max_rounds,
                                   role_labels=role_labels, judges=judges, judge_model=judge_model, scope=scope,
                                   experiment=experiment, limit=limit, sample=sample,
-                                  allow_missing_reference=allow_missing_reference, like=like))
+                                  allow_missing_reference=allow_missing_reference, judge_decoding=judge_decoding,
+                                  like=like))
