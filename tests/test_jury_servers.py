@@ -22,6 +22,7 @@ import yaml
 from localserver import HOST, JsonHandler, QuietServer, serving
 
 from consilium.cli import main
+from consilium.cli.models_cmd import PROBE_CODE
 from consilium.judges.record import read_judgement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,16 +52,28 @@ def _handler(state: JudgeServer) -> type[JsonHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             with state.lock:
                 state.seen.append((self.headers.get("Authorization") or "", body))
-            answer = {"rationale": "compared with the reference diagnosis",
-                      "match": state.match(json.dumps(body.get("messages")))}
+            prompt = json.dumps(body.get("messages"))
+            answer = _check_answer(prompt) or {"rationale": "compared with the reference diagnosis",
+                                               "match": state.match(prompt)}
             self._send_json(200, {
                 "id": "chatcmpl-judge", "object": "chat.completion", "created": int(time.time()),
                 "model": str(body.get("model")),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(answer)},
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer if isinstance(
+                    answer, str) else json.dumps(answer)},
                              "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}})
 
     return Handler
+
+
+def _check_answer(prompt: str) -> dict[str, Any] | str | None:
+    """What a well-behaved server answers to `models check`'s three calls (the plain one, the structured one,
+    the enforcement probe); None for any other prompt (a judge's)."""
+    if "triage code" in prompt:
+        return {"code": PROBE_CODE}
+    if "Which specialty" in prompt:
+        return {"specialty": "cardiology", "urgency": "emergency"}
+    return "Inferior ST-elevation myocardial infarction." if "most likely diagnosis" in prompt else None
 
 
 @contextmanager
@@ -318,3 +331,28 @@ def test_one_server_written_two_ways_is_the_same_judge(
     assert err.strip().splitlines() == [
         f"consilium: error: --judge-model: {first} and {second} are the same judge ({same}) "
         "(each judge of a jury once)"]
+
+
+@pytest.mark.parametrize("form", ["url", "config file"])
+def test_models_check_reaches_a_judges_own_server_with_its_own_key(
+        form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A judge's server is checked before a cohort by naming the judge as --judge-model names it; the command's
+    # own server and key (here a third stand-in) are never asked.
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY_SHARED)
+    with judge_server(lambda prompt: True) as judge, judge_server(lambda prompt: True) as command:
+        monkeypatch.setenv("OPENAI_BASE_URL", command.base_url)
+        config = tmp_path / "judge.yaml"
+        config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": judge.base_url,
+                                          "api_key_env": "JUDGE_A_KEY"}))
+        ref = f"openai:judge@{judge.base_url}/#JUDGE_A_KEY" if form == "url" else str(config)
+        code = main(["models", "check", "--model", ref])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert command.seen == []
+    # The plain call, the structured one and the probe, each once, each with the judge's own key.
+    assert len(judge.seen) == 3 and {auth for auth, _ in judge.seen} == {f"Bearer {KEY_A}"}
+    assert {body["model"] for _, body in judge.seen} == {"judge"}
+    assert out.splitlines()[0] == f"model: judge  (spec {ref})"
+    assert "schema enforced: yes" in out
+    assert KEY_A not in out and KEY_SHARED not in out

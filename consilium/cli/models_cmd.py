@@ -10,10 +10,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from consilium import aio
-from consilium.cli.options import add_model_arguments, model_options, model_spec, show_help
+from consilium.cli.options import add_model_arguments, build_named, model_spec, show_help
 from consilium.errors import ModelError, ModelOutputError
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema
-from consilium.models.factory import build_model, for_run
+from consilium.models.factory import for_run
 from consilium.models.protocol import enforces_schemas
 from consilium.redact import clip
 
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     models.set_defaults(func=show_help(models))
     models_sub = models.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
     check = models_sub.add_parser("check", help="make one plain and one schema-constrained call and report")
-    add_model_arguments(check)
+    add_model_arguments(check, refs=True)
     check.add_argument("--max-tokens", type=int, default=64, help="output tokens per call (default 64)")
     check.set_defaults(func=run_check)
 
@@ -58,8 +58,10 @@ class Enforcement:
 
 
 async def _check(args: argparse.Namespace) -> tuple[CallRecorder, Enforcement]:
-    # A check must reach the model: never answer it from the cache.
-    base = build_model(model_spec(args), model_options(args, cache=False))
+    # A check must reach the model: never answer it from the cache. The model is named as a judge is (a spec,
+    # SPEC@BASE_URL#KEY_VAR or a model config file: consilium/models/refs.py), so a judge's own server is
+    # checked with its own key before a cohort relies on it.
+    base = build_named(args, cache=False)
     recorder = CallRecorder()
     # A check reports an answer cut off at --max-tokens rather than asking again with more room;
     # an empty answer is still asked again and then fails the check.

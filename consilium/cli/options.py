@@ -32,13 +32,14 @@ C = TypeVar("C", bound=BaseModel)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, default: str | None = "embedded",
-                        flag: str = "--model", repeatable: bool = False) -> None:
+                        flag: str = "--model", repeatable: bool = False, refs: bool = False) -> None:
     """The model options; ``default=None`` makes a model required (by flag or --model-config);
-    ``repeatable``: the flag may be given several times (a jury of judges), read with ``model_specs``."""
+    ``repeatable``: the flag may be given several times (a jury of judges), read with ``model_specs``;
+    ``refs``: the flag takes a judge's forms, as ``--judge-model`` does (read with :func:`build_named`)."""
     group = parser.add_argument_group("model")
     shown = "required unless --model-config names one" if default is None else f"default: {default}"
     shown += "; give it several times for a jury" if repeatable else ""
-    if flag == "--judge-model":  # consilium/models/refs.py
+    if flag == "--judge-model" or refs:  # consilium/models/refs.py
         shown += "; SPEC@BASE_URL[#KEY_VAR] or a model config file: a judge on its own server"
     group.add_argument(flag, default=None, dest="model", metavar="SPEC", help=f"{SPEC_HELP} ({shown})",
                        action="append" if repeatable else "store")
