@@ -399,9 +399,20 @@ def _stopped_at_the_first_vote(folder: Path) -> tuple[Path, str]:
     return run, shown
 
 
-def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(tmp_path: Path) -> None:
-    run, shown = _stopped_at_the_first_vote(tmp_path / "runs")
-    assert f"interrupted; the run is checkpointed: resume it with `consilium simulate --resume {run}`" in shown
+@pytest.fixture(scope="module")
+def ctrl_c_at_the_vote(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """_stopped_at_the_first_vote once for the module: the run's folder and what the terminal showed; each
+    test resumes its own copy (``copy_of``)."""
+    tmp = tmp_path_factory.mktemp("ctrl-c")
+    with _isolated(tmp):
+        return _stopped_at_the_first_vote(tmp / "runs")
+
+
+def test_ctrl_c_at_a_prompt_leaves_a_run_that_resumes_from_its_checkpoint(
+        ctrl_c_at_the_vote: tuple[Path, str], tmp_path: Path) -> None:
+    stopped, shown = ctrl_c_at_the_vote
+    assert f"interrupted; the run is checkpointed: resume it with `consilium simulate --resume {stopped}`" in shown
+    run = copy_of(stopped, tmp_path)
     made = json.loads((run / "human" / "free-form.calls.json").read_text())
     votes = {1: {"vote": "accept", "reason": "Fine."}}
     answers = write_answers(tmp_path / "rest.yaml", {"free-form": {"votes": votes}})  # no opinion: it was given
@@ -520,8 +531,8 @@ def test_a_resumed_run_takes_the_servers_credentials_from_the_user_never_from_it
 
 
 def test_a_second_resume_while_one_runs_is_refused_and_the_trace_holds_each_call_once(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run, _ = _stopped_at_the_first_vote(tmp_path / "runs")
+        ctrl_c_at_the_vote: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = copy_of(ctrl_c_at_the_vote[0], tmp_path)
     votes = write_answers(tmp_path / "votes.yaml", {"free-form": {"votes": {1: {"vote": "accept", "reason": "Fine."}}}})
     first = Terminal(["simulate", "--resume", str(run)], ROOT)  # back at the terminal: waits at the vote
     try:
