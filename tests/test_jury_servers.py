@@ -69,11 +69,13 @@ def _handler(state: JudgeServer) -> type[JsonHandler]:
 def _check_answer(prompt: str) -> dict[str, Any] | str | None:
     """What a well-behaved server answers to `models check`'s three calls (the plain one, the structured one,
     the enforcement probe); None for any other prompt (a judge's)."""
+    if "You are a concise clinical assistant." not in prompt:  # models check's system message
+        return None
     if "triage code" in prompt:
         return {"code": PROBE_CODE}
     if "Which specialty" in prompt:
         return {"specialty": "cardiology", "urgency": "emergency"}
-    return "Inferior ST-elevation myocardial infarction." if "most likely diagnosis" in prompt else None
+    return "Inferior ST-elevation myocardial infarction."
 
 
 @contextmanager
@@ -356,3 +358,20 @@ def test_models_check_reaches_a_judges_own_server_with_its_own_key(
     assert out.splitlines()[0] == f"model: judge  (spec {ref})"
     assert "schema enforced: yes" in out
     assert KEY_A not in out and KEY_SHARED not in out
+
+
+def test_two_servers_of_one_model_name_never_share_cached_answers(
+        traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The response cache is keyed by the server: server B is asked though A answered the same requests for the
+    # same model name a moment before, and a judge asked again on its own server is served from the cache.
+    cache = ["--cache-path", str(tmp_path / "responses.sqlite")]
+    judge = ["judge", str(traces), "--rubric", RUBRIC, "--component", "conclusion", "--force", *cache]
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        assert main([*judge, "--judge-model", f"openai:judge@{a.base_url}"]) == 0
+        assert main([*judge, "--judge-model", f"openai:judge@{b.base_url}/"]) == 0
+        b_scores = {j.variant: j.items[0].score for j in map(read_judgement, traces.rglob(f"*.judge.{RUBRIC}.json"))}
+        assert main([*judge, "--judge-model", f"openai:judge@{a.base_url}"]) == 0
+        a_scores = {j.variant: j.items[0].score for j in map(read_judgement, traces.rglob(f"*.judge.{RUBRIC}.json"))}
+    capsys.readouterr()
+    assert (len(a.seen), len(b.seen)) == (2, 2)  # each trace's conclusion once per server; A's third run: cached
+    assert b_scores == {"free-form": 0, "structured": 0} and a_scores == {"free-form": 1, "structured": 1}
