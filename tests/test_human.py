@@ -301,9 +301,15 @@ class Terminal:
     def type(self, *lines: str) -> None:
         os.write(self.fd, "".join(f"{line}\n" for line in lines).encode())
 
-    def rest(self) -> tuple[int, str]:
-        """Its exit status and what it showed until it ended."""
+    def rest(self, timeout: float = 120.0) -> tuple[int, str]:
+        """Its exit status and what it showed until it ended, failing after ``timeout`` seconds: a command
+        that never ends (one that missed its Ctrl-C, say) fails its test instead of holding the test run."""
+        deadline = time.monotonic() + timeout
         while True:
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise AssertionError(f"the command did not end within {timeout:.0f} s; the terminal shows:\n"
+                                     f"{self.log[-2000:]}")
             try:
                 chunk = os.read(self.fd, 65536).decode(errors="replace")
             except OSError:
