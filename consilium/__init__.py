@@ -2,7 +2,8 @@
 
 The library (docs/api.md): ``run`` / ``arun`` a protocol on a case, ``turn`` / ``aturn`` a Specialist Turn,
 ``judge`` / ``ajudge`` and ``replay`` / ``areplay`` a trace, ``run_cohort`` / ``arun_cohort`` a cohort,
-``judge_run`` / ``ajudge_run`` a run folder, ``compare`` / ``acompare`` and ``report`` / ``areport`` a cohort,
+``estimate_cohort`` / ``aestimate_cohort`` a cohort's calls, tokens and dollars before it runs, ``judge_run`` /
+``ajudge_run`` a run folder, ``compare`` / ``acompare`` and ``report`` / ``areport`` a cohort,
 ``load_case`` and ``read_trace``. They are loaded on first use, so ``import consilium`` stays light (the name
 is ``run_cohort``, not ``cohort``: that is the ``consilium.cohort`` package).
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CohortResult", "Compared", "ReplayResult", "__version__", "acompare", "ajudge", "ajudge_run", "areplay",
-           "areport", "arun", "arun_cohort", "aturn", "compare", "judge", "judge_run", "load_case", "read_trace",
-           "replay", "report", "run", "run_cohort", "turn"]
+__all__ = ["CohortResult", "Compared", "ReplayResult", "__version__", "acompare", "aestimate_cohort", "ajudge",
+           "ajudge_run", "areplay", "areport", "arun", "arun_cohort", "aturn", "compare", "estimate_cohort", "judge",
+           "judge_run", "load_case", "read_trace", "replay", "report", "run", "run_cohort", "turn"]
 
 __version__ = "0.1.0"
 
