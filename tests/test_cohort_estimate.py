@@ -552,3 +552,28 @@ def test_the_api_takes_the_judges_decoding_order_as_the_run_does(setup: Setup, d
     [judged] = [row.calls for row in estimate.rows if row.part == "judge ai-consilium"]
     items = len(setup.specs) * len(NEW_CASES) * JUDGE_CALLS["free-form"]
     assert (judged.low, judged.high) == (items, per_item * items)
+
+
+def test_an_experiment_files_replicates_run_every_arm_again(setup: Setup, prior: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``cohort --experiment FILE --estimate``: the file's cases, models, settings, rubric, judge and 2
+    replicates: every arm twice, said in the first line; agree's calls by hand (1 round, 3 roles, an
+    assignment per case and replicate, 11 + 23 judge items), from the prior's agree traces."""
+    experiment = setup.root / "replicated.yaml"
+    experiment.write_text(json.dumps({
+        "cases": str(setup.new_cases), "models": [setup.specs[0]], "judges": ["ai-consilium"],
+        "judge_model": setup.judge, "replicates": 2,
+        "run": {"max_rounds": MAX_ROUNDS, "min_roles": 3, "max_roles": 3}}), encoding="utf-8")
+    out = setup.root / "never-experiment"
+    capsys.readouterr()
+    assert main(["cohort", "--experiment", str(experiment), "--out", str(out), "--estimate", "--like",
+                 str(prior)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"Estimate: {len(NEW_CASES)} case(s) × 1 model(s) × 2 replicates; no model was called"
+    assert not out.exists()
+    totals = {cells[0]: _figures(cells[4]) for cells in _table(printed) if cells[0].endswith("total")}
+    arms = 2 * len(NEW_CASES)
+    panel = arms * (1 + 2 * (len(ROLES) + 1 + len(ROLES)))
+    judged = arms * (JUDGE_CALLS["free-form"] + JUDGE_CALLS["structured"])
+    assert totals == {"panel total": (panel,) * 3, "judge ai-consilium total": (judged,) * 3,
+                      "total": (panel + judged,) * 3}

@@ -120,12 +120,14 @@ class EstimateRow:
 
 @dataclass(frozen=True)
 class CohortEstimate:
-    """Every row of the estimate, and what it was made from (the previous cohort read, if any)."""
+    """Every row of the estimate, and what it was made from (the previous cohort read, if any); each row is
+    summed over the cases, the models and the replicates (each arm run that many times)."""
 
     rows: list[EstimateRow]
     cases: int
     models: int
     like: Prior | None
+    replicates: int = 1
 
     def parts(self) -> list[str]:
         return list(dict.fromkeys(row.part for row in self.rows))
@@ -266,4 +268,5 @@ def estimate(shape: CohortShape, prior: Prior | None = None) -> CohortEstimate:
     for row in rows.values():
         row.scale(shape.replicates)
         row.round()
-    return CohortEstimate(rows=list(rows.values()), cases=len(shape.cases), models=len(shape.models), like=prior)
+    return CohortEstimate(rows=list(rows.values()), cases=len(shape.cases), models=len(shape.models), like=prior,
+                          replicates=shape.replicates)

@@ -63,7 +63,8 @@ def estimate_lines(estimate: CohortEstimate) -> list[str]:
     body.append(_cells(EstimateRow("total", "", "", "", "", grand.calls, grand.input_tokens, grand.output_tokens,
                                    grand.usd)))
     widths = [max(len(line[i]) for line in (_HEADER, *body)) for i in range(len(_HEADER))]
-    lines = [f"Estimate: {estimate.cases} case(s) × {estimate.models} model(s); no model was called"]
+    times = f" × {estimate.replicates} replicates" if estimate.replicates > 1 else ""
+    lines = [f"Estimate: {estimate.cases} case(s) × {estimate.models} model(s){times}; no model was called"]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
               for line in (_HEADER, *body)]
     if any(row.part.startswith("judge ") for row in estimate.rows):
