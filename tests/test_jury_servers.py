@@ -23,6 +23,7 @@ from localserver import HOST, JsonHandler, QuietServer, serving
 
 from consilium.cli import main
 from consilium.cli.models_cmd import PROBE_CODE
+from consilium.errors import UserError
 from consilium.judges.record import read_judgement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -375,3 +376,34 @@ def test_two_servers_of_one_model_name_never_share_cached_answers(
     capsys.readouterr()
     assert (len(a.seen), len(b.seen)) == (2, 2)  # each trace's conclusion once per server; A's third run: cached
     assert b_scores == {"free-form": 0, "structured": 0} and a_scores == {"free-form": 1, "structured": 1}
+
+
+def test_the_apis_cohort_resumes_with_its_jury_named_as_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # run_cohort(judge_model=[...]) takes the forms --judge-model takes, and a resume naming the jury exactly as the
+    # cohort was started (a relative config file, a URL with a trailing slash) is the same jury.
+    import consilium
+
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / CASE.name).write_text(CASE.read_text())
+    (tmp_path / "panel.json").write_text(json.dumps(_panel()))
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        Path("judge-b.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": b.base_url,
+                                                        "api_key_env": "JUDGE_B_KEY"}))
+        common: dict[str, Any] = {"models": f"scripted:{tmp_path / 'panel.json'}", "formats": "structured",
+                                  "judges": RUBRIC, "judge_model": [f"openai:judge@{a.base_url}/#JUDGE_A_KEY",
+                                                                    "judge-b.yaml"]}
+        first = consilium.run_cohort("cases", out="out", **common)
+        settings = json.loads((first.run_dir / "manifest.json").read_text())["settings"]
+        assert [settings["judge_model"], *settings["jury_models"]] == [
+            f"openai:judge@{a.base_url}#JUDGE_A_KEY", str(tmp_path / "judge-b.yaml")]
+        again = consilium.run_cohort(resume=first.run_dir, **common)
+        assert again.run_dir == first.run_dir and again.counts == {**first.counts, "resumed": 1}
+        # A judge named twice (its file and its URL) is refused as on the command line.
+        with pytest.raises(UserError, match="are the same judge"):
+            consilium.run_cohort("cases", out="out2", **{**common, "judge_model": [
+                f"openai:judge@{b.base_url}#JUDGE_B_KEY", "judge-b.yaml"]})
+    assert (len(a.seen), len(b.seen)) == (3, 3)  # the first run's three items; the resume judged nothing again

@@ -35,6 +35,7 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import AnyTrace
 from consilium.models.factory import ModelOptions
+from consilium.models.refs import parse_refs
 from consilium.protocols.registry import read_trace
 
 __all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "run_cohort"]
@@ -115,10 +116,9 @@ def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: 
             setattr(args, name, value)
     args.extra_model = panel[1:] if panel else []
     args.allow_missing_reference = allow_missing_reference
-    jury = _names(judge_model) or []  # several: a jury, as --judge-model given for each (docs/judges.md, Juries)
-    twice = sorted({spec for spec in jury if jury.count(spec) > 1})
-    if twice:
-        raise UserError(f"judge_model: {', '.join(twice)} given twice (each judge of a jury once)")
+    # Several: a jury, as --judge-model given for each (docs/judges.md, Juries); each as the manifest records it
+    # (consilium/models/refs.py), so a resume names it in the form the cohort kept; one judge twice is refused.
+    jury = [ref.record for ref in parse_refs(_names(judge_model) or [], flag="judge_model")]
     args.judge_model, args.jury_models = (jury[0] if jury else None), jury[1:]
     args.judge = _names(judges) or []
     if protocols is not None:
