@@ -577,3 +577,20 @@ def test_an_experiment_files_replicates_run_every_arm_again(setup: Setup, prior:
     judged = arms * (JUDGE_CALLS["free-form"] + JUDGE_CALLS["structured"])
     assert totals == {"panel total": (panel,) * 3, "judge ai-consilium total": (judged,) * 3,
                       "total": (panel + judged,) * 3}
+
+
+def test_each_judge_of_a_jury_judges_every_trace_and_is_priced_apart(setup: Setup, prior: Path) -> None:
+    """A jury of two (the prior's judge, and a second priced by its model config): each judges every trace,
+    so twice the items' calls by hand; a row with the unpriced judge in it shows no dollars, never 0."""
+    second = setup.root / "second-judge.json"
+    second.write_text(json.dumps({"model": "second", "rules": [
+        {"stage": "judge", "json": {"rationale": "r", "score": 4}}]}), encoding="utf-8")
+    priced = setup.root / "second-judge.yaml"
+    priced.write_text(f"spec: scripted:{second}\nprices: {json.dumps(PRICES)}\n", encoding="utf-8")
+    estimate = estimate_cohort(setup.new_cases, models=setup.specs, config=setup.config, judges="ai-consilium",
+                               judge_model=[setup.judge, str(priced)], like=prior)
+    judged = {row.variant: row for row in estimate.rows if row.part == "judge ai-consilium"}
+    for fmt, row in judged.items():
+        assert row.calls.expected == 2 * len(setup.specs) * len(NEW_CASES) * JUDGE_CALLS[fmt]
+        assert row.usd == Span(None, None, None)
+    assert estimate.total("judge ai-consilium").usd.high is None
