@@ -118,6 +118,8 @@ def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1) -> dic
                 wall, cpu, traces = run_process(folder, case_dir, url, concurrency, cache=cache)
                 walls["process" if cache else "process_off"].append(wall)
                 walls["process_cpu" if cache else "process_off_cpu"].append(cpu)
+            for key, value in breakdown(Path(tmp), case_dir).items():
+                walls[key].append(value)
             with fresh_cache() as path:
                 cpu_started = time.process_time()
                 walls["in_process"].append(aio.run(run_cohort(cases(n), latency_ms, concurrency, url, cache=path))[0])
@@ -125,6 +127,34 @@ def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1) -> dic
     result: dict[str, Any] = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
     return {**result, **bound_seconds(traces, latency_ms, concurrency), "arms": len(traces), "cases": n,
             "latency_ms": latency_ms, "concurrency": concurrency, "rounds": rounds}
+
+
+#: What a cohort against an OpenAI-compatible server imports before its first call: the command, the consilium
+#: protocol's graphs (LangGraph, LangChain core) and the HTTP client.
+COHORT_IMPORTS = ("consilium.cli.cohort_cmd", "consilium.cli.cohort_execute", "consilium.protocols.consilium.run",
+                  "aiohttp")
+
+
+def child_cpu(command: list[str], env: dict[str, str]) -> float:
+    """The CPU seconds (user and system) a command took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def breakdown(tmp: Path, case_dir: Path) -> dict[str, float]:
+    """Where a process's CPU goes before its first call: the interpreter, the imports, reading the case files
+    (each in a fresh interpreter; the case files' share is the difference with and without reading them)."""
+    env = installed_env(tmp)
+    load = "from pathlib import Path; from consilium.cases.loader import load_case; "
+    read = f"[load_case(p) for p in sorted(Path({str(case_dir)!r}).glob('*.yaml'))]"
+    imports = "import " + ", ".join(COHORT_IMPORTS) + "; "
+    interpreter = child_cpu([sys.executable, "-c", "pass"], env)
+    imported = child_cpu([sys.executable, "-c", imports + load], env)
+    with_cases = child_cpu([sys.executable, "-c", imports + load + read], env)
+    return {"interpreter_cpu": interpreter, "imports_cpu": imported - interpreter,
+            "cases_cpu": with_cases - imported}
 
 
 def process_section(quick: bool) -> list[str]:
@@ -150,7 +180,10 @@ def table(m: dict[str, Any]) -> list[str]:
             f"{m['process'] / m['in_process']:.2f}×; target: bound / process wall ≥ 0.7 in the default "
             "configuration. CPU s: what the process (its threads included) spent on the CPUs; on a machine "
             "others load, wall time stretches and CPU time does not, and bound / CPU is the most the wall ratio "
-            "can reach on an idle one."]
+            "can reach on an idle one.",
+            "", f"Of the process's CPU before its first call: the interpreter {m['interpreter_cpu']:.2f} s, "
+            f"the imports a cohort needs ({', '.join(COHORT_IMPORTS)}) {m['imports_cpu']:.2f} s, reading the "
+            f"{m['cases']} case files {m['cases_cpu']:.2f} s."]
 
 
 def main() -> None:
