@@ -198,9 +198,10 @@ def test_the_protocols_bounds_hold_what_each_panel_spent(setup: Setup,
     cases, roles = len(NEW_CASES), len(ROLES)
     for fmt in ("free-form", "structured"):
         vote, revision = estimate[("panel", fmt, "vote")][0], estimate[("panel", fmt, "revision")][0]
-        # fewest: every arm agrees in round 1; most: every arm dissents to the cap, for both models
-        assert (vote.low, vote.high) == (2 * cases * roles, 2 * cases * roles * MAX_ROUNDS)
-        assert (revision.low, revision.high) == (0, 2 * cases * (MAX_ROUNDS - 1))
+        # fewest: every arm agrees in round 1; most: every arm dissents to the cap, for both models, and every
+        # answer (each checked against its schema) is sent back max_repairs (2) times
+        assert (vote.low, vote.high) == (2 * cases * roles, 2 * cases * roles * MAX_ROUNDS * (1 + 2))
+        assert (revision.low, revision.high) == (0, 2 * cases * (MAX_ROUNDS - 1) * (1 + 2))
         judged = estimate[("judge ai-consilium", fmt, "judge")][0]
         # one call per item; at most 2 + 2 each: ai-consilium pins no order, and a backend that does not
         # enforce schemas asks in the paper's (a schema-free attempt, two repairs, then
@@ -272,11 +273,13 @@ def test_a_protocol_the_prior_did_not_run_is_estimated_from_its_bounds(setup: Se
     assert set(single) == {("single", "free-form", "role_assignment"), ("single", "free-form", "opinion"),
                            ("single", "structured", "opinion")}
     assert {row.source for row in single.values()} == {"bounds"}
+    # one answer, at most repaired max_repairs (2) times
     assert (single[("single", "structured", "opinion")].calls.low,
-            single[("single", "structured", "opinion")].calls.high) == (arms, arms)
-    # one assignment call, and one more per role short of min_roles (3): 1 to 3 a case and model
+            single[("single", "structured", "opinion")].calls.high) == (arms, arms * (1 + 2))
+    # one assignment call, and one more per role short of min_roles (3): 1 to 3 a case and model, each repaired
+    # at most twice
     assert (single[("single", "free-form", "role_assignment")].calls.low,
-            single[("single", "free-form", "role_assignment")].calls.high) == (arms, 3 * arms)
+            single[("single", "free-form", "role_assignment")].calls.high) == (arms, 3 * arms * (1 + 2))
 
 
 @pytest.mark.parametrize("flag", ["--resume", "--shard"])
@@ -366,8 +369,9 @@ def test_a_boards_moderator_turns_are_priced_by_the_moderators_model(
         cost = (single[1] * PRICES["input"] + single[2] * PRICES["output"]) / PER_TOKENS
         assert abs(float(cells[("single", "board_turn")].lstrip("$")) - cost) <= TOLERANCE * cost
     else:
-        # 3..max_turns moderator calls and 2..max_turns - 1 specialist answers (max_turns 12 by default)
-        assert (turns["agents"].low, turns["agents"].high) == (5, 12 + 11)
+        # 3..max_turns moderator calls, each repaired at most twice, and 2..max_turns - 1 specialist answers in
+        # plain text, never repaired (max_turns 12 by default)
+        assert (turns["agents"].low, turns["agents"].high) == (5, 12 * (1 + 2) + 11)
 
 
 def test_a_boards_bounds_hold_what_its_meeting_spent(board: tuple[Board, Path]) -> None:
@@ -594,3 +598,32 @@ def test_each_judge_of_a_jury_judges_every_trace_and_is_priced_apart(setup: Setu
         assert row.calls.expected == 2 * len(setup.specs) * len(NEW_CASES) * JUDGE_CALLS[fmt]
         assert row.usd == Span(None, None, None)
     assert estimate.total("judge ai-consilium").usd.high is None
+
+
+@pytest.fixture(scope="module")
+def prose_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A board in single mode whose model writes prose, never the transcript's format: the meeting's answer
+    is sent back twice (max_repairs) and kept as it is, 3 calls."""
+    root = tmp_path_factory.mktemp("prose")
+    model = root / "prose.json"
+    model.write_text(json.dumps({"model": "prose", "rules": [{"stage": "board_turn", "response": "Just prose."}]}),
+                     encoding="utf-8")
+    out = root / "runs"
+    assert main(["cohort", "--protocol", "board", "--modes", "single", "--cases", str(BOARD_CASE), "--model",
+                 f"scripted:{model}", "--no-cache", "--out", str(out)]) == 0
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_the_bounds_and_like_count_every_repair_of_an_answer(prose_board: Path) -> None:
+    """The single-mode meeting's one answer, repaired twice: 3 calls (1 + max_repairs), counted from the trace.
+    The bounds reach them (1 to 3), and --like that cohort says 3, not the one answer it kept."""
+    [trace] = [json.loads(p.read_text(encoding="utf-8")) for p in prose_board.glob("arms/**/*.trace.json")]
+    assert [c["stage"] for c in trace["calls"]] == ["board_turn"] * (1 + 2)
+    spec = f"scripted:{prose_board.parent.parent / 'prose.json'}"
+    bounds = estimate_cohort(BOARD_CASE, models=spec, protocols="board", modes="single")
+    like = estimate_cohort(BOARD_CASE, models=spec, protocols="board", modes="single", like=prose_board)
+    [row] = bounds.rows
+    assert (row.calls.low, row.calls.high) == (1, 3)
+    [row] = like.rows
+    assert (row.calls.expected, row.calls.low, row.calls.high) == (3, 3, 3)

@@ -157,21 +157,23 @@ def _usd(inputs: Span, outputs: Span, prices: Prices | None) -> Span:
 
 
 def _seen(history: StageHistory, size: int, limits: tuple[int, int] | None) -> tuple[Span, Span, Span]:
-    """Calls per trace, input and output tokens per call, as a previous cohort made them; its calls held to
-    the ``limits`` (fewest, most) the new cohort's settings allow, when known: a prior run with more rounds or
-    a larger panel than these settings permit cannot make the new cohort spend more than they can."""
+    """Calls per trace, input and output tokens per call, as a previous cohort made them. Where the new
+    cohort's settings bound the stage's answers (``limits``: fewest, most; rounds, panel size, a rubric's
+    items), the prior's answers are held to them and take the prior's calls an answer (its repairs): a prior
+    run with more rounds or a larger panel cannot make the new cohort spend more than its settings allow."""
     mean, low, high = history.calls
     if limits is not None:
-        mean, low, high = (min(max(v, limits[0]), limits[1]) for v in (mean, low, high))
+        mean, low, high = (min(max(v, limits[0]), limits[1]) * history.per_answer for v in history.answers)
     per_input = history.input_tokens(size)
     return Span(mean, low, high), Span(per_input, per_input, per_input), Span(*(history.output,) * 3)
 
 
 def _bounded(stage: StageBounds, size: int) -> tuple[Span, Span, Span]:
-    low, high = stage.calls
+    low, most = stage.calls[0], stage.most
     fewest = stage.prompt.tokens(size)
-    return (Span(low if low == high else None, low, high),
-            Span(None, fewest, fewest + stage.carried_tokens), Span(None, None, stage.max_output))
+    most_in = fewest + stage.carried_tokens + stage.repaired_tokens
+    return (Span(low if low == most else None, low, most), Span(None, fewest, most_in),
+            Span(None, None, stage.max_output))
 
 
 def _row(rows: dict[tuple[str, ...], EstimateRow], key: tuple[str, str, str, str], seen: bool) -> EstimateRow:
@@ -235,7 +237,7 @@ def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...],
                         if made is not None and made.calls[1] == 0:  # nothing to send: no reference, no item
                             row.add(ZERO, ZERO, ZERO, shape.prices.get(judge))
                         elif seen:
-                            limits = None if made is None else (made.calls[0], made.calls[2])
+                            limits = None if made is None else (made.calls[0], made.calls[1])
                             row.add(*_seen(seen, size, limits), shape.prices.get(judge))
                         elif made is None:
                             row.add(Span(None, None, None), ZERO, ZERO, None)

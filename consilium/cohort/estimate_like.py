@@ -42,19 +42,24 @@ def case_tokens(case: Case) -> int:
 
 @dataclass
 class _Sample:
-    calls: list[int] = field(default_factory=list)  # per trace (or judgement, per judge)
+    calls: list[float] = field(default_factory=list)  # per trace (or judgement, per judge)
+    answers: list[float] = field(default_factory=list)  # of them, the answers used (not sent back, not asked again)
     points: list[tuple[int, int, int]] = field(default_factory=list)  # per call: case tokens, input, output
 
 
 @dataclass(frozen=True)
 class StageHistory:
-    """One stage as a previous cohort made it: calls per trace (mean, fewest, most) and per call its input
-    tokens (``intercept + slope · case tokens``) and output tokens."""
+    """One stage as a previous cohort made it: calls per trace (mean, fewest, most), of them the answers used
+    (the same; a call whose answer was sent back for repair or asked again is not one) and the calls an
+    answer took (its repairs and retries), and per call its input tokens (``intercept + slope · case
+    tokens``) and output tokens."""
 
-    calls: tuple[float, int, int]
+    calls: tuple[float, float, float]
     intercept: float
     slope: float
     output: float
+    answers: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    per_answer: float = 1.0
 
     def input_tokens(self, case: int) -> float:
         return self.intercept + self.slope * case
@@ -79,24 +84,30 @@ class Prior:
         return self.judges.get((rubric, model, protocol, variant)) or self.judges.get((rubric, ANY, protocol, variant))
 
 
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    values = values or [0.0]
+    return sum(values) / len(values), min(values), max(values)
+
+
 def _history(sample: _Sample) -> StageHistory:
-    calls = sample.calls or [0]
+    calls, answers = _spread(sample.calls), _spread(sample.answers)
+    per_answer = sum(sample.calls) / sum(sample.answers) if sum(sample.answers) else 1.0
     points = sample.points
-    mean_calls = sum(calls) / len(calls)
     if not points:
-        return StageHistory((mean_calls, min(calls), max(calls)), 0.0, 0.0, 0.0)
+        return StageHistory(calls, 0.0, 0.0, 0.0, answers, per_answer)
     n = len(points)
     mx = sum(p[0] for p in points) / n
     my = sum(p[1] for p in points) / n
     var = sum((p[0] - mx) ** 2 for p in points)
     slope = 1.0 if var < 1e-9 else sum((p[0] - mx) * (p[1] - my) for p in points) / var
     slope = min(max(slope, 0.0), MAX_SLOPE)
-    return StageHistory((mean_calls, min(calls), max(calls)), my - slope * mx, slope,
-                        sum(p[2] for p in points) / n)
+    return StageHistory(calls, my - slope * mx, slope, sum(p[2] for p in points) / n, answers, per_answer)
 
 
 def _add(sample: _Sample, calls: list[CallRecord], size: int, per: int = 1) -> None:
-    sample.calls.append(round(len(calls) / per))
+    sample.calls.append(len(calls) / per)
+    # a stage whose every attempt was refused still had an answer to give: its calls are that answer's
+    sample.answers.append(max(sum(c.error is None for c in calls), 1 if calls else 0) / per)
     sample.points += [(size, c.usage.input_tokens, c.usage.output_tokens) for c in calls]
 
 

@@ -6,7 +6,11 @@ board turns), its fixed prompt (preamble and task template around the case, coun
 tokenizer), the most tokens of earlier answers its prompt can carry, and its ``max_tokens``. A stage
 marked ``shared`` is made once per (case, model) and shared by the arm's variants (the role assignment);
 one marked ``chair`` is answered by the moderator's model (``--moderator-model``), as its calls are tagged
-``role="moderator"``. A stage answered by both (a board's turns) is two bounds of the same stage.
+``role="moderator"``. A stage answered by both (a board's turns) is two bounds of the same stage. Every
+answer checked against a schema (all but a board specialist's) may be sent back ``max_repairs`` times
+(models/wrappers/repair.py), each repair a call that carries the answers before it: the most calls and
+tokens count them all. An empty or cut-off answer asked again (models/wrappers/answers.py) is not counted:
+that is the server failing, not the answer.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ def _around(prompt: Prompt) -> int:
                                  Message(role="user", content=f"CASE\n\n\nTASK\n{prompt.task}")])
 
 
+#: Tokens of one repair request at most (models/wrappers/repair.py: what was wrong, and what to send instead).
+REPAIR_NOTE = 128
+
+
 @dataclass(frozen=True)
 class StageBounds:
     """One stage of one variant: calls (fewest, most), its fixed prompt, the most tokens its placeholders
@@ -62,6 +70,18 @@ class StageBounds:
     max_output: int
     shared: bool = False
     chair: bool = False
+    checked: bool = True  # its answer is checked against a schema, so repaired up to ``repairs`` times
+    repairs: int = 0
+
+    @property
+    def most(self) -> int:
+        """The most calls, every answer repaired as often as the run settings allow."""
+        return self.calls[1] * (1 + self.repairs)
+
+    @property
+    def repaired_tokens(self) -> int:
+        """The most a repair adds to a call's prompt: every earlier answer and its repair request."""
+        return self.repairs * (self.max_output + REPAIR_NOTE)
 
 
 @cache
@@ -145,7 +165,7 @@ def _board(variant: str, c: BoardConfig) -> list[StageBounds]:
                     transcript, c.tokens_for("board_turn"), chair=True),
         StageBounds("board_turn", (answers, c.max_turns - 1),
                     _prompt("board_specialist", BOARD, "board_preamble", BOARD), transcript,
-                    c.tokens_for("board_turn")),
+                    c.tokens_for("board_turn"), checked=False),  # a specialist speaks in plain text
         StageBounds("conclusion", (1, 1), _prompt("board_conclusion", BOARD, "board_preamble", BOARD), transcript,
                     c.tokens_for("conclusion"), chair=True),
     ]
@@ -162,4 +182,5 @@ def stage_bounds(protocol: str, variant: str, config: RunConfig) -> list[StageBo
         stages = _board(variant, config)
     else:
         return None
-    return [replace(s, carried_tokens=s.carried_tokens + _fill(config)) for s in stages]
+    return [replace(s, carried_tokens=s.carried_tokens + _fill(config), repairs=config.max_repairs if s.checked else 0)
+            for s in stages]
