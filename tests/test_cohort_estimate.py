@@ -627,3 +627,32 @@ def test_the_bounds_and_like_count_every_repair_of_an_answer(prose_board: Path) 
     assert (row.calls.low, row.calls.high) == (1, 3)
     [row] = like.rows
     assert (row.calls.expected, row.calls.low, row.calls.high) == (3, 3, 3)
+
+
+@pytest.mark.parametrize("discussion, max_turns", [("alternating", 5), ("open", 5), ("alternating", 3),
+                                                   ("open", 3)])
+def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, discussion: str,
+                                                              max_turns: int) -> None:
+    """A moderator that closes as soon as it may (tests/test_board.py's): the meeting its turn limit and floor
+    allow, run here, spends within the bounds (alternating, 5 turns end after the second answer: 4 calls)."""
+    import asyncio
+
+    from test_board import rotating_board
+
+    from consilium.cases import load_case
+    from consilium.protocols.base import RunModels
+    from consilium.protocols.board.config import BoardConfig
+    from consilium.protocols.board.run import run_board
+
+    model = rotating_board(closes=True)
+    trace = asyncio.run(run_board(load_case(BOARD_CASE), "agents", RunModels(panel=model, moderator=model),
+                                  BoardConfig(max_turns=max_turns, discussion=discussion), run_id="t"))
+    spent = sum(call.stage == "board_turn" for call in trace.calls)
+    config = tmp_path / "board.yaml"
+    config.write_text(f"max_turns: {max_turns}\ndiscussion: {discussion}\n", encoding="utf-8")
+    estimate = estimate_cohort(BOARD_CASE, models=["scripted:x.json"], protocols="board", modes="agents",
+                               config=config)
+    [turns] = [row.calls for row in estimate.rows if row.stage == "board_turn"]
+    assert turns.low is not None and turns.high is not None and turns.low <= spent <= turns.high, (turns, spent)
+    if (discussion, max_turns) == ("alternating", 5):
+        assert spent == 4
