@@ -407,3 +407,44 @@ def test_the_apis_cohort_resumes_with_its_jury_named_as_it_started(
             consilium.run_cohort("cases", out="out2", **{**common, "judge_model": [
                 f"openai:judge@{b.base_url}#JUDGE_B_KEY", "judge-b.yaml"]})
     assert (len(a.seen), len(b.seen)) == (3, 3)  # the first run's three items; the resume judged nothing again
+
+
+def test_a_resume_whose_judge_config_file_now_names_another_server_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The manifest keeps a config-file judge by its path and reads the file again on resume: a file edited to name
+    # another server (or model) would judge the rest of the cohort by another judge than its first arms. The
+    # manifest keeps each judge's name as it started, and a resume (and an ablation of the cohort) holds the file
+    # to it; the key's variable in the file may change (it is not the judge).
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    monkeypatch.setenv("JUDGE_C_KEY", KEY_A)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / CASE.name).write_text(CASE.read_text())
+    (tmp_path / "panel.json").write_text(json.dumps(_panel()))
+    config = tmp_path / "judge.yaml"
+    with judge_server(lambda prompt: True) as b, judge_server(lambda prompt: False) as c:
+        config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": b.base_url,
+                                          "api_key_env": "JUDGE_B_KEY"}))
+        common = ["--model", f"scripted:{tmp_path / 'panel.json'}", "--formats", "structured", "--judge", RUBRIC,
+                  "--no-cache", "--judge-model", "judge.yaml"]
+        assert main(["cohort", "--cases", "cases", *common, "--out", "out"]) == 0
+        [manifest] = Path("out").rglob("manifest.json")
+        assert json.loads(manifest.read_text())["settings"]["judge_names"] == [f"openai:judge@{b.base_url}"]
+        config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": b.base_url + "/",
+                                          "api_key_env": "JUDGE_C_KEY"}))
+        assert main(["cohort", "--resume", str(manifest.parent)]) == 0  # its key's variable renamed: the same judge
+        capsys.readouterr()
+        # A resume judges its arms again (from the cache, here off): on B, with the renamed variable's key.
+        assert [auth for auth, _ in b.seen] == [f"Bearer {KEY_B}"] * 3 + [f"Bearer {KEY_A}"] * 3
+        config.write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": c.base_url,
+                                          "api_key_env": "JUDGE_C_KEY"}))
+        for command in (["cohort", "--resume", str(manifest.parent)], ["cohort", "--resume", str(manifest.parent),
+                                                                       "--judge-model", "judge.yaml"]):
+            assert main(command) == 2
+            assert capsys.readouterr().err.strip().splitlines() == [
+                f"consilium: error: --resume: {manifest.parent}/manifest.json: judge: {config} now names "
+                f"openai:judge@{c.base_url}, not the cohort's judge openai:judge@{b.base_url} (a resumed cohort "
+                "keeps its judges: restore the file, or start a new cohort)"]
+        assert main(["ablate", str(manifest.parent), "--kind", "no-deliberation", "--out", "ablated"]) == 2
+        assert "now names" in capsys.readouterr().err
+    assert len(b.seen) == 6 and c.seen == []  # nothing judged after the file named C

@@ -25,7 +25,7 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
 from consilium.models.factory import ModelOptions, build_model, build_ref
-from consilium.models.refs import ModelRef, parse_refs
+from consilium.models.refs import ModelRef, held_to, parse_refs
 from consilium.reports.partial import partial_line, partial_of
 
 __all__ = ["register", "run"]
@@ -97,9 +97,11 @@ def _judge_specs(args: argparse.Namespace, cohort: Cohort, rubrics: list[Rubric]
     consilium/models/refs.py), else the cohort's judge and the rest of its jury, as its manifest records them."""
     s = cohort.manifest.settings
     given: list[str] = args.judge_model or []
+    where = f"{cohort.run_dir}/manifest.json: settings.judge_model"
     refs = parse_refs(given, flag="--judge-model") if given else \
-        parse_refs([s.judge_model, *s.jury_models], flag=f"{cohort.run_dir}/manifest.json: settings.judge_model") \
-        if s.judge_model else []
+        parse_refs([s.judge_model, *s.jury_models], flag=where) if s.judge_model else []
+    if not given:  # the cohort's judges must still be the ones that judged its arms
+        held_to(refs, s.judge_names, where, "restore the file, or name the judges with --judge-model")
     if rubrics and not refs:
         raise UserError("--judge-model: the cohort names no judge model; give one to judge both sides with")
     return refs if rubrics else []

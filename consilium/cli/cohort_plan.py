@@ -40,7 +40,7 @@ from consilium.errors import UserError
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.models.factory import ModelOptions
-from consilium.models.refs import parse_refs
+from consilium.models.refs import held_to, parse_refs
 from consilium.protocols.registry import get_protocol
 from consilium.redact import redact_url
 from consilium.traces.config import RunConfig
@@ -135,6 +135,7 @@ def new_plan(args: argparse.Namespace) -> Plan:
         configs={name: config.model_dump(mode="json") for name, config in configs.items()},
         judges=[_rubric_ref(name) for name in judges],
         judge_model=jury[0].record if jury else None, jury_models=[ref.record for ref in jury[1:]],
+        judge_names=[ref.name for ref in jury],
         judge_scope=args.scope,
         judge_decoding=getattr(args, "judge_decoding", None), concurrency=concurrency,
         model=ModelSettings(
@@ -222,8 +223,12 @@ def resume_plan(args: argparse.Namespace) -> Plan:
             raise UserError(f"--resume: the cohort's key comes from ${s.model.api_key_env}, which is not set")
         overrides["api_key"] = key
     options = model_options(kept, **overrides)
-    if s.judge_model:  # each judge as the manifest keeps it; its own key variable unset: refused before any arm runs
-        for ref in parse_refs([s.judge_model, *s.jury_models], flag=f"--resume: {run_dir}/manifest.json: judge"):
+    if s.judge_model:  # each judge as the manifest keeps it, still the judge it was, its key variable set: else
+        where = f"--resume: {run_dir}/manifest.json: judge"  # refused before any arm runs
+        kept = parse_refs([s.judge_model, *s.jury_models], flag=where)
+        held_to(kept, s.judge_names, where,
+                "a resumed cohort keeps its judges: restore the file, or start a new cohort")
+        for ref in kept:
             ref.options(options)
     _refuse_on_ray(args, s)
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,

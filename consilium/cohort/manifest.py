@@ -149,6 +149,10 @@ class CohortSettings(BaseModel):
     judge_model: str | None = None
     jury_models: list[str] = Field(default=[], description="the jury's other judges (--judge-model given again); "
                                    "judge_model is its first")
+    judge_names: list[str] = Field(
+        default=[], description="each judge's identity when the cohort started, judge_model's then jury_models' (its "
+                                "spec, or SPEC@BASE_URL: consilium/models/refs.py); a resume or an ablation refuses a "
+                                "config file that now names another judge. Empty in a cohort made before it was kept")
     judge_scope: Literal["frozen", "judge"] | None = Field(
         default=None, description="the four-decision scope protocol (--scope); None: each case's default")
     judge_decoding: Literal["constrained", "paper"] | None = Field(

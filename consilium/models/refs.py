@@ -34,7 +34,8 @@ from consilium.models.config_file import ModelConfigFile, is_env_name
 from consilium.models.options import ModelOptions
 from consilium.redact import redact_url
 
-__all__ = ["CONFIG_SUFFIXES", "ModelRef", "distinct", "normal_url", "parse_model_ref", "parse_refs", "server_of"]
+__all__ = ["CONFIG_SUFFIXES", "ModelRef", "distinct", "held_to", "normal_url", "parse_model_ref", "parse_refs",
+           "server_of"]
 
 #: A path with one of these endings names a model config file, not a spec.
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
@@ -232,3 +233,12 @@ def parse_refs(given: list[str], *, flag: str = "--judge-model", base: Path | No
     refs = [parse_model_ref(text, flag=flag, base=base) for text in given]
     distinct(refs, given, flag)
     return refs
+
+
+def held_to(refs: list[ModelRef], names: list[str], where: str, remedy: str) -> None:
+    """:class:`UserError` when one of a cohort's judges, built again from its record, is now another judge than
+    the one ``names`` (each judge's name when the cohort started) says: a config file edited to name another
+    server or model. The key's variable is not the judge: a file may change it. No ``names``: nothing to hold."""
+    for ref, name in zip(refs, names, strict=False):
+        if ref.name != name:
+            raise UserError(f"{where}: {ref.record} now names {ref.name}, not the cohort's judge {name} ({remedy})")
