@@ -17,12 +17,13 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.answers import criterion_schema
 from consilium.judges.asking import ask
+from consilium.judges.decoding import decoding_models, resolve_decoding
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
 from consilium.judges.rubric import Rubric, analysis_rubric
 from consilium.judges.task_text import criterion_task
 from consilium.judges.tasks import JudgeInputs
-from consilium.models import CallRecorder, ChatModel, GenerationSettings, for_run
+from consilium.models import CallRecorder, ChatModel, GenerationSettings
 from consilium.protocols.consilium.trace import Trace
 from consilium.reports.networks.uptake import Dissent, Uptake, overlap_share, word_overlap
 from consilium.traces.schema import UsageSummary
@@ -67,8 +68,9 @@ async def _ask(trace: Trace, dissents: list[Dissent], judge: UptakeJudge,
     inputs = JudgeInputs(rubric=rubric, case=case, case_text=case.render(), reference="", trace=trace,
                          model=judge.model, settings=judge.settings, max_repairs=judge.max_repairs, k=1, scope=None,
                          reference_answer=None)
-    relaxed = for_run(judge.model, recorder, max_repairs=judge.max_repairs)
-    strict = for_run(judge.model, recorder, max_repairs=0)
+    # The judge's decoding order, as every judge's (consilium/judges/decoding.py): its backend's default.
+    relaxed, strict = decoding_models(judge.model, recorder, judge.max_repairs,
+                                      resolve_decoding(judge.model, None, rubric.decoding))
     labels = {r.id: r.label for r in trace.roles}
     criterion = rubric.criteria[0]
     schema = criterion_schema(rubric)
@@ -146,6 +148,7 @@ async def judge_arm(trace: Trace, trace_file: Path, dissents: list[Dissent], jud
         trace=os.path.relpath(trace_file, record.parent), trace_kind=trace.kind, trace_run_id=trace.run_id,
         case_id=trace.case_id, variant=trace.format, rubric=rubric.name, rubric_version=rubric.version,
         rubric_source=rubric.source, judge_model=judge.model.model_id, settings=judge.settings,
+        decoding=resolve_decoding(judge.model, None, rubric.decoding),
         prompt_hash=judge_prompt_hash(rubric), items=items,
         aggregates={COMPONENT: {"dissents": len(items), "judged": sum(not i.not_evaluable for i in judged),
                                 "taken_up": sum(i.score == 1 for i in judged)}},
