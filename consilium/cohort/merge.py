@@ -24,6 +24,7 @@ from typing import Any
 from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock, read_manifest, write_cohort_manifest
 from consilium.cohort.rows import ARM_COLUMNS, counts
 from consilium.cohort.shard import Shard
+from consilium.cohort.spend import JUDGE_COLUMNS
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -136,12 +137,14 @@ def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
     """Every shard's arms.csv rows, in the local cohort's order. Each row keeps the columns its arm had
-    (from arms.jsonl's last line for it), so the columns come out in the order a local cohort's do."""
+    (from arms.jsonl's last line for it), then the judge columns its shard's judging added (written after the
+    arm's line), so the columns come out in the order a local cohort's do."""
     rows = []
     for folder in shards:
         had = {_key(row): list(row) for row in _jsonl_rows(folder.path / "arms.jsonl")}
         for row in _csv_rows(folder.path / "arms.csv"):
             keys = had.get(_key(row))  # arms.jsonl's own fields are not arms.csv columns
+            keys = [*keys, *JUDGE_COLUMNS] if keys else keys
             rows.append(with_protocol({k: row[k] for k in keys if k in row} if keys else row))
     return sorted(rows, key=_key)
 
