@@ -523,8 +523,8 @@ def test_like_counts_no_judge_call_for_a_case_without_the_reference_the_rubric_n
     match its conclusion alone: 2 calls, exactly (the prior's mean over both judgements: 1.5, from 0 to 3)."""
     cases = _unreferenced(setup.root / "match-new-cases", {"q1": True, "q2": False, "q3": True})
     estimate = estimate_cohort(cases, models=setup.specs[0], formats="free-form", config=setup.config,
-                               judges=MATCH, judge_model="scripted:match.json", allow_missing_reference=True,
-                               like=match_prior)
+                               judges=MATCH, judge_model=f"scripted:{setup.root / 'match.json'}",
+                               allow_missing_reference=True, like=match_prior)
     [row] = [row for row in estimate.rows if row.part == f"judge {MATCH}"]
     assert (row.calls.expected, row.calls.low, row.calls.high) == (2, 2, 2) and row.source == "like"
     judgement = next(match_prior.glob(f"arms/**/m1.free-form.judge.{MATCH}.json"))
@@ -650,9 +650,35 @@ def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, d
     spent = sum(call.stage == "board_turn" for call in trace.calls)
     config = tmp_path / "board.yaml"
     config.write_text(f"max_turns: {max_turns}\ndiscussion: {discussion}\n", encoding="utf-8")
-    estimate = estimate_cohort(BOARD_CASE, models=["scripted:x.json"], protocols="board", modes="agents",
+    board = tmp_path / "board.json"
+    board.write_text(json.dumps({"model": "board", "rules": []}), encoding="utf-8")
+    estimate = estimate_cohort(BOARD_CASE, models=[f"scripted:{board}"], protocols="board", modes="agents",
                                config=config)
     [turns] = [row.calls for row in estimate.rows if row.stage == "board_turn"]
     assert turns.low is not None and turns.high is not None and turns.low <= spent <= turns.high, (turns, spent)
     if (discussion, max_turns) == ("alternating", 5):
         assert spent == 4
+
+
+@pytest.mark.parametrize("flag, spec, said", [
+    ("--model", "opnai:gpt-4o", "unknown model spec 'opnai:gpt-4o'"),
+    ("--model", "scripted:{root}/missing-panel.json", "missing-panel.json: scripted model file not found"),
+    ("--moderator-model", "gguf:{root}/missing.gguf", "gguf model file not found: "),
+    ("--judge-model", "replay:{root}/missing.trace.json", "missing.trace.json: trace not found"),
+])
+def test_a_model_the_run_would_refuse_is_refused_by_the_estimate(setup: Setup, flag: str, spec: str, said: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A panel, moderator or judge model a run could not open: one line naming it, exit 2, no table, no folder
+    (checked without loading a model or reaching a server)."""
+    argv = setup.flags(setup.new_cases, setup.root / "never-model")
+    given = spec.format(root=setup.root)
+    if flag == "--moderator-model":
+        argv += [flag, given]
+    else:
+        argv[argv.index(flag) + 1] = given
+    capsys.readouterr()
+    code = main([*argv, "--estimate"])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and said in err[0] and "Traceback" not in captured.err, err
+    assert captured.out == "" and not (setup.root / "never-model").exists()

@@ -1,22 +1,26 @@
 """``consilium cohort … --estimate [--like RUN_DIR]``: the cohort's plan, estimated and printed, and nothing
 run or written (docs/cohorts.md, "Estimating a cohort"). The plan is the one a run would make
-(consilium/cli/cohort_plan.py), so a bad flag or file is refused as it would be, and no run folder is made."""
+(consilium/cli/cohort_plan.py), so a bad flag or file is refused as it would be, and no run folder is made;
+each model is checked as the run's opening would check it (a known backend, its extra installed, its file
+there), without loading a model or reaching a server."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from consilium.cli.cohort_plan import Plan, new_plan
 from consilium.cohort.estimate import CohortShape, estimate
 from consilium.cohort.estimate_like import read_prior
 from consilium.cohort.estimate_table import estimate_lines
 from consilium.errors import UserError
-from consilium.models.factory import ModelOptions
+from consilium.models.backends.registry import resolve_spec
+from consilium.models.factory import ModelOptions, open_backend
 from consilium.models.pricing import Prices
 from consilium.models.refs import parse_model_ref
 from consilium.protocols.registry import get_protocol
 
-__all__ = ["check_estimate_flags", "plan_shape", "run_estimate"]
+__all__ = ["check_estimate_flags", "check_model", "plan_shape", "run_estimate"]
 
 
 def _prices(spec: str, options: ModelOptions) -> Prices | None:
@@ -24,12 +28,30 @@ def _prices(spec: str, options: ModelOptions) -> Prices | None:
     return options.prices if options.prices is not None and options.prices_spec in (None, spec) else None
 
 
+#: Backends that open a file and nothing more (the scripted model's rules, a replayed trace): opened as the run would.
+_CHEAP = ("scripted", "replay")
+
+
+def check_model(spec: str) -> None:
+    """``spec`` refused as building it would refuse it (an unknown backend, a missing extra, a missing file), a
+    :class:`UserError`; a GGUF file is looked for, not loaded, and no server is reached."""
+    backend, arg = resolve_spec(spec)
+    backend.check_installed()
+    if backend.prefix in _CHEAP:
+        open_backend(spec)
+    elif backend.prefix == "gguf" and not Path(arg).is_file():
+        raise UserError(f"gguf model file not found: {arg}")
+
+
 def plan_shape(plan: Plan) -> CohortShape:
-    """What ``plan`` would run, as an estimate reads it."""
+    """What ``plan`` would run, as an estimate reads it; each of its models checked (:func:`check_model`)."""
     s = plan.settings
     protocols = {name: ([v for v in s.variants if v in get_protocol(name).variants], plan.configs[name])
                  for name in s.protocols}
     judges = [j for j in [s.judge_model, *s.jury_models] if j] if plan.rubrics else []
+    for spec in dict.fromkeys([*s.models, *([s.moderator_model] if s.moderator_model else []),
+                               *(parse_model_ref(judge).spec for judge in judges)]):
+        check_model(spec)
     prices = {spec: p for spec in s.models if (p := _prices(spec, plan.options_for(spec))) is not None}
     if s.moderator_model and (found := _prices(s.moderator_model, plan.options)) is not None:
         prices[s.moderator_model] = found
