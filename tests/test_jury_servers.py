@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from localserver import HOST, JsonHandler, QuietServer, serving
+from networks_runs import simulate_varied
 
 from consilium.cli import main
 from consilium.cli.models_cmd import PROBE_CODE
@@ -54,8 +55,10 @@ def _handler(state: JudgeServer) -> type[JsonHandler]:
             with state.lock:
                 state.seen.append((self.headers.get("Authorization") or "", body))
             prompt = json.dumps(body.get("messages"))
-            answer = _check_answer(prompt) or {"rationale": "compared with the reference diagnosis",
-                                               "match": state.match(prompt)}
+            schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+            decision: dict[str, Any] = {"score": int(state.match(prompt))} if "score" in schema.get(
+                "properties", {}) else {"match": state.match(prompt)}  # dissent uptake's scale, or a match
+            answer = _check_answer(prompt) or {"rationale": "compared with the reference", **decision}
             self._send_json(200, {
                 "id": "chatcmpl-judge", "object": "chat.completion", "created": int(time.time()),
                 "model": str(body.get("model")),
@@ -448,3 +451,32 @@ def test_a_resume_whose_judge_config_file_now_names_another_server_is_refused(
         assert main(["ablate", str(manifest.parent), "--kind", "no-deliberation", "--out", "ablated"]) == 2
         assert "now names" in capsys.readouterr().err
     assert len(b.seen) == 6 and c.seen == []  # nothing judged after the file named C
+
+
+def test_analyze_tells_one_model_on_two_servers_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # An uptake judgement made by a judge on server A is not read back as server B's (the same model name):
+    # analyze names its judge with its server, refuses to reuse or overwrite A's decisions for B's, and with
+    # --force asks B.
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    run = simulate_varied(tmp_path / "sim")
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        analyze = ["analyze", str(run), "--no-cache", "--judge-model"]
+        assert main([*analyze, f"openai:judge@{a.base_url}#JUDGE_A_KEY"]) == 0
+        (record,) = sorted((run / "analysis").rglob("*.dissent-uptake.judgement.json"))
+        judged_by_a = json.loads(record.read_text())
+        assert judged_by_a["judge_model"] == f"judge@{a.base_url}"
+        assert {i["score"] for i in judged_by_a["items"] if i["detail"]["to_version"]} == {1}
+        capsys.readouterr()
+        assert main([*analyze, f"openai:judge@{b.base_url}"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "never overwritten" in err
+        assert f"by judge judge@{a.base_url} (rubric v1), not run {run.name} by judge judge@{b.base_url}" in err
+        assert b.seen == []
+        assert main([*analyze, f"openai:judge@{b.base_url}", "--force"]) == 0
+        judged_by_b = json.loads(record.read_text())
+    assert judged_by_b["judge_model"] == f"judge@{b.base_url}"
+    assert {i["score"] for i in judged_by_b["items"] if i["detail"]["to_version"]} == {0}
+    assert len(a.seen) == len(b.seen) == 4  # the four dissents a revision followed, once on each server
+    assert {auth for auth, _ in a.seen} == {f"Bearer {KEY_A}"}
+    assert {auth for auth, _ in b.seen} == {"Bearer not-needed"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.cli.options import add_model_arguments, build_named, non_negative_int, positive_int
+from consilium.cli.options import add_model_arguments, build_named, named_label, non_negative_int, positive_int
 from consilium.models import GenerationSettings
 from consilium.reports.networks.judging import UptakeJudge
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     if args.model or args.model_config:  # a judge decides uptake; without one, the word-overlap rule does
         model = build_named(args)  # a spec, SPEC@BASE_URL#KEY_VAR or a model config file
         judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
-                                                      timeout_s=args.timeout or 120.0), args.max_repairs)
+                                                      timeout_s=args.timeout or 120.0), args.max_repairs,
+                            name=named_label(args, model))
     done = partial_of(args.run_dir)  # the networks are of the finished arms only (docs/cohorts.md)
     with partial_figures(done):  # each drawing marked
         result = analyze(args.run_dir, args.out, judge, force=args.force)

@@ -25,8 +25,8 @@ from consilium.models.refs import parse_model_ref
 from consilium.models.wrappers import RetryPolicy
 
 __all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_otel_argument", "add_run_arguments",
-           "build_named", "finite_float", "flag_name", "fraction", "model_options", "model_spec", "non_negative_float",
-           "non_negative_int", "positive_float", "positive_int", "run_config", "show_help"]
+           "build_named", "finite_float", "flag_name", "fraction", "model_options", "model_spec", "named_label",
+           "non_negative_float", "non_negative_int", "positive_float", "positive_int", "run_config", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -87,6 +87,12 @@ def build_named(args: argparse.Namespace, **overrides: object) -> ChatModel:
     """The model the command's model flag names (a spec, ``SPEC@BASE_URL#KEY_VAR`` or a model config file:
     consilium/models/refs.py), on its own server if it has one, else with the command's options."""
     return build_ref(parse_model_ref(model_spec(args), flag=args.model_flag), model_options(args, **overrides))
+
+
+def named_label(args: argparse.Namespace, model: ChatModel) -> str:
+    """The model :func:`build_named` built as a judgement records its judge (``judge_model``): its model id,
+    with its own server if it has one, so the same model on two servers is two judges."""
+    return parse_model_ref(model_spec(args), flag=args.model_flag).label(model.model_id)
 
 
 def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:

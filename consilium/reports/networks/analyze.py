@@ -146,7 +146,7 @@ def analyze(run_dir: Path, out: Path | None = None, judge: UptakeJudge | None = 
     check_out(run_dir, out)
     files = _trace_files(run_dir, out)
     traces = [(f, read_trace(f), replicate) for f, replicate in files]  # all checked before writing
-    stamp = stamp_of(run_dir, judge.model.model_id if judge else None, uptake_rubric().version if judge else None)
+    stamp = stamp_of(run_dir, judge.judge_model if judge else None, uptake_rubric().version if judge else None)
     try:
         previous = check_stamp(out, stamp, force)
     except UserError:

@@ -45,6 +45,13 @@ class UptakeJudge:
     model: ChatModel
     settings: GenerationSettings
     max_repairs: int = 2
+    #: The judge as its judgements record it (``judge_model``): its model id, with its own server for a judge
+    #: on one (consilium/models/refs.py), so one model on two servers is two judges. None: the model id.
+    name: str | None = None
+
+    @property
+    def judge_model(self) -> str:
+        return self.name or self.model.model_id
 
 
 def _dissent_text(dissent: Dissent, label: str) -> str:
@@ -116,7 +123,7 @@ def _reusable(path: Path, trace: Trace, judge: UptakeJudge, force: bool) -> Judg
         return None
     old = read_judgement(path)
     rubric = uptake_rubric()
-    same = (old.judge_model == judge.model.model_id and old.rubric_version == rubric.version
+    same = (old.judge_model == judge.judge_model and old.rubric_version == rubric.version
             and old.prompt_hash == judge_prompt_hash(rubric) and old.trace_run_id == trace.run_id)
     if not same:
         if force:
@@ -147,7 +154,7 @@ async def judge_arm(trace: Trace, trace_file: Path, dissents: list[Dissent], jud
     judgement = Judgement(
         trace=os.path.relpath(trace_file, record.parent), trace_kind=trace.kind, trace_run_id=trace.run_id,
         case_id=trace.case_id, variant=trace.format, rubric=rubric.name, rubric_version=rubric.version,
-        rubric_source=rubric.source, judge_model=judge.model.model_id, settings=judge.settings,
+        rubric_source=rubric.source, judge_model=judge.judge_model, settings=judge.settings,
         decoding=resolve_decoding(judge.model, None, rubric.decoding),
         prompt_hash=judge_prompt_hash(rubric), items=items,
         aggregates={COMPONENT: {"dissents": len(items), "judged": sum(not i.not_evaluable for i in judged),
