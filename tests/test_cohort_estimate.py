@@ -238,18 +238,22 @@ def test_estimate_prints_a_priced_table_and_leaves_no_run_folder(setup: Setup, p
     assert abs(float(cell["panel total"].lstrip("$")) - cost) <= TOLERANCE * cost
 
 
-@pytest.mark.parametrize("like", ["not-a-cohort", "missing"])
+@pytest.mark.parametrize("like", ["not-a-cohort", "missing", "a-file"])
 def test_like_on_a_folder_that_is_not_a_cohort_is_one_line_and_exit_2(
         setup: Setup, like: str, capsys: pytest.CaptureFixture[str]) -> None:
     folder = setup.root / like
     if like == "not-a-cohort":
         folder.mkdir(exist_ok=True)
         (folder / "notes.txt").write_text("hello", encoding="utf-8")
+    said = {"not-a-cohort": "not a cohort folder", "missing": "no such folder",
+            "a-file": "a file, not a cohort's folder"}[like]
+    if like == "a-file":
+        folder.write_text("hello", encoding="utf-8")
     out = setup.root / "never-bad"
     capsys.readouterr()
     code = main([*setup.flags(setup.new_cases, out), "--estimate", "--like", str(folder)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "--like" in err[0] and str(folder) in err[0]
+    assert code == 2 and len(err) == 1 and "--like" in err[0] and str(folder) in err[0] and said in err[0]
     assert "Traceback" not in err[0] and not out.exists()
 
 

@@ -113,7 +113,8 @@ def _add(sample: _Sample, calls: list[CallRecord], size: int, per: int = 1) -> N
 
 def _check(run_dir: Path) -> None:
     if not run_dir.is_dir():
-        raise UserError(f"--like {run_dir}: no such folder")
+        raise UserError(f"--like {run_dir}: " + ("a file, not a cohort's folder" if run_dir.exists() else
+                                                 "no such folder"))
     if not (run_dir / MANIFEST).is_file():
         raise UserError(f"--like {run_dir}: not a cohort folder (no {MANIFEST}); give a folder `consilium cohort` "
                         "wrote")
