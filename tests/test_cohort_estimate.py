@@ -686,3 +686,36 @@ def test_a_model_the_run_would_refuse_is_refused_by_the_estimate(setup: Setup, f
     err = captured.err.strip().splitlines()
     assert code == 2 and len(err) == 1 and said in err[0] and "Traceback" not in captured.err, err
     assert captured.out == "" and not (setup.root / "never-model").exists()
+
+
+def test_like_a_stopped_cohort_says_it_is_partial(setup: Setup, prior: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The prior as a killed cohort leaves it: dissent's 6 arms never finished (no row, trace or judgement),
+    the manifest still ``running`` with no process holding it. The closing line says how much of its plan it
+    holds (6 of 3 cases × 2 models × 2 formats), and dissent is estimated from agree's traces, the only ones:
+    one round, so 2 models × 3 cases × 3 roles votes a format."""
+    import shutil
+
+    stopped = tmp_path / prior.name
+    shutil.copytree(prior, stopped)
+    manifest = json.loads((stopped / "manifest.json").read_text(encoding="utf-8"))
+    (stopped / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}), encoding="utf-8")
+    with (stopped / "arms.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    kept = [row for row in rows if row["model_spec"] == setup.specs[0]]
+    for row in rows:
+        if row not in kept:
+            trace = stopped / row["trace"]
+            for path in trace.parent.glob(trace.name.replace(".trace.json", ".*")):
+                path.unlink()
+    with (stopped / "arms.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(kept)
+    capsys.readouterr()
+    assert main([*setup.flags(setup.new_cases, tmp_path / "never"), "--estimate", "--like", str(stopped)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].startswith(f"from {stopped} (6 traces, 0 failed; partial: 6 of 12 planned arms, "
+                                  "cohort aborted)")
+    votes = {cells[2]: _figures(cells[4]) for cells in _table(printed) if cells[3] == "vote"}
+    assert votes == {fmt: (2 * len(NEW_CASES) * len(ROLES),) * 3 for fmt in ("free-form", "structured")}

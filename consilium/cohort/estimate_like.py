@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.cases import Case
+from consilium.cohort.completeness import cohort_completeness
 from consilium.cohort.manifest import MANIFEST, load_manifest
 from consilium.errors import UserError
 from consilium.judges.record import read_judgement
@@ -75,6 +76,7 @@ class Prior:
     rounds: dict[tuple[str, str], Counter[int]]  # (protocol, variant) → review rounds → traces
     traces: int
     failed: int
+    partial: str | None = None  # a cohort stopped or still running: ``partial: 6 of 12 planned arms, cohort …``
 
     def stages(self, model: str, protocol: str, variant: str) -> dict[StageKey, StageHistory] | None:
         """The model's own history in (protocol, variant), else every model's of the previous cohort."""
@@ -124,14 +126,18 @@ def _check(run_dir: Path) -> None:
         raise UserError(f"--like: {exc}") from None
 
 
-def _specs(run_dir: Path) -> dict[Path, str]:
-    """Each trace file's panel model spec, from arms.csv (a trace records only its model's id)."""
+def _rows(run_dir: Path) -> list[dict[str, str]]:
     table = run_dir / "arms.csv"
     if not table.is_file():
-        return {}
+        return []
     with table.open(encoding="utf-8", newline="") as handle:
-        return {(run_dir / row["trace"]).resolve(): row["model_spec"] for row in csv.DictReader(handle)
-                if row.get("trace") and row.get("model_spec")}
+        return list(csv.DictReader(handle))
+
+
+def _specs(rows: list[dict[str, str]], run_dir: Path) -> dict[Path, str]:
+    """Each trace file's panel model spec, from arms.csv (a trace records only its model's id)."""
+    return {(run_dir / row["trace"]).resolve(): row["model_spec"] for row in rows
+            if row.get("trace") and row.get("model_spec")}
 
 
 def read_prior(run_dir: Path) -> Prior:
@@ -141,7 +147,9 @@ def read_prior(run_dir: Path) -> Prior:
     files = trace_files(run_dir)
     if not files:
         raise UserError(f"--like {run_dir}: the cohort has no traces yet, so there is nothing to estimate from")
-    specs = _specs(run_dir)
+    rows = _rows(run_dir)
+    specs = _specs(rows, run_dir)
+    done = cohort_completeness(run_dir, rows)
     made: dict[tuple[str, str, str], list[dict[StageKey, list[CallRecord]]]] = defaultdict(list)  # per trace
     sizes: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     rounds: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
@@ -181,4 +189,4 @@ def read_prior(run_dir: Path) -> Prior:
                      per=len(judgement.jury) if judgement.jury else 1)
     return Prior(run_dir=run_dir, panel={k: {s: _history(v) for s, v in by.items()} for k, by in stages.items()},
                  judges={k: _history(v) for k, v in judged.items()}, rounds=dict(rounds), traces=len(files),
-                 failed=failed)
+                 failed=failed, partial=done.mark() if done is not None and done.partial else None)

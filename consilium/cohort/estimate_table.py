@@ -47,8 +47,8 @@ def _source(estimate: CohortEstimate) -> list[str]:
     seen = "; ".join(f"{protocol} {variant}: " + ", ".join(f"{n} round{'s' * (n != 1)} ×{count}"
                                                             for n, count in sorted(rounds.items()))
                      for (protocol, variant), rounds in prior.rounds.items() if set(rounds) != {0})
-    return [f"from {prior.run_dir} ({prior.traces} traces, {prior.failed} failed)" + (f"; rounds {seen}" if seen
-                                                                                         else "")]
+    made = f"{prior.traces} traces, {prior.failed} failed" + (f"; {prior.partial}" if prior.partial else "")
+    return [f"from {prior.run_dir} ({made})" + (f"; rounds {seen}" if seen else "")]
 
 
 def estimate_lines(estimate: CohortEstimate) -> list[str]:
