@@ -436,3 +436,21 @@ def test_an_arm_page_with_its_costs_renders_in_headless_chromium(cohort: dict[st
     assert "Cost: panel and judges" in done.stdout, done.stderr[-2000:]
     total = plus(panel_dollars(FAILING_ARM, trace), judges_dollars(record["calls"]))
     assert "<td>panel + judges</td>" in done.stdout and f"<td>{_usd(total)}</td>" in done.stdout
+
+
+def test_the_cost_figure_puts_each_point_at_its_panel_and_its_panel_plus_judges_cost(cohort: dict[str, Any]) -> None:
+    """The figure's numbers (a pure function of the cohort, consilium/reports/figures/cost.py draws them): panel-a's
+    points at its mean panel cost and, hollow, at that plus its mean judge cost; panel-b has no point (no prices)."""
+    from consilium.reports.consilium.cost import cost_points
+    from consilium.reports.consilium.data import load_cohort_data
+
+    points = {(p.model, p.format): p for p in cost_points(load_cohort_data(cohort["run_dir"]))}
+    assert set(points) == {("panel-a", "free-form"), ("panel-a", "structured")}
+    for (model, fmt), point in points.items():
+        arms = _groups(cohort)[(model, fmt)]
+        panel = [panel_dollars(k, cohort["traces"][k]) or 0.0 for k in arms]
+        judges = judges_dollars([c for k in arms for c in cohort["records"][k]["calls"]])
+        assert point.cost == pytest.approx(sum(panel) / len(arms), abs=1e-10)
+        assert point.judge_cost == pytest.approx((judges or 0.0) / len(arms), abs=1e-10)
+    for suffix in (".png", ".pdf"):
+        assert (cohort["run_dir"] / "report" / f"cost_vs_score{suffix}").stat().st_size > 1000
