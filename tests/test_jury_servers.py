@@ -480,3 +480,36 @@ def test_analyze_tells_one_model_on_two_servers_apart(
     assert len(a.seen) == len(b.seen) == 4  # the four dissents a revision followed, once on each server
     assert {auth for auth, _ in a.seen} == {f"Bearer {KEY_A}"}
     assert {auth for auth, _ in b.seen} == {"Bearer not-needed"}
+
+
+def test_a_resume_takes_a_judges_key_from_a_renamed_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The key's variable is how a judge is reached, not who it is: a resume naming the same judge with another
+    # variable is the same jury, sends the new variable's key to that server only, and the manifest keeps the new
+    # name for the next resume; the same variable on another server is still another judge.
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / CASE.name).write_text(CASE.read_text())
+    (tmp_path / "panel.json").write_text(json.dumps(_panel()))
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: False) as b:
+        common = ["--model", f"scripted:{tmp_path / 'panel.json'}", "--formats", "structured", "--judge", RUBRIC,
+                  "--no-cache"]
+        assert main(["cohort", "--cases", "cases", *common, "--out", "out",
+                     "--judge-model", f"openai:judge@{a.base_url}#JUDGE_A_KEY"]) == 0
+        [manifest] = Path("out").rglob("manifest.json")
+        monkeypatch.delenv("JUDGE_A_KEY")
+        monkeypatch.setenv("JUDGE_ROTATED_KEY", KEY_B)
+        renamed = f"openai:judge@{a.base_url}/#JUDGE_ROTATED_KEY"
+        assert main(["cohort", "--resume", str(manifest.parent), "--judge-model", renamed]) == 0
+        settings = json.loads(manifest.read_text())["settings"]
+        assert (settings["judge_model"], settings["judge_names"]) == (
+            f"openai:judge@{a.base_url}#JUDGE_ROTATED_KEY", [f"openai:judge@{a.base_url}"])
+        assert main(["cohort", "--resume", str(manifest.parent)]) == 0  # the manifest's variable is the new one
+        capsys.readouterr()
+        assert main(["cohort", "--resume", str(manifest.parent),
+                     "--judge-model", f"openai:judge@{b.base_url}#JUDGE_ROTATED_KEY"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "differs from the resumed cohort's" in err
+    # The first run's three items with the first key, each resume's with the renamed variable's; none on B.
+    assert [auth for auth, _ in a.seen] == [f"Bearer {KEY_A}"] * 3 + [f"Bearer {KEY_B}"] * 6 and b.seen == []

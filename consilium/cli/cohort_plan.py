@@ -189,8 +189,13 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     # `--resume .` (or `..`): the folder's own name is the cohort's run id, as when named by its path.
     run_dir: Path = args.resume.resolve() if args.resume.name in ("", "..") else args.resume
     manifest = read_manifest(run_dir)
-    s = manifest.settings
     _refuse_conflicts(args, manifest, run_dir)
+    if getattr(args, "judge_model", None) is not None:
+        # The manifest's judges (else refused above), each perhaps reached by a renamed key variable: the manifest
+        # keeps the records given, so that the next resume reads the new names.
+        judges = {"judge_model": args.judge_model, "jury_models": list(getattr(args, "jury_models", []))}
+        manifest = manifest.model_copy(update={"settings": manifest.settings.model_copy(update=judges)})
+    s = manifest.settings
     if not cases_exist(Path(s.cases)):
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
                         "started with")

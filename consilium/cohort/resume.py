@@ -17,6 +17,7 @@ from consilium.cohort.experiment import judge_specs
 from consilium.cohort.manifest import CohortManifest
 from consilium.cohort.protocols import split_settings
 from consilium.errors import UserError
+from consilium.models.refs import parse_refs
 from consilium.protocols.registry import get_protocol
 from consilium.redact import MASK, redact_url
 
@@ -36,8 +37,24 @@ def _jury_given(args: Any) -> str | None:
     return ", ".join([args.judge_model, *getattr(args, "jury_models", [])])
 
 
+def _records(s: Any) -> list[str]:
+    return [s.judge_model, *s.jury_models] if s.judge_model else []
+
+
 def _jury_kept(s: Any) -> str | None:
-    return ", ".join([s.judge_model, *s.jury_models]) if s.judge_model else None
+    return ", ".join(_records(s)) or None
+
+
+def _same_jury(given: list[str], kept: list[str]) -> bool:
+    """Whether two juries (each judge's record, in order) are the same judges in the same order: the same
+    records, or records naming the same judges (consilium/models/refs.py: a judge is its spec and its server;
+    its key's variable is how it is reached, and may change between runs)."""
+    if given == kept or not given or not kept:
+        return given == kept
+    try:
+        return [r.name for r in parse_refs(given)] == [r.name for r in parse_refs(kept)]
+    except UserError:  # a record that no longer parses (a config file gone): not the same; the plan says why
+        return False
 
 
 def _same_config(values: dict[str, Any], kept: dict[str, Any]) -> str | None:
@@ -100,7 +117,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
         if not args.judge and experiment.judges and experiment.judges != s.judges:
             raise _conflict("--experiment", f"judges {experiment.judges}", s.judges, run_dir)
         jury = ", ".join(judge_specs(experiment)) or None
-        if args.judge_model is None and jury and jury != _jury_kept(s):
+        if args.judge_model is None and jury and not _same_jury(judge_specs(experiment), _records(s)):
             raise _conflict("--experiment", f"judge_model {jury}", _jury_kept(s), run_dir)
     for name, chosen in (variants or {}).items():
         if chosen != s.variants_of(name):
@@ -117,7 +134,7 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
                             f"{config_values[key]!r}", _kept_any(manifest, key), run_dir)
     simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
               "--sample": (getattr(args, "sample", None), s.sample.n if s.sample else None),
-              "--judge": (args.judge or None, s.judges), "--judge-model": (_jury_given(args), _jury_kept(s)),
+              "--judge": (args.judge or None, s.judges),
               "--scope": (args.scope, s.judge_scope),
               "--judge-decoding": (getattr(args, "judge_decoding", None), s.judge_decoding),
               "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
@@ -137,6 +154,9 @@ def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir
     for flag, (given, kept) in simple.items():
         if given is not None and given != kept:
             raise _conflict(flag, given, kept, run_dir)
+    if args.judge_model is not None and not _same_jury([args.judge_model, *getattr(args, "jury_models", [])],
+                                                       _records(s)):
+        raise _conflict("--judge-model", _jury_given(args), _jury_kept(s), run_dir)
     if args.base_url is not None and redact_url(args.base_url) != (s.model.base_url or ""):
         raise _conflict("--base-url", redact_url(args.base_url), s.model.base_url, run_dir)
     if model_options is not None:  # what a --model-config file (with the flags beside it) says
