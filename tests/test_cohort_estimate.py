@@ -719,3 +719,45 @@ def test_like_a_stopped_cohort_says_it_is_partial(setup: Setup, prior: Path, tmp
                                   "cohort aborted)")
     votes = {cells[2]: _figures(cells[4]) for cells in _table(printed) if cells[3] == "vote"}
     assert votes == {fmt: (2 * len(NEW_CASES) * len(ROLES),) * 3 for fmt in ("free-form", "structured")}
+
+
+@pytest.fixture(scope="module")
+def failing_prior(setup: Setup) -> tuple[str, Path]:
+    """A free-form cohort of agree and ``mute``, a panel with no vote to give: each of mute's arms fails at the
+    vote (after its opinions and report), agree's complete."""
+    rules = [rule for rule in _panel("mute", dissent=False)["rules"] if rule["stage"] != "vote"]
+    mute = setup.root / "mute.json"
+    mute.write_text(json.dumps({"model": "mute", "rules": rules}), encoding="utf-8")
+    out = setup.root / "failing-prior"
+    main(["cohort", "--cases", str(setup.prior_cases), "--model", setup.specs[0], "--extra-model",
+          f"scripted:{mute}", "--formats", "free-form", "--config", str(setup.config), "--judge", "ai-consilium",
+          "--judge-model", setup.judge, "--no-cache", "--out", str(out)])
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return f"scripted:{mute}", run_dir
+
+
+def test_like_a_cohort_with_failed_arms_counts_them_with_the_calls_they_made(
+        setup: Setup, failing_prior: tuple[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """mute's arms failed at the vote: it is estimated with the votes (and judge calls) its failed arms
+    made, counted here from their files, never raised to a completed arm's fewest; agree's are its own
+    (1 round, 3 roles, 11 judge items); the closing line counts the failed arms."""
+    mute, prior = failing_prior
+    with (prior / "arms.csv").open(encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle)]
+    failed = [row for row in rows if row["model_spec"] == mute]
+    assert len(failed) == len(PRIOR_CASES) and {row["status"] for row in failed} == {"failed"}
+    traces = [json.loads((prior / row["trace"]).read_text(encoding="utf-8")) for row in failed]
+    votes = sum(call["stage"] == "vote" for trace in traces for call in trace["calls"]) / len(traces)
+    judged = [path for row in failed for path in (prior / row["trace"]).parent.glob(
+        Path(row["trace"]).name.replace(".trace.json", ".judge.ai-consilium.json"))]
+    judge_calls = sum(len(json.loads(p.read_text(encoding="utf-8"))["calls"]) for p in judged) / len(traces)
+    capsys.readouterr()
+    assert main(["cohort", "--cases", str(setup.new_cases), "--model", setup.specs[0], "--extra-model", mute,
+                 "--formats", "free-form", "--config", str(setup.config), "--judge", "ai-consilium", "--judge-model",
+                 setup.judge, "--estimate", "--like", str(prior)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    table = {(cells[0], cells[3]): _figures(cells[4]) for cells in _table(printed)}
+    cases = len(NEW_CASES)
+    assert table[("panel", "vote")] == (cases * len(ROLES) + cases * votes,) * 3
+    assert table[("judge ai-consilium", "judge")] == (cases * JUDGE_CALLS["free-form"] + cases * judge_calls,) * 3
+    assert f"({len(rows)} traces, {len(failed)} failed" in printed[-1]

@@ -159,11 +159,10 @@ def _usd(inputs: Span, outputs: Span, prices: Prices | None) -> Span:
 def _seen(history: StageHistory, size: int, limits: tuple[int, int] | None) -> tuple[Span, Span, Span]:
     """Calls per trace, input and output tokens per call, as a previous cohort made them. Where the new
     cohort's settings bound the stage's answers (``limits``: fewest, most; rounds, panel size, a rubric's
-    items), the prior's answers are held to them and take the prior's calls an answer (its repairs): a prior
-    run with more rounds or a larger panel cannot make the new cohort spend more than its settings allow."""
-    mean, low, high = history.calls
-    if limits is not None:
-        mean, low, high = (min(max(v, limits[0]), limits[1]) * history.per_answer for v in history.answers)
+    items), each prior trace's answers are held to them (a failed one's from above only) and take the prior's
+    calls an answer (its repairs): a prior run with more rounds or a larger panel cannot make the new cohort
+    spend more than its settings allow (StageHistory.held)."""
+    mean, low, high = history.calls if limits is None else history.held(*limits)
     per_input = history.input_tokens(size)
     return Span(mean, low, high), Span(per_input, per_input, per_input), Span(*(history.output,) * 3)
 

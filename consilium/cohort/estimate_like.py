@@ -45,6 +45,7 @@ def case_tokens(case: Case) -> int:
 class _Sample:
     calls: list[float] = field(default_factory=list)  # per trace (or judgement, per judge)
     answers: list[float] = field(default_factory=list)  # of them, the answers used (not sent back, not asked again)
+    completed: list[bool] = field(default_factory=list)  # whether the trace (or judged trace) completed
     points: list[tuple[int, int, int]] = field(default_factory=list)  # per call: case tokens, input, output
 
 
@@ -59,8 +60,15 @@ class StageHistory:
     intercept: float
     slope: float
     output: float
-    answers: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    answers: tuple[tuple[float, bool], ...] = ()  # per trace: its answers, and whether it completed
     per_answer: float = 1.0
+
+    def held(self, fewest: int, most: int) -> tuple[float, float, float]:
+        """Calls per trace (mean, fewest, most) with each trace's answers held to ``fewest``..``most`` and
+        taking the calls an answer took: a failed trace is held from above only (it counts with the answers
+        it gave)."""
+        held = [min(max(n, fewest) if completed else n, most) * self.per_answer for n, completed in self.answers]
+        return _spread(held)
 
     def input_tokens(self, case: int) -> float:
         return self.intercept + self.slope * case
@@ -92,7 +100,7 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 
 
 def _history(sample: _Sample) -> StageHistory:
-    calls, answers = _spread(sample.calls), _spread(sample.answers)
+    calls, answers = _spread(sample.calls), tuple(zip(sample.answers, sample.completed, strict=True))
     per_answer = sum(sample.calls) / sum(sample.answers) if sum(sample.answers) else 1.0
     points = sample.points
     if not points:
@@ -106,8 +114,9 @@ def _history(sample: _Sample) -> StageHistory:
     return StageHistory(calls, my - slope * mx, slope, sum(p[2] for p in points) / n, answers, per_answer)
 
 
-def _add(sample: _Sample, calls: list[CallRecord], size: int, per: int = 1) -> None:
+def _add(sample: _Sample, calls: list[CallRecord], size: int, completed: bool, per: int = 1) -> None:
     sample.calls.append(len(calls) / per)
+    sample.completed.append(completed)
     # a stage whose every attempt was refused still had an answer to give: its calls are that answer's
     sample.answers.append(max(sum(c.error is None for c in calls), 1 if calls else 0) / per)
     sample.points += [(size, c.usage.input_tokens, c.usage.output_tokens) for c in calls]
@@ -151,7 +160,7 @@ def read_prior(run_dir: Path) -> Prior:
     specs = _specs(rows, run_dir)
     done = cohort_completeness(run_dir, rows)
     made: dict[tuple[str, str, str], list[dict[StageKey, list[CallRecord]]]] = defaultdict(list)  # per trace
-    sizes: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    sizes: dict[tuple[str, str, str], list[tuple[int, bool]]] = defaultdict(list)  # per trace: size, completed
     rounds: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
     arms: dict[tuple[Path, str], tuple[str, str, str, int, bool]] = {}  # trace file → model, protocol, variant,
     # size, completed
@@ -161,32 +170,41 @@ def read_prior(run_dir: Path) -> Prior:
         protocol = protocol_of(trace)
         spec, variant = specs.get(path.resolve(), trace.model), protocol.variant(trace)
         size = case_tokens(Case.model_validate(trace.case))
-        arms[(path.parent, path.name)] = (spec, protocol.name, variant, size, trace.status == "completed")
-        failed += trace.status != "completed"
+        completed = trace.status == "completed"
+        arms[(path.parent, path.name)] = (spec, protocol.name, variant, size, completed)
+        failed += not completed
         by_stage: dict[StageKey, list[CallRecord]] = defaultdict(list)
         for call in trace.calls:
             by_stage[(call.stage, call.role == "moderator")].append(call)
         for model in (spec, ANY):
             made[(model, protocol.name, variant)].append(by_stage)
-            sizes[(model, protocol.name, variant)].append(size)
+            sizes[(model, protocol.name, variant)].append((size, completed))
         rounds[(protocol.name, variant)][len(getattr(trace, "rounds", None) or [])] += 1
     stages: dict[tuple[str, str, str], dict[StageKey, _Sample]] = {}
     for key, traces in made.items():
         stages[key] = defaultdict(_Sample)
         for stage in dict.fromkeys(s for by_stage in traces for s in by_stage):  # a trace without it: 0 calls
-            for by_stage, size in zip(traces, sizes[key], strict=True):
-                _add(stages[key][stage], by_stage.get(stage, []), size)
+            for by_stage, (size, completed) in zip(traces, sizes[key], strict=True):
+                _add(stages[key][stage], by_stage.get(stage, []), size, completed)
     judged: dict[tuple[str, str, str, str], _Sample] = defaultdict(_Sample)
+    seen: set[tuple[Path, str, str]] = set()  # (folder, trace, rubric) judged
     for path in judgement_files(run_dir):
         judgement = read_judgement(path)
         arm = arms.get((path.parent, judgement.trace))
+        seen.add((path.parent, judgement.trace, judgement.rubric))
         # A completed trace judged without a call: its case lacks what the rubric needs (a reference, its own
         # criteria), known for each case an estimate counts; such a judgement says nothing of the calls an
         # evaluable one takes. A failed arm's judgement counts with none, as its panel with the calls it made.
         if arm is not None and not (arm[4] and not judgement.calls):
             for model in (arm[0], ANY):
-                _add(judged[(judgement.rubric, model, arm[1], arm[2])], judgement.calls, arm[3],
+                _add(judged[(judgement.rubric, model, arm[1], arm[2])], judgement.calls, arm[3], arm[4],
                      per=len(judgement.jury) if judgement.jury else 1)
+    # A failed arm the cohort did not judge made no judge call: counted so, for each rubric it judged with.
+    for rubric in {rubric for _, _, rubric in seen}:
+        for (folder, name), (spec, protocol, variant, size, completed) in arms.items():
+            if not completed and (folder, name, rubric) not in seen:
+                for model in (spec, ANY):
+                    _add(judged[(rubric, model, protocol, variant)], [], size, False)
     return Prior(run_dir=run_dir, panel={k: {s: _history(v) for s, v in by.items()} for k, by in stages.items()},
                  judges={k: _history(v) for k, v in judged.items()}, rounds=dict(rounds), traces=len(files),
                  failed=failed, partial=done.mark() if done is not None and done.partial else None)
