@@ -66,3 +66,20 @@ def shared_data(name: str) -> Path:
     if not path.is_file():
         pytest.skip(f"../shared/data/{name} is not present beside the repository")
     return path
+
+
+@pytest.fixture(scope="session")
+def four_decision_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/board_cohort.py's board cohort, run once for the viewer's and the exports' tests; a test that
+    writes into it works on ``board_cohort.copy_run``'s copy."""
+    from board_cohort import build_board_cohort
+
+    return build_board_cohort(tmp_path_factory.mktemp("four-decision-board"))
+
+
+@pytest.fixture
+def panel_judged_cohort(tmp_path: Path) -> Path:
+    """tests/panel_judged_cohort.py's cohort, a fresh one for each test (the tests write into it)."""
+    from panel_judged_cohort import build_panel_judged_cohort
+
+    return build_panel_judged_cohort(tmp_path)

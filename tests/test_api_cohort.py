@@ -150,3 +150,32 @@ def test_a_mistake_is_a_user_error_and_leaves_no_run_folder(tmp_path: Path) -> N
     with pytest.raises(UserError, match="components: rubric otb-conclusion-alignment does not score"):
         consilium.judge_run(tmp_path, "otb-conclusion-alignment", judge_model=PANEL, components=["final_report"])
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- run_cohort's models, and compare's and report's bootstrap, checked up front ----------------------------
+
+
+def test_run_cohort_refuses_no_models_and_model_objects(tmp_path: Path) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from consilium import api
+    from consilium.errors import UserError
+
+    with pytest.raises(UserError, match=r"^models: give at least one model spec$"):
+        api.run_cohort(MYOCARDITIS, models=[], out=tmp_path)
+    with pytest.raises(UserError, match=r"models: run_cohort takes model spec strings .*FakeListChatModel"):
+        api.run_cohort(MYOCARDITIS, models=[FakeListChatModel(responses=["x"])], out=tmp_path)  # type: ignore[list-item]
+    with pytest.raises(UserError, match="run_cohort takes model spec strings"):
+        api.run_cohort(MYOCARDITIS, models=FakeListChatModel(responses=["x"]), out=tmp_path)  # type: ignore[arg-type]
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("draws", [0, -5])
+def test_the_apis_compare_and_report_check_bootstrap(panel_judged_cohort: Path, draws: int) -> None:
+    from consilium import api
+    from consilium.errors import UserError
+
+    with pytest.raises(UserError, match=r"^bootstrap: must be a positive whole number of draws"):
+        api.compare(panel_judged_cohort, bootstrap=draws)
+    with pytest.raises(UserError, match=r"^bootstrap: must be a positive whole number of draws"):
+        api.report(panel_judged_cohort, bootstrap=draws)

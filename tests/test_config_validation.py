@@ -22,6 +22,7 @@ from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS, ConsiliumCo
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 # run settings with no flag: set in a --config file only (the length budgets are the protocol's, and
 # "lengths" exists for replaying traces recorded before them)
 # (panel and review are what consilium ablate changes, docs/ablations.md)
@@ -206,3 +207,55 @@ def test_every_shipped_config_is_valid() -> None:
         load_data_file(path, ModelConfigFile, "model config")
     for path in sorted((configs / "experiments").glob("*.yaml")):
         load_experiment(path)
+
+
+# ---- experiment files: seeds, replicates, entries listed twice, a judge's prices ------------------------------
+
+
+def _experiment(tmp_path: Path, extra: str) -> Path:
+    path = tmp_path / "experiment.yaml"
+    path.write_text(f"cases: {CASE}\nmodels:\n  - {PANEL}\nformats: [free-form]\n{extra}")
+    return path
+
+
+def test_seed_beside_an_experiments_seeds_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, "seeds: [3, 4]\n")
+    assert main(["cohort", "--experiment", str(path), "--seed", "7", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--seed: {path} sets each replicate's seed (seeds:)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_replicates_have_an_upper_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, "replicates: 100000000000\n")
+    assert main(["cohort", "--experiment", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "replicates" in err and "1000" in err
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (f"  - {PANEL}\n", "models"), ("judges: [ai-consilium, ai-consilium]\n", "judges")], ids=["models", "judges"])
+def test_an_entry_listed_twice_is_refused(extra: str, field: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, "")
+    text = path.read_text()
+    path.write_text(text.replace("formats: [free-form]\n", "") + extra if field == "models" else text + extra)
+    assert main(["cohort", "--experiment", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{path}: {field}.1: " in err and f"twice ({field}.0 and {field}.1;" in err
+
+
+def test_a_format_listed_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, "")
+    path.write_text(path.read_text().replace("formats: [free-form]", "formats: [free-form, structured, free-form]"))
+    assert main(["cohort", "--experiment", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert f"{path}: formats.2: free-form is listed twice (formats.0 and formats.2" in capsys.readouterr().err
+
+
+def test_a_judges_prices_in_an_experiment_get_a_true_message(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    priced = f"{{spec: '{PANEL}', prices: {{input: 1, output: 2}}}}"
+    path = _experiment(tmp_path, f"judges: [ai-consilium]\njudge_model: {priced}\n")
+    assert main(["cohort", "--experiment", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"{path}: judge_model.prices: only panel models take prices (models.N.prices); a judge or "
+                        "moderator model is priced only when its spec is a priced panel model's")

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from board_cohort import copy_run, nsclc_agents_trace
 from cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
 from inspect_ai.log import EvalLog, read_eval_log
 from localserver import free_port
@@ -479,3 +480,111 @@ def test_a_simulate_run_folder_exports_too(tmp_path: Path) -> None:
     judged = pq.read_table(run_dir / "tables" / "judgements.parquet").num_rows
     assert judged == sum(len(j["items"]) for f in run_dir.glob("*.trace.json") for j in judgements_of(f))
 
+
+# --- a board cohort judged with the four-decision rubric (tests/board_cohort.py): clinical trial out of scope
+# (−1) is no score in the tables and the Inspect log; an export is whole or nothing, masked, never into the run
+# folder; the Inspect log's moderator role names its own backend ------------------------------------------------
+
+
+def test_the_judgements_table_has_in_scope_and_no_minus_one(four_decision_board: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    assert main(["export", str(run_dir), "--to", "jsonl"]) == 0
+    lines = (run_dir / "export" / "judgements.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = {(r["case_id"], r["format"], r["criterion"]): r for r in map(json.loads, lines)}
+    assert len(rows) == 5 * 2 * 4
+    locked = rows[("tumor-board-nsclc", "board-agents", "clinical_trial")]
+    assert (locked["score"], locked["in_scope"], locked["evaluable"]) == (None, False, True)
+    invalid = rows[("tumor-board-her2-breast", "board-single", "clinical_trial")]
+    assert (invalid["score"], invalid["in_scope"], invalid["evaluable"]) == (None, True, False)
+    therapy = rows[("tumor-board-nsclc", "board-agents", "therapy")]
+    assert (therapy["score"], therapy["in_scope"]) == (4.0, True)
+    assert {(r["scale_min"], r["scale_max"]) for r in rows.values()} == {(1.0, 5.0)}
+    assert all(r["score"] != -1 for r in rows.values())
+    assert sum(not r["in_scope"] for r in rows.values()) == 4 * 2  # every case but HER2, both formats
+
+
+def test_the_inspect_log_leaves_out_of_scope_unscored(four_decision_board: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    assert main(["export", str(run_dir), "--to", "inspect"]) == 0
+    files = sorted((run_dir / "export").glob("*.eval"))
+    assert len(files) == 2
+    for file in files:
+        log = read_eval_log(str(file))
+        samples = {s.id: s for s in log.samples or []}
+        score = (samples["tumor-board-nsclc"].scores or {})["otb-four-decision/conclusion/clinical_trial"]
+        assert math.isnan(float(score.as_float()))
+        assert score.metadata is not None and score.metadata["out_of_scope"] is True
+        assert score.metadata["scale"] == [1, 2, 3, 4, 5]
+        assert str(score.reason) == "out of scope"
+        assert log.results is not None
+        results = {s.name: s for s in log.results.scores}
+        trial = results["otb-four-decision/conclusion/clinical_trial"]
+        assert "mean" not in trial.metrics
+        assert (trial.metrics["out_of_scope"].value, trial.metrics["not_evaluable"].value) == (4, 1)
+        assert (trial.scored_samples, trial.unscored_samples) == (0, 5)
+        assert results["otb-four-decision/conclusion/therapy"].metrics["mean"].value == 4.0
+
+
+def test_a_failed_inspect_export_leaves_nothing(four_decision_board: Path, tmp_path: Path) -> None:
+    """The last log's trace does not read: before, the logs before it were already in place."""
+    from consilium.export import open_run
+    from consilium.export.inspect_log import groups
+
+    run_dir = copy_run(four_decision_board, tmp_path)
+    *_, last = groups(open_run(run_dir)).values()
+    assert last[0].trace is not None
+    last[0].trace.write_text("{not a trace", encoding="utf-8")
+    for to in ("inspect", "jsonl"):
+        assert main(["export", str(run_dir), "--to", to]) == 2
+        assert not (run_dir / "export").exists()
+    out = tmp_path / "deep" / "er" / "export"
+    assert main(["export", str(run_dir), "--to", "inspect", "--out", str(out)]) == 2
+    assert not (tmp_path / "deep").exists()
+
+
+def test_the_inspect_log_is_masked(four_decision_board: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-inspect-export-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    run_dir = copy_run(four_decision_board, tmp_path)
+    trace = nsclc_agents_trace(run_dir)
+    data = json.loads(trace.read_text(encoding="utf-8"))
+    data.update(status="failed", error=f"ModelError: https://user:hunter2pass@proxy.example/v1: HTTP 400: "
+                                       f"Authorization: Bearer {secret}")
+    trace.write_text(json.dumps(data), encoding="utf-8")  # as a trace written by hand, past the masking
+    out = tmp_path / "inspect"
+    assert main(["export", str(run_dir), "--to", "inspect", "--inspect-format", "json", "--out", str(out)]) == 0
+    text = "".join(f.read_text(encoding="utf-8") for f in out.glob("*.json"))
+    assert "https://***@proxy.example/v1: HTTP 400: Authorization: Bearer ***" in text
+    assert secret not in text and "hunter2pass" not in text
+
+
+def test_an_export_into_the_run_folder_is_refused_even_with_force(
+        four_decision_board: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    index = (run_dir / "arms.jsonl").read_bytes()
+    for out in (run_dir, run_dir / "export" / ".."):
+        assert main(["export", str(run_dir), "--to", "jsonl", "--out", str(out), "--force"]) == 2
+        assert "the run folder itself" in capsys.readouterr().err
+    assert main(["export", str(run_dir), "--to", "inspect", "--out", str(run_dir), "--force"]) == 2
+    assert (run_dir / "arms.jsonl").read_bytes() == index
+    assert not list(run_dir.glob("*.eval")) and not (run_dir / "calls.jsonl").exists()
+
+
+def test_the_inspect_moderator_role_names_its_own_backend(four_decision_board: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    assert main(["export", str(run_dir), "--to", "inspect", "--out", str(tmp_path / "panel")]) == 0
+    for file in (tmp_path / "panel").glob("*.eval"):  # no --moderator-model: the moderator is the panel
+        roles = read_eval_log(str(file), header_only=True).eval.model_roles or {}
+        assert not isinstance(moderator := roles["moderator"], list)
+        assert moderator.model == "scripted/scripted-panel"
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest["settings"]["moderator_model"] = "openai:gpt-4o-mini"  # as if run with --moderator-model
+    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["export", str(run_dir), "--to", "inspect", "--out", str(tmp_path / "own")]) == 0
+    files = list((tmp_path / "own").glob("*.eval"))
+    assert len(files) == 2
+    for file in files:
+        roles = read_eval_log(str(file), header_only=True).eval.model_roles or {}
+        assert not isinstance(moderator := roles["moderator"], list)
+        # The moderator's id as its traces record it, behind its own backend's name (not "scripted/").
+        assert moderator.model == "openai/scripted-panel" and moderator.args == {"model_spec": "openai:gpt-4o-mini"}

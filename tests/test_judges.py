@@ -20,6 +20,8 @@ from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "examples" / "cases"
+#: The shipped scripted panel as a model spec, as panel and judge of tests/panel_judged_cohort.py's cohort.
+SHIPPED_PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 PANEL = {"model": "scripted-panel", "rules": [
     {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
                                           "supporting": [{"label": "Neurologist", "justification": "y"},
@@ -346,3 +348,54 @@ def test_every_command_that_reads_judgements_refuses_one_edited_off_the_scale(
     assert ("not a finite number" in err) if value == "NaN" else (
         "is not a score of rubric ai-consilium (scale 0, 1, 2, 3; null when not evaluable)" in err)
     assert not written.exists()
+
+
+# ---- a judge never silently replaces another judge's judgements (tests/panel_judged_cohort.py) ---------------
+
+
+def _other_judge(tmp_path: Path) -> str:
+    other = tmp_path / "other-judge.yaml"
+    text = (ROOT / "examples" / "models" / "scripted-panel.yaml").read_text()
+    other.write_text(text.replace("\nmodel: scripted-panel\n", "\nmodel: other-judge\n", 1))
+    return f"scripted:{other}"
+
+
+def test_judging_a_cohort_again_with_another_judge_is_refused(panel_judged_cohort: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (record,) = panel_judged_cohort.rglob("*.judge.ai-consilium.json")
+    before = record.read_text()
+    capsys.readouterr()
+    assert main(["judge", str(panel_judged_cohort), "--rubric", "ai-consilium", "--judge-model",
+                 _other_judge(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and record.name in err and "--force" in err
+    assert "judged by scripted-panel, not other-judge" in err
+    assert record.read_text() == before
+    # The same judge re-judging replaces its own judgements without being told.
+    assert main(["judge", str(panel_judged_cohort), "--rubric", "ai-consilium", "--judge-model",
+                 SHIPPED_PANEL]) == 0
+
+
+def test_a_forced_rejudging_rebuilds_the_cohorts_judgements_csv(panel_judged_cohort: Path, tmp_path: Path) -> None:
+    table = panel_judged_cohort / "judgements.csv"
+    written = table.read_text()
+    table.write_text(written.splitlines()[0] + "\n")  # stale: what the files say is no longer in it
+    other = _other_judge(tmp_path)
+    assert main(["judge", str(panel_judged_cohort), "--rubric", "ai-consilium", "--judge-model", other, "--force"]) == 0
+    (record,) = panel_judged_cohort.rglob("*.judge.ai-consilium.json")
+    assert '"judge_model": "other-judge"' in record.read_text()
+    assert table.read_text() == written  # as the cohort wrote it: the other judge scores alike
+
+
+def test_the_apis_judge_run_refuses_another_judge_unless_forced(panel_judged_cohort: Path, tmp_path: Path) -> None:
+    from consilium import api
+    from consilium.errors import UserError
+
+    table = panel_judged_cohort / "judgements.csv"
+    written = table.read_text()
+    other = _other_judge(tmp_path)
+    with pytest.raises(UserError, match="judged by scripted-panel, not other-judge; force=True"):
+        api.judge_run(panel_judged_cohort, "ai-consilium", judge_model=other)
+    table.write_text(written.splitlines()[0] + "\n")
+    (judgement,) = api.judge_run(panel_judged_cohort, "ai-consilium", judge_model=other, force=True)
+    assert judgement.judge_model == "other-judge" and table.read_text() == written

@@ -23,6 +23,7 @@ import pytest
 
 from consilium.cli import main
 from consilium.reports.compare import load_cohort_data
+from consilium.reports.consilium.data import CohortData
 from consilium.reports.figures import case_means, dissent_reductions, rounds_groups
 
 MODELS = ("panel-a", "panel-b")
@@ -368,3 +369,43 @@ def test_counts_pool_every_replicate_arm_and_titles_say_so(run_dir: Path) -> Non
         assert title in compare_md
     assert "## Outcomes (ai-consilium.txt, Table 3) (replicates pooled" in report_md
     assert "## Tokens per case (Table 7) (replicates pooled: cases = replicate arms" in report_md
+
+
+# ---- a criterion never evaluable keeps its row in the replicate tables ----------------------------------------
+
+
+def _replicated_data() -> CohortData:
+    arms, rows = [], []
+    for case in ("k1", "k2"):
+        for fmt in ("free-form", "structured"):
+            for replicate in ("0", "1"):
+                arms.append({"case_id": case, "model": "m", "format": fmt, "status": "completed",
+                             "replicate": replicate})
+                score = str(1 + int(replicate) + (fmt == "structured"))
+                for criterion, value in (("c1", score), ("c2", "")):
+                    rows.append({"case_id": case, "model": "m", "protocol": "consilium", "format": fmt,
+                                 "replicate": replicate, "rubric": "ai-consilium", "component": "conclusion",
+                                 "criterion": criterion, "score": value, "not_evaluable": str(not value),
+                                 "reason": "no reference" if not value else "", "whole_case": "False",
+                                 "judgement": "j.json"})
+    return CohortData(arms=arms, judgements=rows)
+
+
+def test_the_replicate_tables_keep_a_criterion_never_evaluable() -> None:
+    from consilium.reports.consilium.paired import paired_differences
+    from consilium.reports.consilium.replicates import replicate_case_sd, replicate_sd
+
+    data = _replicated_data()
+    sd = {(r["model"], r["format"], r["criterion"]): r for r in replicate_sd(data, bootstrap=50)}
+    never = sd[("m", "free-form", "c2")]
+    assert never["not_evaluable"] == 4 and never["cases"] == 0 and never["mean"] is None
+    assert never["sd_pooled"] is None and never["ci_low"] is None
+    scored = sd[("m", "free-form", "c1")]
+    assert scored["not_evaluable"] == 0 and scored["mean"] == 1.5 and scored["cases"] == 2
+    assert sd[("pooled", "structured", "c2")]["not_evaluable"] == 4
+    cases = [r for r in replicate_case_sd(data) if r["criterion"] == "c2"]
+    assert len(cases) == 4 and all(r["not_evaluable"] == 2 and r["replicates"] == 0 and r["mean"] is None
+                                   for r in cases)
+    paired = {(r["model"], r["criterion"]): r for r in paired_differences(data, bootstrap=50)}
+    assert paired[("m", "c2")]["not_evaluable"] == 8 and paired[("m", "c2")]["mean_difference"] is None
+    assert paired[("m", "c1")]["mean_difference"] == 1.0 and paired[("m", "c1")]["not_evaluable"] == 0

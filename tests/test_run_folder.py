@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from consilium.cli import main
 from consilium.cohort.manifest import clean_temp_files
 from consilium.traces.folder import judgement_files, own_files, trace_files
 
@@ -60,3 +63,20 @@ def test_a_cohorts_resume_cleans_its_own_half_written_files_not_those_of_a_run_n
     touch(cohort / "mine" / "ablation.json")
     assert clean_temp_files(cohort) == 2
     assert [p.exists() for p in own + theirs] == [False, False, True, True]
+
+
+# ---- a run folder given as "." keeps its own name (tests/panel_judged_cohort.py) ------------------------------
+
+
+def test_a_run_folder_given_as_dot_keeps_its_name(panel_judged_cohort: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(panel_judged_cohort)
+    capsys.readouterr()
+    assert main(["cohort", "--resume", "."]) == 0
+    assert f"cohort {panel_judged_cohort.name}: 1 arms" in capsys.readouterr().out
+    assert main(["compare", ".", "--bootstrap", "10"]) == 0
+    assert (panel_judged_cohort / "compare" / "compare.md").read_text().startswith(
+        f"# Free-form vs structured: {panel_judged_cohort.name}\n")
+    assert main(["report", ".", "--bootstrap", "10"]) == 0
+    assert (panel_judged_cohort / "report" / "report.md").read_text().startswith(
+        f"# Cohort report: {panel_judged_cohort.name}\n")

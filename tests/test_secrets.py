@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from keyecho import SECRET, echo_server
+from keyecho import SECRET, echo_server, key_echo_server
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -367,3 +369,79 @@ def test_a_langchain_models_key_with_a_newline_is_refused_naming_the_variable(
     assert str(refused.value) == ("$OPENAI_API_KEY ends with a line feed (\\n); an API key has no whitespace or "
                                   "control characters (a paste mistake?): set it again without it")
     assert server.echoed == 0 and not out.exists()
+
+
+# --- a LangChain model's own key (not the environment's) and a factory's failure, masked; credentials in a
+# URL's query masked -----------------------------------------------------------------------------------------
+
+
+_FACTORY_SOURCE = '''
+import os
+from langchain_openai import ChatOpenAI
+
+def chat():
+    return ChatOpenAI(model="stub", api_key=os.environ["FACTORY_KEY"], base_url=os.environ["FACTORY_URL"],
+                      max_retries=0)
+
+def broken():
+    raise RuntimeError("no model for key " + os.environ["FACTORY_KEY"])
+'''
+
+
+#: The chat model's own key: new in each test process, so no other test has registered it for masking.
+FACTORY_SECRET = f"sk-langchain-factory-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A module ``langchain_key_factory`` whose ``chat()`` is a ChatOpenAI holding FACTORY_SECRET as its own key."""
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "langchain_key_factory.py").write_text(_FACTORY_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the key is the chat model's own, not the environment's
+    monkeypatch.setenv("FACTORY_KEY", FACTORY_SECRET)
+    return "langchain_key_factory"
+
+
+@pytest.mark.localhost
+def test_a_langchain_models_own_key_is_in_no_output(factory: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    out, log = tmp_path / "out", tmp_path / "run.log"
+    with key_echo_server() as url:
+        monkeypatch.setenv("FACTORY_URL", url)
+        code = main(["simulate", "--case", str(CASE), "--model", f"langchain:{factory}:chat", "--format",
+                     "free-form", "--out", str(out), "--log-file", str(log), "-v"])
+    assert code == 1
+    captured = capsys.readouterr()
+    written = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert "400" in written  # the echoed error was recorded, masked
+    for text in (written, log.read_text(), captured.out, captured.err):
+        assert FACTORY_SECRET not in text
+    sys.modules.pop(factory, None)
+
+
+def test_a_langchain_factorys_failure_message_is_masked(factory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from consilium.errors import UserError
+    from consilium.models.backends.langchain_chat import load_chat_model
+    from consilium.redact import register_secret
+
+    monkeypatch.setenv("FACTORY_URL", "http://127.0.0.1:9/v1")
+    register_secret(FACTORY_SECRET)  # known (as from an earlier model), yet the factory's own message would show it
+    with pytest.raises(UserError) as info:
+        load_chat_model(f"{factory}:broken")
+    assert FACTORY_SECRET not in str(info.value) and "***" in str(info.value)
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("https://h/v1?api_key=abc123secret", "https://h/v1?api_key=***"),
+    ("GET https://h/v1/chat?x=1&key=K99&token=t0k&sig=s1g#f", "GET https://h/v1/chat?x=1&key=***&token=***&sig=***#f"),
+    ("https://u:p@h/v1?Password=pw&max_tokens=5&model=m", "https://***@h/v1?Password=***&max_tokens=5&model=m"),
+    ("https://h/v1?X-Amz-Signature=abc&access_token=zz", "https://h/v1?X-Amz-Signature=***&access_token=***"),
+    ("a = b and x=1", "a = b and x=1"),
+])
+def test_secret_query_values_are_masked(text: str, masked: str) -> None:
+    from consilium.redact import redact, redact_url
+
+    assert redact_url(text) == masked
+    assert redact(text) == masked

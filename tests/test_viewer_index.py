@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import posixpath
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
+from board_cohort import WEIGHTED, copy_run, nsclc_agents_trace
 
 from consilium.cli import main
 
@@ -476,3 +478,85 @@ def test_the_viewer_shows_the_weighted_mean_of_the_items_not_the_stored_aggregat
         assert f"otb-four-decision: {cell}" in (run_dir / "view" / "cases" / f"{case}.html").read_text()
     [arm] = [p for p in (run_dir / "view" / "arms").rglob("t1*.html")]
     assert "<td>therapy</td><td>2.0</td>" in arm.read_text(encoding="utf-8")
+
+
+# --- a board cohort judged with the four-decision rubric (tests/board_cohort.py): clinical trial out of scope
+# (−1) is no score; the single-page view's --out never replaces a file it did not write and reads only its own
+# trace's judgements; the cohort view never writes over another run's pages ----------------------------------
+
+
+def test_the_viewer_shows_the_weighted_mean_and_leaves_out_of_scope_out(four_decision_board: Path,
+                                                                        tmp_path: Path) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    assert main(["view", str(run_dir)]) == 0
+    nsclc = (run_dir / "view" / "cases" / "tumor-board-nsclc.html").read_text(encoding="utf-8")
+    assert f"otb-four-decision: {WEIGHTED:.2f} weighted mean (3 scored, 1 out of scope, 0 not evaluable)" in nsclc
+    her2 = (run_dir / "view" / "cases" / "tumor-board-her2-breast.html").read_text(encoding="utf-8")
+    assert f"otb-four-decision: {WEIGHTED:.2f} weighted mean (3 scored, 1 not evaluable)" in her2
+    index = (run_dir / "view" / "index.html").read_text(encoding="utf-8")
+    assert "2.25" not in index  # (4 + 3 + 3 − 1) / 4, the −1 averaged as a score
+    assert index.count(f"{WEIGHTED:.2f} weighted mean") == 10
+
+
+def test_the_single_page_view_never_replaces_a_file_it_did_not_write(
+        four_decision_board: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = copy_run(four_decision_board, tmp_path)
+    trace = nsclc_agents_trace(run_dir)
+    before = trace.read_bytes()
+    assert main(["view", str(trace), "--out", str(trace)]) == 2  # the trace itself
+    assert trace.read_bytes() == before
+    assert "a .json file is a trace or a record, not a page" in capsys.readouterr().err
+    assert main(["view", str(trace), "--out", str(tmp_path / "new.JSON")]) == 2
+    assert not (tmp_path / "new.JSON").exists()
+    capsys.readouterr()
+    notes = tmp_path / "notes.html"
+    notes.write_text("<p>my own notes</p>", encoding="utf-8")
+    assert main(["view", str(trace), "--out", str(notes)]) == 2
+    assert notes.read_text(encoding="utf-8") == "<p>my own notes</p>"
+    err = capsys.readouterr().err
+    assert "notes.html: not a page `consilium view` wrote; nothing was written" in err and err.count("\n") == 1
+    page = tmp_path / "page.html"
+    assert main(["view", str(trace), "--out", str(page)]) == 0
+    assert main(["view", str(trace), "--out", str(page)]) == 0  # its own page: replaced
+    assert "Judge: otb-four-decision" in page.read_text(encoding="utf-8")
+
+
+def test_the_single_page_view_reads_only_the_judgements_of_its_trace(four_decision_board: Path, tmp_path: Path) -> None:
+    """A stem with glob characters is matched as it is, and a record that names another trace is left out."""
+    trace = nsclc_agents_trace(four_decision_board)
+    [judged] = trace.parent.glob("tumor-board-nsclc.board-agents.judge.*.json")
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    shutil.copy(trace, folder / "nsclc[1].board-agents.trace.json")
+    record = json.loads(judged.read_text(encoding="utf-8"))
+    own = {**record, "trace": "nsclc[1].board-agents.trace.json", "judge_model": "own-judge"}
+    (folder / "nsclc[1].board-agents.judge.otb-four-decision.json").write_text(json.dumps(own), encoding="utf-8")
+    decoy = {**record, "trace": "nsclc1.board-agents.trace.json", "judge_model": "decoy-judge"}
+    (folder / "nsclc1.board-agents.judge.otb-four-decision.json").write_text(json.dumps(decoy), encoding="utf-8")
+    stray = {**record, "trace": "elsewhere.trace.json", "judge_model": "stray-judge"}
+    (folder / "nsclc[1].board-agents.judge.otb-conclusion-alignment.json").write_text(json.dumps(stray),
+                                                                                        encoding="utf-8")
+    out = tmp_path / "odd.html"
+    assert main(["view", str(folder / "nsclc[1].board-agents.trace.json"), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "own-judge" in text and "decoy-judge" not in text and "stray-judge" not in text
+
+
+def test_the_cohort_view_refuses_the_pages_of_another_run(four_decision_board: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    first = copy_run(four_decision_board, tmp_path / "a")
+    second = copy_run(four_decision_board, tmp_path / "b")
+    manifest = json.loads((second / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_id"] = "20261201-000000-cohort-other1"
+    (second / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shared = tmp_path / "shared"
+    assert main(["view", str(first), "--out", str(shared)]) == 0
+    index = (shared / "index.html").read_bytes()
+    assert f'<meta name="consilium-run" content="{four_decision_board.name}">'.encode() in index
+    assert main(["view", str(first), "--out", str(shared)]) == 0  # its own pages: replaced
+    capsys.readouterr()
+    assert main(["view", str(second), "--out", str(shared)]) == 2
+    err = capsys.readouterr().err
+    assert f"a page of the view of another run ({four_decision_board.name}); nothing was written" in err
+    assert err.count("\n") == 1
+    assert (shared / "index.html").read_bytes() == index

@@ -1,7 +1,7 @@
-"""Juries of judges, review fixes and follow-ups (issue 19, part 2): the jury's not-evaluable votes in every
-table that shows its scores (judge and cohort coverage, judgements.csv, compare, report, the viewer),
-``consilium jury`` never replacing a file it did not write, a jury in an experiment file, a resumed
-cohort refusing a changed jury, and a jury through the Python API."""
+"""A jury of judges across a cohort: the jury's not-evaluable votes in every table that shows its scores
+(judge and cohort coverage, judgements.csv, compare, report, the viewer), ``consilium jury`` never replacing
+a file it did not write, a jury in an experiment file, a resumed cohort refusing a changed jury, and a jury
+through the Python API. The cases, panel and judges are tests/test_jury.py's."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _csv(path: Path) -> list[dict[str, str]]:
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The three cases, the claude panel (j3 cannot judge case C's answer: two votes left out, one per
     format) and the three judges' files."""
-    tmp = tmp_path_factory.mktemp("jury2")
+    tmp = tmp_path_factory.mktemp("jury-cohort")
     base = yaml.safe_load(BASE_CASE.read_text())
     (tmp / "cases").mkdir()
     for case in CASES:
