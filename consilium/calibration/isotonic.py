@@ -51,7 +51,8 @@ class Calibration(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: The file format: 2 fits one map per (component, criterion), keyed "component/criterion"; the first
-    #: format pooled every component into one map per criterion and applied it to all (issue 15, item 3).
+    #: format pooled every component into one map per criterion and applied it to all, so a map fitted on one
+    #: component's scores bent every other's.
     kind: Literal["isotonic-calibration/2"] = "isotonic-calibration/2"
     rubric: str
     rubric_version: int

@@ -6,12 +6,12 @@ A rubric whose paper gives an output schema is asked for that schema, keys in th
 rationale). The project's earlier flat ``{"rationale", "score"}`` is accepted too; both become one
 canonical value here, before the runner reads it. Where the paper requires a rationale
 (``minLength`` 1) a blank one is a validation error, which goes back to the judge through the
-repair loop like any other (issue 15, item 13).
+repair loop like any other.
 
 The four-decision rubric has two scope protocols (App. E.2 L194): ``frozen`` locks every dimension
 the case's candidate-blind labelling (``reference.decisions``, null = absent) leaves absent to −1
 in the schema the judge fills and ignores any answer on it; ``judge`` lets the judge decide scope
-from the reference conclusion with the full schema (issue 15, item 6).
+from the reference conclusion with the full schema.
 """
 
 from __future__ import annotations

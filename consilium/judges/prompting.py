@@ -6,7 +6,8 @@ report that writes ``</candidate>`` or "ignore the rubric" cannot leave its sect
 or speak to the judge as an instruction (opentumorboard.txt, App. C). The task
 itself sits in a ``<task>`` section written here, so a fake "TASK" heading inside a
 report reads as data: a real tag cannot occur in escaped text. Every piece of
-model or case text a judge sees goes through :func:`untrusted` (issue 15, item 18).
+model or case text a judge sees goes through :func:`untrusted`, so none of it can
+be read as the judge's instructions.
 """
 
 from __future__ import annotations

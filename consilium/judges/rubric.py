@@ -105,7 +105,8 @@ class Rubric(_Strict):
     rationale_max_chars: int = Field(default=1000, ge=100)
     slide_images: bool = Field(default=False, description="a vision judge is sent each slide's image beside its "
                                                           "caption (opentumorboard.txt App. C.1); else captions only")
-    answer: AnswerShape = Field(default_factory=AnswerShape, description="the answer's layout (issue 15, item 13)")
+    answer: AnswerShape = Field(default_factory=AnswerShape, description="the answer's layout, as the "
+                                                          "paper's output schema lays it out")
     decoding: Literal["constrained", "paper"] | None = Field(
         default=None, description="pins the judge's decoding order (consilium/judges/decoding.py): paper for a "
                                   "rubric whose paper judged schema-free first; null: the backend's default")

@@ -1,6 +1,7 @@
 """The slides a judge is sent: each image beside its caption to a vision judge of a rubric that reads
 them (opentumorboard.txt App. C.1 L170, "Each slide is supplied as its image followed by its caption"),
-else the captions alone, which the case text holds, and a note in the judgement (issue 15, item 12)."""
+else the captions alone, which the case text holds, and a note in the judgement saying the images were not
+sent."""
 
 from __future__ import annotations
 

@@ -72,7 +72,8 @@ class JudgeInputs:
     def task(self, component: str, criterion: str, candidate: str, task: str, schema: OutputSchema,
              detail: dict[str, Any], extra: Sequence[tuple[str, str]] = ()) -> JudgeTask:
         """A call on ``candidate``. Model and case text reach the judge only as tagged, escaped sections
-        (``extra``: more of them); ``task`` is this project's wording alone (issue 15, item 18)."""
+        (``extra``: more of them); ``task`` is this project's wording alone, so no model text can pose as
+        the judge's instructions."""
         slides = judge_slides(self.rubric, self.trace, self.case, self.model).message_fields()  # App. C.1
         request = ModelRequest(messages=judge_messages(self.rubric, self.case_text, self.reference, candidate, task,
                                                        extra, **slides),

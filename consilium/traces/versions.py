@@ -46,7 +46,7 @@ def _trace_1_1(data: dict[str, Any]) -> dict[str, Any]:
 
 def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
     """1.2 → 1.3: a board meeting strictly alternated moderator and specialist (``discussion:
-    "alternating"``); 1.3 lets the moderator pass the floor (issue 15, item 11). Recording the old
+    "alternating"``); 1.3 lets the moderator pass the floor to whoever should speak next. Recording the old
     protocol keeps an older trace replaying the meeting it recorded."""
     config = data.get("config")
     if data.get("kind") == "board" and isinstance(config, dict) and "discussion" not in config:
