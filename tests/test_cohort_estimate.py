@@ -761,3 +761,22 @@ def test_like_a_cohort_with_failed_arms_counts_them_with_the_calls_they_made(
     assert table[("panel", "vote")] == (cases * len(ROLES) + cases * votes,) * 3
     assert table[("judge ai-consilium", "judge")] == (cases * JUDGE_CALLS["free-form"] + cases * judge_calls,) * 3
     assert f"({len(rows)} traces, {len(failed)} failed" in printed[-1]
+
+
+def test_like_says_when_a_model_is_estimated_from_the_models_the_prior_ran(setup: Setup, prior: Path) -> None:
+    """A panel model the prior did not run takes every model's figures (agree's and dissent's mean: 2 rounds,
+    6 votes a trace) and its rows say so; beside agree (its own figures, 3 votes a trace) the row says both."""
+    other = setup.root / "unseen.json"
+    other.write_text(json.dumps(_panel("unseen", dissent=False)), encoding="utf-8")
+    alone = estimate_cohort(setup.new_cases, models=f"scripted:{other}", config=setup.config, formats="free-form",
+                            like=prior)
+    both = estimate_cohort(setup.new_cases, models=[setup.specs[0], f"scripted:{other}"], config=setup.config,
+                           formats="free-form", like=prior)
+    assert {row.source for row in alone.rows} == {"like (all models)"}
+    # agree never revised: the revision row is the unseen model's alone
+    assert {row.stage: row.source for row in both.rows} == {
+        "role_assignment": "like+like (all models)", "opinion": "like+like (all models)",
+        "synthesis": "like+like (all models)", "vote": "like+like (all models)", "revision": "like (all models)"}
+    votes = {row.stage: row.calls.expected for row in both.rows}["vote"]
+    cases, roles = len(NEW_CASES), len(ROLES)
+    assert votes == cases * roles * 1 + cases * roles * (1 + MAX_ROUNDS) / 2

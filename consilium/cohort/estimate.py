@@ -88,7 +88,8 @@ class CohortShape:
 @dataclass
 class EstimateRow:
     """One stage of one part (``panel``, or ``judge <rubric>``) of one protocol variant, over every case and
-    model; ``source`` is ``like`` (a previous cohort's figures) or ``bounds`` (the protocol's)."""
+    model; ``source`` is ``like`` (a previous cohort's figures for the model), ``like (all models)`` (for a
+    model it did not run, every model's it ran) or ``bounds`` (the protocol's), joined by ``+`` when mixed."""
 
     part: str
     protocol: str
@@ -175,12 +176,23 @@ def _bounded(stage: StageBounds, size: int) -> tuple[Span, Span, Span]:
             Span(None, None, stage.max_output))
 
 
-def _row(rows: dict[tuple[str, ...], EstimateRow], key: tuple[str, str, str, str], seen: bool) -> EstimateRow:
-    """The row of ``key``; its source ``like+bounds`` when some of its models had a history and some not."""
-    source = "like" if seen else "bounds"
+#: What a row may come from, in the order a row made from several names them.
+SOURCES = ("like", "like (all models)", "bounds")
+
+
+def _source(prior: Prior | None, spec: str, seen: object) -> str:
+    """``like`` (the previous cohort's figures for this model), ``like (all models)`` (for a model it did not
+    run: every model's it ran) or ``bounds``."""
+    if prior is None or seen is None:
+        return "bounds"
+    return "like" if prior.ran(spec) else "like (all models)"
+
+
+def _row(rows: dict[tuple[str, ...], EstimateRow], key: tuple[str, str, str, str], source: str) -> EstimateRow:
+    """The row of ``key``; its sources joined by ``+`` when its models' figures came from more than one."""
     row = rows.setdefault(key, EstimateRow(*key, source=source))
-    if row.source != source:
-        row.source = "like+bounds"
+    if source not in row.source.split("+"):
+        row.source = "+".join(s for s in SOURCES if s in [*row.source.split("+"), source])
     return row
 
 
@@ -195,7 +207,7 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
                 shared = {b.stage for b in bounds if b.shared}
                 limits = {(b.stage, b.chair): b.calls for b in bounds}
                 if not seen and not bounds:  # a plugin's protocol, with no history to go by: unknown, shown
-                    _row(rows, ("panel", protocol, variant, "(every stage)"), False).add(
+                    _row(rows, ("panel", protocol, variant, "(every stage)"), "bounds").add(
                         Span(None, None, None), ZERO, ZERO, None)
                     continue
                 for case in shape.cases:
@@ -205,7 +217,7 @@ def _panel(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...], 
                     for stage, chair, (calls, per_in, per_out) in made:
                         if stage in shared and position > 0:
                             continue  # made once per (case, model), by the arm's first variant
-                        row = _row(rows, ("panel", protocol, variant, stage), seen is not None)
+                        row = _row(rows, ("panel", protocol, variant, stage), _source(prior, spec, seen))
                         # the moderator's calls (--moderator-model) at its model's prices, the rest at the arm's
                         answerer = shape.moderator if chair and shape.moderator else spec
                         row.add(calls, per_in, per_out, shape.prices.get(answerer))
@@ -232,7 +244,7 @@ def _judged(shape: CohortShape, prior: Prior | None, rows: dict[tuple[str, ...],
                                         max_repairs=shape.judge_max_repairs, fixed=fixed)
                     for spec, judge in _judging(shape):
                         seen = prior.judged(rubric.name, spec, protocol, variant) if prior else None
-                        row = _row(rows, key, seen is not None)
+                        row = _row(rows, key, _source(prior, spec, seen))
                         if made is not None and made.calls[1] == 0:  # nothing to send: no reference, no item
                             row.add(ZERO, ZERO, ZERO, shape.prices.get(judge))
                         elif seen:

@@ -93,6 +93,10 @@ class Prior:
     def judged(self, rubric: str, model: str, protocol: str, variant: str) -> StageHistory | None:
         return self.judges.get((rubric, model, protocol, variant)) or self.judges.get((rubric, ANY, protocol, variant))
 
+    def ran(self, model: str) -> bool:
+        """Whether the previous cohort ran ``model`` (else its figures are every model's it ran)."""
+        return any(key[0] == model for key in self.panel)
+
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
     values = values or [0.0]
