@@ -57,9 +57,9 @@ def dollars(calls: list[dict[str, Any]], prices: dict[str, float] | None) -> flo
     if prices is None:
         return None
     cached_price = prices.get("cached_input", prices["input"])
-    return sum(((c["usage"]["input_tokens"] - c["usage"]["cached_tokens"]) * prices["input"]
-                + c["usage"]["cached_tokens"] * cached_price + c["usage"]["output_tokens"] * prices["output"]) / 1e6
-               for c in calls)
+    return float(sum(((c["usage"]["input_tokens"] - c["usage"]["cached_tokens"]) * prices["input"]
+                      + c["usage"]["cached_tokens"] * cached_price + c["usage"]["output_tokens"] * prices["output"])
+                     / 1e6 for c in calls))
 
 
 def judges_dollars(calls: list[dict[str, Any]]) -> float | None:
@@ -148,7 +148,7 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                          str(configs["judge-beta"]), "--concurrency", "4", "--out", str(tmp / "runs")])
         assert code == 1, "one arm fails"
         [run_dir] = list((tmp / "runs").iterdir())
-        at_cohort = {"arms": _csv(run_dir / "arms.csv"), "judgements": _csv(run_dir / "judgements.csv"),
+        at_cohort: dict[str, Any] = {"arms": _csv(run_dir / "arms.csv"), "judgements": _csv(run_dir / "judgements.csv"),
                      "records": _records(run_dir), "stdout": printed.getvalue()}
         with contextlib.redirect_stdout(io.StringIO()):
             main(["judge", str(run_dir), "--rubric", "ai-consilium", "--judge-model", str(configs["judge-alpha"]),
@@ -401,7 +401,7 @@ def test_the_viewer_index_shows_panel_judge_and_total_cost_per_arm(cohort: dict[
 
 def _arm_page(cohort: dict[str, Any], key: tuple[str, str, str]) -> Path:
     trace = next(r["trace"] for r in cohort["at_cohort"]["arms"] if (r["model"], r["case_id"], r["format"]) == key)
-    return cohort["run_dir"] / "view" / trace.replace(".trace.json", ".html")
+    return Path(cohort["run_dir"]) / "view" / str(trace).replace(".trace.json", ".html")
 
 
 def test_an_arm_page_shows_each_judges_cost_and_the_sum(cohort: dict[str, Any]) -> None:

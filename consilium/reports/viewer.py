@@ -41,7 +41,8 @@ def _spend(trace: TraceBase, judgements: list[Judgement]) -> str:
     costs = [cost for judgement in judgements for cost in judge_costs(judgement)]
     judges, judge_cost = Usage.total(c.usage for c in costs), sum_costs(c.cost for c in costs)
     total = None if panel_cost is None or judge_cost is None else panel_cost + judge_cost
-    rows = [("panel", "", panel.input_tokens, panel.output_tokens, panel.calls, "", format_usd(panel_cost))]
+    rows: list[tuple[str, str, int, int, int, int | str, str]] = [
+        ("panel", "", panel.input_tokens, panel.output_tokens, panel.calls, "", format_usd(panel_cost))]
     rows += [(f"judge {c.judge_model}", c.rubric, c.usage.input_tokens, c.usage.output_tokens, c.usage.calls,
               c.failed_calls, format_usd(c.cost)) for c in costs]
     rows += [("judges", "", judges.input_tokens, judges.output_tokens, judges.calls,
