@@ -205,10 +205,10 @@ def read_prior(run_dir: Path) -> Prior:
                      per=len(judgement.jury) if judgement.jury else 1)
     # A failed arm the cohort did not judge made no judge call: counted so, for each rubric it judged with.
     for rubric in {rubric for _, _, rubric in seen}:
-        for (folder, name), (spec, protocol, variant, size, completed) in arms.items():
+        for (folder, name), (spec, kind, variant, size, completed) in arms.items():
             if not completed and (folder, name, rubric) not in seen:
                 for model in (spec, ANY):
-                    _add(judged[(rubric, model, protocol, variant)], [], size, False)
+                    _add(judged[(rubric, model, kind, variant)], [], size, False)
     return Prior(run_dir=run_dir, panel={k: {s: _history(v) for s, v in by.items()} for k, by in stages.items()},
                  judges={k: _history(v) for k, v in judged.items()}, rounds=dict(rounds), traces=len(files),
                  failed=failed, partial=done.mark() if done is not None and done.partial else None)
