@@ -1,4 +1,4 @@
-"""Bad inputs of a cohort of several protocols (``--protocol consilium,single``; issue 17)."""
+"""Bad inputs of a cohort of several protocols (``--protocol consilium,single``)."""
 
 from __future__ import annotations
 

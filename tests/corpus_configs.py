@@ -1,4 +1,4 @@
-"""Bad run configs, experiment files, model configs and flag values (issue 13, items 15 and 17).
+"""Bad run configs, experiment files, model configs and flag values.
 
 Merged into tests/test_bad_inputs.py: each must exit 2 with one line naming the file and field, or the
 flag as the user typed it, before anything runs or is written.

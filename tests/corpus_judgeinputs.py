@@ -1,5 +1,5 @@
 """Bad ``reference.answers`` lists for the bad-input corpus (tests/test_bad_inputs.py merges ``CORPUS``):
-each is one line naming the case file and the field (issue 15, item 7)."""
+each is one line naming the case file and the field."""
 
 from __future__ import annotations
 

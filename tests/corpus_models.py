@@ -1,4 +1,4 @@
-"""Bad scripted-model files (the model layer's own input; issue 13, item 7's finish_reason).
+"""Bad scripted-model files (the model layer's own input, its finish_reason included).
 
 Merged into tests/test_bad_inputs.py: each must exit 2 with one line naming the file and field.
 """

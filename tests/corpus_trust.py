@@ -1,4 +1,4 @@
-"""Bad inputs of the cohort, resume and calibration commands (issue 13, items 5, 15, 17)."""
+"""Bad inputs of the cohort, resume and calibration commands."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from langchain_fakes import ANSWERS
 __all__ = ["SECRET", "EchoServer", "echo", "echo_server", "key_echo_server"]
 
 #: The API key the tests put in OPENAI_API_KEY; it must appear in no output.
-SECRET = "sk-review18-echoed-secret-0123456789abcdef"
+SECRET = "sk-key-echo-secret-0123456789abcdef"
 #: The fields of a structured answer the echo is added to (free text: never an enum or a label).
 FREE_TEXT = ("justification", "reason", "summary", "final_conclusion", "clinical_data")
 

@@ -1,4 +1,4 @@
-"""The response cache writes off the event loop and loses nothing it was given (issue 16, section 4).
+"""The response cache writes off the event loop and loses nothing it was given.
 
 A slow commit is made real, not timed: another connection holds SQLite's write lock, so every commit
 waits for it, and the tests count what the event loop did meanwhile.

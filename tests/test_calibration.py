@@ -197,7 +197,7 @@ def test_evolve_saves_a_new_rubric_version_when_training_improves(tmp_path: Path
 
 
 def test_isotonic_maps_are_fitted_and_applied_per_component(tmp_path: Path) -> None:
-    """A map fitted on one component is applied to that component only (issue 15, item 3); raw and
+    """A map fitted on one component is applied to that component only; raw and
     calibrated scores stand side by side in the judgement records."""
     from consilium.calibration.isotonic import fit_isotonic
     from consilium.calibration.pairs import Pair

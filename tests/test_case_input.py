@@ -1,7 +1,7 @@
 """Case and settings files are parsed strictly, and one rule decides which files in a folder are cases.
 
-Issue 13, items 13 (alias bombs, depth), 14 (NUL, lone surrogates, NaN/Infinity, duplicate keys, deep
-JSON, BOM) and 16 (``cases validate`` and ``cohort`` see the same files). The refusals themselves,
+Covered: YAML alias bombs and depth; NUL, lone surrogates, NaN/Infinity, duplicate keys, deep
+JSON, a BOM; and ``cases validate`` and ``cohort`` seeing the same files. The refusals themselves,
 through ``simulate --case``, are in the bad-input corpus (tests/corpus_cases.py).
 """
 

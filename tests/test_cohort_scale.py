@@ -1,4 +1,4 @@
-"""A cohort at scale (issue 16, section 4): running progress counts, concurrent lazy judging, CSV rows
+"""A cohort at scale: running progress counts, concurrent lazy judging, CSV rows
 appended as they finish, resume from the arms.jsonl index, and traces sharded by a hash prefix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A cohort keeps its four-decision scope protocol (issue 15, item 6): ``--scope`` is written to the
+"""A cohort keeps its four-decision scope protocol: ``--scope`` is written to the
 manifest, a resumed cohort judges under it without being told again, and a different ``--scope`` on
 resume is refused like any other changed setting (opentumorboard.txt App. E.2 L194: the training and
 evaluation protocols must not mix within one set of results)."""

@@ -321,7 +321,7 @@ def expected_pairs() -> dict[tuple[str, str], tuple[int, float, dict[str, list[f
 def test_paired_differences_are_structured_minus_free_form_within_model_and_case(cohort: dict[str, Any]) -> None:
     rows = cohort["tables"]["paired_differences"]
     assert list(rows[0]) == ["model", "rubric", "component", "criterion", "cases", "mean_difference", "ci_low",
-                             "ci_high", "not_evaluable", "failed"]  # the items not evaluable (issue 18 review, item 7)
+                             "ci_high", "not_evaluable", "failed"]  # not_evaluable: items no judge could score
     # the failed arm (panel-b, structured) has no score to pair: counted in its model's rows and the pooled ones
     assert {(r["model"], r["failed"]) for r in rows} == {("pooled", "1"), ("panel-b", "1"), *(
         (m, "0") for m in MODELS if m != "panel-b")}

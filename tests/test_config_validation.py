@@ -1,5 +1,5 @@
 """Run configs, experiment files, model configs and their flags are checked up front, and an error
-names the file and field, or the flag exactly as the user types it (issue 13, items 15 and 17)."""
+names the file and field, or the flag exactly as the user types it."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def script(tmp_path: Path) -> str:
     return f"scripted:{path}"
 
 
-# --- item 17: every run-config field maps to the flag the user types -------------------------------------
+# --- every run-config field maps to the flag the user types -------------------------------------
 
 @pytest.mark.parametrize("command, model", [("simulate", ConsiliumConfig), ("board", BoardConfig)])
 def test_every_settable_field_maps_to_a_real_flag_of_its_command(command: str, model: type[BaseModel]) -> None:
@@ -97,7 +97,7 @@ def test_a_clash_with_the_config_file_names_the_flag_that_caused_it(tmp_path: Pa
         run_config(ConsiliumConfig, config, {"min_roles": 5, "seed": 3, "temperature": 1.0})
 
 
-# --- item 15: every config-file value is checked before anything runs -------------------------------------
+# --- every config-file value is checked before anything runs -------------------------------------
 
 @pytest.mark.parametrize("model", CONFIGS)
 def test_every_float_setting_refuses_nan_infinity_and_booleans(model: type[BaseModel]) -> None:

@@ -1,5 +1,5 @@
-"""The docs name only flags the command line has, and docs/models.md lists the backends the registry has
-(issue 18, part 8), so the docs cannot drift from the code again.
+"""The docs name only flags the command line has, and docs/models.md lists the backends the registry has,
+so the docs cannot drift from the code again.
 
 A flag counts where the docs show it as code: in an inline code span that is a consilium command or starts
 with the flag, or on a command line of a fenced block that runs consilium (continuation lines joined).

@@ -1,4 +1,4 @@
-"""The embedded model (issue 16, section 5): a one-slot backend serves a case's calls together, so
+"""The embedded model: a one-slot backend serves a case's calls together, so
 llama.cpp's single prefix is kept; its threads are the CPUs the process may use; the grammar keeps the
 schemas' own length bounds."""
 
@@ -109,7 +109,7 @@ def test_the_grammar_keeps_the_real_schemas_length_bounds_and_builds(name: str) 
     bounds = _bounds(schema)
     kept = _bounds(safe)
     # each bound one above the schema's: a string the grammar had to end is one character over its
-    # budget, so validation refuses it and it is repaired, never passed off cut (issue 15, item 4)
+    # budget, so validation refuses it and it is repaired, never passed off cut
     assert bounds and kept == [b + 1 for b in bounds if b + 1 <= GRAMMAR_MAX_LENGTH]
     if name == "revision":  # the free-form report's one string (4,800) is over llama.cpp's limit
         assert DEFAULT_BUDGET_CHARS in bounds and DEFAULT_BUDGET_CHARS not in kept

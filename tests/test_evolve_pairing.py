@@ -1,6 +1,6 @@
 """`calibrate evolve` pairs each rating with the one judged trace it rates, re-runs the judge for the
 re-evaluation with new seeds, promotes only on the mean over repeats when validation improves too, and
-writes Table 5 as a CSV (ai-consilium.txt, Table 5; issue 15, item 2).
+writes Table 5 as a CSV (ai-consilium.txt, Table 5).
 
 The folder holds two panel models × two formats × four cases; physicians rated only (panel-a,
 structured) and (panel-b, free-form). Expected numbers are worked out here from the scripts.

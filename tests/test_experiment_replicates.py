@@ -1,4 +1,4 @@
-"""Experiments as one file, and replicates (issue 18, part 6, first bullet).
+"""Experiments as one file, and replicates.
 
 An experiment file names the cases, two scripted panel models, both formats, ``replicates: 3``, the
 run settings and a scripted judge; ``consilium cohort --experiment FILE`` alone runs it. The panels

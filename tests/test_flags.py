@@ -1,4 +1,4 @@
-"""One flag for one idea, spelled the same on every command (issue 18, part 8): ``--concurrency`` with a default
+"""One flag for one idea, spelled the same on every command: ``--concurrency`` with a default
 by backend, ``--formats`` on simulate and cohort, the run settings on cohort as on simulate, ``-v`` and
 ``--log-file`` after the subcommand, and ``replay RUN_DIR``."""
 

@@ -1,6 +1,6 @@
 """Every protocol graph's input and output schemas render on Python 3.11, as LangGraph's tools (``langgraph dev``,
 Studio) read them: the state types are ``typing_extensions.TypedDict`` (pydantic refuses ``typing.TypedDict``
-before 3.12). Issue 18, part 4."""
+before 3.12)."""
 
 from __future__ import annotations
 

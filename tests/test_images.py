@@ -1,5 +1,5 @@
 """Slide images reach every model that reads them, each beside its caption; a text-only model gets the
-captions and the trace says what it missed (issue 15, item 12).
+captions and the trace says what it missed.
 
 OpenTumorBoard gives each slide "as an image followed by a one-line description of it" (App. B.1, B.2,
 L160/L166) and its clinical-equivalence judge "its image followed by its caption" (App. C.1, L170).
@@ -149,7 +149,7 @@ def test_the_clinical_equivalence_judge_gets_the_slides_it_can_read(tmp_path: Pa
             assert message.captions == ("<case>\nSlide 1: Staging CT, axial.\n</case>",
                                         "<case>\nSlide 6: PET-CT, coronal.\n</case>")
             # image parts follow their message's text, so the task comes in a last message of its own:
-            # it still follows every piece of case text, captions included (item 18)
+            # it still follows every piece of case text, captions included, so none of it can pose as the task
             assert len(call.messages) == 3 and "<task>" not in message.content
             assert call.messages[-1].content.startswith("<task>") and not call.messages[-1].images
         else:

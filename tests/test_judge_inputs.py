@@ -1,5 +1,6 @@
-"""What a judge is given: model and case text only inside tagged, escaped sections (issue 15, item 18),
-and the ranked candidates of Neural-MedBench's pass@k (issue 15, item 17; neural-medbench.txt L249, L403)."""
+"""What a judge is given: model and case text only inside tagged, escaped sections, so none of it
+can pose as the judge's instructions; and the ranked candidates of Neural-MedBench's pass@k
+(neural-medbench.txt L249, L403)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each rubric scoring kind is one strategy object in one table (issue 17): the table covers every kind
+"""Each rubric scoring kind is one strategy object in one table: the table covers every kind
 a rubric may name, and each shipped rubric's kind says what the judge runner, --scope, calibrate and
 evolve used to decide with if/elif chains on the kind's name."""
 

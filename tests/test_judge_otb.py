@@ -1,10 +1,10 @@
-"""OpenTumorBoard judges as the paper runs them (issue 15, items 6 and 13).
+"""OpenTumorBoard judges as the paper runs them.
 
-Item 6: the four-decision rubric asks for its four scores in one call with one schema
+The four-decision rubric asks for its four scores in one call with one schema
 (opentumorboard.txt App. C.3 L186); scope is frozen from the case's candidate-blind labelling
 (``reference.decisions``, null = absent: locked to −1, any answer there ignored) or decided by the
 judge (App. E.2 L194); the weighted mean uses the paper's weights over the dimensions in scope, and a
-dimension not evaluable does not void the others. Item 13: a judge answering in the paper's own schema
+dimension not evaluable does not void the others. A judge answering in the paper's own schema
 (nested conclusion alignment, C.2 L178; score first, C.1 L172) is accepted and read to the same score;
 a blank rationale goes back to the judge and is then not evaluable. Every expected number is worked
 out here, never by the code under test.
@@ -95,7 +95,7 @@ def answer(therapy: int, surgery: int, next_action: int, clinical_trial: int, *,
             "rationale": rationale}
 
 
-# --- item 6: the four-decision rubric --------------------------------------------------------------------
+# --- the four-decision rubric ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("scores", [(4, 2, 5, 5), (1, 5, 3, 1), (5, -1, 2, 4), (-1, -1, -1, 5)])
 def test_frozen_scope_locks_an_absent_dimension_and_ignores_an_answer_on_it(tmp_path: Path,
@@ -204,7 +204,7 @@ def test_the_four_decision_schema_is_the_papers() -> None:
     assert full["additionalProperties"] is False
 
 
-# --- item 13: the papers' own output schemas -----------------------------------------------------------
+# --- the papers' own output schemas -------------------------------------------------------------------
 
 def test_conclusion_alignment_in_the_papers_nested_schema(tmp_path: Path) -> None:
     trace = board_trace(tmp_path)

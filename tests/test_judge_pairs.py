@@ -1,4 +1,4 @@
-"""Calibration pairs a rating with the judged trace it rates: case, variant, model and run (issue 15, item 16)."""
+"""Calibration pairs a rating with the judged trace it rates: case, variant, model and run."""
 
 from __future__ import annotations
 

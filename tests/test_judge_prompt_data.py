@@ -1,5 +1,5 @@
 """The judge's sentences and fixed schemas are data now (prompts/sentences.yaml, judges/schemas.py); what
-the judge is sent stays byte for byte what the code wrote inline before (issue 17), so cached answers
+the judge is sent stays byte for byte what the code wrote inline before, so cached answers
 and recorded calls still match. Each expected text below is built from a literal copy of that code."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from consilium.judges.rubric import Criterion, Rubric, builtin_rubric_names, loa
 from consilium.judges.schemas import MATCH, SIGNED, CriterionMet, DiagnosisMatch, closed_object_schema
 from consilium.judges.task_text import criterion_task, decisions_task, diagnosis_task, signed_task, whole_case_task
 
-# --- literal copies of the inline text before issue 17 (consilium/judges/runner.py, prompting.py) ---------
+# --- literal copies of the text the judge code wrote inline (consilium/judges/runner.py, prompting.py) -----
 
 OLD_SIGNED = {
     "type": "object", "additionalProperties": False, "required": ["explanation", "criteria_met"],

@@ -1,6 +1,6 @@
 """The Specialist Turn judge sees the turn's question and target role and judges against the case's
-reference answer to that question; ROUGE-L compares with that answer (issue 15, item 7;
-opentumorboard.txt §2.4 L58, App. C.1 L170)."""
+reference answer to that question; ROUGE-L compares with that answer
+(opentumorboard.txt §2.4 L58, App. C.1 L170)."""
 
 from __future__ import annotations
 

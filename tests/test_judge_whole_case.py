@@ -1,4 +1,4 @@
-"""Whole-case criteria are judged on every stage of the consilium (issue 15, item 1; ai-consilium.txt,
+"""Whole-case criteria are judged on every stage of the consilium (ai-consilium.txt,
 Table 29 "Whole-case assessment" L260, Tables 41-43), shortened earliest stage first to fit the judge's
 context, with a marker and a record of what was cut."""
 

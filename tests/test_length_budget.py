@@ -1,4 +1,4 @@
-"""One length budget per opinion and per report, shared by both formats (issue 15, item 4).
+"""One length budget per opinion and per report, shared by both formats.
 
 ai-consilium.txt compares free-form and structured "clinical-reasoning conditions" (abstract; Table 7
 reports each format's output tokens as a result): the room a format is given must not differ. The

@@ -1,4 +1,4 @@
-"""No failure passed off as a result (issue 13, items 4, 7, 8): empty and cut-off answers are model
+"""No failure passed off as a result: empty and cut-off answers are model
 errors at every stage, a bad server body is a model error, and the cache key holds what reaches the model."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def scripted(*rules: ScriptRule, images: bool = False) -> ScriptedModel:
     return ScriptedModel(Script(rules=list(rules), images=images))
 
 
-# --- item 7: the answer check, through the per-run layers ------------------------------------------------
+# --- the answer check, through the per-run layers ------------------------------------------------
 
 
 async def test_an_empty_answer_is_asked_again_and_every_attempt_is_recorded() -> None:
@@ -134,7 +134,7 @@ async def test_an_empty_or_cut_off_answer_is_never_cached_nor_served_from_the_ca
     await cached.aclose()
 
 
-# --- item 7: every stage of a run fails on an empty or cut-off answer --------------------------------------
+# --- every stage of a run fails on an empty or cut-off answer --------------------------------------
 
 ASSIGNMENT = {"primary": {"label": "Cardiologist", "justification": "troponin rise"},
               "supporting": [{"label": "Cardiac radiologist", "justification": "MRI"},
@@ -265,7 +265,7 @@ def test_models_check_reports_a_cut_off_answer_instead_of_failing(tmp_path: Path
     assert "[plain]" in out and "cut off at max_tokens 8" in out and out.count("[plain]") == 1
 
 
-# --- items 7 and 8 against an OpenAI-compatible server ------------------------------------------------------
+# --- empty, cut-off and bad answers from an OpenAI-compatible server ------------------------------------------------
 
 SERVED = Script(model="served", rules=[ScriptRule(contains="vote", json={"vote": "accept"})], default="An answer.")
 
@@ -391,7 +391,7 @@ def test_the_body_reader_refuses_every_wrong_type() -> None:
             parse_completion(bad)
 
 
-# --- item 4: the cache key holds everything that reaches the model -----------------------------------------
+# --- the cache key holds everything that reaches the model -----------------------------------------
 
 
 def test_two_gguf_files_of_one_name_are_two_models(tmp_path: Path) -> None:

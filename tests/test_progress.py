@@ -1,5 +1,5 @@
 """Long commands show their progress on stderr: one line per item off a terminal (a batch job's log), a
-bar on a terminal whose last line shows the total; stdout keeps the results alone (issue 18, part 8)."""
+bar on a terminal whose last line shows the total; stdout keeps the results alone."""
 
 from __future__ import annotations
 

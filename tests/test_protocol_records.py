@@ -1,5 +1,5 @@
 """Traces written before each protocol became its own package (tests/fixtures/v1.3, commit 742e1fb) still
-load as their protocol's record type, with a typed config, and replay identically (issue 17)."""
+load as their protocol's record type, with a typed config, and replay identically."""
 
 from __future__ import annotations
 

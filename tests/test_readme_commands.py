@@ -1,4 +1,4 @@
-"""Every command of README.md's "Commands" table runs with the shipped scripted panel (issue 18, part 7).
+"""Every command of README.md's "Commands" table runs with the shipped scripted panel.
 
 The table is read from README.md: each row's ``python -m consilium …`` cell is named by its words up to the first
 placeholder (``PATH``, ``RUN_DIR``, ``[--flag …]``, ``…``), each ``a\\|b`` alternative on its own, e.g.

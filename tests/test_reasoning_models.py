@@ -1,4 +1,4 @@
-"""Reasoning models through the ``openai:`` backend (issue 18, part 10): the request a reasoning model
+"""Reasoning models through the ``openai:`` backend: the request a reasoning model
 accepts, and its reasoning kept out of the answer but in the trace, with its tokens counted.
 
 A local OpenAI-compatible server on 127.0.0.1 answers each request with the next scripted message

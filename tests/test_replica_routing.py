@@ -1,6 +1,6 @@
 """A replica pool keeps each case's calls on one replica (its prefix cache stays warm), spills a hot
 replica's calls, and spreads calls without a case over the least busy; fake vLLM replicas report
-cached prompt tokens that reach the trace (issue 16, section 1)."""
+cached prompt tokens that reach the trace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``--role-labels`` (issue 18, part 7): catalogue labels are an enum of the role catalogue's names in the
+"""``--role-labels``: catalogue labels are an enum of the role catalogue's names in the
 role-assignment schema, free labels are free text; the default follows the moderator's model; every new trace
 records the value, and a trace recorded before the setting reads, and replays, as free."""
 

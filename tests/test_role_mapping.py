@@ -1,4 +1,4 @@
-"""Role-label mapping (issue 15 item 5): labels a capable model writes map to the right specialty.
+"""Role-label mapping: labels a capable model writes map to the right specialty.
 
 The paper keeps each model-assigned label with its category (ai-consilium.txt, Fig. 2c
 caption, line 41); the mapping itself is this project's (consilium/roles/mapping.py).

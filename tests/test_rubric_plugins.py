@@ -1,5 +1,5 @@
 """Rubric plugins: a package installed beside consilium adds a rubric through the ``consilium.rubrics``
-entry points, and ``--rubric NAME`` finds it in judge, cohort --judge and calibrate (issue 17)."""
+entry points, and ``--rubric NAME`` finds it in judge, cohort --judge and calibrate."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The shipped scripted panel (examples/models/scripted-panel.yaml) answers more of the README's commands with no
 model at all: a Specialist Turn, `models check`, a board in single mode with a transcript that passes every App. E.2
-check, `calibrate evolve`'s optimiser, and every rubric in its own answer shape (issue 18, part 7).
+check, `calibrate evolve`'s optimiser, and every rubric in its own answer shape.
 tests/test_judging_visible.py takes the single-mode rule out to show a transcript that breaks the format."""
 
 from __future__ import annotations

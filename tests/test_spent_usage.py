@@ -1,6 +1,6 @@
 """Tokens as generated and tokens spent in this run are kept apart: a response-cache hit spends
 nothing and leaves the budget alone, while the trace still says what the answer cost to make;
-arms.csv carries both and the cached prompt tokens (issue 16, section 2)."""
+arms.csv carries both and the cached prompt tokens."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The graphs langgraph.json names run under LangGraph's dev server (issue 18, part 4; docs/studio.md).
+"""The graphs langgraph.json names run under LangGraph's dev server (docs/studio.md).
 
 Each graph is built as the server builds it (the file and factory langgraph.json names, called with a run
 config as langgraph-api calls a factory that takes one), with the server's rule against blocking calls on

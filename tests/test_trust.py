@@ -1,4 +1,4 @@
-"""Results a researcher can trust (issue 13): nothing leaked, nothing overwritten or mixed, no failure
+"""Results a researcher can trust: nothing leaked, nothing overwritten or mixed, no failure
 passed off as a result, logs in the run's folder, records of every version readable.
 
 Every test runs the real CLI (``main(argv)``) with the package's scripted backend or a real

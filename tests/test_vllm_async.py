@@ -1,6 +1,6 @@
 """The ``vllm:`` backend on vLLM's async engine: every call in flight is one more sequence in the running
 batch (no lock), requests are built from the chat template and the settings, usage and finish reasons
-come from the engine's outputs, and a cancelled call leaves the batch (issue 16, section 3).
+come from the engine's outputs, and a cancelled call leaves the batch.
 
 Without a GPU these run against tests/vllm_standin/, a stand-in for the part of vLLM's API the backend
 uses, put on ``sys.path`` only inside each test. The last test runs a tiny real model when vLLM and a

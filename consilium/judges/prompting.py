@@ -119,10 +119,11 @@ def judge_messages(rubric: Rubric, case_text: str, reference: str | None, candid
     if not images:
         return system, Message(role="user", content="\n\n".join(sections) + f"\n\n{closing}")
     # Image parts follow their message's text, so the slides get a message of their own and the task
-    # a last one: the task still comes after every piece of case text, captions included (item 18).
+    # a last one: the task still comes after every piece of case text, captions included, so no
+    # text before it can pose as the task.
     return (system,
             Message(role="user", content="\n\n".join(sections), images=images,
-                    # A caption is case text: escaped in its own section, like every other (item 18).
+                    # A caption is case text: escaped in its own section, like every other.
                     captions=tuple(untrusted("case", caption) for caption in captions)),
             Message(role="user", content=closing))
 
