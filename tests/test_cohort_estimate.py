@@ -383,9 +383,9 @@ def test_a_boards_bounds_hold_what_its_meeting_spent(board: tuple[Board, Path]) 
     their own prompt, not the moderator's."""
     made, prior = board
     spent: dict[tuple[str, str], list[int]] = {}
-    for (mode, stage, _), row in _board_spent(prior).items():
+    for (mode, stage, _), figures in _board_spent(prior).items():
         total = spent.setdefault((mode, stage), [0, 0, 0])
-        total[:] = [a + b for a, b in zip(total, row, strict=True)]
+        total[:] = [a + b for a, b in zip(total, figures, strict=True)]
     estimate = estimate_cohort(BOARD_CASE, models=[made.panel], moderator=made.chair, protocols="board")
     rows = {(row.variant, row.stage): row for row in estimate.rows}
     assert set(rows) == set(spent)
