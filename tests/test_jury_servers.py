@@ -9,6 +9,7 @@ checked against what was asked of it.
 
 from __future__ import annotations
 
+import csv
 import json
 import threading
 import time
@@ -56,9 +57,7 @@ def _handler(state: JudgeServer) -> type[JsonHandler]:
                 state.seen.append((self.headers.get("Authorization") or "", body))
             prompt = json.dumps(body.get("messages"))
             schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-            decision: dict[str, Any] = {"score": int(state.match(prompt))} if "score" in schema.get(
-                "properties", {}) else {"match": state.match(prompt)}  # dissent uptake's scale, or a match
-            answer = _check_answer(prompt) or {"rationale": "compared with the reference", **decision}
+            answer = _check_answer(prompt) or _decision(schema, state.match(prompt))
             self._send_json(200, {
                 "id": "chatcmpl-judge", "object": "chat.completion", "created": int(time.time()),
                 "model": str(body.get("model")),
@@ -68,6 +67,19 @@ def _handler(state: JudgeServer) -> type[JsonHandler]:
                 "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}})
 
     return Handler
+
+
+def _decision(schema: dict[str, Any], yes: bool) -> dict[str, Any]:
+    """A judge's answer to the request's schema: a match (the diagnosis rubric's, or no schema sent), a score at the
+    top of its scale for yes and at the bottom for no (dissent uptake's 0/1, an ordinal criterion's 1-5, nested
+    under the criterion's name)."""
+    fields = schema.get("properties") or {}
+    if "score" in fields:
+        scale = fields["score"].get("enum") or [fields["score"].get("minimum", 0), fields["score"].get("maximum", 1)]
+        return {"rationale": "compared with the reference", "score": scale[-1] if yes else scale[0]}
+    if fields and "match" not in fields:
+        return {name: _decision(field, yes) for name, field in fields.items()}
+    return {"rationale": "compared with the reference diagnosis", "match": yes}
 
 
 def _check_answer(prompt: str) -> dict[str, Any] | str | None:
@@ -513,3 +525,34 @@ def test_a_resume_takes_a_judges_key_from_a_renamed_variable(
         assert len(err.splitlines()) == 1 and "differs from the resumed cohort's" in err
     # The first run's three items with the first key, each resume's with the renamed variable's; none on B.
     assert [auth for auth, _ in a.seen] == [f"Bearer {KEY_A}"] * 3 + [f"Bearer {KEY_B}"] * 6 and b.seen == []
+
+
+def test_calibrate_finds_a_lone_judge_on_its_own_server_by_its_reference(
+        traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Judgements by one judge on its own server: --judge names it as --judge-model did (any form), and its scores
+    # are read (the one judge's own); a judge of another server is not it.
+    import shutil
+
+    run = tmp_path / "runs"
+    shutil.copytree(traces, run, ignore=shutil.ignore_patterns("*.judge.*", "judgements.csv"))
+    rubric = "otb-conclusion-alignment"  # an ordinal scale: the server answers its top, or its bottom for free text
+    with judge_server(lambda prompt: FREE_FORM not in prompt) as a:
+        assert main(["judge", str(run), "--rubric", rubric, "--no-cache",
+                     "--judge-model", f"openai:judge@{a.base_url}"]) == 0
+    judged = {j.variant: j for j in map(read_judgement, run.rglob(f"*.judge.{rubric}.json"))}
+    ratings = tmp_path / "ratings.csv"  # the physician says 2 and 4 where the judge says 1 and 5
+    ratings.write_text("case_id,component,criterion,rater,score,variant\n" + "".join(
+        f"{j.case_id},conclusion,conclusion_alignment,dr-a,{score},{variant}\n"
+        for variant, j, score in (("free-form", judged["free-form"], 2), ("structured", judged["structured"], 4))))
+    calibrate = ["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(run), "--rubric", rubric,
+                 "--bootstrap", "10", "--out", str(tmp_path / "agreement")]
+    capsys.readouterr()
+    assert main([*calibrate, "--judge", f"openai:judge@{a.base_url}/"]) == 0
+    [row] = [r for r in csv.DictReader((tmp_path / "agreement" / "agreement.csv").open()) if r["criterion"] != "pooled"]
+    assert [(i.score, i.component) for j in (judged["free-form"], judged["structured"]) for i in j.items] == [
+        (1, "conclusion"), (5, "conclusion")]
+    assert (row["n"], float(row["mae"])) == ("2", 1.0)  # |2 - 1| and |4 - 5|
+    capsys.readouterr()
+    assert main([*calibrate, "--judge", "openai:judge@http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"judged by judge@{a.base_url} alone" in err

@@ -158,6 +158,15 @@ def member_label(member: JuryMember) -> str:
     return member.model if server is None else f"{member.model}@{server}"
 
 
+def _label_of(name: str) -> str:
+    """``judge_model`` as a lone judge named ``name`` (its spec, or ``SPEC@BASE_URL``) records it: the spec's
+    model (``openai:gpt-4o`` → ``gpt-4o``), with its server if it has one."""
+    server = server_of(name)
+    spec = name if server is None else name[:-len(server) - 1]
+    model = spec.partition(":")[2] or spec
+    return model if server is None else f"{model}@{server}"
+
+
 def judges_label(setups: Sequence[JudgeSetup]) -> str:
     """The judges as a judgement they make records them (``judge_model``): one judge's label, or
     ``jury[a, b, …]``."""
@@ -185,7 +194,7 @@ def one_judge(judgement: Judgement, judge: str) -> Judgement:
     not-evaluable and reason are that judge's vote. A judgement of one judge is itself when ``judge`` is
     its model; a judge not on the jury is a :class:`ValueError` naming those who are."""
     if judgement.jury is None:
-        if judge == judgement.judge_model:
+        if judgement.judge_model in (judge, _label_of(judge)):
             return judgement
         raise ValueError(f"{judgement.trace} was judged by {judgement.judge_model} alone, not by {judge}")
     names = [m.judge for m in judgement.jury]
