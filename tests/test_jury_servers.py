@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -94,11 +95,17 @@ def _check_answer(prompt: str) -> dict[str, Any] | str | None:
     return "Inferior ST-elevation myocardial infarction."
 
 
+class _QuietServerV6(QuietServer):
+    address_family = socket.AF_INET6
+
+
 @contextmanager
-def judge_server(match: Callable[[str], bool]) -> Iterator[JudgeServer]:
+def judge_server(match: Callable[[str], bool], *, ipv6: bool = False) -> Iterator[JudgeServer]:
+    """A stand-in judge server on 127.0.0.1, or with ``ipv6`` on ::1 (its URL ``http://[::1]:PORT/v1``)."""
     state = JudgeServer(match)
-    with serving(QuietServer((HOST, 0), _handler(state))) as url:
-        state.base_url = url
+    httpd = _QuietServerV6(("::1", 0), _handler(state)) if ipv6 else QuietServer((HOST, 0), _handler(state))
+    with serving(httpd) as url:
+        state.base_url = f"http://[::1]:{httpd.server_address[1]}/v1" if ipv6 else url
         yield state
 
 
@@ -556,3 +563,23 @@ def test_calibrate_finds_a_lone_judge_on_its_own_server_by_its_reference(
     assert main([*calibrate, "--judge", "openai:judge@http://127.0.0.1:9/v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"judged by judge@{a.base_url} alone" in err
+
+
+def test_a_judge_on_an_ipv6_server_is_reached_and_named_by_its_short_address(
+        traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    monkeypatch.setenv("JUDGE_B_KEY", KEY_B)
+    run = tmp_path / "runs"
+    shutil.copytree(traces, run, ignore=shutil.ignore_patterns("*.judge.*", "judgements.csv"))
+    with judge_server(lambda prompt: True) as a, judge_server(lambda prompt: FREE_FORM not in prompt, ipv6=True) as b:
+        port = b.base_url.rsplit(":", 1)[1].removesuffix("/v1")
+        long_form = f"openai:judge@http://[0:0:0:0:0:0:0:1]:{port}/v1/#JUDGE_B_KEY"
+        assert main(["judge", str(run), "--rubric", RUBRIC, "--component", "conclusion", "--no-cache",
+                     "--judge-model", f"openai:judge@{a.base_url}", "--judge-model", long_form]) == 0
+    capsys.readouterr()
+    assert (len(a.seen), len(b.seen)) == (2, 2) and {auth for auth, _ in b.seen} == {f"Bearer {KEY_B}"}
+    for judgement in map(read_judgement, run.rglob(f"*.judge.{RUBRIC}.json")):
+        assert [m.judge for m in judgement.jury or []] == [f"openai:judge@{a.base_url}",
+                                                           f"openai:judge@http://[::1]:{port}/v1"]
+        assert [v.score for v in judgement.items[0].votes or []] == [1, int(judgement.variant == "structured")]
