@@ -193,8 +193,8 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     if getattr(args, "judge_model", None) is not None:
         # The manifest's judges (else refused above), each perhaps reached by a renamed key variable: the manifest
         # keeps the records given, so that the next resume reads the new names.
-        judges = {"judge_model": args.judge_model, "jury_models": list(getattr(args, "jury_models", []))}
-        manifest = manifest.model_copy(update={"settings": manifest.settings.model_copy(update=judges)})
+        records = {"judge_model": args.judge_model, "jury_models": list(getattr(args, "jury_models", []))}
+        manifest = manifest.model_copy(update={"settings": manifest.settings.model_copy(update=records)})
     s = manifest.settings
     if not cases_exist(Path(s.cases)):
         raise UserError(f"--resume: the cohort's cases, {s.cases}, are gone; a resumed cohort runs the cases it "
@@ -230,10 +230,10 @@ def resume_plan(args: argparse.Namespace) -> Plan:
     options = model_options(kept, **overrides)
     if s.judge_model:  # each judge as the manifest keeps it, still the judge it was, its key variable set: else
         where = f"--resume: {run_dir}/manifest.json: judge"  # refused before any arm runs
-        kept = parse_refs([s.judge_model, *s.jury_models], flag=where)
-        held_to(kept, s.judge_names, where,
+        refs = parse_refs([s.judge_model, *s.jury_models], flag=where)
+        held_to(refs, s.judge_names, where,
                 "a resumed cohort keeps its judges: restore the file, or start a new cohort")
-        for ref in kept:
+        for ref in refs:
             ref.options(options)
     _refuse_on_ray(args, s)
     return Plan(run_dir=run_dir, settings=s, cases=cases, configs=configs, rubrics=rubrics, options=options,
