@@ -54,6 +54,7 @@ REPLICATE_NOTES = {
     "role_label_mapping": "replicates pooled: each replicate's panel counted",
     "rubric_summary": _POOLED_SCORES,
     "cost": "replicates pooled: cases = replicate arms", "cost_by_stage": "replicates pooled: cases = replicate arms",
+    "cost_by_case": "replicates summed: arms = a case's replicate arms",
 }
 
 
