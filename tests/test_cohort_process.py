@@ -8,6 +8,8 @@ import csv
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,8 @@ import pytest
 import yaml
 
 from consilium.cli import main
+from consilium.models.types import GenerationSettings, Message, ModelRequest
+from consilium.models.wrappers.recording import request_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
@@ -86,3 +90,66 @@ def test_each_arm_is_told_once_with_the_digest_of_its_trace_as_written(cohort: d
         assert json.loads(written)["status"] == row["status"]
     with (run_dir / "arms.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == 6
+
+
+#: Run in a fresh interpreter: ``consilium cohort`` against an OpenAI-compatible server, stopped where its first
+#: call would reach the network (the audit event of resolving or connecting), printing the modules loaded then.
+_FIRST_CALL = """
+import json, os, sys
+def at_first_call(event, args):
+    if event in ("socket.getaddrinfo", "socket.connect"):
+        print(json.dumps(sorted(sys.modules)), flush=True)
+        os._exit(0)
+sys.addaudithook(at_first_call)
+from consilium.cli import main
+main(%r)
+"""
+
+
+def test_a_cohort_against_a_server_makes_its_first_call_without_tiktoken(tmp_path: Path) -> None:
+    """A served model reports its usage, so nothing counts tokens before its first answer: tiktoken and its
+    encoding load on the first count (a scripted or replayed call, a server that does not report usage)."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for n in range(2):
+        (cases / f"c{n}.yaml").write_text(EXAMPLE.read_text().replace("id: diagnostic-myocarditis", f"id: c-{n}"))
+    argv = ["cohort", "--cases", str(cases), "--model", "openai:stand-in", "--base-url", "http://127.0.0.1:9/v1",
+            "--out", str(tmp_path / "runs")]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-first-call", "CONSILIUM_CACHE": str(tmp_path / "cache.sqlite")}
+    done = subprocess.run([sys.executable, "-c", _FIRST_CALL % (argv,)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    # Stopped at the first call: the protocol's graphs and the HTTP client are in, nothing has answered.
+    assert {"consilium.protocols.consilium.run", "aiohttp", "langgraph.graph"} <= loaded
+    assert not any(path.is_file() for path in (tmp_path / "runs").rglob("*.trace.json"))
+    assert sorted(m for m in loaded if m.split(".")[0] in ("tiktoken", "tiktoken_ext", "openai")) == []
+
+
+def _digest_by_hand(messages: list[dict[str, Any]], settings: dict[str, Any]) -> str:
+    blob = json.dumps({"messages": messages, "settings": settings, "schema": None, "enforce": None},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def test_a_request_is_digested_once_and_a_changed_one_again() -> None:
+    """The cache's key and the call's record both digest each request; the second is a look-up of the first,
+    and a request made after another is gone (its id perhaps reused) gets its own digest."""
+    settings = GenerationSettings(temperature=0.3, max_tokens=77)
+    request = ModelRequest(messages=(Message(role="system", content="Panel."), Message(role="user", content="Ä 1")),
+                           settings=settings)
+    by_hand_settings = settings.model_dump(exclude={"timeout_s"})
+    assert by_hand_settings["temperature"] == 0.3 and by_hand_settings["max_tokens"] == 77
+    first = request_hash(request)
+    assert first == _digest_by_hand([{"role": "system", "content": "Panel.", "images": []},
+                                     {"role": "user", "content": "Ä 1", "images": []}],
+                                    by_hand_settings)
+    assert request_hash(request) is first  # looked up, not serialised again
+    changed = request.with_messages((Message(role="user", content="Ä 2"),))
+    assert request_hash(changed) == _digest_by_hand(
+        [{"role": "user", "content": "Ä 2", "images": []}], by_hand_settings)
+    del request, changed
+    for n in range(50):  # short-lived requests: each its own digest, whatever id it is given
+        one = ModelRequest(messages=(Message(role="user", content=f"case {n}"),), settings=settings)
+        assert request_hash(one) == _digest_by_hand(
+            [{"role": "user", "content": f"case {n}", "images": []}], by_hand_settings)

@@ -7,11 +7,13 @@ servers); such counts are marked ``estimated``. Nothing is downloaded.
 from __future__ import annotations
 
 from functools import lru_cache
-
-import tiktoken
+from typing import TYPE_CHECKING
 
 from consilium.models.types import Message
 from consilium.models.usage import Usage
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["ENCODING_NAME", "context_window", "count_message_tokens", "count_tokens"]
 
@@ -23,6 +25,10 @@ _PER_MESSAGE = 4
 
 @lru_cache(maxsize=1)
 def _encoding() -> tiktoken.Encoding:
+    # Imported on the first count: a run against a server that reports usage never counts, and starts
+    # without tiktoken and its encoding's tables.
+    import tiktoken
+
     return tiktoken.get_encoding(ENCODING_NAME)
 
 

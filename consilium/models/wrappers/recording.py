@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
@@ -23,8 +24,25 @@ from consilium.models.wrappers.base import WrapperModel
 __all__ = ["CallRecord", "CallRecorder", "RecordingModel", "request_hash"]
 
 
+#: Digests by the id of the request they were made of, while it lives: a request is frozen, and the cache's key
+#: and the call's record both digest the same one (each a serialisation of every message).
+_digests: dict[int, tuple[weakref.ref[ModelRequest], str]] = {}
+
+
 def request_hash(request: ModelRequest) -> str:
-    """A digest of what the model was asked: messages, settings (but not the timeout) and schema."""
+    """A digest of what the model was asked: messages, settings (but not the timeout) and schema; made once
+    per request object (a changed request is a new object: ``model_copy``), then looked up."""
+    key = id(request)
+    known = _digests.get(key)
+    if known is not None and known[0]() is request:
+        return known[1]
+    digest = _digest(request)
+    # The entry leaves with its request, before the id can name another object.
+    _digests[key] = (weakref.ref(request, lambda _, key=key: _digests.pop(key, None)), digest)  # type: ignore[misc]
+    return digest
+
+
+def _digest(request: ModelRequest) -> str:
     schema = request.output_schema
     payload = {
         "messages": [m.model_dump() for m in request.messages],
