@@ -583,3 +583,29 @@ def test_a_judge_on_an_ipv6_server_is_reached_and_named_by_its_short_address(
         assert [m.judge for m in judgement.jury or []] == [f"openai:judge@{a.base_url}",
                                                            f"openai:judge@http://[::1]:{port}/v1"]
         assert [v.score for v in judgement.items[0].votes or []] == [1, int(judgement.variant == "structured")]
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_a_judge_key_its_server_echoes_back_is_masked_everywhere(
+        answer: bool, traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A server that echoes the Authorization header, in its answers or in its errors: the key a judge took from its
+    # own variable (never the command's) reaches no judgement, CSV, log or output.
+    import shutil
+
+    from keyecho import echo_server
+
+    monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
+    run = tmp_path / "runs"
+    shutil.copytree(traces, run, ignore=shutil.ignore_patterns("*.judge.*", "judgements.csv"))
+    with echo_server(answer=answer) as server:
+        code = main(["judge", str(run), "--rubric", RUBRIC, "--component", "conclusion", "--no-cache",
+                     "--max-attempts", "1", "--judge-model", f"openai:judge@{server.base_url}#JUDGE_A_KEY"])
+    captured = capsys.readouterr()
+    assert code in (0, 1)  # answered (judged), or every call refused (not evaluable, said)
+    assert list(run.rglob(f"*.judge.{RUBRIC}.json"))
+    assert KEY_A not in captured.out + captured.err
+    everything = b"".join(data for _, data in _every_file(tmp_path)) + (captured.out + captured.err).encode()
+    assert b"(you sent Authorization: ***; token ***)" in everything  # the echo came back, masked
+    for path, data in _every_file(tmp_path):
+        assert KEY_A.encode() not in data, path
