@@ -207,6 +207,8 @@ def test_a_judge_named_twice_by_a_config_file_and_its_url_is_refused(
     ("openai:judge@http://127.0.0.1:8001/v1#UNSET_JUDGE_KEY", "$UNSET_JUDGE_KEY is not set"),
     ("missing-judge.yaml", "missing-judge.yaml: model config not found"),
     ("unset-key.yaml", "unset-key.yaml: api_key_env: $UNSET_JUDGE_KEY is not set"),
+    ("no-scheme.yaml", "no-scheme.yaml: base_url: '127.0.0.1:9/v1' is not one http:// or https:// URL with a host"),
+    ("bad-port.yaml", "bad-port.yaml: base_url: 'http://127.0.0.1:x9/v1…' is not one http:// or https:// URL"),
 ])
 def test_a_bad_judge_reference_is_one_line_naming_the_flag(
         given: str, says: str, traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -215,6 +217,10 @@ def test_a_bad_judge_reference_is_one_line_naming_the_flag(
     monkeypatch.delenv("UNSET_JUDGE_KEY", raising=False)
     (tmp_path / "unset-key.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": "http://127.0.0.1:9/v1",
                                                              "api_key_env": "UNSET_JUDGE_KEY"}))
+    # A config file's server is checked as a URL's is (credentials may stay in a file: never repeated).
+    (tmp_path / "no-scheme.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": "127.0.0.1:9/v1"}))
+    (tmp_path / "bad-port.yaml").write_text(yaml.safe_dump({"spec": "openai:judge", "base_url": [
+        "http://127.0.0.1:9/v1", "http://127.0.0.1:x9/v1?key=sk-in-a-file-0000aaaa"]}))
     before = sorted(p.name for p in traces.rglob("*"))
     code = main(["judge", str(traces), "--rubric", RUBRIC, "--judge-model", "openai:other@http://127.0.0.1:9/v1",
                  "--judge-model", given])

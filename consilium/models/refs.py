@@ -155,17 +155,12 @@ def _served(spec: str, flag: str) -> str:
 
 def _url(url: str, spec: str, flag: str) -> str:
     shown = f"{flag}: {_shown(f'{spec}@{url}')}"
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url) \
-            or "," in url:
+    if not _reachable(url) or "," in url:
         raise UserError(f"{shown}: the server must be one http:// or https:// URL with a host ({_FORM})")
+    parts = urlsplit(url)
     if parts.username is not None or parts.password is not None or parts.query:
         raise UserError(f"{shown}: no credentials or query in the URL; put the key in an environment variable "
                         "and name it after '#' (SPEC@BASE_URL#KEY_VAR)")
-    try:
-        parts.port  # noqa: B018 - a port that is not a number raises here
-    except ValueError:
-        raise UserError(f"{shown}: the URL's port is not a number") from None
     return normal_url(url)
 
 
@@ -206,8 +201,23 @@ def _from_file(path: Path, flag: str) -> ModelRef:
     except UserError as exc:
         raise UserError(f"{flag}: {exc}") from None
     url = config.base_urls
+    for each in url.split(",") if url else []:  # a server no call could reach: refused now, not call by call
+        if not _reachable(each.strip()):
+            raise UserError(f"{flag}: {path}: base_url: {_shown(each.strip())!r} is not one http:// or https:// "
+                            "URL with a host")
     return ModelRef(spec=config.spec, base_url=normal_url(url) if url else None, key_env=config.api_key_env,
                     path=path, config=config, flag=flag)
+
+
+def _reachable(url: str) -> bool:
+    """Whether ``url`` can name a server: http or https, a host, a port that is a number (a port such as ``:x9``
+    is refused here, not at the first call), no space."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        return False
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname) and not any(c.isspace() for c in url)
 
 
 def server_of(name: str) -> str | None:
