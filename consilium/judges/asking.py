@@ -38,9 +38,9 @@ def _how(relaxed: ChatModel | None) -> str:
         "under schema-constrained decoding from the first attempt"
 
 
-def not_evaluable(task: JudgeTask, reason: str) -> JudgementItem:
+def not_evaluable(task: JudgeTask, reason: str, failed_calls: int | None = None) -> JudgementItem:
     return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
-                         reason=reason, detail=task.detail)
+                         reason=reason, detail=task.detail, failed_calls=failed_calls)
 
 
 async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> Answer:
@@ -74,7 +74,9 @@ async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, t
     except (ModelError, BudgetExceededError) as exc:
         # One failed call voids its own item only: a long whole-case prompt a server refuses (its
         # context unknown here) must not take the per-output criteria of the trace with it.
-        return not_evaluable(task, f"judge call failed: {_unplaced(str(exc))}")
+        # Counted in the item, not read back from the reason's words; a call several items read, once.
+        return not_evaluable(task, f"judge call failed: {_unplaced(str(exc))}",
+                             failed_calls=task.once.failure() if task.once is not None else 1)
     if parsed is None:
-        return not_evaluable(task, f"invalid judge output, {_how(relaxed)}: {error}")
-    return kind.read(task, parsed, error)
+        return not_evaluable(task, f"invalid judge output, {_how(relaxed)}: {error}", failed_calls=0)
+    return kind.read(task, parsed, error).model_copy(update={"failed_calls": 0})

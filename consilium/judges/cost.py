@@ -3,11 +3,12 @@
 A judgement record keeps every call its judge made (each repair and schema-constrained attempt included,
 the calls of not-evaluable items too) with the prices the judge model had (consilium/models/pricing.py).
 Its cost is worked out as a trace's is, grouped by the judge that made the calls: one group for a single
-judge, one per member for a jury. A call that failed without an answer (a backend error: the item is not
-evaluable with "judge call failed") has no usage to record: it is counted in ``failed_calls``, never as a
-call of zero tokens, and adds no tokens and no dollars (a server reports no usage for a request it did not
-answer). A judge's dollars are unknown (None) when any of its answered calls has no prices; a judge with no
-answered call cost $0.
+judge, one per member for a jury. A call that failed without an answer (a backend error) is recorded as a
+count in the item, or the judge's vote, it was asked for (``failed_calls``; a call several items read, on the
+first of them), never read from the reason's words (but in a record older than the count). It has no usage to
+record: it is counted in ``failed_calls``, never as a call of zero tokens, and adds no tokens and no dollars
+(a server reports no usage for a request it did not answer). A judge's dollars are unknown (None) when any of
+its answered calls has no prices; a judge with no answered call cost $0.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from consilium.judges.record import Judgement, JudgementItem
+from consilium.judges.record import Judgement, JudgementItem, JuryVote
 from consilium.models import CallRecord, Usage
 from consilium.models.pricing import call_cost
 
 __all__ = ["FAILED_CALL", "JudgeCost", "item_spend", "judge_costs", "sum_costs"]
 
-#: The reason an item is not evaluable when its judge call raised (consilium/judges/asking.py).
+#: The reason an item is not evaluable when its judge call raised (consilium/judges/asking.py): read only in a
+#: record made before items counted their failed calls.
 FAILED_CALL = "judge call failed"
 
 
@@ -36,8 +38,12 @@ class JudgeCost(NamedTuple):
     failed_calls: int
 
 
-def _failed(reason: str | None) -> bool:
-    return bool(reason) and str(reason).startswith(FAILED_CALL)
+def _failed(decision: JudgementItem | JuryVote) -> int:
+    """The calls for ``decision`` (an item, or a judge's vote) that failed without an answer, as recorded; a
+    record older than the count says so in its reason alone."""
+    if decision.failed_calls is not None:
+        return decision.failed_calls
+    return int(bool(decision.reason) and str(decision.reason).startswith(FAILED_CALL))
 
 
 def _dollars(calls: Sequence[CallRecord]) -> float | None:
@@ -64,14 +70,14 @@ def judge_costs(judgement: Judgement) -> list[JudgeCost]:
     if judgement.jury is None:
         judges = [judgement.judge_model]
         calls[judgement.judge_model] = list(judgement.calls)
-        failed[judgement.judge_model] = sum(_failed(item.reason) for item in judgement.items)
+        failed[judgement.judge_model] = sum(_failed(item) for item in judgement.items)
     else:
         judges = [member.model for member in judgement.jury]
         for call in judgement.calls:
             calls[call.model].append(call)
         for item in judgement.items:
             for vote in item.votes or []:
-                failed[vote.model] += _failed(vote.reason)
+                failed[vote.model] += _failed(vote)
         judges += [model for model in calls if model not in judges]
     return [JudgeCost(judgement.rubric, judge, Usage.total(c.usage for c in calls[judge]),
                       _dollars(calls[judge]), failed[judge]) for judge in dict.fromkeys(judges)]
@@ -79,8 +85,8 @@ def judge_costs(judgement: Judgement) -> list[JudgeCost]:
 
 def _item_failed(item: JudgementItem) -> int:
     if item.votes is not None:
-        return sum(_failed(vote.reason) for vote in item.votes)
-    return int(_failed(item.reason))
+        return sum(_failed(vote) for vote in item.votes)
+    return _failed(item)
 
 
 def item_spend(judgement: Judgement) -> list[dict[str, Any]]:

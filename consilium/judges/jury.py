@@ -95,7 +95,8 @@ def _num(value: float) -> str:
 def verdict(rubric: Rubric, members: Sequence[JuryMember], items: Sequence[JudgementItem]) -> JudgementItem:
     """The jury's item from each member's item for the same decision (same component and criterion)."""
     votes = [JuryVote(judge=m.judge, model=m.model, score=i.score, not_evaluable=i.not_evaluable, reason=i.reason,
-                      rationale=i.rationale, flags=i.flags) for m, i in zip(members, items, strict=True)]
+                      rationale=i.rationale, flags=i.flags, failed_calls=i.failed_calls)
+             for m, i in zip(members, items, strict=True)]
     counted = [i for i in items if not i.not_evaluable and i.score is not None]
     binary = is_binary(rubric)
     rule: Literal["median", "majority"] = "majority" if binary else "median"

@@ -29,6 +29,10 @@ class JuryVote(BaseModel):
     reason: str | None = None
     rationale: str | None = None
     flags: dict[str, bool] = Field(default_factory=dict)
+    failed_calls: int | None = Field(default=None, ge=0, description=(
+        "the judge calls asked for this decision that failed without an answer (the backend raised; a call several "
+        "decisions read counts on the first of them); null where no call was asked, and in records made before it "
+        "was recorded (their reason, 'judge call failed', says so)"))
 
 
 class JuryVerdict(BaseModel):
@@ -57,6 +61,10 @@ class JudgementItem(BaseModel):
     rationale: str | None = None
     flags: dict[str, bool] = Field(default_factory=dict)
     detail: dict[str, Any] = Field(default_factory=dict, description="kind, weight, candidate text, …")
+    failed_calls: int | None = Field(default=None, ge=0, description=(
+        "the judge calls asked for this decision that failed without an answer (the backend raised; a call several "
+        "decisions read counts on the first of them); null where no call was asked, and in records made before it "
+        "was recorded (their reason, 'judge call failed', says so)"))
     votes: list[JuryVote] | None = Field(default=None, description="each judge's decision (a jury only)")
     verdict: JuryVerdict | None = Field(default=None, description="how the votes became the score (a jury only)")
 

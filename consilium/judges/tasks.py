@@ -34,6 +34,12 @@ class SharedCall:
     def __init__(self, salvage: Callable[[str], dict[str, Any] | None] | None = None) -> None:
         self.salvage = salvage
         self._answer: asyncio.Future[Answer] | None = None
+        self._failure_counted = False
+
+    def failure(self) -> int:
+        """1 for the first item to report that the call failed, 0 for the others: one failed call is one."""
+        counted, self._failure_counted = self._failure_counted, True
+        return 0 if counted else 1
 
     async def answer(self, ask: Callable[[], Awaitable[Answer]]) -> Answer:
         if self._answer is None:
