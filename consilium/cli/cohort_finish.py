@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import sys
 import time
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from consilium import aio
 from consilium.cohort.arms import relative
 from consilium.cohort.manifest import CohortManifest, write_cohort_manifest
 from consilium.cohort.rows import counts
-from consilium.cohort.spend import JUDGE_COLUMNS, judge_cells, spend_lines
+from consilium.cohort.spend import recorded_costs, spend_lines, write_judge_columns
 from consilium.cohort.tables import CsvLog, write_csv
 from consilium.fileio import write_text_atomic
 from consilium.judges.cost import JudgeCost, item_spend, judge_costs
@@ -51,8 +50,8 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
     costs: dict[str, list[JudgeCost]] = {}  # each judged arm's judge calls, by its trace (as arms.csv names it)
     judged = _judge(table(), plan, run_dir, judge, costs) if judge is not None else []
     done_rows = table()
-    if judge is not None:  # the judges' calls beside the panel's, in every arm's row and its sum
-        _add_judging(arms_csv, done_rows, costs)
+    if judge is not None:  # the judges' calls beside the panel's, in every arm's row and its sum, from the records
+        write_judge_columns(arms_csv, done_rows, recorded_costs(run_dir, done_rows))
     tally = counts(done_rows)
     traces = [r["trace"] for r in done_rows if r.get("trace")]
     write_cohort_manifest(run_dir, manifest.model_copy(update={"status": "completed", "traces": traces,
@@ -68,17 +67,6 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
               f"(columns failed_stage, error)" + (f" and {logged}" if logged else ""), file=sys.stderr)
         return 1
     return 0
-
-
-def _add_judging(arms_csv: Path, rows: list[dict[str, Any]], costs: dict[str, list[JudgeCost]]) -> None:
-    """arms.csv rewritten with each arm's judge columns after its panel's (the rows given, in place)."""
-    with arms_csv.open(encoding="utf-8", newline="") as handle:
-        header = next(csv.reader(handle), [])
-    for row in rows:
-        row.update(judge_cells(row, costs.get(str(row.get("trace") or ""), [])))
-    columns = [c for c in header if c not in JUDGE_COLUMNS] + list(JUDGE_COLUMNS)
-    columns += [k for row in rows for k in row if k not in columns]
-    write_csv(arms_csv, [{c: row.get(c) for c in dict.fromkeys(columns)} for row in rows], fields=tuple(columns))
 
 
 def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatModel,

@@ -18,6 +18,7 @@ from typing import Any
 from consilium.cli.cohort_finish import JUDGEMENT_COLUMNS, JURY_COLUMNS
 from consilium.cohort.arms import relative
 from consilium.cohort.manifest import MANIFEST
+from consilium.cohort.spend import rewrite_judge_columns
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.judges.cost import item_spend
@@ -81,11 +82,13 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
 def rebuild_judgements_csv(run_dir: Path) -> Path | None:
     """A cohort folder's ``judgements.csv`` rewritten from the judgement files beside its arms' traces (in
-    the file's rubric order, then new rubrics by name; within a rubric, arms.csv's order), so that it says
-    what the files say after a re-judging; None when ``run_dir`` is not a cohort (no manifest, no arms.csv)."""
+    the file's rubric order, then new rubrics by name; within a rubric, arms.csv's order), and arms.csv's judge
+    columns with it (consilium/cohort/spend.py), so that both say what the files say after a re-judging; None
+    when ``run_dir`` is not a cohort (no manifest, no arms.csv)."""
     arms = run_dir / "arms.csv"
     if not (run_dir / MANIFEST).is_file() or not arms.is_file():
         return None
+    rewrite_judge_columns(run_dir)
     rows = [r for r in _csv(arms) if r.get("trace") and r.get("status") == "completed"]
     order = list(dict.fromkeys(r["rubric"] for r in _csv(run_dir / "judgements.csv") if r.get("rubric")))
     found: dict[str, list[tuple[dict[str, str], Judgement, Path]]] = {}

@@ -5,18 +5,30 @@ of not-evaluable items included; consilium/judges/cost.py); ``total_cost_usd`` a
 ``cost_usd``. An arm no judge scored (a failed arm, a cohort without ``--judge``) has no judge call and costs $0
 to judge. Dollars are unknown (an empty cell, "—" on the terminal) whenever a call that counts has no prices,
 never $0.
+
+The judge columns are always worked out from the judgement records beside each arm's trace as they are then
+(:func:`recorded_costs`): at the cohort's end, and again whenever ``consilium judge`` (or the API's
+``judge_run``) judges the folder, which rewrites them atomically, so that a later judging never leaves arms.csv
+counting judgements its files no longer hold. A failed arm's trace that such a judging scored counts too: its
+judge calls were made.
 """
 
 from __future__ import annotations
 
+import csv
+import glob
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from consilium.judges.cost import JudgeCost, sum_costs
+from consilium.cohort.tables import write_csv
+from consilium.judges.cost import JudgeCost, judge_costs, sum_costs
+from consilium.judges.record import read_judgement
 from consilium.models import Usage
 from consilium.models.pricing import format_usd
 
-__all__ = ["JUDGE_COLUMNS", "judge_cells", "spend_lines"]
+__all__ = ["JUDGE_COLUMNS", "judge_cells", "recorded_costs", "rewrite_judge_columns", "spend_lines",
+           "write_judge_columns"]
 
 #: The columns judging adds to arms.csv, after the panel's.
 JUDGE_COLUMNS = ("judge_calls", "judge_failed_calls", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
@@ -42,6 +54,45 @@ def judge_cells(row: dict[str, Any], costs: Sequence[JudgeCost]) -> dict[str, An
             "judge_input_tokens": usage.input_tokens, "judge_output_tokens": usage.output_tokens,
             "judge_cost_usd": _usd(judge), "total_cost_usd": _usd(None if panel is None or judge is None
                                                                    else panel + judge)}
+
+
+def recorded_costs(run_dir: Path, rows: Iterable[dict[str, Any]]) -> dict[str, list[JudgeCost]]:
+    """Each arm's judge costs, by its trace as arms.csv names it: those of every judgement record beside the
+    trace (each rubric's), as the files are now; an arm without a trace has none."""
+    costs: dict[str, list[JudgeCost]] = {}
+    for row in rows:
+        name = str(row.get("trace") or "")
+        if not name:
+            continue
+        trace = run_dir / name
+        pattern = glob.escape(trace.name.removesuffix(".trace.json")) + ".judge.*.json"
+        costs[name] = [cost for record in sorted(trace.parent.glob(pattern)) for cost in judge_costs(
+            read_judgement(record))]
+    return costs
+
+
+def write_judge_columns(arms_csv: Path, rows: list[dict[str, Any]], costs: dict[str, list[JudgeCost]]) -> Path:
+    """arms.csv rewritten atomically with each arm's judge columns after its panel's (the rows given, updated in
+    place); the other columns as they are, in the file's order."""
+    with arms_csv.open(encoding="utf-8", newline="") as handle:
+        header = next(csv.reader(handle), [])
+    for row in rows:
+        row.update(judge_cells(row, costs.get(str(row.get("trace") or ""), [])))
+    columns = [c for c in header if c not in JUDGE_COLUMNS] + list(JUDGE_COLUMNS)
+    columns += [k for row in rows for k in row if k not in columns]
+    return write_csv(arms_csv, [{c: row.get(c) for c in dict.fromkeys(columns)} for row in rows],
+                     fields=tuple(columns))
+
+
+def rewrite_judge_columns(run_dir: Path) -> Path | None:
+    """A cohort folder's arms.csv with its judge columns worked out again from the judgement records now beside
+    its arms' traces (after a judging of the folder); None without arms.csv."""
+    arms_csv = run_dir / "arms.csv"
+    if not arms_csv.is_file():
+        return None
+    with arms_csv.open(encoding="utf-8", newline="") as handle:
+        rows: list[dict[str, Any]] = list(csv.DictReader(handle))
+    return write_judge_columns(arms_csv, rows, recorded_costs(run_dir, rows))
 
 
 def _tokens(usage: Usage) -> str:
