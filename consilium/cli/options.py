@@ -110,7 +110,10 @@ def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions
         "omit_settings": tuple(config.omit_settings) if config.omit_settings is not None else None,
     }
     if config.prices is not None:  # the prices of the model the file configures, not of a moderator or extra model
-        values.update(prices=config.prices, prices_spec=model_spec(args))
+        # One model named by the flag is the model the file configures (its spec given on the command line); of
+        # several (a jury), the one whose spec is the file's: a price list is one model's, never the first's.
+        several = isinstance(args.model, list) and len(args.model) > 1
+        values.update(prices=config.prices, prices_spec=config.spec if several else model_spec(args))
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)
         if not key:
