@@ -162,7 +162,7 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         # completed arms (a failed arm's calls are in arms.csv)
         every = _records(run_dir)
         yield {"run_dir": run_dir, "at_cohort": at_cohort, "traces": traces, "all_records": every,
-               "records": {k: v for k, v in every.items() if k != FAILED_ARM}}
+               "records": {k: v for k, v in every.items() if k != FAILED_ARM}, "tmp": tmp}
 
 
 def _judge_calls(record: dict[str, Any], judge: str | None = None) -> list[dict[str, Any]]:
@@ -454,3 +454,101 @@ def test_the_cost_figure_puts_each_point_at_its_panel_and_its_panel_plus_judges_
         assert point.judge_cost == pytest.approx((judges or 0.0) / len(arms), abs=1e-10)
     for suffix in (".png", ".pdf"):
         assert (cohort["run_dir"] / "report" / f"cost_vs_score{suffix}").stat().st_size > 1000
+
+
+def test_judging_the_folder_again_rewrites_arms_csv_judge_columns_from_its_records(cohort: dict[str, Any]) -> None:
+    """After ``judge RUN_DIR --force`` by judge-alpha and judge-gamma (both priced), arms.csv's judge columns count
+    the records now beside each arm's trace (the failed arm's, which that judging scored, included), never the
+    cohort's own judging by the half-priced jury it replaced; the panel's columns are as the cohort wrote them."""
+    rows = _csv(cohort["run_dir"] / "arms.csv")
+    before = {(r["model"], r["case_id"], r["format"]): r for r in cohort["at_cohort"]["arms"]}
+    records = cohort["all_records"]
+    assert len(rows) == len(before) == 12 and FAILED_ARM in records
+    for row in rows:
+        key = (row["model"], row["case_id"], row["format"])
+        assert {c: v for c, v in row.items() if not c.startswith(("judge_", "total_"))} == {
+            c: v for c, v in before[key].items() if not c.startswith(("judge_", "total_"))}
+        calls = records[key]["calls"]
+        assert {c["model"] for c in calls} == {"judge-alpha", "judge-gamma"}
+        assert int(row["judge_calls"]) == len(calls)
+        assert int(row["judge_input_tokens"]) == tokens(calls, "input_tokens")
+        assert int(row["judge_output_tokens"]) == tokens(calls, "output_tokens")
+        assert int(row["judge_failed_calls"]) == (1 if key == FAILING_ARM else 0)
+        judges = judges_dollars(calls)
+        assert judges is not None and float(row["judge_cost_usd"]) == pytest.approx(judges, abs=1e-8)
+        panel = panel_dollars(key, cohort["traces"][key])
+        if panel is None:  # panel-b has no prices: the total unknown, an empty cell, never the judges' alone
+            assert row["total_cost_usd"] == ""
+        else:
+            assert float(row["total_cost_usd"]) == pytest.approx(panel + judges, abs=1e-8)
+
+
+def _reworded(record: Path, out: Path) -> Path:
+    """A copy of ``record`` whose failed judge call's reason says something else."""
+    data = json.loads(record.read_text(encoding="utf-8"))
+    for item in data["items"]:
+        for vote in item["votes"] or []:
+            if (vote["reason"] or "").startswith("judge call failed"):
+                vote["reason"] = "the judge's server went away"
+    out.write_text(json.dumps(data), encoding="utf-8")
+    return out
+
+
+def test_a_failed_judge_call_is_counted_from_the_record_not_from_its_reasons_wording(
+        cohort: dict[str, Any], tmp_path: Path) -> None:
+    """Each judge's vote records the calls that failed without an answer: judge-gamma's at FAILING is 1 and every
+    other vote's 0, so a reason worded otherwise still counts it."""
+    from consilium.judges.cost import judge_costs
+    from consilium.judges.record import read_judgement
+
+    record = cohort["all_records"][FAILING_ARM]
+    votes = {(i["component"], i["criterion"], v["model"]): v for i in record["items"] for v in i["votes"]}
+    assert votes[(*FAILING[3:], "judge-gamma")]["failed_calls"] == 1
+    assert sum(v["failed_calls"] for v in votes.values()) == 1
+    trace = next(r["trace"] for r in cohort["at_cohort"]["arms"] if (r["model"], r["case_id"], r["format"])
+                 == FAILING_ARM)
+    path = cohort["run_dir"] / str(trace).replace(".trace.json", ".judge.ai-consilium.json")
+    costs = {c.judge_model: c.failed_calls for c in judge_costs(read_judgement(_reworded(path, tmp_path / path.name)))}
+    assert costs == {"judge-alpha": 0, "judge-gamma": 1}
+
+
+def test_a_failed_call_that_several_items_read_counts_once(cohort: dict[str, Any], tmp_path: Path) -> None:
+    """The four-decision rubric asks one call for a conclusion's four dimensions: when it fails, the four items are
+    not evaluable, and the judgement has one failed call, not four."""
+    from consilium.judges.cost import judge_costs
+    from consilium.judges.record import read_judgement
+
+    trace = json.loads((cohort["run_dir"] / next(
+        r["trace"] for r in cohort["at_cohort"]["arms"] if (r["model"], r["case_id"], r["format"]) == FAILING_ARM
+    )).read_text(encoding="utf-8"))
+    trace["case"]["reference"]["conclusion"] = "Community-acquired pneumonia: oral amoxicillin, review in 48 hours."
+    path = tmp_path / "arm.trace.json"
+    path.write_text(json.dumps(trace), encoding="utf-8")
+    (tmp_path / "failing.json").write_text(json.dumps({"model": "judge-down",
+                                                       "rules": [{"stage": "judge", "fail": "model"}]}))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(["judge", str(path), "--rubric", "otb-four-decision", "--scope", "judge", "--judge-model",
+              f"scripted:{tmp_path / 'failing.json'}", "--max-attempts", "1"])
+    judgement = read_judgement(tmp_path / "arm.judge.otb-four-decision.json")
+    conclusion = [i for i in judgement.items if i.component == "conclusion"]
+    assert len(conclusion) == 4 and all(i.not_evaluable for i in conclusion) and judgement.calls == []
+    assert [c.failed_calls for c in judge_costs(judgement)] == [1]
+
+
+def test_a_jurys_model_config_prices_the_judge_it_configures(cohort: dict[str, Any], tmp_path: Path) -> None:
+    """``judge --model-config FILE`` with a jury: FILE's prices are its own model's (judge-alpha's, second here),
+    never the first ``--judge-model``'s (judge-gamma, given by a plain spec: unpriced)."""
+    tmp = cohort["tmp"]
+    source = cohort["run_dir"] / next(r["trace"] for r in cohort["at_cohort"]["arms"]
+                                      if (r["model"], r["case_id"], r["format"]) == ("panel-a", "k5", "structured"))
+    path = tmp_path / "arm.trace.json"
+    shutil.copyfile(source, path)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["judge", str(path), "--rubric", "ai-consilium", "--model-config", str(tmp / "judge-alpha.yaml"),
+                     "--judge-model", f"scripted:{tmp / 'judge-gamma.json'}",
+                     "--judge-model", f"scripted:{tmp / 'judge-alpha.json'}"]) == 0
+    record = json.loads((tmp_path / "arm.judge.ai-consilium.json").read_text(encoding="utf-8"))
+    alpha = PRICES["judge-alpha"]
+    assert alpha is not None
+    prices = {c["model"]: c["prices"] for c in record["calls"]}
+    assert prices == {"judge-alpha": {"cached_input": alpha["input"], **alpha}, "judge-gamma": None}
