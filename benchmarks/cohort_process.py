@@ -80,9 +80,10 @@ def installed_env(tmp: Path) -> dict[str, str]:
 
 
 def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cache: bool,
-                profile: Path | None = None) -> tuple[float, float, list[TraceBase]]:
+                profile: Path | None = None, tree: Path = ROOT) -> tuple[float, float, list[TraceBase]]:
     """``consilium cohort`` in a fresh interpreter: its wall time from start to exit, the CPU time it took
-    (user and system, its threads included), and its traces."""
+    (user and system, its threads included), and its traces. ``tree``: the checkout whose package runs (``-m``
+    finds it first in the folder it starts in; e.g. a ``git worktree`` of an earlier commit)."""
     out = folder / ("runs-cache" if cache else "runs-nocache")
     env = {**installed_env(folder.parent), "OPENAI_API_KEY": "sk-benchmark",
            "CONSILIUM_CACHE": str(folder / "responses.sqlite")}
@@ -91,7 +92,7 @@ def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cac
                "--concurrency", str(concurrency), "--out", str(out), *([] if cache else ["--no-cache"])]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=tree)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -104,14 +105,19 @@ def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cac
     return wall, cpu, traces
 
 
-def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1) -> dict[str, Any]:
-    """Process (cache on, cache off) and in-process walls, alternately ``rounds`` times (medians), and the bound."""
+def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1, before: Path | None = None) -> dict[str, Any]:
+    """Process (cache on, cache off) and in-process walls, alternately ``rounds`` times (medians), and the bound;
+    with ``before``, that checkout's process (cache on) too, in the same rounds."""
     walls: dict[str, list[float]] = defaultdict(list)
     traces: list[Any] = []
     with tempfile.TemporaryDirectory() as tmp, fake_server(latency_ms) as url:
         case_dir = write_cases(Path(tmp) / "cases", n)
         (Path(tmp) / "warm-up").mkdir()  # compiles every module a cohort imports, unmeasured
         run_process(Path(tmp) / "warm-up", write_cases(Path(tmp) / "one-case", 1), url, concurrency, cache=False)
+        if before is not None:
+            (Path(tmp) / "warm-up-before").mkdir()
+            run_process(Path(tmp) / "warm-up-before", Path(tmp) / "one-case", url, concurrency, cache=False,
+                        tree=before)
         for r in range(rounds):
             for cache in (True, False):
                 folder = Path(tmp) / f"{r}-{cache}"
@@ -119,6 +125,12 @@ def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1) -> dic
                 wall, cpu, traces = run_process(folder, case_dir, url, concurrency, cache=cache)
                 walls["process" if cache else "process_off"].append(wall)
                 walls["process_cpu" if cache else "process_off_cpu"].append(cpu)
+            if before is not None:
+                folder = Path(tmp) / f"{r}-before"
+                folder.mkdir()
+                wall, cpu, _ = run_process(folder, case_dir, url, concurrency, cache=True, tree=before)
+                walls["before"].append(wall)
+                walls["before_cpu"].append(cpu)
             for key, value in breakdown(Path(tmp), case_dir).items():
                 walls[key].append(value)
             with fresh_cache() as path:
@@ -169,7 +181,9 @@ def table(m: dict[str, Any]) -> list[str]:
     bound = m["bound_s"]
     runs = (("`consilium cohort` process, default (cache on)", m["process"], m["process_cpu"]),
             ("`consilium cohort` process, `--no-cache`", m["process_off"], m["process_off_cpu"]),
-            ("in-process (benchmarks/workload.py, cache on)", m["in_process"], m["in_process_cpu"]))
+            ("in-process (benchmarks/workload.py, cache on)", m["in_process"], m["in_process_cpu"]),
+            *((("`consilium cohort` process of `--before`, default", m["before"], m["before_cpu"]),)
+              if "before" in m else ()))
     return ["| run | wall s | bound / wall | CPU s | bound / CPU |", "|---|---|---|---|---|",
             *(f"| {name} | {wall:.2f} | **{bound / wall:.2f}** | {cpu:.2f} | {bound / cpu:.2f} |"
               for name, wall, cpu in runs),
@@ -192,8 +206,10 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are shown")
+    parser.add_argument("--before", type=Path, help="another checkout (git worktree add /tmp/before REV) whose "
+                                                    "process runs in the same rounds, for a before/after")
     args = parser.parse_args()
-    m = measure(args.cases, args.latency_ms, args.concurrency, args.rounds)
+    m = measure(args.cases, args.latency_ms, args.concurrency, args.rounds, args.before)
     print(f"{m['cases']} cases × both formats = {m['arms']} arms, {m['calls']} calls, on {os.cpu_count()} CPUs "
           f"(load average {os.getloadavg()[0]:.1f})")
     print("\n".join(table(m)))
