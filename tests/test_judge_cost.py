@@ -552,3 +552,29 @@ def test_a_jurys_model_config_prices_the_judge_it_configures(cohort: dict[str, A
     assert alpha is not None
     prices = {c["model"]: c["prices"] for c in record["calls"]}
     assert prices == {"judge-alpha": {"cached_input": alpha["input"], **alpha}, "judge-gamma": None}
+
+
+def test_with_only_judgements_csv_left_the_judge_columns_are_unknown_never_zero(
+        cohort: dict[str, Any], tmp_path: Path) -> None:
+    """A copy of the cohort without its judgement records (judgements.csv holds the scores, not the calls): report's
+    judge and total cells are unknown (None: an empty cell), never 0 calls, 0 tokens or the panel's cost alone; the
+    panel's stay known. The tables are what report writes (consilium/reports/consilium/cost.py)."""
+    from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_table
+    from consilium.reports.consilium.data import load_cohort_data
+
+    copy = tmp_path / "cohort"
+    shutil.copytree(cohort["run_dir"], copy,
+                    ignore=shutil.ignore_patterns("report", "compare", "view", "*.judge.*.json"))
+    data = load_cohort_data(copy)
+    assert data.judgements_from == "judgements.csv" and data.judgements
+    rows = cost_table(data)
+    assert rows and all(row[c] is None for row in rows for c in (
+        "judge_calls", "judge_failed_calls", "judge_input_tokens_per_case", "judge_output_tokens_per_case",
+        "judge_cost_usd_per_case", "judge_cost_usd_total", "total_cost_usd_per_case", "total_cost_usd_total"))
+    panel_a = [row for row in rows if row["model"] == "panel-a"]
+    assert len(panel_a) == 2 and all(row["cost_usd_total"] > 0 for row in panel_a)
+    by_case = cost_by_case(data)
+    assert by_case and all(row[c] is None for row in by_case for c in (
+        "judge_calls", "judge_failed_calls", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
+        "total_cost_usd"))
+    assert not [r for r in cost_by_stage(data) if r["stage"] == "judge"]

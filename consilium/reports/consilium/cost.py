@@ -11,8 +11,9 @@ Judging costs too, and is shown beside the panel's: each group's ``judge_*`` col
 the judgement records of its arms hold (every rubric, each judge of a jury, the calls of not-evaluable
 items included; consilium/judges/cost.py), ``total_*`` the panel's and the judges' together. A judge call
 that failed without an answer is counted in ``judge_failed_calls``, never as a call of no tokens. Judge
-dollars are unknown when any judge call has no prices, or when the cohort's judge items were read from
-``judgements.csv`` alone (its records, which hold the calls, are gone); a group no judge scored cost $0.
+dollars are unknown when any judge call has no prices; when the cohort's judge items were read from
+``judgements.csv`` alone (its records, which hold the calls, are gone), every judge column is unknown (calls and
+tokens too, never 0); a group no judge scored cost $0.
 """
 
 from __future__ import annotations
@@ -59,11 +60,13 @@ def _per_case(usages: list[Usage], field: str) -> float | None:
 
 class JudgeSpend(NamedTuple):
     """What judging a group of arms took: calls answered, calls failed without an answer, tokens, dollars
-    (None: unknown)."""
+    (None: unknown); ``known`` False when none of it is known (the judgement records, which hold the calls,
+    are gone: the judge items were read from judgements.csv)."""
 
     usage: Usage
     failed_calls: int
     cost: float | None
+    known: bool = True
 
 
 def _of(data: CohortData, arms: list[ArmCost]) -> list[JudgeArmCost]:
@@ -73,10 +76,12 @@ def _of(data: CohortData, arms: list[ArmCost]) -> list[JudgeArmCost]:
 
 
 def judge_spend(data: CohortData, judges: list[JudgeArmCost]) -> JudgeSpend:
-    """The sum over ``judges``; dollars unknown when any is, or when the judge items came from
-    ``judgements.csv`` alone (the records that hold the calls are gone)."""
-    cost = None if data.judgements_from == "judgements.csv" else sum_costs(j.cost for j in judges)
-    return JudgeSpend(Usage.total(j.usage for j in judges), sum(j.failed_calls for j in judges), cost)
+    """The sum over ``judges``; dollars unknown when any is. When the judge items came from ``judgements.csv``
+    alone (the records that hold the calls are gone), nothing of it is known: never 0 calls, tokens or dollars."""
+    if data.judgements_from == "judgements.csv":
+        return JudgeSpend(Usage(), 0, None, known=False)
+    return JudgeSpend(Usage.total(j.usage for j in judges), sum(j.failed_calls for j in judges),
+                      sum_costs(j.cost for j in judges))
 
 
 def _add(panel: float | None, judge: float | None) -> float | None:
@@ -86,9 +91,11 @@ def _add(panel: float | None, judge: float | None) -> float | None:
 def _judge_columns(spend: JudgeSpend, cases: int, panel_total: float | None) -> dict[str, Any]:
     """A group's judge and total columns beside its panel's: per case and over its ``cases``."""
     total = _add(panel_total, spend.cost)
-    return {"judge_calls": spend.usage.calls, "judge_failed_calls": spend.failed_calls,
-            "judge_input_tokens_per_case": number(spend.usage.input_tokens / cases) if cases else None,
-            "judge_output_tokens_per_case": number(spend.usage.output_tokens / cases) if cases else None,
+    known = spend.known and cases > 0
+    return {"judge_calls": spend.usage.calls if spend.known else None,
+            "judge_failed_calls": spend.failed_calls if spend.known else None,
+            "judge_input_tokens_per_case": number(spend.usage.input_tokens / cases) if known else None,
+            "judge_output_tokens_per_case": number(spend.usage.output_tokens / cases) if known else None,
             "judge_cost_usd_per_case": _usd(spend.cost / cases) if spend.cost is not None and cases else None,
             "judge_cost_usd_total": _usd(spend.cost) if cases else None,
             "total_cost_usd_per_case": _usd(total / cases) if total is not None and cases else None,
@@ -179,8 +186,9 @@ def _case_row(data: CohortData, model: str, fmt: str, case: str, arms: list[ArmC
     return {"model": model, "format": fmt, "case_id": case, "arms": len(arms),
             "panel_calls": panel.calls, "panel_input_tokens": panel.input_tokens,
             "panel_output_tokens": panel.output_tokens, "panel_cost_usd": _usd(panel_cost),
-            "judge_calls": spend.usage.calls, "judge_failed_calls": spend.failed_calls,
-            "judge_input_tokens": spend.usage.input_tokens, "judge_output_tokens": spend.usage.output_tokens,
+            **{k: v if spend.known else None for k, v in (
+                ("judge_calls", spend.usage.calls), ("judge_failed_calls", spend.failed_calls),
+                ("judge_input_tokens", spend.usage.input_tokens), ("judge_output_tokens", spend.usage.output_tokens))},
             "judge_cost_usd": _usd(spend.cost), "total_cost_usd": _usd(_add(panel_cost, spend.cost)),
             "estimated": panel.estimated or spend.usage.estimated}
 
