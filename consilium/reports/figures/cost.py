@@ -69,7 +69,7 @@ def draw_cost(points: list[CostPoint], out: Path, unknown: list[str] | None = No
         note += "\nno point, cost unknown (no prices): " + "; ".join(unknown)
     unjudged = [f"{p.model}, {p.format}" for p in points if p.judge_cost is None]
     if unjudged:
-        note += "\njudging cost unknown (a judge without prices): " + "; ".join(unjudged)
+        note += "\njudging cost unknown (a judge without prices, or only judgements.csv left): " + "; ".join(unjudged)
     figure.supxlabel(note, fontsize=7)
     return save_figure(figure, out, COST_FIGURE)
 
