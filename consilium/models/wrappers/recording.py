@@ -8,6 +8,7 @@ import time
 import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,8 +39,12 @@ def request_hash(request: ModelRequest) -> str:
         return known[1]
     digest = _digest(request)
     # The entry leaves with its request, before the id can name another object.
-    _digests[key] = (weakref.ref(request, lambda _, key=key: _digests.pop(key, None)), digest)  # type: ignore[misc]
+    _digests[key] = (weakref.ref(request, partial(_forget, key)), digest)
     return digest
+
+
+def _forget(key: int, _gone: object) -> None:
+    _digests.pop(key, None)
 
 
 def _digest(request: ModelRequest) -> str:
