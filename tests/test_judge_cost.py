@@ -578,3 +578,28 @@ def test_with_only_judgements_csv_left_the_judge_columns_are_unknown_never_zero(
         "judge_calls", "judge_failed_calls", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
         "total_cost_usd"))
     assert not [r for r in cost_by_stage(data) if r["stage"] == "judge"]
+
+
+def test_the_per_case_rows_sum_to_each_model_and_formats_totals(cohort: dict[str, Any]) -> None:
+    """cost_by_case.csv's rows of a model and format add up to cost.csv's totals for it (calls, failed calls, tokens
+    per case × cases, dollars), and each pooled row to its models' rows; both against the records' calls."""
+    report = cohort["run_dir"] / "report"
+    totals = {(r["model"], r["format"]): r for r in _csv(report / "cost.csv")}
+    by_case = _csv(report / "cost_by_case.csv")
+    records = cohort["records"]
+    for (model, fmt), row in totals.items():
+        mine = [r for r in by_case if (r["model"], r["format"]) == (model, fmt)]
+        cases = int(row["cases"])
+        assert sum(int(r["arms"]) for r in mine) == cases == len(_groups(cohort)[(model, fmt)])
+        calls = [c for k in _groups(cohort)[(model, fmt)] for c in records[k]["calls"]]
+        assert sum(int(r["judge_calls"]) for r in mine) == int(row["judge_calls"]) == len(calls)
+        assert sum(int(r["judge_failed_calls"]) for r in mine) == int(row["judge_failed_calls"])
+        assert sum(int(r["judge_input_tokens"]) for r in mine) == pytest.approx(
+            float(row["judge_input_tokens_per_case"]) * cases) == tokens(calls, "input_tokens")
+        assert sum(float(r["judge_cost_usd"]) for r in mine) == pytest.approx(float(row["judge_cost_usd_total"]),
+                                                                             abs=1e-7)
+        if row["total_cost_usd_total"]:
+            assert sum(float(r["total_cost_usd"]) for r in mine) == pytest.approx(
+                float(row["total_cost_usd_total"]), abs=1e-7)
+        else:  # unknown in total: unknown in some case, never a sum that skips it
+            assert any(r["total_cost_usd"] == "" for r in mine)
