@@ -19,6 +19,16 @@ from typing import Any
 import numpy as np
 import pytest
 from corpus_evolve import CASES, HEADER, MODELS, build_judged, mark
+from test_report_papers import (
+    board_cases,
+    board_judge,
+    board_script,
+    consilium_cases,
+    consilium_judge,
+    only_run,
+    panel_script,
+    write,
+)
 
 from consilium.calibration.agreement import agreement
 from consilium.calibration.pairs import Pair
@@ -233,3 +243,146 @@ def test_a_rater_rating_one_output_twice_is_refused(judged: Path, tmp_path: Path
     err = refused(judged, tmp_path, capsys, "e2,conclusion,c1,dr-a,2,panel-a,structured\n"
                                              "e2,conclusion,c1,dr-a,3,panel-a,structured\n")
     assert "dr-a rated e2/conclusion/c1" in err and "twice" in err
+
+
+# ---- every shipped rubric: a rating names the judgement item it rates as the judge writes it (its component
+# and criterion, docs/calibration.md), so each rubric's judgements pair with ratings written by the docs.
+# Board and consilium cohorts of model a (the scripts and score tables of tests/test_report_papers.py),
+# Specialist Turn answers of model a, and this module's ai-consilium folder.
+
+TURN = {"t1": (5, False, False), "t2": (3, True, True), "t3": (4, False, True)}  # score, critical, unsupported
+
+
+def _turns(tmp: Path) -> Path:
+    """Model a's Specialist Turn answers on t1-t3, judged for clinical equivalence (scores in TURN)."""
+    answers = [{"stage": "specialist_turn", "contains": f"casemark-{c}", "json": {"answer": f"Operate ansa{c}."}}
+               for c in TURN]
+    spec = write(tmp, "turn-a.json", {"model": "model-a", "rules": answers})
+    judge = write(tmp, "turn-judge.json", {"model": "judge", "rules": [
+        {"stage": "judge", "contains": f"ansa{c}", "json": {"rationale": "r", "score": s, "critical_error": ce,
+                                                             "unsupported_claim": uc}}
+        for c, (s, ce, uc) in TURN.items()]})
+    cases, out = board_cases(tmp), tmp / "turns"
+    for case in TURN:
+        assert main(["turn", "--case", str(cases / f"{case}.yaml"), "--model", spec, "--role", "Surgeon",
+                     "--question", "Would you operate?", "--out", str(out)]) == 0
+    assert main(["judge", str(out), "--rubric", "otb-clinical-equivalence", "--judge-model", judge,
+                 "--reference-answer", "I would operate."]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped_runs(tmp_path_factory: pytest.TempPathFactory, judged: Path) -> dict[str, Path]:
+    """Each shipped rubric's judged folder: model a's board cohort (conclusion alignment, four decisions; t3
+    has no reference, so it is not evaluable), its consilium cohort (signed criteria, diagnosis match; k3
+    has no signed criteria), its Specialist Turn answers and the ai-consilium folder above."""
+    tmp = tmp_path_factory.mktemp("shipped")
+    runs = {}
+    for name, protocol, cases, panel, judge, rubrics in (
+            ("board", ["--protocol", "board"], board_cases, board_script, board_judge,
+             ("otb-conclusion-alignment", "otb-four-decision")),
+            ("consult", [], consilium_cases, panel_script, consilium_judge,
+             ("npc-signed-criteria", "nmb-diagnosis-match"))):
+        folder = tmp / name
+        folder.mkdir()
+        out = folder / "runs"
+        assert main(["cohort", *protocol, "--cases", str(cases(folder)), "--model",
+                     write(folder, "a.json", panel("a")), *(a for r in rubrics for a in ("--judge", r)),
+                     "--judge-model", write(folder, "j.json", judge()), "--out", str(out),
+                     "--allow-missing-reference"]) == 0
+        runs.update(dict.fromkeys(rubrics, only_run(out)))
+    return {**runs, "otb-clinical-equivalence": _turns(tmp), "ai-consilium": judged}
+
+
+def _ai(case: str, model: str, fmt: str, criterion: str) -> float | None:
+    return None if (case, (model, fmt), criterion) == NOT_EVALUABLE else judge_score(case, (model, fmt), criterion)
+
+
+#: Per shipped rubric, ratings written as docs/calibration.md says (case_id, component, criterion, rater, score,
+#: model, format), each with the judge's score of the item it names, read off the fixture's scripts by hand
+#: (test_report_papers.py's ALIGN, DECIDE, MET, MATCH, LEADING, DIFFERENTIAL; TURN; judge_score above); None:
+#: the item has no judge score (not evaluable, or never judged), so the rating pairs with nothing.
+SHIPPED: dict[str, list[tuple[str, float | None]]] = {
+    "ai-consilium": [
+        ("e1,conclusion,c1,dr-a,1,panel-a,free-form", _ai("e1", "panel-a", "free-form", "c1")),
+        ("e2,conclusion,c2,dr-b,3,panel-b,structured", _ai("e2", "panel-b", "structured", "c2")),
+        ("e4,conclusion,c1,dr-a,0,panel-b,free-form", _ai("e4", "panel-b", "free-form", "c1")),
+        ("e3,conclusion,c2,dr-a,2,panel-b,structured", None),  # the judge declined it
+        ("e1,role_opinion,c1,dr-a,2,panel-a,structured", None)],  # the folder judged the conclusion only
+    "otb-conclusion-alignment": [  # ALIGN: qaa1 4, qas2 3
+        ("t1,conclusion,conclusion_alignment,dr-a,4,model-a,agents", 4),
+        ("t1,conclusion,conclusion_alignment,dr-b,2,model-a,agents", 4),
+        ("t2,conclusion,conclusion_alignment,dr-a,5,model-a,single", 3),
+        ("t3,conclusion,conclusion_alignment,dr-a,2,model-a,agents", None)],  # no reference: not evaluable
+    "otb-four-decision": [  # DECIDE: qaa1 (5, 4, -1, -1), qaa2 (3, -1, 2, 5), qas2 (4, invalid, 3, 1)
+        ("t1,conclusion,therapy,dr-a,3,model-a,agents", 5),
+        ("t1,conclusion,next_action,dr-a,-1,model-a,agents", -1),  # both out of scope: in no MAE
+        ("t2,conclusion,clinical_trial,dr-b,4,model-a,agents", 5),
+        ("t2,conclusion,surgery,dr-a,2,model-a,single", None),  # the judge's invalid dimension
+        ("t2,conclusion,next_action,dr-a,3,model-a,single", 3)],
+    "otb-clinical-equivalence": [
+        ("t1,answer,clinical_equivalence,dr-a,4,model-a,", 5),
+        ("t2,answer,clinical_equivalence,dr-a,3,model-a,", 3),
+        ("t3,answer,clinical_equivalence,dr-b,1,model-a,", 4)],
+    # MET: (ff, k1) {r1, r2}, (st, k1) {r2, m1, m2, n1}, (ff, k2) {r1, m1}, (st, k2) {r1, r2, n1}
+    "npc-signed-criteria": [
+        ("k1,conclusion,r1,dr-a,1,model-a,free-form", 1),
+        ("k1,conclusion,m1,dr-a,1,model-a,structured", 1),
+        ("k2,conclusion,m1,dr-a,0,model-a,free-form", 1),
+        ("k2,conclusion,n1,dr-b,1,model-a,structured", 1),
+        ("k3,conclusion,r1,dr-a,1,model-a,free-form", None)],  # k3 has no signed criteria: not evaluable
+    "nmb-diagnosis-match": [  # MATCH (conclusion); structured differential: LEADING (rank 1), DIFFERENTIAL (2-4)
+        ("k1,conclusion,final_conclusion,dr-a,1,model-a,structured", 1),
+        ("k2,conclusion,final_conclusion,dr-a,1,model-a,free-form", 0),
+        ("k3,conclusion,final_conclusion,dr-b,0,model-a,structured", 0),
+        ("k1,differential,rank_1,dr-a,0,model-a,structured", 0),
+        ("k1,differential,rank_2,dr-a,1,model-a,structured", 1),
+        ("k2,differential,rank_4,dr-a,0,model-a,structured", 1),
+        ("k3,differential,rank_5,dr-a,1,model-a,structured", None)],  # three candidates and the leading one
+}
+
+
+@pytest.mark.parametrize("rubric", sorted(SHIPPED))
+def test_every_shipped_rubrics_judgements_pair_with_ratings_written_by_the_docs(
+        rubric: str, shipped_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rating names the item as the judge writes it; on the diagnosis-match rubric those are
+    final_conclusion and rank_<n>, not the rubric's one criterion id, and every such rating paired with
+    nothing. The figure: accuracy on a 0/1 scale, else the MAE over the pairs both scored in scope."""
+    rows = SHIPPED[rubric]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(HEADER + "".join(row + "\n" for row, _ in rows))
+    out = tmp_path / "report"
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(shipped_runs[rubric]),
+                 "--rubric", rubric, "--bootstrap", "10", "--out", str(out)]) == 0
+    paired = [(float(row.split(",")[4]), judge) for row, judge in rows if judge is not None]
+    assert f"{len(paired)} paired with judge scores, {len(rows) - len(paired)} without" in capsys.readouterr().out
+    pooled = next(r for r in csv.DictReader((out / "agreement.csv").read_text().splitlines())
+                  if r["criterion"] == "pooled")
+    if rubric in ("npc-signed-criteria", "nmb-diagnosis-match"):
+        assert float(pooled["accuracy"]) == pytest.approx(sum(h == j for h, j in paired) / len(paired))
+    else:
+        in_scope = [(h, j) for h, j in paired if -1 not in (h, j)]
+        assert float(pooled["mae"]) == pytest.approx(sum(abs(h - j) for h, j in in_scope) / len(in_scope))
+
+
+@pytest.mark.parametrize("rubric, row, expected", [
+    ("nmb-diagnosis-match", "k1,conclusion,diagnosis_match,dr-a,1,model-a,structured",
+     "line 2: criterion: 'diagnosis_match' is not a criterion of nmb-diagnosis-match's conclusion items "
+     "(final_conclusion)"),
+    ("nmb-diagnosis-match", "k1,differential,rank_0,dr-a,1,model-a,structured",
+     "line 2: criterion: 'rank_0' is not a criterion of nmb-diagnosis-match's differential items"),
+    ("ai-consilium", "e1,role_opinion,c3,dr-a,1,panel-a,structured",
+     "line 2: criterion: 'c3' is not a criterion of ai-consilium's role_opinion items"),
+    ("otb-four-decision", "t1,answer,therapy,dr-a,1,model-a,agents",
+     "line 2: component: otb-four-decision judges no 'answer' (its components: conclusion)"),
+])
+def test_a_rating_of_no_item_of_the_rubric_names_the_file_row_and_criterion(
+        rubric: str, row: str, expected: str, shipped_runs: dict[str, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(HEADER + row + "\n")
+    out = tmp_path / "report"
+    assert main(["calibrate", "agreement", "--ratings", str(ratings), "--judgements", str(shipped_runs[rubric]),
+                 "--rubric", rubric, "--bootstrap", "10", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(ratings) in err and expected in err and not out.exists()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from consilium.calibration.keys import item_key
 from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.judges.jury import one_judge
@@ -102,7 +103,7 @@ def _names(rating: Rating, judged: Judged) -> bool:
     return (j.case_id == rating.case_id
             and rating.variant in (None, j.variant) and rating.model in (None, judged.model)
             and rating.run in (None, j.trace_run_id) and rating.trace in (None, j.trace)
-            and any(i.component == rating.component and i.criterion == rating.criterion for i in j.items))
+            and any(item_key(i) == (rating.component, rating.criterion) for i in j.items))
 
 
 def match_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[Path, Judgement]],
@@ -138,8 +139,7 @@ def pair_ratings(ratings: list[Rating], judgements: Sequence[Judgement | tuple[P
     unmatched = 0
     for rating, judged in match_ratings(ratings, judgements, origin):
         score = None if judged is None else next(
-            (i.score for i in judged.judgement.items
-             if i.component == rating.component and i.criterion == rating.criterion), None)
+            (i.score for i in judged.judgement.items if item_key(i) == (rating.component, rating.criterion)), None)
         if judged is None or score is None:
             unmatched += 1
             continue

@@ -6,8 +6,10 @@ One row per rating: ``case_id``, ``component``, ``criterion``, ``rater``, ``scor
 trace a rating belongs to when a case was run more than once (:mod:`consilium.calibration.pairs`).
 ``format`` is another name for ``variant`` (the word ai-consilium.txt uses: free-form and structured
 response formats, "model-format opportunities" in Fig. 6); a row may give both only when they agree.
-Scores must lie on the rubric's scale; criteria must be the rubric's (any id for signed rubrics,
-whose criteria come from each case).
+Scores must lie on the rubric's scale; a row's component and criterion must name a judgement item of
+the rubric, as the judge writes it (:mod:`consilium.calibration.keys`: a criterion id of the rubric on a
+component it lists, ``final_conclusion`` or ``rank_<n>`` on a diagnosis-match rubric, any id on a signed
+rubric, whose criteria come from each case).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from consilium.calibration.keys import rated_key_error
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.judges.rubric import COMPONENTS, Rubric
@@ -67,7 +70,6 @@ def _rows(path: Path) -> list[tuple[int, dict[str, object]]]:
 
 def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
     file = Path(path)
-    known = {c.id for c in rubric.criteria}
     ratings = []
     for number, row in _rows(file):
         if "format" in row:
@@ -83,9 +85,9 @@ def load_ratings(path: str | Path, rubric: Rubric) -> list[Rating]:
             raise UserError(f"{file}: line {number}: {first_error(exc)}") from None
         if rating.component not in COMPONENTS:
             raise UserError(f"{file}: line {number}: component: unknown component {rating.component!r}")
-        if not rubric.kind.criteria_from_case and rating.criterion not in known:
-            raise UserError(f"{file}: line {number}: criterion: {rating.criterion!r} is not a criterion of "
-                            f"{rubric.name} ({', '.join(sorted(known))})")
+        wrong = rated_key_error(rubric, rating.component, rating.criterion)
+        if wrong is not None:
+            raise UserError(f"{file}: line {number}: {wrong}")
         if rating.score not in rubric.scale:
             raise UserError(f"{file}: line {number}: score: {rating.score:g} is not on the {rubric.name} scale "
                             f"{rubric.scale}")
