@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import statistics
 from collections import Counter
@@ -52,6 +53,7 @@ from consilium.reports.figures import (
     tokens_by_stage,
     write_figures,
 )
+from consilium.reports.figures.style import SUFFIXES, marked_figures, new_figure, paper_style, save_figure
 
 POOLED = "pooled"
 PER_OUTPUT = tuple(c for c in CRITERIA if c not in WHOLE_CASE)  # C1–C8
@@ -397,3 +399,67 @@ def test_fig7_bins_are_half_open_but_the_last_is_closed() -> None:
     assert c1.means == {"a": 2.0, "b": 3.0, "c": 0.0} and c1.bins == (1, 0, 0, 0, 1, 1)  # 3.0 in [2.5, 3]
     assert c8.means == {"a": 2.0, "c": 1.0} and c8.bins == (0, 0, 1, 0, 1, 0)  # b's c8 not evaluable: no mean
     assert c8.median == 1.5
+
+
+# --- how a figure is saved (consilium/reports/figures/style.py: save_figure) ---
+
+MARK = "partial: 8 of 40 planned arms, cohort aborted"
+
+
+def sample_figure() -> Any:
+    """What the constrained layout has to place: axes of varied content, short and long titles, a figure
+    title and label (as Fig. 7 has)."""
+    figure, axes = new_figure(6.0, 3.2, rows=2, columns=3, squeeze=False)
+    for i, axis in enumerate(axes.flat):
+        axis.bar(range(i + 2), [(i * 7 + j * 3) % 5 + 1 for j in range(i + 2)])
+        axis.set_title(f"{i + 1}: Identification and Prioritization\nof Clinical Problems" if i % 2 else f"C{i + 1}")
+    figure.suptitle("Case-level mean scores ≥ 2 (a figure title)")
+    figure.supxlabel("case-level mean judge score")
+    return figure
+
+
+def pixels(path: Path) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGBA"))
+
+
+@pytest.mark.parametrize("mark", [None, MARK])
+def test_a_saved_figure_is_laid_out_once_then_drawn_once_per_format(mark: str | None, tmp_path: Path) -> None:
+    """savefig lays a figure with a layout engine (or a tight area) out again before every file: a whole
+    extra draw per format. Saved, a figure is drawn 1 + (one per format) times, not 2 per format."""
+    draws: list[Any] = []
+    with paper_style():
+        figure = sample_figure()
+        figure.canvas.mpl_connect("draw_event", draws.append)  # the figure's callbacks, whatever canvas prints
+        with marked_figures(mark):
+            save_figure(figure, tmp_path, "sample")
+    assert len(draws) == 1 + len(SUFFIXES) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample.pdf", "sample.png"]  # no temporary file left
+
+
+@pytest.mark.parametrize("mark", [None, MARK])
+def test_a_saved_figure_shows_matplotlibs_own_layout_in_both_formats(mark: str | None, tmp_path: Path) -> None:
+    """The PNG is, pixel for pixel, what matplotlib's savefig lays out by itself (a mark: above the figure,
+    in the tight area); the PDF's page is the PNG's size at 72 points an inch, with its fonts embedded
+    as TrueType (Type 42: the text stays text)."""
+    with paper_style():
+        with marked_figures(mark):
+            save_figure(sample_figure(), tmp_path, "ours")
+        theirs = sample_figure()
+        if mark is not None:
+            theirs.text(0.5, 1.0, f"[{mark}]", ha="center", va="bottom", fontsize=8, color="#b22222")
+        theirs.savefig(tmp_path / "theirs.png", bbox_inches="tight" if mark else None,
+                       pad_inches=0.05 if mark else None)
+    ours, expected = pixels(tmp_path / "ours.png"), pixels(tmp_path / "theirs.png")
+    assert ours.shape == expected.shape and (ours == expected).all()
+    pdf = (tmp_path / "ours.pdf").read_bytes()
+    box = re.search(rb"/MediaBox \[ 0 0 ([\d.]+) ([\d.]+) \]", pdf)
+    assert box is not None
+    height, width = ours.shape[:2]
+    assert float(box.group(1)) == pytest.approx(width * 72 / 200, abs=0.5)  # savefig.dpi 200
+    assert float(box.group(2)) == pytest.approx(height * 72 / 200, abs=0.5)
+    assert b"/FontFile2" in pdf and b"/Subtype /CIDFontType2" in pdf  # TrueType outlines, not Type 3 procedures
+    assert mark is None or f"/Subject ({mark})".encode() in pdf

@@ -23,6 +23,7 @@ from consilium.reports.compare import CohortData
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
 
 __all__ = [
     "FORMAT_COLOURS",
@@ -57,6 +58,8 @@ SUFFIXES = (".png", ".pdf")
 FORMAT_COLOURS = {"free-form": "#1f77b4", "structured": "#ff7f0e"}
 FORMAT_MARKERS = {"free-form": "o", "structured": "s"}
 INPUT_COLOUR, OUTPUT_COLOUR = "#1f77b4", "#ff7f0e"
+#: Inches around a marked figure's tight area (the mark lies above the figure, which grows to hold it).
+TIGHT_PAD = 0.05
 #: The mark every figure saved now carries (None: none); set by :func:`marked_figures`.
 _MARK: ContextVar[str | None] = ContextVar("figure_mark", default=None)
 
@@ -77,9 +80,15 @@ def paper_style() -> AbstractContextManager[None]:
 
 def new_figure(width: float, height: float, *, rows: int = 1, columns: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
     """A figure and its axes (one axis, or an array of them), drawn with the constrained layout."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), layout="constrained")
+    # At the PNG's resolution, so the one layout save_figure runs is the one the PNG was laid out at before.
+    dpi = matplotlib.rcParams["savefig.dpi"]
+    figure = Figure(figsize=(width, height), layout="constrained",
+                    dpi=matplotlib.rcParams["figure.dpi"] if dpi == "figure" else dpi)
+    FigureCanvasAgg(figure)  # the canvas the layout and the PNG are drawn on
     kwargs.setdefault("squeeze", True)
     return figure, figure.subplots(rows, columns, **kwargs)
 
@@ -115,6 +124,7 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     mark = _MARK.get()
     if mark is not None:  # above the figure, which grows to hold it (no title or label is covered)
         figure.text(0.5, 1.0, f"[{mark}]", ha="center", va="bottom", fontsize=8, color="#b22222")
+    bbox = _lay_out(figure, tight=mark is not None)
     try:
         out.mkdir(parents=True, exist_ok=True)
         for suffix in SUFFIXES:
@@ -124,10 +134,7 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
             try:
                 # No creation date in the PDF, so the same cohort gives the same bytes.
-                # A mark drawn above the figure: the saved area grows to hold it (None: the default area).
-                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark),
-                               bbox_inches="tight" if mark is not None else None,
-                               pad_inches=0.05 if mark is not None else None)
+                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark), bbox_inches=bbox)
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -135,6 +142,20 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     except OSError as exc:
         raise UserError(f"{out / stem}: cannot write the figure ({exc.strerror or exc})") from None
     return out / f"{stem}.png"
+
+
+def _lay_out(figure: Figure, *, tight: bool) -> Bbox | None:
+    """Lay ``figure`` out once (one draw without rendering) and keep that layout for every format: with a
+    layout engine, or ``bbox_inches="tight"``, savefig lays the figure out again before each file, a second
+    whole draw per file. With ``tight`` (a mark drawn above the figure), the area that holds every artist,
+    padded, in inches; else None (the figure's own area)."""
+    import matplotlib
+
+    figure.draw_without_rendering()
+    # No engine at all (not "none", a placeholder savefig would still lay out for); the axes keep their places.
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure.set_layout_engine(None)
+    return figure.get_tightbbox().padded(TIGHT_PAD) if tight else None
 
 
 def _metadata(suffix: str, mark: str | None) -> dict[str, Any]:
