@@ -53,6 +53,7 @@ from consilium.reports.figures import (
     tokens_by_stage,
     write_figures,
 )
+from consilium.reports.figures.fonts import cached_font_subsets, subsets_cut
 from consilium.reports.figures.style import SUFFIXES, marked_figures, new_figure, paper_style, save_figure
 
 POOLED = "pooled"
@@ -463,3 +464,25 @@ def test_a_saved_figure_shows_matplotlibs_own_layout_in_both_formats(mark: str |
     assert float(box.group(2)) == pytest.approx(height * 72 / 200, abs=0.5)
     assert b"/FontFile2" in pdf and b"/Subtype /CIDFontType2" in pdf  # TrueType outlines, not Type 3 procedures
     assert mark is None or f"/Subject ({mark})".encode() in pdf
+
+
+def test_a_pdfs_font_subsets_are_cut_once_per_process_and_are_matplotlibs_own(tmp_path: Path) -> None:
+    """The same glyphs of the same font, asked for again by another PDF, are not cut from the font file
+    again; every PDF, from a subset cut or kept, has the bytes matplotlib writes by itself."""
+    import matplotlib
+
+    with paper_style(), matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure = sample_figure()
+        figure.set_layout_engine(None)  # one layout for every file below
+        figure.text(0.5, 0.5, f"a text no other test draws: {tmp_path.name} ⊕", fontweight="bold")
+        figure.savefig(tmp_path / "matplotlib.pdf", metadata={"CreationDate": None})
+        before = subsets_cut()
+        with cached_font_subsets():
+            figure.savefig(tmp_path / "first.pdf", metadata={"CreationDate": None})
+            cut = subsets_cut() - before
+            figure.savefig(tmp_path / "second.pdf", metadata={"CreationDate": None})
+    assert cut == 2  # DejaVu Sans and DejaVu Sans Bold (the titles and the bold text), each for its glyphs
+    assert subsets_cut() - before == cut  # the second PDF cut none
+    expected = (tmp_path / "matplotlib.pdf").read_bytes()
+    assert b"/FontFile2" in expected
+    assert (tmp_path / "first.pdf").read_bytes() == expected == (tmp_path / "second.pdf").read_bytes()

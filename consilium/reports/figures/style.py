@@ -20,6 +20,7 @@ from consilium.agents.records import FORMATS
 from consilium.errors import UserError
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
 from consilium.reports.compare import CohortData
+from consilium.reports.figures.fonts import cached_font_subsets
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -134,7 +135,8 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what a plain open() would
             try:
                 # No creation date in the PDF, so the same cohort gives the same bytes.
-                figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark), bbox_inches=bbox)
+                with cached_font_subsets():
+                    figure.savefig(tmp, format=suffix[1:], metadata=_metadata(suffix, mark), bbox_inches=bbox)
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
