@@ -71,5 +71,6 @@ def _subset(fontfile: Any, glyphs: frozenset[int]) -> tuple[bytes, tuple[tuple[i
     """The subset matplotlib cuts: its bytes and its glyph index map (``fontfile`` names the face too)."""
     from matplotlib.backends import _backend_pdf_ps as pdf_ps
 
+    font_as_file: Any = pdf_ps.font_as_file  # untyped in matplotlib
     with _MATPLOTLIB[0](fontfile, set(glyphs)) as subset:
-        return pdf_ps.font_as_file(subset.font).getvalue(), tuple(sorted(subset.glyph_index_map.items()))
+        return font_as_file(subset.font).getvalue(), tuple(sorted(subset.glyph_index_map.items()))
