@@ -23,6 +23,7 @@ from consilium.fileio import write_text_atomic
 from consilium.judges.aggregate import Arm, summarise
 from consilium.judges.answers import SCOPES, check_scope
 from consilium.judges.coverage import judging_coverage, print_coverage
+from consilium.judges.decoding import DECODINGS
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
@@ -33,7 +34,8 @@ from consilium.models.refs import ModelRef, parse_refs
 from consilium.protocols.registry import read_trace
 from consilium.traces.folder import trace_files as run_trace_files
 
-__all__ = ["add_scope_argument", "judge_specs", "judgement_path", "register", "run", "trace_files"]
+__all__ = ["add_decoding_argument", "add_scope_argument", "judge_specs", "judgement_path", "register", "run",
+           "trace_files"]
 
 
 def add_scope_argument(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,15 @@ def add_scope_argument(parser: argparse.ArgumentParser) -> None:
                              "null to -1 in the judge's schema (training protocol); judge lets the judge decide "
                              "scope from the reference conclusion (evaluation protocol). Default: frozen when the "
                              "case labels its decisions, judge otherwise")
+
+
+def add_decoding_argument(parser: argparse.ArgumentParser) -> None:
+    """``--judge-decoding``, the judge's decoding order (docs/judges.md, Decoding order), shared with ``cohort``."""
+    parser.add_argument("--judge-decoding", choices=DECODINGS, default=None,
+                        help="constrained: the schema enforced from the first attempt; paper: schema-free attempts "
+                             "and repairs first, then one constrained attempt (npcbench.txt App. D.2). Default: "
+                             "the rubric's pin (npc-signed-criteria: paper), else constrained where the judge's "
+                             "backend enforces schemas and paper where it does not")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,6 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="the reference answer for a Specialist Turn whose question the case's reference.answers "
                              "does not answer (otb-clinical-equivalence); the case's own answer to the question wins")
     add_scope_argument(parser)
+    add_decoding_argument(parser)
     parser.add_argument("--calibration", type=Path, default=None,
                         help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
     parser.add_argument("--force", action="store_true",
@@ -127,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     setups = [JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
                                                                   timeout_s=args.timeout or 120.0),
                          max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
-                         scope=args.scope, name=spec.name) for spec, model in zip(specs, models, strict=True)]
+                         scope=args.scope, name=spec.name, decoding=args.judge_decoding)
+              for spec, model in zip(specs, models, strict=True)]
     finished: dict[int, tuple[Path, Path, Judgement, Arm]] = {}
     spent = [0]  # judge calls so far, for the progress line
 
