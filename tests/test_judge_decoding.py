@@ -221,3 +221,21 @@ def test_a_server_that_ignores_response_format_is_repaired_a_bounded_number_of_t
     assert (judged.decoding, _requests(url) - before) == ("constrained", MATCH_ITEMS * (1 + REPAIRS))
     assert all(i.not_evaluable and (i.reason or "").startswith(
         "invalid judge output, under schema-constrained decoding from the first attempt") for i in judged.items)
+
+
+def test_the_prompt_hash_names_the_prompt_and_not_the_decoding_order(runs: Path) -> None:
+    """A judgement's prompt_hash is of what the judge was asked (docs/judges.md); how its calls were decoded is
+    its ``decoding``. So a rubric's pin moves no hash, and a record made before the pin existed is not refused
+    as one made with another prompt."""
+    from consilium.judges.prompting import judge_prompt_hash
+    from consilium.judges.rubric import builtin_rubric_names, load_rubric
+
+    for name in builtin_rubric_names():
+        rubric = load_rubric(name)
+        hashes = {judge_prompt_hash(rubric.model_copy(update={"decoding": pin})) for pin in (None, "paper",
+                                                                                              "constrained")}
+        assert hashes == {judge_prompt_hash(rubric)}, name
+    # npc-signed-criteria's pin changed no prompt: a record hashed without it is this judge's own, replaced as is.
+    pinned = _judge(runs, "npc-signed-criteria", JUDGE, rc=0)
+    unpinned = load_rubric("npc-signed-criteria").model_copy(update={"decoding": None})
+    assert pinned.prompt_hash == judge_prompt_hash(unpinned)

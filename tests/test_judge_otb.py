@@ -264,3 +264,20 @@ def test_a_blank_rationale_leaves_the_four_decisions_not_evaluable(tmp_path: Pat
                        rc=1)
     assert len(record.calls) == 4 and all(i.not_evaluable for i in record.items)
     assert record.aggregates["conclusion"]["weighted_mean"] is None
+
+
+def test_a_dimension_left_invalid_says_in_which_decoding_order_it_was_asked(tmp_path: Path) -> None:
+    trace = board_trace(tmp_path)
+    bad = {**answer(3, 2, 4, -1), "next_action": "soon"}  # every attempt
+    paper = judge_cli(tmp_path, trace, "otb-four-decision", bad, "--judge-decoding", "paper", "--force")
+    constrained = judge_cli(tmp_path, trace, "otb-four-decision", bad, "--judge-decoding", "constrained", "--force")
+    # paper: 1 + 2 schema-free attempts and 1 constrained; constrained: 1 + 2, every one under the schema
+    assert (paper.decoding, len(paper.calls), constrained.decoding, len(constrained.calls)) == (
+        "paper", 4, "constrained", 3)
+    [was] = [i.reason or "" for i in paper.items if i.not_evaluable]
+    [now] = [i.reason or "" for i in constrained.items if i.not_evaluable]
+    assert was.startswith("invalid judge output on this dimension, also under schema-constrained decoding: ")
+    assert now.startswith("invalid judge output on this dimension, under schema-constrained decoding from the "
+                          "first attempt: ") and "next_action" in now
+    assert {i.criterion: i.score for i in constrained.items} == {"therapy": 3.0, "surgery": 2.0,
+                                                                 "next_action": None, "clinical_trial": -1.0}

@@ -79,4 +79,6 @@ async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, t
                              failed_calls=task.once.failure() if task.once is not None else 1)
     if parsed is None:
         return not_evaluable(task, f"invalid judge output, {_how(relaxed)}: {error}", failed_calls=0)
-    return kind.read(task, parsed, error).model_copy(update={"failed_calls": 0})
+    # A salvaged answer's error (parts of it stayed invalid) says how it was asked, as a lost item's reason does.
+    return kind.read(task, parsed, f"{_how(relaxed)}: {error}" if error else "").model_copy(
+        update={"failed_calls": 0})

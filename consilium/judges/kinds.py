@@ -61,7 +61,8 @@ class ScoringKind:
         raise NotImplementedError
 
     def read(self, task: JudgeTask, parsed: dict[str, Any], error: str) -> JudgementItem:
-        """An item from the validated answer, in the canonical shape of :mod:`consilium.judges.answers`."""
+        """An item from the validated answer, in the canonical shape of :mod:`consilium.judges.answers`;
+        ``error``: for an answer salvaged in part, how it was asked and what stayed invalid (else empty)."""
         raise NotImplementedError
 
     def aggregate(self, rubric: Rubric, items: list[JudgementItem], not_evaluable: int, k: int) -> dict[str, Any]:
@@ -168,8 +169,7 @@ class WeightedDecisionsScoring(ScoringKind):
             base["detail"] = {**task.detail, "ignored_answer": parsed["ignored"][task.criterion]}
         if score is None:  # salvaged: this dimension stayed invalid, the others are read
             return JudgementItem(**base, score=None, not_evaluable=True, rationale=parsed["rationale"],
-                                 reason=f"invalid judge output on this dimension, also under schema-constrained "
-                                        f"decoding: {error}")
+                                 reason=f"invalid judge output on this dimension, {error}")
         return JudgementItem(**base, score=float(score), rationale=parsed["rationale"])
 
     def aggregate(self, rubric: Rubric, items: list[JudgementItem], not_evaluable: int, k: int) -> dict[str, Any]:

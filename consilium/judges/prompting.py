@@ -82,8 +82,12 @@ def judge_sentences() -> JudgeSentences:
 
 
 def judge_prompt_hash(rubric: Rubric) -> str:
-    """sha256 (12 hex) of the rubric and every judge prompt file: the templates and their sentences."""
-    digest = hashlib.sha256(rubric.model_dump_json().encode("utf-8"))
+    """sha256 (12 hex) of the rubric and every judge prompt file: the templates and their sentences.
+
+    The hash names what the judge was asked, so the rubric's ``decoding`` pin is left out: it says how the
+    calls are decoded, which every judgement records apart (``Judgement.decoding``), and a rubric made
+    before the field existed keeps its hash (its records are not refused as made with another prompt)."""
+    digest = hashlib.sha256(rubric.model_dump_json(exclude={"decoding"}).encode("utf-8"))
     folder = resources.files("consilium.judges").joinpath("prompts")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith((".md", ".yaml")):
