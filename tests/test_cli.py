@@ -77,6 +77,30 @@ def test_models_check_says_whether_the_server_enforced_the_schema(schemas: str, 
     assert verdict in out and "total: 3 calls" in out
 
 
+@pytest.mark.localhost
+def test_models_check_on_a_server_that_refuses_response_format_says_it_was_rejected(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that answers HTTP 400 to any response_format: the plain call is shown, the structured one failed
+    (exit 1, as any failed structured call), no probe is sent (its response_format would be refused alike), and
+    the verdict line says the schema was rejected, with its key nowhere in the output."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from localserver import scripted_server
+
+    key = "sk-check-refused-0123456789"
+    monkeypatch.setenv("CHECK_REFUSED_KEY", key)
+    with scripted_server([("ok", "An inferior myocardial infarction."), ("status", 400), ("status", 400)]) as server:
+        rc = main(["models", "check", "--model", f"openai:fake@{server.base_url}#CHECK_REFUSED_KEY"])
+        sent = server.requests
+    captured = capsys.readouterr()
+    out = captured.out
+    assert (rc, sent) == (1, 2)
+    assert "[plain] latency" in out and "-> An inferior myocardial infarction." in out
+    assert "[structured] failed: " in out and "HTTP 400" in out
+    assert "schema enforced: no (the server rejected the schema-constrained request: " in out
+    assert "it rejects every such call: run it with --schema-dialect none" in out and "total: 1 calls" in out
+    assert "Traceback" not in captured.err and key not in out + captured.err
+
+
 def test_python_dash_m_entry_point_exits_2_without_traceback() -> None:
     done = subprocess.run([sys.executable, "-m", "consilium", "models", "check", "--model", "bogus"],
                           capture_output=True, text=True, timeout=60)

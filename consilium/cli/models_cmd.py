@@ -4,6 +4,8 @@ probe of whether the backend enforces a schema (a call only an enforced schema c
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,6 +57,9 @@ class Enforcement:
 
     declared: bool
     refused: str | None = None
+    #: The structured call's own error when the server refused it (no probe was sent then: its request would be
+    #: refused alike); the check fails.
+    structured_refused: str | None = None
 
 
 async def _check(args: argparse.Namespace) -> tuple[CallRecorder, Enforcement]:
@@ -73,30 +78,41 @@ async def _check(args: argparse.Namespace) -> tuple[CallRecorder, Enforcement]:
                       Message(role="user", content=f"{_CASE}\nIn one sentence, what is the most likely diagnosis?")),
             settings=settings, tag=CallTag(stage="check", role="plain")))
         # The same system message and case as the first call, so a server with a prefix cache serves
-        # that shared prefix from it and reports the tokens as cached.
-        await model.generate(ModelRequest(
+        # that shared prefix from it and reports the tokens as cached. A server that refuses the schema
+        # (an HTTP 400 for response_format) is reported, not raised: the plain call's lines are still shown.
+        structured = await _refused(model.generate(ModelRequest(
             messages=(Message(role="system", content=_SYSTEM),
                       Message(role="user", content=f"{_CASE}\nWhich specialty should see him, and how urgently? "
                                                    'Answer in JSON, as {"specialty": ..., "urgency": ...}.')),
             settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 96)}),
-            schema=OutputSchema.from_model(CheckAnswer), tag=CallTag(stage="check", role="structured")))
-        # The probe: one attempt, never repaired (a repair would show the model the schema's error).
-        probe = for_run(base, recorder, max_repairs=0, accept_truncated=True)
-        refused = None
-        try:
-            await probe.generate(ModelRequest(
-                messages=(Message(role="system", content=_SYSTEM),
-                          Message(role="user", content=f"{_CASE}\nGive this case's triage code, in JSON as "
-                                                       '{"code": ...}.')),
-                settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 32)}),
-                schema=_PROBE, tag=CallTag(stage="check", role="enforced")))
-        except ModelOutputError:
-            pass  # recorded, with what is wrong with its answer
-        except ModelError as exc:  # e.g. a server that refuses response_format: not recorded, said
-            refused = str(exc)
+            schema=OutputSchema.from_model(CheckAnswer), tag=CallTag(stage="check", role="structured"))))
+        refused = structured
+        if structured is None:
+            # The probe: one attempt, never repaired (a repair would show the model the schema's error).
+            probe = for_run(base, recorder, max_repairs=0, accept_truncated=True)
+            with contextlib.suppress(ModelOutputError):  # an invalid answer: recorded, with what is wrong with it
+                refused = await _refused(probe.generate(ModelRequest(
+                    messages=(Message(role="system", content=_SYSTEM),
+                              Message(role="user", content=f"{_CASE}\nGive this case's triage code, in JSON as "
+                                                           '{"code": ...}.')),
+                    settings=settings.model_copy(update={"max_tokens": max(args.max_tokens, 32)}),
+                    schema=_PROBE, tag=CallTag(stage="check", role="enforced"))))
     finally:
         await model.aclose()
-    return recorder, Enforcement(declared=enforces_schemas(base), refused=refused)
+    return recorder, Enforcement(declared=enforces_schemas(base), refused=refused, structured_refused=structured)
+
+
+async def _refused(call: Awaitable[object]) -> str | None:
+    """The error of a schema-constrained call the backend refused (e.g. a server answering HTTP 400 to
+    ``response_format``: not recorded, so said here), None when it answered; an invalid answer
+    (:class:`ModelOutputError`, recorded) and a user error (a refused key) are raised."""
+    try:
+        await call
+    except ModelOutputError:
+        raise
+    except ModelError as exc:
+        return str(exc)
+    return None
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -111,6 +127,8 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"[{call.role}] latency {call.latency_ms:.0f} ms, input {u.input_tokens} ({u.cached_tokens} cached), "
               f"output {u.output_tokens} tokens ({counted}), {rate}{cut}")
         print(f"  -> {clip(call.response.strip(), 200)}")
+    if enforcement.structured_refused is not None:
+        print(f"[structured] failed: {clip(enforcement.structured_refused, 300)}")
     total = recorder.ledger.total
     elapsed = sum(c.latency_ms for c in recorder.calls) / 1000
     overall = total.output_tokens / elapsed if elapsed > 0 else 0.0
@@ -120,7 +138,7 @@ def run_check(args: argparse.Namespace) -> int:
     note = cache_note(model_spec(args), recorder)
     if note:
         print(note)
-    return 0
+    return 1 if enforcement.structured_refused is not None else 0
 
 
 def enforcement_line(recorder: CallRecorder, enforcement: Enforcement) -> str:
@@ -130,9 +148,16 @@ def enforcement_line(recorder: CallRecorder, enforcement: Enforcement) -> str:
     said = "declares it enforces schemas" if enforcement.declared else "does not declare schema enforcement"
     if probe is not None and probe.parsed is not None:
         return f"schema enforced: yes (the probe's answer holds the one value its schema allows; the backend {said})"
-    why = enforcement.refused or (probe.error if probe is not None else None) or "no answer"
-    line = f"schema enforced: no (the probe: {clip(why, 160)}; the backend {said})"
-    if enforcement.declared:
+    if enforcement.structured_refused is not None:
+        line = (f"schema enforced: no (the server rejected the schema-constrained request: "
+                f"{clip(enforcement.structured_refused, 160)}; the backend {said})")
+    else:
+        why = enforcement.refused or (probe.error if probe is not None else None) or "no answer"
+        line = f"schema enforced: no (the probe: {clip(why, 160)}; the backend {said})"
+    if enforcement.declared and enforcement.structured_refused is not None:
+        line += ("; judges ask it constrained first, and it rejects every such call: run it with --schema-dialect "
+                 "none (or json_object, if it takes that) so that they ask in the paper's order")
+    elif enforcement.declared:
         line += ("; judges ask it constrained first and repair: with a server that ignores response_format, "
                  "run it with --schema-dialect none so that they ask in the paper's order")
     return line
