@@ -146,7 +146,7 @@ def test_constrained_decoding_samples_first_and_the_grammar_holds() -> None:
 
     schema = opinion_schema(600)
     model = LlamaCppModel(embedded_model_path(), n_ctx=1024)
-    assert model.endpoint.endswith(":grammar=last:bounds=over1")
+    assert model.endpoint.endswith(":grammar=last:bounds=over1-ranges")
     request = ModelRequest(messages=(Message(role="user", content="Chest pain after flu, raised troponin. Opinion "
                                                                   "as JSON."),),
                            settings=GenerationSettings(max_tokens=48, seed=3), schema=schema,

@@ -239,3 +239,61 @@ def test_the_prompt_hash_names_the_prompt_and_not_the_decoding_order(runs: Path)
     pinned = _judge(runs, "npc-signed-criteria", JUDGE, rc=0)
     unpinned = load_rubric("npc-signed-criteria").model_copy(update={"decoding": None})
     assert pinned.prompt_hash == judge_prompt_hash(unpinned)
+
+
+def _rule(grammar: str, name: str) -> str:
+    [line] = [line for line in grammar.splitlines() if line.startswith(f"{name} ::= ")]
+    return line.removeprefix(f"{name} ::= ")
+
+
+def _grammar_values(grammar: str, prop: str) -> set[str] | None:
+    """The JSON texts the grammar lets ``prop``'s value be, when its rule is a list of literals; else None."""
+    value = _rule(grammar, f"{prop.replace('_', '-')}-kv").rsplit(" space ", 1)[-1]
+    alternatives = [a.strip() for a in _rule(grammar, value).split(" | ")]
+    if not all(a.startswith('"') and a.endswith('"') for a in alternatives):
+        return None
+    return {json.loads(a) for a in alternatives}
+
+
+def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_its_values() -> None:
+    """The embedded/gguf judge asks under llama.cpp's grammar of the rubric's schema from its first attempt: each
+    shipped rubric's judge schemas (every scope of the four-decision one) convert, and where the schema allows a
+    fixed set of values (an enum, a bounded integer score) the grammar allows exactly those, written as JSON."""
+    pytest.importorskip("llama_cpp")
+    from consilium.judges.answers import criterion_schema, decisions_schema
+    from consilium.judges.rubric import (
+        Rubric,
+        analysis_rubric,
+        analysis_rubric_names,
+        builtin_rubric_names,
+        load_rubric,
+    )
+    from consilium.judges.schemas import MATCH, SIGNED
+    from consilium.models.backends.llama_grammar import json_grammar
+
+    def schemas(rubric: Rubric) -> list[dict[str, Any]]:
+        if rubric.kind.name == "weighted_decisions":
+            first = frozenset({rubric.criteria[0].id})
+            return [decisions_schema(rubric, locked, frozen).json_schema
+                    for locked in (frozenset(), first) for frozen in (False, True)]
+        return {"signed_criteria": [SIGNED.json_schema], "diagnosis_match": [MATCH.json_schema],
+                "mean": [criterion_schema(rubric).json_schema],
+                "single": [criterion_schema(rubric).json_schema]}[rubric.kind.name]
+
+    rubrics = [load_rubric(n) for n in builtin_rubric_names()] + [analysis_rubric(n) for n in analysis_rubric_names()]
+    checked: dict[str, list[set[str]]] = {}
+    for rubric in rubrics:
+        for schema in schemas(rubric):
+            grammar = json_grammar(schema)._grammar
+            for prop, spec in schema["properties"].items():
+                if "enum" in spec:
+                    allowed = {json.dumps(v) for v in spec["enum"]}
+                elif spec.get("type") == "integer":
+                    allowed = {str(v) for v in range(spec["minimum"], spec["maximum"] + 1)}
+                else:
+                    continue
+                assert _grammar_values(grammar, prop) == allowed, (rubric.name, prop)
+                checked.setdefault(rubric.name, []).append(allowed)
+    # The 1-5 scores of the two OpenTumorBoard single-score rubrics are bounded integers, not enums, in their schema.
+    assert checked["otb-clinical-equivalence"] == [{"1", "2", "3", "4", "5"}]
+    assert {"-1"} in checked["otb-four-decision"] and '"not_evaluable"' in checked["ai-consilium"][0]

@@ -12,7 +12,8 @@ import json
 import math
 from typing import Any
 
-__all__ = ["GRAMMAR_MAX_LENGTH", "GrammarLast", "grammar_last_init", "grammar_safe", "json_grammar"]
+__all__ = ["GRAMMAR_MAX_INTEGER_RANGE", "GRAMMAR_MAX_LENGTH", "GrammarLast", "grammar_last_init", "grammar_safe",
+           "json_grammar"]
 
 
 # llama.cpp refuses a grammar whose repetitions exceed its "sane defaults" (a string
@@ -30,15 +31,33 @@ __all__ = ["GRAMMAR_MAX_LENGTH", "GrammarLast", "grammar_last_init", "grammar_sa
 # its budget. A bound at the schema's own value would end the string there and pass
 # the cut text off as the model's answer.
 GRAMMAR_MAX_LENGTH = 1000
-GRAMMAR_BOUND_POLICY = "over1"  # in the backend's endpoint: answers under another policy differ
+GRAMMAR_BOUND_POLICY = "over1-ranges"  # in the backend's endpoint: answers under another policy differ
+
+
+#: An integer bounded on both sides with at most this many values is written as their enum (see grammar_safe).
+GRAMMAR_MAX_INTEGER_RANGE = 256
+
+
+def _integer_range(schema: dict[str, Any]) -> list[int] | None:
+    """The values of ``{"type": "integer", "minimum": a, "maximum": b}`` (no enum of its own), when few."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if (schema.get("type") != "integer" or "enum" in schema or not isinstance(low, int) or not isinstance(high, int)
+            or not 0 <= high - low < GRAMMAR_MAX_INTEGER_RANGE):
+        return None
+    return list(range(low, high + 1))
 
 
 def grammar_safe(schema: Any) -> Any:
     """A copy of ``schema`` whose every ``maxLength`` is one above the schema's (so an answer the
     grammar had to end fails validation instead of being cut), or left out where that would exceed
-    :data:`GRAMMAR_MAX_LENGTH`."""
+    :data:`GRAMMAR_MAX_LENGTH`; and whose every bounded integer (a judge's 1-5 score) is the enum of its
+    values: llama-cpp-python's converter drops ``minimum``/``maximum``, so its grammar let any integer
+    through (a 0 or a 7 the schema refuses, a repair round on a grammar-constrained judge)."""
     if isinstance(schema, dict):
         safe = {key: grammar_safe(value) for key, value in schema.items()}
+        values = _integer_range(safe)
+        if values is not None:
+            safe["enum"] = values
         if isinstance(safe.get("maxLength"), int):
             if safe["maxLength"] + 1 > GRAMMAR_MAX_LENGTH:
                 del safe["maxLength"]
