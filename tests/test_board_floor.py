@@ -31,6 +31,8 @@ from consilium.protocols.registry import read_trace
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"
 FIXTURES = Path(__file__).parent / "fixtures" / "v1.0"
+#: An open-floor trace written before the moderator's answer became a union (tests/fixtures/v1.5/README.md).
+FLAT_FLOOR = Path(__file__).parent / "fixtures" / "v1.5" / "tumor-board-nsclc.board-agents-open.trace.json"
 ASSIGNMENT = {"primary": {"label": "Medical oncologist", "justification": "systemic therapy"},
               "supporting": [{"label": "Thoracic surgeon", "justification": "resectability"},
                              {"label": "Radiologist", "justification": "staging"}]}
@@ -103,7 +105,7 @@ def test_the_moderator_passes_the_floor_and_specialists_answer_each_other(
     assert trace.validation is not None and trace.validation.exact == 1
     # The trace file holds the new fields as plain JSON; replay comes out identical.
     raw = json.loads(path.read_text())
-    assert raw["schema_version"] == "1.5"
+    assert raw["schema_version"] == "1.6" and raw["config"]["floor_schema"] == "union"
     assert raw["turns"][2]["floor"] == "passed" and raw["turns"][2]["responds_to"] == 2
     replays(path, capsys)
 
@@ -194,6 +196,51 @@ def test_alternating_discussion_is_kept_for_older_traces(tmp_path: Path, capsys:
     assert trace.stop_reason == "turn_limit" and len(trace.turns) == 4
     assert all('"pass"' not in c.messages[-1].content for c in trace.calls if c.role == "moderator")
 
+
+
+def test_an_open_floor_trace_recorded_under_the_flat_schema_replays_exactly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 1.5 open-floor trace asked its moderator under one flat answer object; read today it records that
+    schema, and its replay asks with it: every recorded call is served, none goes to a model."""
+    old = read_trace(FLAT_FLOOR)
+    assert isinstance(old, BoardTrace) and old.schema_version == "1.6"
+    assert old.config["discussion"] == "open" and old.config["floor_schema"] == "flat"
+    assert [(t.number, t.role, t.floor, t.responds_to) for t in old.turns] == [
+        (1, "Moderator", None, None), (2, "Radiologist", "asked", None), (3, "Thoracic surgeon", "passed", 2),
+        (4, "Moderator", None, None), (5, "Medical oncologist", "asked", 3), (6, "Radiologist", "passed", 5),
+        (7, "Moderator", None, None)]
+    # Its moderator's first pass named the Moderator's turn and went back for a repair: the repair's request
+    # holds the flat schema's message, so it too must be asked again exactly.
+    assert [c.error for c in old.calls if c.error] == ["responds_to: turn 1 is the Moderator's; name a "
+                                                       "specialist's turn, or null"]
+    shutil.copy(FLAT_FLOOR, tmp_path / "old.trace.json")
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "old.trace.json")]) == 0
+    assert ": identical (12 recorded calls served, 0 model calls" in capsys.readouterr().out
+
+
+def test_the_flat_floor_schema_asks_the_moderator_as_older_traces_did(tmp_path: Path) -> None:
+    """``floor_schema: flat`` asks under the object older traces recorded (written out here as that code built
+    it); a new run's default asks under the union."""
+    schemas: dict[str, dict[int, dict[str, Any]]] = {"flat": {}, "union": {}}
+    traces = {}
+    for floor, kept in schemas.items():
+        model = schema_held_board(kept)
+        traces[floor] = asyncio.run(run_board(load_case(CASE), "agents", RunModels(panel=model, moderator=model),
+                                              BoardConfig.model_validate({"floor_schema": floor}), run_id=floor))
+        assert traces[floor].config["floor_schema"] == floor
+    # Held to the flat schema, the moderator's pass without a turn is admitted and refused only after decoding,
+    # until its repairs run out; held to the union, it names a turn at once.
+    assert traces["flat"].status == "failed" and 'a "pass" must name the turn' in (traces["flat"].error or "")
+    assert traces["union"].status == "completed"
+    labels = ["Medical oncologist", "Thoracic surgeon", "Radiologist"]
+    flat = {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
+            "properties": {"action": {"type": "string", "enum": ["ask", "pass"]},
+                           "speaker": {"type": "string", "enum": labels},
+                           "responds_to": {"type": ["integer", "null"], "minimum": 1},
+                           "message": {"type": "string", "minLength": 1, "maxLength": 700}}}
+    assert schemas["flat"][3] == flat
+    assert "anyOf" in schemas["union"][3] and all("anyOf" not in s for s in schemas["flat"].values())
 
 
 # The rules of the moderator's answer are in its JSON schema, so a backend that enforces schemas (a llama.cpp

@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 # run settings with no flag: set in a --config file only (the length budgets are the protocol's, and
-# "lengths" exists for replaying traces recorded before them)
+# "lengths" exists for replaying traces recorded before them, as "floor_schema" for board traces before 1.6)
 # (panel and review are what consilium ablate changes, docs/ablations.md)
-FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths", "panel", "review"}
+FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths", "panel", "review",
+             "floor_schema"}
 CONFIGS = (ConsiliumConfig, BoardConfig)
 
 

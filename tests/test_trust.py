@@ -325,7 +325,7 @@ def test_records_written_by_schema_1_0_still_read_and_replay(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("diagnostic-myocarditis.free-form.trace.json", "tumor-board-nsclc.board-agents.trace.json"):
         trace = read_trace(FIXTURES / name)
-        assert trace.schema_version == "1.5" and trace.model_spec is None and trace.status == "completed"
+        assert trace.schema_version == "1.6" and trace.model_spec is None and trace.status == "completed"
     for name in ("diagnostic-myocarditis.free-form.trace.json", "tumor-board-nsclc.board-agents.trace.json"):
         shutil.copy(FIXTURES / name, tmp_path / name)
         assert main(["replay", str(tmp_path / name)]) == 0, name
@@ -344,7 +344,7 @@ def test_an_unknown_record_version_is_refused_naming_the_versions_read(tmp_path:
     data["schema_version"] = "7.0"
     path = tmp_path / "future.trace.json"
     path.write_text(json.dumps(data))
-    refused = r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1, 1.2, 1.3, 1.4, 1.5\)"
+    refused = r"schema_version: '7.0' is not supported \(this consilium reads 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6\)"
     with pytest.raises(Exception, match=refused):
         read_trace(path)
 

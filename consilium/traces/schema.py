@@ -30,7 +30,9 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent).
 #: 1.5: a call records its model's ``prices`` (null when absent: cost unknown, models/pricing.py); a consilium
 #: trace may carry ``human``, the seat a person took (absent: no person sat in).
-SCHEMA_VERSION = "1.5"
+#: 1.6: a board run's ``config.floor_schema``, the open floor's moderator answer schema ("union"; "flat" for older
+#: traces, which asked under one flat object).
+SCHEMA_VERSION = "1.6"
 
 
 class UsageSummary(BaseModel):
@@ -56,7 +58,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.5"] = "1.5"
+    schema_version: Literal["1.6"] = "1.6"
     run_id: str
     case_id: str
     case_hash: str

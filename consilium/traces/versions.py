@@ -67,10 +67,21 @@ def _trace_1_4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.5"}
 
 
+def _trace_1_5(data: dict[str, Any]) -> dict[str, Any]:
+    """1.5 → 1.6: a board run's open floor asked the moderator under one flat answer object (the rules across
+    fields checked after decoding only); 1.6 asks under a union built per call and records which
+    (``config.floor_schema``). Recording the flat one keeps an older trace asking, and so replaying, as it
+    ran."""
+    config = data.get("config")
+    if data.get("kind") == "board" and isinstance(config, dict) and "floor_schema" not in config:
+        data = {**data, "config": {**config, "floor_schema": "flat"}}
+    return {**data, "schema_version": "1.6"}
+
+
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
                                             "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3),
-                                            "1.4": ("1.5", _trace_1_4)}
+                                            "1.4": ("1.5", _trace_1_4), "1.5": ("1.6", _trace_1_5)}
 
 
 def _judgement_1_0(data: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from consilium.agents.records import AssignedRole
 from consilium.errors import IncompleteAnswerError, ModelOutputError
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
-from consilium.protocols.board.moderator_schema import MODERATOR, floor_check, moderator_schema, open_floor_turns
+from consilium.protocols.board.moderator_schema import MODERATOR, FloorSchema, answer_schema, pass_offered
 from consilium.protocols.board.transcript import Turn, one_line, split_sentences
 from consilium.protocols.board.validate import validate_transcript
 
@@ -147,21 +147,23 @@ def _instruction(turns: list[Turn], actions: list[str], open_floor: bool) -> str
 
 async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list[Turn], *, may_close: bool,
                          must_close: bool = False, may_pass: bool = False,
-                         open_floor: bool = False, may_ask: bool = True) -> ModeratorMove:
+                         open_floor: bool = False, may_ask: bool = True,
+                         floor_schema: FloorSchema = "union") -> ModeratorMove:
     """The moderator presents, gives the floor to a named specialist with a question, passes it for a
     direct reply (``open_floor`` only), or closes. Closing is offered once at least two specialists have
     spoken (``may_close``) and is the only choice at the turn limit (``must_close``). ``may_ask`` is
-    false with two turns left, where a question and its answer would leave no turn for the closing."""
+    false with two turns left, where a question and its answer would leave no turn for the closing.
+    ``floor_schema``: the open floor's answer schema the run records (moderator_schema.py)."""
     labels = [r.label for r in roles]
     if must_close:
         actions = ["close"]
     else:
-        passing = may_pass and open_floor and open_floor_turns(labels, turns)
+        passing = may_pass and open_floor and pass_offered(labels, turns, floor_schema)
         others = (["pass"] if passing else []) + (["close"] if may_close else [])
         actions = (["ask"] if may_ask or not others else []) + others
-    # Open floor: the rules across fields are in the schema (moderator_schema.py) and checked again after.
-    schema = OutputSchema(name="ModeratorTurn", json_schema=moderator_schema(labels, actions, open_floor, turns),
-                          check=floor_check(labels, actions, turns) if open_floor else None)
+    # Open floor: the rules across fields are in the union schema (moderator_schema.py) and checked after
+    # decoding; a run recorded under the flat schema asks with it again.
+    schema = answer_schema(labels, actions, open_floor, turns, floor_schema)
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_moderator", preamble="board_preamble", package=PROMPTS,
                                images=call.images,

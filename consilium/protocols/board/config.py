@@ -8,7 +8,11 @@ from pydantic import Field
 
 from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
-__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "TurnRecord"]
+__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "FloorSchema", "TurnRecord"]
+
+#: The open floor's moderator answer schema (moderator_schema.py): ``union`` (per call, every rule in the
+#: schema) or ``flat`` (one object, the rules across fields checked after decoding: board traces before 1.6).
+FloorSchema = Literal["union", "flat"]
 
 BOARD_MAX_TOKENS: dict[str, int] = {
     "role_assignment": 768,
@@ -29,6 +33,11 @@ class BoardConfig(RunConfig):
                                     "another, and the turn limit ends with the moderator's closing turn; "
                                     "alternating: moderator and specialist strictly alternate (the protocol of "
                                     "board traces before schema 1.3, kept so they replay)")
+    floor_schema: FloorSchema = Field(
+        default="union", description="the open floor's moderator answer schema: union (built per call, one branch "
+                                     "per action and speaker, so a schema-enforcing backend cannot break the "
+                                     "floor's rules) or flat (one object, the rules checked after decoding: board "
+                                     "traces before schema 1.6, kept so they replay)")
     min_roles: int = Field(default=2, ge=1)
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)

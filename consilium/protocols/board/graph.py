@@ -65,7 +65,8 @@ async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> BoardSt
     may_ask = not (open_floor and bool(turns) and left == 2)
     move = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
                                       may_close=len(spoken) >= 2, must_close=must_close,
-                                      may_pass=bool(spoken), open_floor=open_floor, may_ask=may_ask)
+                                      may_pass=bool(spoken), open_floor=open_floor, may_ask=may_ask,
+                                      floor_schema=cfg.floor_schema)
     number = len(turns) + 1
     if move.action == "close":
         return {"turns": [Turn(number=number, role=MODERATOR, text=move.message)],

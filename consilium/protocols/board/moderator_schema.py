@@ -8,6 +8,11 @@ call: a union with one branch per action and speaker (``action`` and ``speaker``
 (a llama.cpp grammar, a server's ``json_schema``) then cannot produce an answer the rules refuse. The
 same rules are checked again after decoding, with a message fit for a repair, for backends that do not
 enforce schemas; the union is checked last, so the two can never disagree silently.
+
+Board traces before schema 1.6 asked the open floor under one flat object (every field's own type, the
+rules only checked after decoding) and offered a pass once anyone had spoken. Their config records
+``floor_schema: "flat"`` (consilium/traces/versions.py), and a run with it asks exactly as they did, so
+that they replay; a new run records ``"union"``.
 """
 
 from __future__ import annotations
@@ -17,16 +22,20 @@ from typing import Any
 
 from consilium.models import OutputSchema
 from consilium.models.structured import OutputInvalid
+from consilium.protocols.board.config import FloorSchema
 from consilium.protocols.board.transcript import Turn
 
 __all__ = [
     "MESSAGE_CHARS",
     "MODERATOR",
+    "FloorSchema",
+    "answer_schema",
     "answerable_turns",
     "floor_check",
     "moderator_schema",
     "open_floor_schema",
     "open_floor_turns",
+    "pass_offered",
 ]
 
 MODERATOR = "Moderator"
@@ -40,9 +49,27 @@ def answerable_turns(turns: list[Turn], speaker: str) -> list[int]:
     return [t.number for t in turns if t.role not in (MODERATOR, speaker)]
 
 
-def moderator_schema(labels: list[str], actions: list[str], open_floor: bool, turns: list[Turn]) -> dict[str, Any]:
-    """The JSON schema of the moderator's answer: the open floor's union, or the alternating protocol's."""
-    return open_floor_schema(labels, actions, turns) if open_floor else _alternating(labels, actions)
+def moderator_schema(labels: list[str], actions: list[str], open_floor: bool, turns: list[Turn],
+                     floor_schema: FloorSchema = "union") -> dict[str, Any]:
+    """The JSON schema of the moderator's answer: the open floor's (a union, or the flat object it was before
+    schema 1.6), or the alternating protocol's."""
+    if not open_floor:
+        return _alternating(labels, actions)
+    return open_floor_schema(labels, actions, turns) if floor_schema == "union" else _flat_open(labels, actions)
+
+
+def answer_schema(labels: list[str], actions: list[str], open_floor: bool, turns: list[Turn],
+                  floor_schema: FloorSchema = "union") -> OutputSchema:
+    """The moderator's answer schema with its check after decoding (open floor: the rules across fields)."""
+    check = floor_check(labels, actions, turns, floor_schema) if open_floor else None
+    return OutputSchema(name="ModeratorTurn", check=check,
+                        json_schema=moderator_schema(labels, actions, open_floor, turns, floor_schema))
+
+
+def pass_offered(labels: list[str], turns: list[Turn], floor_schema: FloorSchema = "union") -> bool:
+    """Whether the open floor may offer a pass: a union only where a speaker has a turn to reply to (else the
+    pass has no branch); the flat schema offered it once any turn was said, as its traces asked."""
+    return open_floor_turns(labels, turns) if floor_schema == "union" else bool(turns)
 
 
 def _alternating(labels: list[str], actions: list[str]) -> dict[str, Any]:
@@ -56,7 +83,8 @@ def _alternating(labels: list[str], actions: list[str]) -> dict[str, Any]:
 
 def _flat_open(labels: list[str], actions: list[str]) -> dict[str, Any]:
     """Every field's own type, without the rules across fields: the first check after decoding, whose
-    messages name the field (``speaker: 'X' is not one of …``)."""
+    messages name the field (``speaker: 'X' is not one of …``), and the open floor's schema itself before
+    schema 1.6 (``floor_schema: "flat"``), kept byte for byte so that those traces replay."""
     return {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
             "properties": {"action": {"type": "string", "enum": actions},
                            "speaker": {"type": "string", "enum": labels},
@@ -97,17 +125,20 @@ def open_floor_turns(labels: list[str], turns: list[Turn]) -> bool:
     return any(answerable_turns(turns, label) for label in labels)
 
 
-def floor_check(labels: list[str], actions: list[str], turns: list[Turn]) -> Callable[[str], Any]:
-    """The open-floor rules after decoding, each failure with a message for the repair, then the union."""
+def floor_check(labels: list[str], actions: list[str], turns: list[Turn],
+                floor_schema: FloorSchema = "union") -> Callable[[str], Any]:
+    """The open-floor rules after decoding, each failure with a message for the repair, then the union (the
+    flat schema has none: its rules were these checks alone)."""
     flat = OutputSchema(name="ModeratorTurn", json_schema=_flat_open(labels, actions))
-    union = OutputSchema(name="ModeratorTurn", json_schema=open_floor_schema(labels, actions, turns))
+    union = OutputSchema(name="ModeratorTurn", json_schema=open_floor_schema(labels, actions, turns)) \
+        if floor_schema == "union" else None
     numbers = {t.number: t for t in turns}
 
     def check(text: str) -> Any:
         value = flat.validate(text)
         if value["action"] != "close":
             _floor_rules(value, numbers, len(turns))
-        return union.validate(text)
+        return union.validate(text) if union is not None else value
 
     return check
 
