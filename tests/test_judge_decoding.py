@@ -297,3 +297,31 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
     # The 1-5 scores of the two OpenTumorBoard single-score rubrics are bounded integers, not enums, in their schema.
     assert checked["otb-clinical-equivalence"] == [{"1", "2", "3", "4", "5"}]
     assert {"-1"} in checked["otb-four-decision"] and '"not_evaluable"' in checked["ai-consilium"][0]
+
+
+def test_a_cohort_made_before_the_order_was_kept_resumes_in_the_papers_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest without ``settings.judge_decoding`` is of a cohort whose judges all asked in the paper's order:
+    its arms judged on resume are asked so too, not in the grammar judge's constrained default; a cohort made
+    since keeps its null (the backend's default) and resumes with it."""
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / f"{MYOCARDITIS}.yaml").write_text((CASES / f"{MYOCARDITIS}.yaml").read_text())
+    panel, judge = tmp_path / "panel.json", tmp_path / "judge.json"
+    panel.write_text(json.dumps(PANEL))
+    judge.write_text(json.dumps(JUDGE))
+    assert main(["cohort", "--cases", str(tmp_path / "cases"), "--model", f"scripted:{panel}", "--formats",
+                 "structured", "--judge", "nmb-diagnosis-match", "--judge-model", f"scripted:{judge}",
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run_dir] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    [path] = run_dir.rglob(f"{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+    assert (manifest["settings"]["judge_decoding"], read_judgement(path).decoding) == (None, "constrained")
+    for when, expected, calls in (("now", "constrained", MATCH_ITEMS + 1),
+                                  ("before", "paper", MATCH_ITEMS * (1 + REPAIRS + 1))):
+        if when == "before":
+            del manifest["settings"]["judge_decoding"]
+            (run_dir / "manifest.json").write_text(json.dumps(manifest))
+        path.unlink()
+        assert main(["cohort", "--resume", str(run_dir)]) == 0, capsys.readouterr().err
+        judged = read_judgement(path)
+        assert (judged.decoding, len(judged.calls)) == (expected, calls), when

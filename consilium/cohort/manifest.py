@@ -20,6 +20,7 @@ holds the same for each later panel model that carries its own (an experiment fi
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -235,8 +236,6 @@ def read_manifest(run_dir: Path) -> CohortManifest:
 def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortManifest:
     """A cohort manifest read and upgraded to this version; one line naming the file and field otherwise
     (``what`` says why only a cohort's will do)."""
-    import json
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -247,6 +246,8 @@ def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortMan
         raise UserError(f"{path}: schema_version: {data.get('schema_version')!r} is not supported "
                         f"(this consilium reads {', '.join([*MANIFEST_STEPS, COHORT_MANIFEST_VERSION])})")
     data = upgrade(data, current=COHORT_MANIFEST_VERSION, steps=MANIFEST_STEPS, where=str(path))
+    if isinstance(settings := data.get("settings"), dict):  # no judge_decoding key (a null is kept): written before
+        data["settings"] = {"judge_decoding": "paper", **settings}  # it was, by judges that all asked the paper's way
     try:
         return CohortManifest.model_validate(data)
     except ValidationError as exc:
