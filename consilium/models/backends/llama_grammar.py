@@ -20,8 +20,8 @@ __all__ = ["GRAMMAR_MAX_INTEGER_RANGE", "GRAMMAR_MAX_LENGTH", "GrammarLast", "gr
 # maxLength above 1000 does) and llama-cpp-python then crashes the process. A bound
 # above it is left out of the grammar, not lowered to it: lowering would hold a long
 # string (a free-form revision's one-string report) to 1000 characters while the
-# structured report's sections, each under it, share the whole budget (issue 15,
-# item 4: one budget for both formats). Decoding still ends at max_tokens, and
+# structured report's sections, each under it, share the whole budget (one
+# length budget for both formats). Decoding still ends at max_tokens, and
 # validation applies the schema's own bound to every answer. The bounds that stay were
 # measured (benchmarks/embedded.py): they make the grammar ~45x larger and its build 3 ms
 # a call instead of 0.07, but decode no slower, and they end a section that a looping

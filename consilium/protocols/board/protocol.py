@@ -142,7 +142,8 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
 
 class _AsSeenBy(WrapperModel):
     """The replay model as the board's moderator saw it: the same recorded calls, served and counted by
-    the one replay model, with the moderator model's own image support (issue 15, item 12)."""
+    the one replay model, with the moderator model's own image support
+    (not the panel's), so it gets the slides only if it can read them."""
 
     def __init__(self, inner: ReplayModel, supports_images: bool | None) -> None:
         super().__init__(inner)

@@ -54,7 +54,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
     chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs)
     captions = slide_captions(case)
     (sent, sent_captions), notes = _image_policy(models.panel, images, captions)
-    # The moderator and the conclusion writer get the slides by their own model's ability (issue 15, item 12).
+    # The moderator and the conclusion writer get the slides by their own model's image support, not the panel's.
     (chair_sent, chair_captions), chair_notes = _image_policy(models.moderator, images, captions)
     text = case.render()
     state = Latest()
@@ -90,7 +90,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
         kept = not outcome.error or (turns and not outcome.timed_out)
         transcript = Transcript(turns=turns, conclusion=conclusion or "").render() if kept else ""
     # E.2's overlength penalty reads the response's length: in single mode the final transcript is the
-    # last meeting call's answer; earlier repair attempts are not part of it (issue 15, item 8).
+    # last meeting call's answer; earlier repair attempts are not part of it.
     attempts = [c for c in recorder.calls if c.stage == "board_turn"]
     output_tokens = attempts[-1].usage.output_tokens if mode == "single" and attempts else None
     validation = validate_transcript(transcript, response_tokens=output_tokens) if transcript else None

@@ -46,7 +46,7 @@ class Check(BaseModel):
 
 
 #: The version of the format checks and score: 2 added the repetition penalty, the final-transcript
-#: overlength count and the stricter turn-line and sentence rules (issue 15, items 8-10).
+#: overlength count and the stricter turn-line and sentence rules (App. E.2).
 FORMAT_RULES = "2"
 
 
@@ -58,7 +58,7 @@ class FormatReport(BaseModel):
     exact: int
     overlength_penalty: float
     score: float
-    # Added in issue 15 (item 9); traces written before it read with no penalty and no measures.
+    # Added with format rules "2"; traces written before it read with no penalty and no measures.
     repetition_penalty: float = 0.0
     repetition: Repetition | None = None
     #: Which version of the checks made this report: "1" for traces older than schema 1.2 (set when they

@@ -56,7 +56,7 @@ def _decision_scores(response: Response) -> dict[str, int] | None:
     dimension judged, or none judged in scope while some could not be judged (one of those may have
     been in scope). A dimension not evaluable is left out, as the judgement's own aggregate leaves it
     out: it enters neither sum of App. E.2's weighted mean and never voids the dimensions that were
-    judged (issue 15, item 6); :func:`_partly_judged` counts the conclusions it happened to."""
+    judged; :func:`_partly_judged` counts the conclusions it happened to."""
     items = [i for i in response.items if i.criterion in DIMENSIONS]
     scores = {i.criterion: int(i.score) for i in items if i.score is not None}
     undecided = len(scores) < len(items)
