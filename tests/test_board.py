@@ -89,7 +89,7 @@ def test_moderator_goes_first_and_may_close_only_after_two_specialists() -> None
     assert set(stages) == {"role_assignment", "board_turn", "conclusion"} and stages["board_turn"].calls == 5
 
 
-# With one turn left the moderator must close (issue 15, item 11): 5 turns end with its closing turn.
+# With one turn left the moderator must close: 5 turns end with its closing turn.
 @pytest.mark.parametrize("max_turns, expected", [(6, 6), (5, 5), (2, 2)])
 def test_turn_limit_closes_the_meeting(max_turns: int, expected: int) -> None:
     trace = run(rotating_board(closes=False), max_turns=max_turns)

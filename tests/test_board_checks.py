@@ -1,4 +1,4 @@
-"""Issue 15, items 8–10: the App. E.2 format checks on the cases they used to get wrong, the
+"""The App. E.2 format checks on the cases they used to get wrong, the
 overlength penalty of a repaired single-mode meeting, and the repetition penalty."""
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def test_the_fixture_is_valid() -> None:
     assert failed(VALID) == []
 
 
-# Item 10 (opentumorboard.txt App. E.2: "turn-line syntax", "a conclusion of two to four sentences",
-# "no stray whitespace").
+# The turn-line and sentence rules (opentumorboard.txt App. E.2: "turn-line syntax", "a conclusion of two
+# to four sentences", "no stray whitespace").
 def test_two_turns_on_one_line_fail_the_turn_line_syntax() -> None:
     text = VALID.replace("no distant disease.\n<turn 3>", "no distant disease. <turn 3>").replace(
         "<turn 4>", "<turn 3>")
@@ -94,7 +94,7 @@ def test_a_lower_case_start_still_starts_a_sentence() -> None:
     assert failed(five) == ["conclusion_two_to_four_sentences"]
 
 
-# Item 8 (App. E.2: "an overlength penalty that is 0 up to 6,144 response tokens"): the response is the
+# The overlength penalty (App. E.2: "an overlength penalty that is 0 up to 6,144 response tokens"): the response is the
 # transcript kept, not the sum over its repair attempts.
 def test_a_repaired_single_meeting_is_penalised_on_its_final_transcript_only(tmp_path: Path) -> None:
     broken = "Just prose. " + "The board talks at length. " * 900  # about 5,000 tokens, no blocks
@@ -118,8 +118,9 @@ def _meeting(texts: list[str], roles: tuple[str, str] = ("Moderator", "Radiologi
             "lobectomy. Adjuvant therapy depends on pathology.</conclusion>")
 
 
-# Item 9 (App. E.2: "minus a repetition penalty that rises linearly with the longest repeated run and the
-# repeated n-gram fraction"; the constants are ours, consilium/protocols/board/repetition.py and docs/board.md).
+# The repetition penalty (App. E.2: "minus a repetition penalty that rises linearly with the longest repeated
+# run and the repeated n-gram fraction"; the constants are ours, consilium/protocols/board/repetition.py and
+# docs/board.md).
 def test_fifty_identical_turns_lose_the_whole_format_score() -> None:
     report = validate_transcript(_meeting(["We should proceed with surgery after restaging."] * 50))
     assert report.exact == 1 and report.repetition is not None

@@ -1,4 +1,4 @@
-"""Agents mode lets the moderator pass the floor and closes at the turn limit (issue 15, item 11).
+"""Agents mode lets the moderator pass the floor and closes at the turn limit.
 
 Speakers take the floor more than once, and a turn may answer the previous turn or disagree
 (opentumorboard.txt App. B.2, L166; its example has a surgeon's turn answered directly by the medical

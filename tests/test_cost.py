@@ -1,4 +1,4 @@
-"""Prices and cost (issue 18, part 6): dollars beside tokens in arms.csv, `simulate`, and `report`.
+"""Prices and cost: dollars beside tokens in arms.csv, `simulate`, and `report`.
 
 Two cohorts are run by the real CLI with scripted panels (tests/cohort_fixture.py's scripts) and a
 scripted AI Consilium judge, then reported together as a folder of cohorts:

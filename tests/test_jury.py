@@ -1,4 +1,4 @@
-"""Juries of judges (issue 19, part 2): three scripted judges that disagree by design score two panel
+"""Juries of judges: three scripted judges that disagree by design score two panel
 models' answers to three cases in both formats; the verdicts, α, κ, self-preference and Spearman's ρ are
 worked out here by hand (a coincidence-matrix α, κ from the confusion matrix, ranks by hand), and
 calibration reads the jury's verdicts or one judge's scores."""

@@ -1,5 +1,5 @@
-"""Strict patient-level success, npcbench.txt Eq. 1 (§4.1 "Patient-level Metrics"; App. C.2.1 Eqs. A2–A3;
-issue 15, item 15): a patient counts only when every scored element is correct. Here a patient is a
+"""Strict patient-level success, npcbench.txt Eq. 1 (§4.1 "Patient-level Metrics"; App. C.2.1 Eqs. A2–A3):
+a patient counts only when every scored element is correct. Here a patient is a
 case and its elements are the signed criteria of ``reference.rubric``: a requirement is correct when
 met, an error criterion when absent (App. D.3). A not-evaluable element leaves the patient undecided
 (not evaluable, counted and shown), unless another element is already wrong.

@@ -190,7 +190,7 @@ def arms_of(model: str, mode: str) -> list[str]:
 
 def weighted(scores: tuple[int | None, ...]) -> float | None:
     """App. E.2 by hand: Σ w·(s/5) / Σ w over the judged dimensions with s ≠ −1; a dimension not
-    evaluable (None) enters neither sum and does not void the others (issue 15, item 6)."""
+    evaluable (None) enters neither sum and does not void the others."""
     in_scope = {d: s for d, s in zip(DIMS, scores, strict=True) if s is not None and s != -1}
     if not in_scope:
         return None
