@@ -211,8 +211,8 @@ def grammar(decode_tokens: int = 96, repeats: int = 2) -> dict[str, Any]:
 
 
 def _consilium(now: bool, argv: list[str], out: Path) -> dict[str, Any]:
-    """A consilium command in a subprocess, as `make demo` runs one (cache off); ``now`` False turns this
-    issue's two changes (the loaded case first, the grammar last) off. Figures from its traces."""
+    """A consilium command in a subprocess, as `make demo` runs one (cache off); ``now`` False turns the
+    two speed-ups (the loaded case first, the grammar last) off. Figures from its traces."""
     code = (f"import consilium.models.wrappers.limit as limit; limit.KEEP_LOADED_CASE = {now}; "
             f"import consilium.models.backends.llama as llama; llama.GRAMMAR_LAST = {now}; "
             "from consilium.cli import main; raise SystemExit(main(sys.argv[1:]))")

@@ -6,7 +6,7 @@ paper's order (schema-free attempts and repairs, then one constrained attempt) a
 
 The stand-in is benchmarks/fakeserver.py with ``--schemas honour``: a small model on a grammar, whose
 answers keep the rubric's schema only under ``response_format`` and are prose otherwise, so every
-schema-free attempt is invalid (the case the issue met: 4,680 of 6,240 judge calls invalid). The panel's
+schema-free attempt is invalid (the case met on a real cohort: 4,680 of 6,240 judge calls invalid). The panel's
 traces come from the scripted panel in-process (benchmarks/workload.py), both formats of each case; the
 judges are ai-consilium and nmb-diagnosis-match, at the CLI's defaults (max_repairs 2, temperature 0),
 with the response cache off so every call reaches the server.
