@@ -101,6 +101,10 @@ def test_a_judge_whose_backend_does_not_enforce_schemas_keeps_the_papers_order(r
     judged = _judge(runs, "nmb-diagnosis-match", plain)
     assert judged.decoding == "paper"
     assert len(judged.calls) == MATCH_ITEMS * (1 + REPAIRS + 1)
+    # rank 2 stays invalid; its reason does not claim a constrained decoding this backend never did
+    [lost] = [item for item in judged.items if item.not_evaluable]
+    assert (lost.criterion, (lost.reason or "").split(": ")[0]) == (
+        "rank_2", "invalid judge output, also with the schema requested (this backend does not enforce it)")
     # Asked constrained from the first attempt, the same backend's repairs stay bounded: at most 1 + 2 calls.
     told = _judge(runs, "nmb-diagnosis-match", plain, "--judge-decoding", "constrained")
     assert (told.decoding, len(told.calls)) == ("constrained", MATCH_ITEMS + 1)

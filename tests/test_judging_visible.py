@@ -30,7 +30,8 @@ SCORES_4 = {"rules": [{"stage": "judge", "json": {"rationale": "r", "score": 4}}
 SAFETY_FAILS = {"rules": [{"stage": "judge", "contains": "Criterion: Safety", "json": {"score": "high"}},
                           {"stage": "judge", "contains": "could not be used", "json": {"score": "high"}},
                           {"stage": "judge", "json": {"rationale": "r", "score": 2}}]}
-WRONG_REASON = ("invalid judge output, also under schema-constrained decoding: the JSON does not match the "
+WRONG_REASON = ("invalid judge output, also with the schema requested (this backend does not enforce it): the JSON "
+                "does not match the "
                 "ai-consilium-judgement schema: (root): Additional properties are not allowed ('nope' was unexpected)")
 
 

@@ -17,6 +17,7 @@ from consilium.judges.kinds import ScoringKind
 from consilium.judges.record import JudgementItem
 from consilium.judges.tasks import Answer, JudgeTask
 from consilium.models import ChatModel
+from consilium.models.protocol import enforces_schemas
 
 __all__ = ["ask", "not_evaluable"]
 
@@ -31,11 +32,15 @@ def _unplaced(message: str) -> str:
     return _PLACE.sub("", message, count=1)
 
 
-def _how(relaxed: ChatModel | None) -> str:
-    """How the last attempt was asked (the schema enforced where the backend can), for an item that stayed
-    invalid: after the relaxed attempts (the paper's order), or from the first attempt (the constrained one)."""
-    return "also under schema-constrained decoding" if relaxed is not None else \
-        "under schema-constrained decoding from the first attempt"
+def _how(relaxed: ChatModel | None, strict: ChatModel) -> str:
+    """How the last attempt was asked, for an item that stayed invalid: after the relaxed attempts (the paper's
+    order) or from the first attempt (the constrained one); under schema-constrained decoding where the backend
+    enforces schemas, else with the schema only requested (a reason must not claim a constraint never applied)."""
+    when = "also " if relaxed is not None else ""
+    if enforces_schemas(strict):
+        return f"{when}under schema-constrained decoding" + ("" if when else " from the first attempt")
+    return f"{when}with the schema requested" + ("" if when else " from the first attempt") + \
+        " (this backend does not enforce it)"
 
 
 def not_evaluable(task: JudgeTask, reason: str, failed_calls: int | None = None) -> JudgementItem:
@@ -78,7 +83,7 @@ async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, t
         return not_evaluable(task, f"judge call failed: {_unplaced(str(exc))}",
                              failed_calls=task.once.failure() if task.once is not None else 1)
     if parsed is None:
-        return not_evaluable(task, f"invalid judge output, {_how(relaxed)}: {error}", failed_calls=0)
+        return not_evaluable(task, f"invalid judge output, {_how(relaxed, strict)}: {error}", failed_calls=0)
     # A salvaged answer's error (parts of it stayed invalid) says how it was asked, as a lost item's reason does.
-    return kind.read(task, parsed, f"{_how(relaxed)}: {error}" if error else "").model_copy(
+    return kind.read(task, parsed, f"{_how(relaxed, strict)}: {error}" if error else "").model_copy(
         update={"failed_calls": 0})
