@@ -14,6 +14,20 @@ from typing import Any
 
 import pytest
 import yaml
+from jury_fixture import (
+    BASE_CASE,
+    BINARY,
+    CASES,
+    EXTRA,
+    JUDGES,
+    MATCHES,
+    ORDINAL,
+    PANELS,
+    ROOT,
+    SCORES,
+    judge_script,
+    panel_script,
+)
 
 from consilium.cli import main
 from consilium.judges.components import component_texts
@@ -21,57 +35,6 @@ from consilium.judges.jury import family
 from consilium.judges.record import Judgement, JudgementItem, JuryVerdict, read_judgement
 from consilium.models.tokens import count_tokens
 from consilium.protocols.registry import read_trace
-
-ROOT = Path(__file__).resolve().parents[1]
-BASE_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
-CASES = {"A": "Short plan.", "B": "A plan of middling length with more words.",
-         "C": "A long plan: admit, monitor the rhythm, cardiac MRI within days, no sport for six months, review."}
-PANELS = {"gpt": "openai:gpt-4o", "claude": "anthropic:claude-3-5-sonnet"}
-EXTRA = {"gpt": "", "claude": " Also repeat troponin and echo."}  # another length for the other panel
-ORDINAL, BINARY = "otb-conclusion-alignment", "nmb-diagnosis-match"
-#: Judge spec file stem -> its model id; j1 shares gpt-4o's family.
-JUDGES = {"j1": "openai:gpt-4o-mini", "j2": "meta:llama-3-8b", "j3": "mistral:mistral-large"}
-#: By design, per (case, panel): j1 favours its own family, j2 is harsh, j3 follows the case and cannot
-#: judge case C's claude answer (its answer is never valid JSON).
-SCORES: dict[str, dict[tuple[str, str], int | None]] = {
-          "j1": {(c, p): 5 if p == "gpt" else 4 for c in CASES for p in PANELS},
-          "j2": {(c, p): 3 if c == "C" else 2 for c in CASES for p in PANELS},
-          "j3": {(c, p): None if (c, p) == ("C", "claude") else {"A": 1, "B": 3, "C": 5}[c]
-                 for c in CASES for p in PANELS}}
-MATCHES: dict[str, dict[tuple[str, str], bool | None]] = {
-           "j1": {(c, p): (c, p) != ("A", "claude") for c in CASES for p in PANELS},
-           "j2": {(c, p): (c, p) == ("C", "gpt") for c in CASES for p in PANELS},
-           "j3": {(c, p): None if (c, p) == ("C", "claude") else c != "C" for c in CASES for p in PANELS}}
-
-
-def _panel(key: str) -> dict[str, Any]:
-    synthesis = []
-    for case, plan in CASES.items():
-        text = f"{plan}{EXTRA[key]} ({key}-answer)"
-        synthesis += [{"stage": "synthesis", "contains_all": ['"final_opinion"', f"CASE-{case}"], "json": {
-                           "final_opinion": text, "summary": "s", "final_differential": "1. Myocarditis",
-                           "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"}},
-                      {"stage": "synthesis", "contains": f"CASE-{case}", "response": text}]
-    return {"model": PANELS[key], "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Radiologist", "justification": "y"},
-                                                             {"label": "Internist", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "c", "syndromes": "s", "differential_diagnosis": "d", "diagnostic_strategy": "d",
-            "management_strategy": "m", "final_conclusion": "myocarditis"}},
-        {"stage": "opinion", "response": "Myocarditis."}, *synthesis,
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
-
-
-def _judge(name: str, binary: bool) -> dict[str, Any]:
-    table: dict[tuple[str, str], Any] = (MATCHES if binary else SCORES)[name]
-    rules: list[dict[str, Any]] = []
-    for (case, panel), value in table.items():
-        answer: Any = ("this is not JSON" if value is None else
-                       {"rationale": "r", "match": value} if binary else {"rationale": "r", "score": value})
-        rules.append({"stage": "judge", "contains_all": [f"CASE-{case}", f"{panel}-answer"],
-                      **({"response": answer} if isinstance(answer, str) else {"json": answer})})
-    return {"model": JUDGES[name], "rules": rules}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +47,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         data = {**base, "id": f"jury-{case.lower()}", "presentation": f"CASE-{case}. {base['presentation']}"}
         (tmp / f"case-{case}.yaml").write_text(yaml.safe_dump(data))
     for key in PANELS:
-        (tmp / f"panel-{key}.json").write_text(json.dumps(_panel(key)))
+        (tmp / f"panel-{key}.json").write_text(json.dumps(panel_script(key)))
         for case in CASES:
             assert main(["simulate", "--case", str(tmp / f"case-{case}.yaml"), "--model",
                          f"scripted:{tmp / f'panel-{key}.json'}", "--out", str(out)]) == 0
@@ -92,7 +55,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         specs = []
         for name in JUDGES:
             path = tmp / f"{name}.{rubric}.json"
-            path.write_text(json.dumps(_judge(name, binary)))
+            path.write_text(json.dumps(judge_script(name, binary)))
             specs += ["--judge-model", f"scripted:{path}"]
         extra = ["--component", "conclusion"] if binary else []
         code = main(["judge", str(out), "--rubric", rubric, *specs, "--max-repairs", "1", *extra, "--no-cache"])

@@ -1,7 +1,7 @@
 """A jury of judges across a cohort: the jury's not-evaluable votes in every table that shows its scores
 (judge and cohort coverage, judgements.csv, compare, report, the viewer), ``consilium jury`` never replacing
 a file it did not write, a jury in an experiment file, a resumed cohort refusing a changed jury, and a jury
-through the Python API. The cases, panel and judges are tests/test_jury.py's."""
+through the Python API. The cases, panel and judges are tests/jury_fixture.py's."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_jury import BASE_CASE, CASES, JUDGES, ORDINAL, SCORES, _judge, _panel
+from jury_fixture import BASE_CASE, CASES, JUDGES, ORDINAL, SCORES, judge_script, panel_script
 
 import consilium
 from consilium.cli import main
@@ -35,9 +35,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for case in CASES:
         data = {**base, "id": f"jury-{case.lower()}", "presentation": f"CASE-{case}. {base['presentation']}"}
         (tmp / "cases" / f"case-{case}.yaml").write_text(yaml.safe_dump(data))
-    (tmp / "panel.json").write_text(json.dumps(_panel("claude")))
+    (tmp / "panel.json").write_text(json.dumps(panel_script("claude")))
     for name in JUDGES:
-        (tmp / f"{name}.json").write_text(json.dumps(_judge(name, False)))
+        (tmp / f"{name}.json").write_text(json.dumps(judge_script(name, False)))
     return tmp
 
 
