@@ -31,6 +31,8 @@ FOREIGN = {
     "--tensor-parallel-size": "vllm serve's (docs/scale.md)",
     "--data-parallel-size": "vllm serve's (docs/scale.md)",
     "--port": "vllm serve's and langgraph dev's (docs/scale.md)",
+    "--only": "benchmarks/embedded_commands.py's (docs/performance.md)",
+    "--before": "benchmarks/cohort_process.py's and benchmarks/figures.py's (docs/performance.md)",
     "--timeout-s": "named as what the flag is not (docs/reliability.md: `--timeout`, not `--timeout-s`)",
 }
 
