@@ -329,3 +329,25 @@ def test_a_cohort_made_before_the_order_was_kept_resumes_in_the_papers_order(
         assert main(["cohort", "--resume", str(run_dir)]) == 0, capsys.readouterr().err
         judged = read_judgement(path)
         assert (judged.decoding, len(judged.calls)) == (expected, calls), when
+
+
+def test_a_judgement_replayed_from_its_recording_is_asked_in_the_order_it_was_recorded(
+        runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay:JUDGEMENT`` serves the recorded calls: a judgement recorded in either order is made again, call
+    for call, in that order; one asked in another order than recorded diverges, said in one line (exit 1), not as
+    an internal error."""
+    for order in ("constrained", "paper"):
+        made = _judge(runs, "nmb-diagnosis-match", JUDGE, "--judge-decoding", order, rc=0)
+        recording = runs.parent / f"recorded-{order}.json"
+        recording.write_text(made.model_dump_json())
+        assert main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--judge-model",
+                     f"replay:{recording}", "--force"]) == 0
+        [path] = runs.glob(f"*/{MYOCARDITIS}.structured.judge.nmb-diagnosis-match.json")
+        again = read_judgement(path)
+        assert (again.decoding, len(again.calls)) == (order, len(made.calls)), order
+        assert [(i.criterion, i.score) for i in again.items] == [(i.criterion, i.score) for i in made.items]
+    capsys.readouterr()
+    assert main(["judge", str(runs), "--rubric", "nmb-diagnosis-match", "--judge-model",
+                 f"replay:{runs.parent / 'recorded-constrained.json'}", "--force", "--judge-decoding", "paper"]) == 1
+    [err] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("consilium:")]
+    assert err.startswith("consilium: ReplayDivergenceError: ") and "differs from recorded call" in err

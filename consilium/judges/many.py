@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from consilium.errors import UserError
+from consilium.errors import ConsiliumError, UserError
 from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
@@ -48,7 +48,8 @@ async def judge_files(jobs: Iterable[tuple[Rubric, Path]], setup: JudgeSetup | S
             for _ in range(max(1, limit)):
                 group.create_task(worker())
     except BaseExceptionGroup as errors:
-        users = errors.subgroup(UserError)
+        # a user's error first, then any other of ours (a replay that diverges): one line, not an internal error
+        users = errors.subgroup(UserError) or errors.subgroup(ConsiliumError)
         if users is not None:
             first: BaseException = users
             while isinstance(first, BaseExceptionGroup):

@@ -26,6 +26,13 @@ _Key = tuple[str, str | None, int | None]
 
 def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
     """Read the model id and the call records of a trace file."""
+    model_id, calls, _ = _recording(path)
+    return model_id, calls
+
+
+def _recording(path: str | Path) -> tuple[str, list[CallRecord], bool]:
+    """The model id and call records of a trace (or judgement) file, and whether they were asked under the
+    schema from the first attempt (a judgement recorded in the ``constrained`` decoding order)."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -40,18 +47,20 @@ def load_trace_calls(path: str | Path) -> tuple[str, list[CallRecord]]:
     except ValidationError as exc:
         raise UserError(f"{file}: {first_error(exc, prefix='calls.')}") from None
     model = data.get("model")
-    return (model if isinstance(model, str) else (calls[0].model if calls else "replay")), calls
+    return (model if isinstance(model, str) else (calls[0].model if calls else "replay")), calls, \
+        data.get("decoding") == "constrained"
 
 
 class ReplayModel:
     endpoint = "replay"
-    #: A replay serves what was recorded and enforces nothing; a judgement recorded under another decoding
-    #: order is replayed with that order named (docs/judges.md, Decoding order).
-    enforces_schemas = False
 
     def __init__(self, calls: Iterable[CallRecord], *, model_id: str = "replay",
-                 supports_images: bool = False) -> None:
+                 supports_images: bool = False, enforces_schemas: bool = False) -> None:
         self.model_id = model_id
+        #: A replay serves what was recorded: it "enforces" a schema where the recording's answers were asked
+        #: under one from the first attempt (a judgement recorded in the constrained order), so a judge
+        #: replaying it asks in the order recorded (consilium/judges/decoding.py); anything else enforces nothing.
+        self.enforces_schemas = enforces_schemas
         # As the recorded model had it, so the replayed run builds the same messages.
         self.supports_images = supports_images
         calls = list(calls)
@@ -65,8 +74,8 @@ class ReplayModel:
 
     @classmethod
     def from_trace(cls, path: str | Path) -> ReplayModel:
-        model_id, calls = load_trace_calls(path)
-        return cls(calls, model_id=model_id)
+        model_id, calls, constrained = _recording(path)
+        return cls(calls, model_id=model_id, enforces_schemas=constrained)
 
     def remaining(self) -> int:
         return sum(len(q) for q in self._queues.values())
