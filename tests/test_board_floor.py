@@ -219,6 +219,40 @@ def test_an_open_floor_trace_recorded_under_the_flat_schema_replays_exactly(
     assert ": identical (12 recorded calls served, 0 model calls" in capsys.readouterr().out
 
 
+def test_a_board_cohort_started_before_the_floor_schema_was_recorded_resumes_asking_as_its_arms_did(
+        tmp_path: Path) -> None:
+    """A cohort whose manifest and 1.5 traces predate ``floor_schema`` ran the flat moderator schema: its
+    traces read as flat, so its manifest must too, or the resume refuses its own finished arms (or, read
+    as the union, would run its last arm under another schema than the others)."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("tumor-board-nsclc.yaml", "tumor-board-her2-breast.yaml"):
+        shutil.copy(CASES / name, cases / name)
+    panel = f"scripted:{CASES.parent / 'models' / 'scripted-panel.yaml'}"
+    assert main(["cohort", "--cases", str(cases), "--protocol", "board", "--model", panel,
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run] = list((tmp_path / "runs").iterdir())
+    # Made old: no floor_schema in the manifest's board config or the traces, traces at 1.5, and the HER2
+    # meeting in agents mode not yet run (its trace and its row gone).
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["settings"]["configs"]["board"]["floor_schema"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for path in run.glob("arms/*/*/*.trace.json"):
+        trace = json.loads(path.read_text())
+        del trace["config"]["floor_schema"]
+        path.write_text(json.dumps({**trace, "schema_version": "1.5"}))
+    [last] = run.glob("arms/*/*/tumor-board-her2-breast.board-agents.trace.json")
+    last.unlink()
+    rows = (run / "arms.jsonl").read_text().splitlines()
+    kept = [row for row in rows if not ("tumor-board-her2-breast" in row and '"board-agents"' in row)]
+    assert len(kept) == len(rows) - 1
+    (run / "arms.jsonl").write_text("".join(f"{row}\n" for row in kept))
+    assert main(["cohort", "--resume", str(run)]) == 0
+    assert json.loads((run / "manifest.json").read_text())["settings"]["configs"]["board"]["floor_schema"] == "flat"
+    rerun = read_trace(last)
+    assert isinstance(rerun, BoardTrace) and rerun.status == "completed" and rerun.config["floor_schema"] == "flat"
+
+
 def test_the_flat_floor_schema_asks_the_moderator_as_older_traces_did(tmp_path: Path) -> None:
     """``floor_schema: flat`` asks under the object older traces recorded (written out here as that code built
     it); a new run's default asks under the union."""

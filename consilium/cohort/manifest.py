@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from consilium.cohort.manifest_upgrades import MANIFEST_STEPS, settings_before_their_fields
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -36,7 +37,7 @@ from consilium.models.pricing import Prices
 from consilium.protocols.registry import get_protocol
 from consilium.traces.folder import own_files
 from consilium.traces.io import _git_revision, package_versions
-from consilium.traces.versions import Step, upgrade
+from consilium.traces.versions import upgrade
 
 __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
            "OwnModelOptions", "RunLock", "clean_temp_files", "load_manifest", "read_manifest",
@@ -46,32 +47,6 @@ MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
 
 
-def _manifest_1_1(data: dict[str, Any]) -> dict[str, Any]:
-    """1.1 → 1.2: a 1.1 cohort kept every trace of a model in one folder. A 1.1 cohort may also have
-    started before the shared length budget or the open board discussion (issue 15, items 4 and 11):
-    its run settings then lack ``lengths`` / ``discussion`` and read as what it ran, ``legacy`` and
-    ``alternating``, so a resumed cohort never mixes the protocols of its arms."""
-    settings = data.get("settings")
-    if isinstance(settings, dict) and isinstance(settings.get("config"), dict):
-        config = dict(settings["config"])
-        config.setdefault("discussion" if settings.get("protocol") == "board" else "lengths",
-                          "alternating" if settings.get("protocol") == "board" else "legacy")
-        data = {**data, "settings": {**settings, "config": config}}
-    return {**data, "schema_version": "1.2", "layout": "flat"}
-
-
-def _manifest_1_2(data: dict[str, Any]) -> dict[str, Any]:
-    """1.2 → 1.3: a 1.2 cohort ran one protocol; its run settings are that protocol's."""
-    settings = data.get("settings")
-    if isinstance(settings, dict) and "protocol" in settings:
-        rest = {k: v for k, v in settings.items() if k not in ("protocol", "config")}
-        name = settings["protocol"]
-        settings = {**rest, "protocols": [name], "configs": {name: settings.get("config")}}
-        data = {**data, "settings": settings}
-    return {**data, "schema_version": "1.3"}
-
-
-MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1), "1.2": ("1.3", _manifest_1_2)}
 
 
 class ModelSettings(BaseModel):
@@ -246,8 +221,7 @@ def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortMan
         raise UserError(f"{path}: schema_version: {data.get('schema_version')!r} is not supported "
                         f"(this consilium reads {', '.join([*MANIFEST_STEPS, COHORT_MANIFEST_VERSION])})")
     data = upgrade(data, current=COHORT_MANIFEST_VERSION, steps=MANIFEST_STEPS, where=str(path))
-    if isinstance(settings := data.get("settings"), dict):  # no judge_decoding key (a null is kept): written before
-        data["settings"] = {"judge_decoding": "paper", **settings}  # it was, by judges that all asked the paper's way
+    data = settings_before_their_fields(data)
     try:
         return CohortManifest.model_validate(data)
     except ValidationError as exc:
