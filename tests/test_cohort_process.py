@@ -106,9 +106,10 @@ main(%r)
 """
 
 
-def test_a_cohort_against_a_server_makes_its_first_call_without_tiktoken(tmp_path: Path) -> None:
-    """A served model reports its usage, so nothing counts tokens before its first answer: tiktoken and its
-    encoding load on the first count (a scripted or replayed call, a server that does not report usage)."""
+@pytest.fixture(scope="module")
+def first_call_modules(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules a two-case cohort against a server (no --judge) has loaded when its first call goes out."""
+    tmp_path = tmp_path_factory.mktemp("first-call")
     cases = tmp_path / "cases"
     cases.mkdir()
     for n in range(2):
@@ -119,11 +120,30 @@ def test_a_cohort_against_a_server_makes_its_first_call_without_tiktoken(tmp_pat
     done = subprocess.run([sys.executable, "-c", _FIRST_CALL % (argv,)], capture_output=True, text=True,
                           timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout.splitlines()[-1]))
-    # Stopped at the first call: the protocol's graphs and the HTTP client are in, nothing has answered.
-    assert {"consilium.protocols.consilium.run", "aiohttp", "langgraph.graph"} <= loaded
+    # Stopped at the first call: nothing has answered, no trace is written.
     assert not any(path.is_file() for path in (tmp_path / "runs").rglob("*.trace.json"))
-    assert sorted(m for m in loaded if m.split(".")[0] in ("tiktoken", "tiktoken_ext", "openai")) == []
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_cohort_against_a_server_makes_its_first_call_without_tiktoken(first_call_modules: set[str]) -> None:
+    """A served model reports its usage, so nothing counts tokens before its first answer: tiktoken and its
+    encoding load on the first count (a scripted or replayed call, a server that does not report usage)."""
+    # The protocol's graphs and the HTTP client are in.
+    assert {"consilium.protocols.consilium.run", "aiohttp", "langgraph.graph"} <= first_call_modules
+    assert sorted(m for m in first_call_modules if m.split(".")[0] in ("tiktoken", "tiktoken_ext", "openai")) == []
+
+
+def test_a_cohort_without_judges_makes_its_first_call_without_judging_or_reporting(
+        first_call_modules: set[str]) -> None:
+    """A cohort without --judge loads neither the judges' runner and jury, nor the calibration, nor the report's
+    tables and figures before its first call, nor LangChain's chat model class (a model of ours is not one).
+    (rich is loaded there, by httpx's command-line module that the LangGraph SDK's httpx brings in; consilium's
+    own modules leave it alone: tests/test_startup.py.)"""
+    assert {"consilium.cli.cohort_finish", "consilium.models.wrappers.observed"} <= first_call_modules
+    unused = ("consilium.calibration", "consilium.reports", "consilium.judges.many", "consilium.judges.jury",
+              "consilium.judges.runner", "consilium.judges.aggregate", "consilium.judges.coverage",
+              "langchain_core.language_models.chat_models")
+    assert sorted(m for m in first_call_modules if m.startswith(unused)) == []
 
 
 def _digest_by_hand(messages: list[dict[str, Any]], settings: dict[str, Any]) -> str:

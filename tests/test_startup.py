@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("scipy", "sklearn", "matplotlib", "llama_cpp", "langgraph", "pandas", "pyarrow", "ray", "numpy")
+# rich: structlog imports it for pretty tracebacks our console never shows, the progress bar only on a terminal.
+HEAVY = ("scipy", "sklearn", "matplotlib", "llama_cpp", "langgraph", "pandas", "pyarrow", "ray", "numpy", "rich")
 
 # Runs in a fresh interpreter: this test process has long since imported everything.
 _PROBE = """

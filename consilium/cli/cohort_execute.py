@@ -25,7 +25,6 @@ from consilium.models.factory import build_model, build_ref
 from consilium.models.refs import parse_model_ref
 from consilium.protocols.base import RunModels
 from consilium.protocols.registry import get_protocol
-from consilium.reports.partial import partial_line, partial_of
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
@@ -54,7 +53,11 @@ def resume_line(plan: Plan) -> str | None:
     planned arms finished (status: aborted: …); 32 planned arms missing``). Read before this process locks the
     folder: a killed cohort's manifest still says running, and only the lock no one holds tells it from a live
     one, which the lock then refuses (so nothing is said of it here)."""
-    done = partial_of(plan.run_dir) if plan.manifest is not None else None
+    if plan.manifest is None:
+        return None
+    from consilium.reports.partial import partial_line, partial_of  # the report's modules: a resume's only
+
+    done = partial_of(plan.run_dir)
     return None if done is None or done.status == "running" else f"resuming: {partial_line(done)}"
 
 

@@ -15,12 +15,6 @@ from consilium.cohort.rows import counts
 from consilium.cohort.spend import recorded_costs, spend_lines, write_judge_columns
 from consilium.cohort.tables import CsvLog, write_csv
 from consilium.fileio import write_text_atomic
-from consilium.judges.cost import JudgeCost, item_spend, judge_costs
-from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
-from consilium.judges.many import judge_files
-from consilium.judges.record import Judgement
-from consilium.judges.rubric import Rubric
-from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.log import log_file
 from consilium.models import ChatModel
 from consilium.models.factory import build_ref
@@ -29,6 +23,10 @@ from consilium.protocols.registry import protocol_of
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan
+    from consilium.judges.cost import JudgeCost
+    from consilium.judges.record import Judgement
+    from consilium.judges.rubric import Rubric
+    from consilium.judges.runner import AnyTrace
 
 __all__ = ["JUDGEMENT_COLUMNS", "JURY_COLUMNS", "finish"]
 
@@ -74,6 +72,12 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     """Every completed arm with every rubric, as many judgements at a time as the cohort's concurrency,
     each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
+    # The judges' modules load here: a cohort without --judge starts its calls without them.
+    from consilium.judges.cost import item_spend, judge_costs
+    from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
+    from consilium.judges.many import judge_files
+    from consilium.judges.runner import JudgeSetup
+
     # A jury (--judge-model given again): its other judges, built here and closed with the first.
     # Each judge as the manifest records it (a spec, SPEC@BASE_URL#KEY_VAR or a model config file:
     # consilium/models/refs.py), on its own server if it has one, and named by it.

@@ -9,30 +9,29 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consilium import aio
-from consilium.calibration.isotonic import Calibration, load_calibration
 from consilium.cases import Case
 from consilium.cli.concurrency import default_concurrency
-from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.judges.aggregate import Arm, summarise
 from consilium.judges.answers import SCOPES, check_scope
-from consilium.judges.coverage import judging_coverage, print_coverage
 from consilium.judges.decoding import DECODINGS
-from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_names
-from consilium.judges.runner import AnyTrace, JudgeSetup, reference_for
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_ref
 from consilium.models.refs import ModelRef, parse_refs
 from consilium.protocols.registry import read_trace
 from consilium.traces.folder import trace_files as run_trace_files
+
+if TYPE_CHECKING:
+    from consilium.calibration.isotonic import Calibration
+    from consilium.judges.aggregate import Arm
+    from consilium.judges.runner import AnyTrace
 
 __all__ = ["add_decoding_argument", "add_scope_argument", "judge_specs", "judgement_path", "register", "run",
            "trace_files"]
@@ -112,6 +111,14 @@ def judgement_path(trace_file: Path, rubric: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Judging's own modules load here: `cohort` imports this module for its flags only.
+    from consilium.calibration.isotonic import load_calibration
+    from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
+    from consilium.judges.aggregate import summarise
+    from consilium.judges.coverage import judging_coverage, print_coverage
+    from consilium.judges.many import judge_files
+    from consilium.judges.runner import JudgeSetup
+
     specs = judge_specs(args)  # a judge model must be named: fail before reading anything
     rubric = load_rubric(args.rubric)
     unknown = [c for c in args.component or [] if c not in rubric.components]
@@ -221,6 +228,9 @@ def _calibrate(judgement: Judgement, calibration: Calibration | None, path: Path
 def _arm(trace: AnyTrace, rubric: Rubric) -> Arm:
     """The judged trace as the summary counts it: its panel model, whether its run failed, and whether its
     case has the rubric's reference (None: a reference that is not the case's, such as a turn's answer)."""
+    from consilium.judges.aggregate import Arm
+    from consilium.judges.runner import reference_for
+
     case = Case.model_validate(trace.case)
     reference = None if not rubric.kind.needs_reference or rubric.reference in ("answer", "none") \
         else reference_for(rubric, case) is not None

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = ["ArmTally", "ItemProgress"]
 
@@ -58,18 +58,25 @@ class ItemProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.on_terminal = bool(getattr(self.stream, "isatty", lambda: False)())
         self.total, self.done, self.tail = total, 0, tail
-        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("{task.fields[tail]}"), TimeRemainingColumn(),
-                             console=Console(file=self.stream), disable=not self.on_terminal, transient=transient,
-                             redirect_stdout=False)
-        self._task = self._bar.add_task(what, total=total, tail=tail)
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        if self.on_terminal:  # rich (a tenth of a second to import) only where it draws
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[tail]}"), TimeRemainingColumn(),
+                                 console=Console(file=self.stream), transient=transient, redirect_stdout=False)
+            self._task = self._bar.add_task(what, total=total, tail=tail)
 
     def __enter__(self) -> ItemProgress:
-        self._bar.__enter__()
+        if self._bar is not None:
+            self._bar.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._bar.__exit__(None, None, None)
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
 
     def advance(self, label: str, status: str, *, tail: str | None = None, done: int | None = None) -> None:
         """One item done: the bar moves on, or its line is written; ``done`` is the count its line shows when
@@ -77,7 +84,8 @@ class ItemProgress:
         self.done = self.done + 1 if done is None else done
         if tail is not None:
             self.tail = tail
-        self._bar.update(self._task, advance=1, tail=self.tail)
-        if not self.on_terminal:
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, advance=1, tail=self.tail)
+        else:
             end = f" · {self.tail}" if self.tail else ""
             print(f"[{self.done}/{self.total}] {label}: {status}{end}", file=self.stream, flush=True)
