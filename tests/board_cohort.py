@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
+from isolation import isolated
 
 from consilium.cli import main
 
@@ -24,10 +24,7 @@ WEIGHTED = (1.00 * 4 / 5 + 1.25 * 3 / 5 + 1.15 * 3 / 5) / 3.40
 
 def build_board_cohort(tmp: Path) -> Path:
     """Run the cohort under ``tmp`` (its own cache and log there) and return its run folder."""
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a fixture wider than a test
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a fixture wider than a test
         assert main(["cohort", "--cases", str(CASES), "--protocol", "board", "--judge", "otb-four-decision",
                      "--model", PANEL, "--judge-model", PANEL, "--out", str(tmp / "runs")]) == 0
     [run_dir] = list((tmp / "runs").iterdir())

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from isolation import isolate
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases"
@@ -24,12 +25,7 @@ class NetworkBlocked(RuntimeError):
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CONSILIUM_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.setenv("CONSILIUM_LOG_FILE", str(tmp_path / "consilium.log.jsonl"))
-    # asyncio's loop: uvloop connects sockets in C, out of the network guard's sight.
-    monkeypatch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from cohort_fixture import MAX_ROUNDS, VOTES, _case, panel_script
+from isolation import isolated
 
 from consilium.agents.records import Format
 from consilium.cases import Case
@@ -185,10 +186,7 @@ def tables_of(folder: Path) -> dict[str, list[dict[str, str]]]:
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("protocols")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         run_dir = build_folder(tmp)
         assert main(["compare", str(run_dir), "--bootstrap", str(DRAWS), "--seed", str(SEED)]) == 0
         yield {"run_dir": run_dir, "tmp": tmp, "tables": tables_of(run_dir / "compare"),

@@ -36,6 +36,7 @@ from cohort_fixture import (
     score,
     stop_reason,
 )
+from isolation import isolated
 
 from consilium.cli import main
 from consilium.models.backends.scripted import Script, ScriptedModel
@@ -55,10 +56,7 @@ COMPLETED = [a for a in ARMS if a != FAILED]
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fixture")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         run_dir = build_cohort(tmp)
         assert main(["compare", str(run_dir), "--bootstrap", str(DRAWS), "--seed", str(SEED)]) == 0
         tables = {p.stem: read_csv(p) for p in (run_dir / "compare").glob("*.csv")}

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from cohort_fixture import MARKERS, judge_script, panel_script
+from isolation import isolated
 
 from consilium.cli import main
 
@@ -94,9 +95,7 @@ def _add_cached_tokens(trace_file: Path) -> None:
 @pytest.fixture(scope="module")
 def cohorts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("cost")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         cases = tmp / "cases"
         cases.mkdir()
         for case in CASES:

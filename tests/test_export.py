@@ -31,6 +31,7 @@ import pytest
 from board_cohort import copy_run, nsclc_agents_trace
 from cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
 from inspect_ai.log import EvalLog, read_eval_log
+from isolation import isolated
 from localserver import free_port
 
 from consilium.cli import main
@@ -43,10 +44,7 @@ MYOCARDITIS = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("export")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         yield build_cohort(tmp)
 
 

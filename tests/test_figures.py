@@ -35,6 +35,7 @@ from cohort_fixture import (
     score,
     stop_reason,
 )
+from isolation import isolated
 
 from consilium.cli import main
 from consilium.errors import UserError
@@ -70,10 +71,7 @@ NAMES = {"c1": "1: Factual Correctness and Source Grounding", "c2": "2: Identifi
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fixture")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         run_dir = build_cohort(tmp)
         assert main(["compare", str(run_dir), "--bootstrap", "500"]) == 0
         yield {"run_dir": run_dir, "data": load_cohort_data(run_dir)}

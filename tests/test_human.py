@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from isolation import isolated
 
 import consilium
 from consilium.cli import main
@@ -63,24 +64,12 @@ def write_answers(path: Path, answers: dict[str, Any]) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def _isolated(tmp: Path) -> Any:
-    """The conftest's isolation (its own cache and log, no key), for a fixture made once for the module."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            patch.delenv(name, raising=False)
-        yield
-
-
 @pytest.fixture(scope="module")
 def seated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run in both formats with the person in the cardiologist's seat, every answer from ANSWERS: its folder,
     made once; the tests only read it."""
     tmp = tmp_path_factory.mktemp("seated")
-    with _isolated(tmp):
+    with isolated(tmp):
         assert simulate(tmp, "--human", "Cardiologist", "--answers", str(ANSWERS)) == 0
     return run_dir(tmp)
 
@@ -410,7 +399,7 @@ def ctrl_c_at_the_vote(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     """_stopped_at_the_first_vote once for the module: the run's folder and what the terminal showed; each
     test resumes its own copy (``copy_of``)."""
     tmp = tmp_path_factory.mktemp("ctrl-c")
-    with _isolated(tmp):
+    with isolated(tmp):
         return _stopped_at_the_first_vote(tmp / "runs")
 
 
@@ -446,7 +435,7 @@ def paused_at_the_vote(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A free-form run paused at the round-1 vote (the person's opinion given, no vote): made once; each test
     resumes or damages its own copy (``copy_of``)."""
     tmp = tmp_path_factory.mktemp("paused")
-    with _isolated(tmp):
+    with isolated(tmp):
         return _paused(tmp, {"free-form": {"opinion": "Myocarditis; cardiac MRI."}})
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from cohort_fixture import MARKERS, arm_mark, judge_script, panel_script
+from isolation import isolated
 
 from consilium.cli import main
 
@@ -123,9 +124,7 @@ def _records(run_dir: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("judgecost")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         cases = tmp / "cases"
         cases.mkdir()
         for case in CASES:

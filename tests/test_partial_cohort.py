@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
+from isolation import isolated
 from test_viewer_index import parse
 
 from consilium.cli import main
@@ -56,10 +57,7 @@ def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
 @pytest.fixture(scope="module")
 def cohorts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("cohorts")
-    with pytest.MonkeyPatch.context() as patch:  # the conftest's isolation, for a module-wide fixture
-        patch.setenv("CONSILIUM_CACHE", str(tmp / "cache.sqlite"))
-        patch.setenv("CONSILIUM_LOG_FILE", str(tmp / "consilium.log.jsonl"))
-        patch.setenv("CONSILIUM_EVENT_LOOP", "asyncio")
+    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
         complete = build_cohort(tmp)
         specs = {row["model_spec"] for row in read_csv(complete / "arms.csv")}
         spec_of = {model: next(s for s in specs if model in s) for model in MODELS}
