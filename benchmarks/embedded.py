@@ -39,16 +39,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from workload import RULES, cases, read_consilium_trace  # noqa: E402  (a script beside workload.py, run from anywhere)
 
 from consilium import aio  # noqa: E402
+from consilium.graphs.base import RunModels  # noqa: E402
+from consilium.graphs.consilium.config import ConsiliumConfig  # noqa: E402
+from consilium.graphs.consilium.run import run_case  # noqa: E402
+from consilium.graphs.consilium.trace import Trace  # noqa: E402
 from consilium.models.backends.scripted import Script, ScriptedModel  # noqa: E402
 from consilium.models.protocol import NO_STAGE_LIMITS  # noqa: E402
 from consilium.models.tokens import _encoding  # noqa: E402
 from consilium.models.types import Message, ModelRequest, ModelResponse  # noqa: E402
 from consilium.models.usage import Usage  # noqa: E402
 from consilium.models.wrappers import ConcurrencyLimitedModel, current_work_key  # noqa: E402
-from consilium.protocols.base import RunModels  # noqa: E402
-from consilium.protocols.consilium.config import ConsiliumConfig  # noqa: E402
-from consilium.protocols.consilium.run import run_case  # noqa: E402
-from consilium.protocols.consilium.trace import Trace  # noqa: E402
 
 __all__ = ["LlamaSlot", "cached_share", "embedded_section", "prefix_slot"]
 
@@ -167,9 +167,9 @@ def grammar(decode_tokens: int = 96, repeats: int = 2) -> dict[str, Any]:
     from llama_cpp.llama_grammar import LlamaGrammar
 
     from consilium.agents.schemas import opinion_schema, report_schema
+    from consilium.graphs.consilium.config import DEFAULT_BUDGET_CHARS
     from consilium.models import CallTag, GenerationSettings, OutputSchema
     from consilium.models.backends.llama import LlamaCppModel, embedded_model_path, grammar_safe
-    from consilium.protocols.consilium.config import DEFAULT_BUDGET_CHARS
 
     llm = Llama(model_path=str(embedded_model_path()), vocab_only=True, verbose=False)
     schemas = {"opinion": opinion_schema(DEFAULT_BUDGET_CHARS).json_schema,

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 from consilium.cli import main as cli
+from consilium.graphs.registry import read_trace
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import GenerationSettings
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
 from consilium.models.factory import ModelOptions, build_model
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = {"rules": [

@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from workload import cases, fake_server  # noqa: E402  (a script beside workload.py, run from anywhere)
 
 from consilium import aio  # noqa: E402
+from consilium.graphs.base import RunModels  # noqa: E402
+from consilium.graphs.consilium.config import ConsiliumConfig  # noqa: E402
+from consilium.graphs.consilium.run import run_case  # noqa: E402
 from consilium.models.factory import ModelOptions, build_model  # noqa: E402
 from consilium.models.wrappers.pool import PooledModel  # noqa: E402
-from consilium.protocols.base import RunModels  # noqa: E402
-from consilium.protocols.consilium.config import ConsiliumConfig  # noqa: E402
-from consilium.protocols.consilium.run import run_case  # noqa: E402
 
 __all__ = ["cached_share", "fake_replica", "replica_cache"]
 

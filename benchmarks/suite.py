@@ -34,16 +34,16 @@ from workload import EXAMPLE, PANEL, ROOT, RULES, cases, fake_server, fresh_cach
 
 from consilium import aio
 from consilium.cases import load_case
+from consilium.graphs.base import RunModels
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.run import run_board
+from consilium.graphs.replay import replay_trace
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.tokens import _encoding
 from consilium.models.wrappers import CachedModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.board.run import run_board
-from consilium.protocols.replay import replay_trace
 
 
 def overhead(n: int) -> dict[str, Any]:

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case, load_case
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.run import run_case
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.models.protocol import ChatModel
 from consilium.models.wrappers import CachedModel, ConcurrencyLimitedModel, RetryingModel, RetryPolicy
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.run import run_case
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
 
 __all__ = ["EXAMPLE", "HTTP_RULES", "PANEL", "ROOT", "RULES", "cases", "fake_server", "fresh_cache",
            "read_consilium_trace", "run_cohort"]

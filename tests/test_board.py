@@ -12,13 +12,13 @@ import pytest
 
 from consilium.cases import load_case
 from consilium.cli import main
+from consilium.graphs.base import RunModels
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.run import run_board
+from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.graphs.registry import read_trace
 from consilium.models import ModelRequest
 from consilium.models.backends.scripted import ScriptedModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.board.run import run_board
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.registry import read_trace
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from consilium.cli import main
-from consilium.protocols.board.repetition import (
+from consilium.graphs.board.repetition import (
     NGRAM,
     RUN_FREE,
     RUN_FULL,
@@ -19,10 +19,10 @@ from consilium.protocols.board.repetition import (
     measure_repetition,
     repetition_penalty,
 )
-from consilium.protocols.board.trace import BoardTrace
-from consilium.protocols.board.transcript import split_sentences
-from consilium.protocols.board.validate import validate_transcript
-from consilium.protocols.registry import read_trace
+from consilium.graphs.board.trace import BoardTrace
+from consilium.graphs.board.transcript import split_sentences
+from consilium.graphs.board.validate import validate_transcript
+from consilium.graphs.registry import read_trace
 
 CASE = Path(__file__).resolve().parents[1] / "examples" / "cases" / "tumor-board-nsclc.yaml"
 VALID = (
@@ -119,7 +119,7 @@ def _meeting(texts: list[str], roles: tuple[str, str] = ("Moderator", "Radiologi
 
 
 # The repetition penalty (App. E.2: "minus a repetition penalty that rises linearly with the longest repeated
-# run and the repeated n-gram fraction"; the constants are ours, consilium/protocols/board/repetition.py and
+# run and the repeated n-gram fraction"; the constants are ours, consilium/graphs/board/repetition.py and
 # docs/board.md).
 def test_fifty_identical_turns_lose_the_whole_format_score() -> None:
     report = validate_transcript(_meeting(["We should proceed with surgery after restaging."] * 50))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from consilium.protocols.board.transcript import Transcript, Turn, parse_transcript
-from consilium.protocols.board.validate import CHECKS, overlength_penalty, validate_transcript
+from consilium.graphs.board.transcript import Transcript, Turn, parse_transcript
+from consilium.graphs.board.validate import CHECKS, overlength_penalty, validate_transcript
 
 VALID = (
     "<discussion>\n"

@@ -1,4 +1,4 @@
-"""The board moderator's instructions and answer formats are data (consilium/protocols/board/prompts/
+"""The board moderator's instructions and answer formats are data (consilium/graphs/board/prompts/
 moderator.yaml), sent byte for byte as they were when they were written in code: a recorded meeting replays
 only if every request is the same."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from consilium.protocols.board.agents import _instruction, moderator_sentences
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.board.protocol import BOARD
-from consilium.protocols.board.transcript import Turn
+from consilium.graphs.board.agents import _instruction, moderator_sentences
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.protocol import BOARD
+from consilium.graphs.board.transcript import Turn
 
 SPOKEN = [Turn(number=1, role="Moderator", text="Welcome.")]
 

@@ -644,9 +644,9 @@ def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, d
     from test_board import rotating_board
 
     from consilium.cases import load_case
-    from consilium.protocols.base import RunModels
-    from consilium.protocols.board.config import BoardConfig
-    from consilium.protocols.board.run import run_board
+    from consilium.graphs.base import RunModels
+    from consilium.graphs.board.config import BoardConfig
+    from consilium.graphs.board.run import run_board
 
     model = rotating_board(closes=True)
     trace = asyncio.run(run_board(load_case(BOARD_CASE), "agents", RunModels(panel=model, moderator=model),

@@ -129,7 +129,7 @@ def test_a_cohort_against_a_server_makes_its_first_call_without_tiktoken(first_c
     """A served model reports its usage, so nothing counts tokens before its first answer: tiktoken and its
     encoding load on the first count (a scripted or replayed call, a server that does not report usage)."""
     # The protocol's graphs and the HTTP client are in.
-    assert {"consilium.protocols.consilium.run", "aiohttp", "langgraph.graph"} <= first_call_modules
+    assert {"consilium.graphs.consilium.run", "aiohttp", "langgraph.graph"} <= first_call_modules
     assert sorted(m for m in first_call_modules if m.split(".")[0] in ("tiktoken", "tiktoken_ext", "openai")) == []
 
 

@@ -23,6 +23,9 @@ from consilium.cohort.progress import ArmTally
 from consilium.cohort.run import CohortRun, run_cohort
 from consilium.cohort.tables import CsvLog, append_jsonl
 from consilium.errors import UserError
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.registry import read_trace
 from consilium.judges.many import judge_files
 from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Rubric, load_rubric
@@ -30,9 +33,6 @@ from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.models import ChatModel, ModelRequest, ModelResponse
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.wrappers import ConcurrencyLimitedModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

@@ -27,15 +27,15 @@ from isolation import isolated
 from consilium.agents.records import Format
 from consilium.cases import Case
 from consilium.cli import main
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.run import run_case
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.single.config import SingleConfig
+from consilium.graphs.single.run import run_single_case
+from consilium.graphs.single.trace import SingleTrace
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.types import GenerationSettings
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.run import run_case
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.single.config import SingleConfig
-from consilium.protocols.single.run import run_single_case
-from consilium.protocols.single.trace import SingleTrace
 
 MODELS = ("panel-a", "panel-b")
 PROTOCOLS = ("consilium", "single")

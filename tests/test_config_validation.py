@@ -17,8 +17,8 @@ from consilium.cli.options import ModelConfigFile, flag_name, run_config
 from consilium.cohort.experiment import load_experiment
 from consilium.datafiles import load_data_file
 from consilium.errors import UserError
-from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
-from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS, ConsiliumConfig
+from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
+from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS, ConsiliumConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from consilium.cli import main
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 
 CASE = Path(__file__).resolve().parents[1] / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 

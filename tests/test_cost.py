@@ -318,8 +318,8 @@ def test_bad_prices_exit_2_naming_the_file_and_field(tmp_path: Path, capsys: pyt
 
 
 def test_a_trace_without_prices_reads_with_cost_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from consilium.graphs.registry import read_trace
     from consilium.models.pricing import trace_cost
-    from consilium.protocols.registry import read_trace
 
     config = _model_config(tmp_path / "m.yaml", EXAMPLE / "models" / "scripted-panel.yaml", {"input": 1, "output": 1})
     _, trace = _simulate(tmp_path, capsys, "--model-config", str(config))

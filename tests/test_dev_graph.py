@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_consilium_graph import write_script
 
-from consilium.protocols.consilium.dev import make_graph
+from consilium.graphs.consilium.dev import make_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,10 @@ import pytest
 from pydantic import BaseModel
 
 from consilium.cli import main
+from consilium.graphs.board.trace import BoardTrace
+from consilium.graphs.registry import read_trace
 from consilium.models import CallRecorder, CallTag, GenerationSettings, Message, ModelRequest, OutputSchema, for_run
 from consilium.models.factory import ModelOptions, build_model
-from consilium.protocols.board.trace import BoardTrace
-from consilium.protocols.registry import read_trace
 
 pytestmark = pytest.mark.embedded
 

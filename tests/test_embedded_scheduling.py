@@ -14,12 +14,12 @@ import pytest
 
 from consilium import aio
 from consilium.agents.schemas import opinion_schema, report_schema, revision_schema
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import DEFAULT_BUDGET_CHARS, ConsiliumConfig
+from consilium.graphs.consilium.run import run_case
+from consilium.graphs.consilium.trace import Trace
 from consilium.models.backends.llama import GRAMMAR_MAX_LENGTH, grammar_safe
 from consilium.models.wrappers import ConcurrencyLimitedModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import DEFAULT_BUDGET_CHARS, ConsiliumConfig
-from consilium.protocols.consilium.run import run_case
-from consilium.protocols.consilium.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -23,11 +23,11 @@ from consilium.calibration.pairs import load_judgements
 from consilium.calibration.ratings import load_ratings
 from consilium.cli import main
 from consilium.cli.evolve_cmd import table5_csv
+from consilium.graphs.consilium.trace import Trace
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.wrappers.cache import CachedModel
-from consilium.protocols.consilium.trace import Trace
 
 RUBRIC = load_rubric("ai-consilium")
 RATED = (("panel-a", "structured"), ("panel-b", "free-form"))

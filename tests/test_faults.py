@@ -73,7 +73,7 @@ def test_a_cohort_killed_midway_resumes_without_repeating_finished_calls(tmp_pat
     import sys
     import time
 
-    from consilium.protocols.registry import read_trace
+    from consilium.graphs.registry import read_trace
 
     cases = shared_data("agentclinic_medqa.jsonl")
     out = tmp_path / "runs"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from consilium.protocols.board.calls import single_graph as board_single_graph
-from consilium.protocols.board.calls import turn_graph
-from consilium.protocols.board.graph import board_graph
-from consilium.protocols.consilium.graph import consilium_graph
-from consilium.protocols.single.graph import single_graph
+from consilium.graphs.board.calls import single_graph as board_single_graph
+from consilium.graphs.board.calls import turn_graph
+from consilium.graphs.board.graph import board_graph
+from consilium.graphs.consilium.graph import consilium_graph
+from consilium.graphs.single.graph import single_graph
 
 GRAPHS = {"consilium": (consilium_graph, {"roles", "opinions", "reports", "rounds", "stop_reason"}),
           "board[agents]": (board_graph, {"roles", "turns", "conclusion", "stop_reason"}),

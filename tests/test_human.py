@@ -27,7 +27,7 @@ from isolation import isolated
 import consilium
 from consilium.cli import main
 from consilium.errors import UserError
-from consilium.protocols.consilium.seat import SEAT_JUSTIFICATION, HumanPrompt, seat_human
+from consilium.graphs.consilium.seat import SEAT_JUSTIFICATION, HumanPrompt, seat_human
 from consilium.roles.catalogue import load_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,13 +15,13 @@ import pytest
 from localserver import scripted_server
 
 from consilium.cli import main
+from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement
 from consilium.models import ModelRequest
 from consilium.models.types import Message
 from consilium.models.wrappers.cache import cache_key
 from consilium.models.wrappers.recording import request_hash
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.registry import read_trace
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"

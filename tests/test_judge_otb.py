@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from consilium.cli import main
+from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models import ModelRequest
 from consilium.models.backends.scripted import ScriptedModel
 from consilium.models.structured import OutputInvalid
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 NSCLC = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"  # clinical_trial: null

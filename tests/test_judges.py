@@ -11,12 +11,12 @@ import pytest
 
 from consilium.cli import main
 from consilium.errors import UserError
+from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import load_rubric, parse_rubric, rubric_names
 from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
 from consilium.models.wrappers import CachedModel
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "examples" / "cases"

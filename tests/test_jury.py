@@ -30,11 +30,11 @@ from jury_fixture import (
 )
 
 from consilium.cli import main
+from consilium.graphs.registry import read_trace
 from consilium.judges.components import component_texts
 from consilium.judges.jury import family
 from consilium.judges.record import Judgement, JudgementItem, JuryVerdict, read_judgement
 from consilium.models.tokens import count_tokens
-from consilium.protocols.registry import read_trace
 
 
 @pytest.fixture(scope="module")

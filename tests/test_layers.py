@@ -1,8 +1,9 @@
 """The package's layers: no module imports from a layer above its own (docs/architecture.md, "Layers").
 
 Each top-level part of ``consilium`` has a rank; a module may import its own part and any part of a lower
-rank, never one above. Within ``protocols``, each protocol's package may import only the shared protocol
-modules (base, view, record) and itself: a protocol never reaches into another's package; the registry, arms and replay,
+rank, never one above. Within ``graphs``, each protocol's package may import only the shared protocol
+modules (base, view, record, and the LangGraph glue: reducers, running, checkpoint_serde, studio) and
+itself: a protocol never reaches into another's package; the registry, arms and replay,
 which know them all, sit above them. Imports inside functions count as well (a lazy import is still an edge).
 """
 
@@ -21,8 +22,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("fileio", "log", "aio", "datafiles"),
     ("models", "observe"),
     ("roles", "cases"),
-    ("agents", "graphs", "traces"),
-    ("protocols",),
+    ("agents", "traces"),
+    ("graphs",),
     ("judges",),
     ("calibration", "reports", "cohort"),
     ("ablation",),
@@ -32,11 +33,11 @@ LAYERS: list[tuple[str, ...]] = [
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 #: Parts of the same rank that may import each other, lower → higher (a DAG inside a rank).
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
-                     ("graphs", "agents"), ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
+                     ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
                      ("__main__", "cli"), ("__init__", "api"), ("api", "cli")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
-PROTOCOL_SHARED = {"base", "view", "record"}
+PROTOCOL_SHARED = {"base", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}
 PROTOCOL_TOP = {"registry", "replay", "arms"}
 
 
@@ -63,7 +64,7 @@ def _imports_of(path: Path, root: Path) -> list[tuple[int, str]]:
             else:
                 name = node.module or ""
             if name.startswith("consilium"):
-                # ``from consilium.protocols.board import agents`` imports a submodule: count it as such.
+                # ``from consilium.graphs.board import agents`` imports a submodule: count it as such.
                 found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names]
         elif isinstance(node, ast.Call) and _imported_by_name(node):
             found.append((node.lineno, node.args[0].value))  # type: ignore[attr-defined]
@@ -95,7 +96,7 @@ def _violation(source: str, target: str) -> str | None:
     if src not in RANK or dst not in RANK:
         return f"{src if src not in RANK else dst} is in no layer (add it to LAYERS)"
     if src == dst:
-        return _protocol_violation(source, target) if src == "protocols" else None
+        return _protocol_violation(source, target) if src == "graphs" else None
     if RANK[dst] > RANK[src]:
         return f"{src} (layer {RANK[src]}) imports {dst} (layer {RANK[dst]}), a layer above"
     if RANK[dst] == RANK[src] and (src, dst) not in SAME_RANK_ALLOWED:
@@ -113,8 +114,8 @@ def _protocol_violation(source: str, target: str) -> str | None:
     if src_part in PROTOCOL_TOP:
         return None
     if src_part in PROTOCOL_SHARED:
-        return f"protocols.{src_part} (shared) imports protocols.{dst_part}"
-    return f"protocol package {src_part} imports protocols.{dst_part} (a protocol needs nothing but base and view)"
+        return f"graphs.{src_part} (shared) imports graphs.{dst_part}"
+    return f"protocol package {src_part} imports graphs.{dst_part} (a protocol needs nothing but base and view)"
 
 
 def test_no_module_imports_from_a_layer_above() -> None:
@@ -124,13 +125,13 @@ def test_no_module_imports_from_a_layer_above() -> None:
 
 
 @pytest.mark.parametrize(("source", "target", "expected"), [
-    ("consilium.models.factory", "consilium.protocols.base", "a layer above"),
-    ("consilium.traces.io", "consilium.protocols.registry", "a layer above"),
-    ("consilium.protocols.single.run", "consilium.protocols.consilium.config", "needs nothing but base and view"),
-    ("consilium.protocols.base", "consilium.protocols.board.trace", "(shared) imports"),
+    ("consilium.models.factory", "consilium.graphs.base", "a layer above"),
+    ("consilium.traces.io", "consilium.graphs.registry", "a layer above"),
+    ("consilium.graphs.single.run", "consilium.graphs.consilium.config", "needs nothing but base and view"),
+    ("consilium.graphs.base", "consilium.graphs.board.trace", "(shared) imports"),
     ("consilium.judges.runner", "consilium.reports.summary", "a layer above"),
-    ("consilium.reports.viewer", "consilium.protocols.registry", None),
-    ("consilium.protocols.registry", "consilium.protocols.single.protocol", None),
+    ("consilium.reports.viewer", "consilium.graphs.registry", None),
+    ("consilium.graphs.registry", "consilium.graphs.single.protocol", None),
 ])
 def test_the_rule_catches_an_upward_edge(source: str, target: str, expected: str | None) -> None:
     found = _violation(source, target)

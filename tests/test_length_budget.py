@@ -16,10 +16,10 @@ import pytest
 
 from consilium.agents.schemas import OPINION_SECTIONS, REPORT_SECTIONS, opinion_schema, report_schema, revision_schema
 from consilium.cli import main
+from consilium.graphs.consilium.config import DEFAULT_BUDGET_CHARS, ConsiliumConfig, budget_max_tokens
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.models.wrappers.recording import CallRecord
-from consilium.protocols.consilium.config import DEFAULT_BUDGET_CHARS, ConsiliumConfig, budget_max_tokens
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

@@ -14,6 +14,8 @@ from faultserver import BAD_TYPES, EMPTY_ANSWERS, fault_server
 
 from consilium.cli import main
 from consilium.errors import IncompleteAnswerError, ModelError
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.models import (
     CallRecorder,
     CallTag,
@@ -32,8 +34,6 @@ from consilium.models.backends.replay import ReplayModel
 from consilium.models.backends.scripted import Script, ScriptedModel, ScriptRule
 from consilium.models.wrappers import CachedModel, RetryingModel, RetryPolicy
 from consilium.models.wrappers.cache import cache_key
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSULT = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

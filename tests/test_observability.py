@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from consilium import api
 from consilium.cli import main
+from consilium.graphs.consilium.graph import consilium_graph
+from consilium.graphs.registry import read_trace
 from consilium.models import CallRecord
-from consilium.protocols.consilium.graph import consilium_graph
-from consilium.protocols.registry import read_trace
 from consilium.traces.schema import TraceBase
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """A third-party protocol, added by an installed package's ``consilium.protocols`` entry point, runs
 everywhere the built-in ones do: simulate writes its traces, replay re-runs them identically, view shows them
-(consilium/protocols/registry.py; docs/architecture.md, "Add a protocol")."""
+(consilium/graphs/registry.py; docs/architecture.md, "Add a protocol")."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from consilium.agents import moderator, specialist
 from consilium.agents.records import FORMATS, AssignedRole, Opinion
 from consilium.cases import Case
 from consilium.models import CallRecorder, for_run
-from consilium.protocols.base import Protocol, RunModels, config_record, run_recorded, start_run
-from consilium.protocols.view import Heading, Text
+from consilium.graphs.base import Protocol, RunModels, config_record, run_recorded, start_run
+from consilium.graphs.view import Heading, Text
 from consilium.traces.config import ConfigRecord, RunConfig
 from consilium.traces.schema import TraceBase
 
@@ -187,7 +187,7 @@ def test_a_plugin_that_fails_when_used_is_named_not_an_internal_error(tmp_path: 
     the plugin, exit 2 (a plugin's failure is its author's to fix, not a bug of consilium's)."""
     source = '''
 from consilium.models.backends.registry import Backend
-from consilium.protocols.single.protocol import SingleProtocol
+from consilium.graphs.single.protocol import SingleProtocol
 
 
 def _open(arg, options):

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from consilium.cli import main
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import protocol_of, read_trace
+from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import protocol_of, read_trace
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "v1.3"
 
@@ -44,7 +44,7 @@ def test_the_recorded_board_inputs_are_typed() -> None:
 def test_a_record_has_its_protocols_defaults(name: str) -> None:
     """A trace's config record must read a missing setting as the protocol's own default (a board's
     min_roles is 2, not the shared 3), or an older trace would replay under other settings."""
-    from consilium.protocols.registry import get_protocol
+    from consilium.graphs.registry import get_protocol
 
     protocol = get_protocol(name)
     record = protocol.trace_model.model_fields["config"].annotation

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from consilium.cases import Case, load_case
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.run import run_case
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.factory import ModelOptions, build_model
 from consilium.models.wrappers import work_item
 from consilium.models.wrappers.pool import PooledModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.run import run_case
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -17,11 +17,11 @@ from consilium.cli import build_parser, main
 from consilium.cli.cohort_plan import new_plan
 from consilium.cli.labels import default_role_labels
 from consilium.cli.simulate_cmd import _config
+from consilium.graphs.consilium.config import ConsiliumConfig, ConsiliumRecord
+from consilium.graphs.registry import get_protocol, read_trace
 from consilium.models import CallRecorder, GenerationSettings, ModelRequest, for_run
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.usage import UsageLedger
-from consilium.protocols.consilium.config import ConsiliumConfig, ConsiliumRecord
-from consilium.protocols.registry import get_protocol, read_trace
 from consilium.roles.catalogue import load_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from consilium.cli import main
+from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"

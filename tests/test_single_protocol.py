@@ -1,4 +1,4 @@
-"""The single-specialist baseline (``--protocol single``, consilium/protocols/single/): the primary role
+"""The single-specialist baseline (``--protocol single``, consilium/graphs/single/): the primary role
 alone answers the case, in either format, with no panel, synthesis or voting; it simulates, replays,
 is judged as a conclusion, and is viewed like every other protocol."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cli import main
+from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"

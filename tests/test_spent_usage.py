@@ -15,15 +15,15 @@ import pytest
 from consilium import aio
 from consilium.cases import load_case
 from consilium.cli import main
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.run import run_format
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.models import Message, Usage
 from consilium.models.backends.scripted import Script, ScriptedModel
 from consilium.models.tokens import count_message_tokens
 from consilium.models.wrappers import CachedModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.run import run_format
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -33,7 +33,7 @@ from langgraph_api._factory_utils import _classify_factory
 from localserver import free_port
 
 from consilium.errors import UserError
-from consilium.protocols.registry import read_trace
+from consilium.graphs.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = "scripted:examples/models/scripted-panel.yaml"

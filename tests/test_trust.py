@@ -19,8 +19,8 @@ from localserver import scripted_server
 from consilium.cli import main
 from consilium.cohort.arms import model_folder
 from consilium.cohort.manifest import RunLock
+from consilium.graphs.registry import read_trace
 from consilium.models.factory import ModelOptions
-from consilium.protocols.registry import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

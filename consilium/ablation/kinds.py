@@ -3,7 +3,7 @@
 - ``no-deliberation``: the initial report only (``review: false``: no review round);
 - ``leave-one-out``: the same panel less one role, for each role in turn (``panel``: its opinion is not in the
   synthesis and it casts no vote);
-- ``single``: the primary role alone, as the single-specialist baseline (consilium/protocols/single/);
+- ``single``: the primary role alone, as the single-specialist baseline (consilium/graphs/single/);
 - ``moderator``: the same panel (``panel``) under another moderator model;
 - ``max-rounds``: the round cap set to each value asked for.
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from consilium.ablation.kinds import Condition, Kind, conditions
 from consilium.ablation.source import Cohort, OriginalArm
 from consilium.cases import Case
+from consilium.graphs.base import RunModels
+from consilium.graphs.registry import get_protocol, protocol_of, read_trace
 from consilium.models import ChatModel
 from consilium.models.wrappers.reuse import ReusingModel
-from consilium.protocols.base import RunModels
-from consilium.protocols.registry import get_protocol, protocol_of, read_trace
 from consilium.traces.io import write_trace
 from consilium.traces.schema import TraceBase
 

@@ -28,6 +28,7 @@ from consilium.cohort.protocols import protocol_list
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import read_trace
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.decoding import JudgeDecoding
 from consilium.judges.many import judge_files
@@ -36,7 +37,6 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import AnyTrace
 from consilium.models.factory import ModelOptions
 from consilium.models.refs import parse_refs
-from consilium.protocols.registry import read_trace
 
 __all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "run_cohort"]
 

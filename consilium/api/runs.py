@@ -25,6 +25,15 @@ from consilium.agents.labels import with_role_labels
 from consilium.cases import Case, load_case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.graphs.base import RunModels
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.run import run_turn
+from consilium.graphs.board.trace import TurnTrace
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.human_run import run_seated, seated
+from consilium.graphs.consilium.seat import HumanPrompt
+from consilium.graphs.registry import get_protocol, protocol_of, read_trace
+from consilium.graphs.replay import first_difference, replay_trace
 from consilium.judges.decoding import JudgeDecoding
 from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
@@ -34,15 +43,6 @@ from consilium.models import ChatModel, GenerationSettings
 from consilium.models.backends.langchain_chat import LangChainChatModel
 from consilium.models.factory import ModelOptions, build_model, build_ref, shared_layers
 from consilium.models.refs import distinct, parse_model_ref
-from consilium.protocols.base import RunModels
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.board.run import run_turn
-from consilium.protocols.board.trace import TurnTrace
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.human_run import run_seated, seated
-from consilium.protocols.consilium.seat import HumanPrompt
-from consilium.protocols.registry import get_protocol, protocol_of, read_trace
-from consilium.protocols.replay import first_difference, replay_trace
 from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id, trace_path, write_trace
 from consilium.traces.schema import TraceBase

@@ -30,6 +30,7 @@ from consilium.calibration.isotonic import split_cases
 from consilium.calibration.pairs import Judged, match_ratings
 from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
+from consilium.graphs.registry import read_trace
 from consilium.judges.prompting import anchors_text
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Criterion, Rubric
@@ -37,7 +38,6 @@ from consilium.judges.runner import JudgeSetup, judge_trace
 from consilium.judges.scope import in_scope, scale_points
 from consilium.models import CallRecorder, CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models import for_run as run_layers
-from consilium.protocols.registry import read_trace
 from consilium.redact import clip
 from consilium.traces.schema import TraceBase
 

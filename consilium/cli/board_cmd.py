@@ -18,14 +18,14 @@ from consilium.cli.options import (
     run_config,
 )
 from consilium.fileio import make_folder
+from consilium.graphs.base import RunModels
+from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
+from consilium.graphs.board.slides import slide_images
+from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.log import attach_run_log
 from consilium.models import ChatModel
 from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
-from consilium.protocols.base import RunModels
-from consilium.protocols.board.config import BOARD_MAX_TOKENS, BoardConfig
-from consilium.protocols.board.slides import slide_images
-from consilium.protocols.board.trace import BoardTrace, TurnTrace
 from consilium.redact import clip
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 
@@ -77,7 +77,7 @@ async def _closing(*models: ChatModel) -> None:
 
 
 def run_board_command(args: argparse.Namespace) -> int:
-    from consilium.protocols.board.run import run_board  # LangGraph on use: `--help` stays light
+    from consilium.graphs.board.run import run_board  # LangGraph on use: `--help` stays light
 
     case = load_case(args.case)
     config = with_role_labels(_config(args), args.moderator_model or model_spec(args))
@@ -104,7 +104,7 @@ def run_board_command(args: argparse.Namespace) -> int:
 
 
 def run_turn_command(args: argparse.Namespace) -> int:
-    from consilium.protocols.board.run import resolve_role, run_turn  # LangGraph on use: `--help` stays light
+    from consilium.graphs.board.run import resolve_role, run_turn  # LangGraph on use: `--help` stays light
 
     case = load_case(args.case)
     config = _config(args)

@@ -17,7 +17,7 @@ from consilium.cohort.experiment import Experiment, experiment_variants
 from consilium.cohort.protocols import VARIANT_FLAGS, split_settings
 from consilium.datafiles import read_data_file
 from consilium.errors import UserError
-from consilium.protocols.registry import get_protocol
+from consilium.graphs.registry import get_protocol
 from consilium.traces.config import RunConfig
 
 __all__ = ["RUN_FLAGS", "config_file_settings", "given_run_flags", "given_variants", "protocol_configs"]

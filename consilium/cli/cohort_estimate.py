@@ -14,11 +14,11 @@ from consilium.cohort.estimate import CohortShape, estimate
 from consilium.cohort.estimate_like import read_prior
 from consilium.cohort.estimate_table import estimate_lines
 from consilium.errors import UserError
+from consilium.graphs.registry import get_protocol
 from consilium.models.backends.registry import resolve_spec
 from consilium.models.factory import ModelOptions, open_backend
 from consilium.models.pricing import Prices
 from consilium.models.refs import parse_model_ref
-from consilium.protocols.registry import get_protocol
 
 __all__ = ["check_estimate_flags", "check_model", "plan_shape", "run_estimate"]
 

@@ -19,12 +19,12 @@ from consilium.cohort.run import CohortRun, run_cohort
 from consilium.cohort.tables import CsvLog, append_jsonl, write_csv
 from consilium.errors import UserError
 from consilium.fileio import make_folder
+from consilium.graphs.base import RunModels
+from consilium.graphs.registry import get_protocol
 from consilium.log import attach_run_log, get_logger
 from consilium.models import ChatModel
 from consilium.models.factory import build_model, build_ref
 from consilium.models.refs import parse_model_ref
-from consilium.protocols.base import RunModels
-from consilium.protocols.registry import get_protocol
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan

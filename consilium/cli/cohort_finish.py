@@ -15,11 +15,11 @@ from consilium.cohort.rows import counts
 from consilium.cohort.spend import recorded_costs, spend_lines, write_judge_columns
 from consilium.cohort.tables import CsvLog, write_csv
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import protocol_of
 from consilium.log import log_file
 from consilium.models import ChatModel
 from consilium.models.factory import build_ref
 from consilium.models.refs import parse_model_ref
-from consilium.protocols.registry import protocol_of
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan

@@ -37,11 +37,11 @@ from consilium.cohort.protocols import cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.datafiles import load_data_file
 from consilium.errors import UserError
+from consilium.graphs.registry import get_protocol
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.models.factory import ModelOptions
 from consilium.models.refs import held_to, parse_refs
-from consilium.protocols.registry import get_protocol
 from consilium.redact import redact_url
 from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id

@@ -16,8 +16,8 @@ from consilium.cohort.progress import ItemProgress
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import protocols
 from consilium.judges.coverage import coverage_table, coverage_warnings
-from consilium.protocols.registry import protocols
 from consilium.reports.compare import (
     CohortData,
     cost_by_case,

@@ -14,8 +14,8 @@ import threading
 from typing import IO, Any
 
 from consilium.agents.schemas import OPINION_SECTIONS
-from consilium.protocols.consilium.answers import AnswerMissing
-from consilium.protocols.consilium.seat import AnswerInvalid, HumanPrompt, check_answer
+from consilium.graphs.consilium.answers import AnswerMissing
+from consilium.graphs.consilium.seat import AnswerInvalid, HumanPrompt, check_answer
 
 __all__ = ["TerminalAnswers"]
 

@@ -18,6 +18,7 @@ from consilium.cli.options import add_model_arguments, model_options, model_spec
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import read_trace
 from consilium.judges.answers import SCOPES, check_scope
 from consilium.judges.decoding import DECODINGS
 from consilium.judges.record import Judgement
@@ -25,7 +26,6 @@ from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_name
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_ref
 from consilium.models.refs import ModelRef, parse_refs
-from consilium.protocols.registry import read_trace
 from consilium.traces.folder import trace_files as run_trace_files
 
 if TYPE_CHECKING:

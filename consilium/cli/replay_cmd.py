@@ -12,8 +12,8 @@ from pathlib import Path
 
 from consilium import aio
 from consilium.errors import ReplayDivergenceError, UserError
-from consilium.protocols.registry import protocol_of, read_trace
-from consilium.protocols.replay import first_difference, replay_trace
+from consilium.graphs.registry import protocol_of, read_trace
+from consilium.graphs.replay import first_difference, replay_trace
 from consilium.traces.folder import trace_files
 
 __all__ = ["register", "run"]

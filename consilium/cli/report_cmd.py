@@ -19,7 +19,7 @@ from consilium.cli.compare_cmd import baseline_tables, coverage_section, replica
 from consilium.cli.options import positive_int
 from consilium.cohort.tables import write_csv
 from consilium.fileio import write_text_atomic
-from consilium.protocols.board.protocol import BOARD
+from consilium.graphs.board.protocol import BOARD
 from consilium.reports.compare import deliberates, scores_table, table3, table7
 from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_points, cost_table, unknown_cost
 from consilium.reports.consilium.replicates import replicate_note

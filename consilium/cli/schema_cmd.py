@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from consilium.cases import Case
 from consilium.errors import UserError
-from consilium.protocols.registry import protocols
+from consilium.graphs.registry import protocols
 
 __all__ = ["register", "run", "schemas"]
 

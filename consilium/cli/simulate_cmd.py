@@ -23,12 +23,12 @@ from consilium.cli.options import (
 from consilium.cli.simulate_human import add_human_arguments, run_human
 from consilium.errors import UserError
 from consilium.fileio import make_folder
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
+from consilium.graphs.registry import AnyProtocol, get_protocol, protocol_of, protocols
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.config import DEFAULT_MAX_TOKENS
-from consilium.protocols.registry import AnyProtocol, get_protocol, protocol_of, protocols
 from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 from consilium.traces.schema import TraceBase

@@ -28,13 +28,13 @@ from consilium.cohort.resume import url_given_again
 from consilium.datafiles import first_error, read_data_file
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
+from consilium.graphs.base import RunModels
+from consilium.graphs.consilium.answers import AnswerRefused, AnswerSource, load_answers
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import get_protocol
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
-from consilium.protocols.base import RunModels
-from consilium.protocols.consilium.answers import AnswerRefused, AnswerSource, load_answers
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import get_protocol
 from consilium.redact import redact_url
 from consilium.traces.io import new_run_id
 
@@ -90,7 +90,7 @@ def run_human(args: argparse.Namespace) -> int:
 
 def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) -> int:
     from consilium.cli import simulate_cmd
-    from consilium.protocols.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
+    from consilium.graphs.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 
     protocol = get_protocol(args.protocol)
     if protocol.name != "consilium":
@@ -255,7 +255,7 @@ def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespac
     """The settings and case of the run ``--resume`` names; ``--answers`` may name a new file, and a server URL
     whose credentials were masked takes them from ``--base-url`` or ``$OPENAI_BASE_URL`` again."""
     from consilium.cli import simulate_cmd
-    from consilium.protocols.consilium.human_run import CHECKPOINTS  # LangGraph on use
+    from consilium.graphs.consilium.human_run import CHECKPOINTS  # LangGraph on use
 
     path = run_dir / "human" / SESSION
     saved, values, case = _read_session(path)

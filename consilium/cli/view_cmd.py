@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.protocols.registry import read_trace
+from consilium.graphs.registry import read_trace
 from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
 from consilium.reports.partial import completeness_of
 from consilium.reports.view_cohort import arm_judgements

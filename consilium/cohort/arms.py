@@ -4,7 +4,7 @@ An arm is one case with one model in one protocol, run in each of the protocol's
 asks for. Traces go into ``arms/<model folder>/<2 hex of sha256(case id)>/``, 256 folders per model, so
 no folder holds hundreds of thousands of files; cohorts made before (manifest 1.1) keep their flat
 folders. A trace's file name is the variant as the protocol names it in a cohort
-(:meth:`~consilium.protocols.base.Protocol.arm_variant`: ``free-form``, ``single-structured``,
+(:meth:`~consilium.graphs.base.Protocol.arm_variant`: ``free-form``, ``single-structured``,
 ``board-agents``), so the arms of several protocols share a model's folders; an arm of a cohort run in
 replicates (an experiment's ``replicates:``) adds its replicate index (``<case>.free-form.r2.trace.json``),
 so no replicate's file is another's.
@@ -19,7 +19,7 @@ from typing import Literal
 
 from consilium.cases import Case
 from consilium.errors import UserError
-from consilium.protocols.registry import get_protocol
+from consilium.graphs.registry import get_protocol
 
 __all__ = ["LAYOUTS", "CohortArm", "Layout", "arm_path", "check_arm_paths", "model_folder", "relative",
            "replicated"]

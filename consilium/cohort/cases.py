@@ -14,10 +14,10 @@ from typing import TypeVar
 from consilium.cases import Case, case_files, load_case
 from consilium.cases.agentclinic import read_agentclinic
 from consilium.errors import UserError
+from consilium.graphs.board.slides import slide_images
+from consilium.graphs.registry import get_protocol
 from consilium.judges.rubric import Rubric
 from consilium.natural import natural_key
-from consilium.protocols.board.slides import slide_images
-from consilium.protocols.registry import get_protocol
 
 __all__ = ["case_places", "cases_exist", "check_references", "cohort_images", "glob_files", "load_cohort",
            "load_cohort_files", "missing_reference", "select_cases"]

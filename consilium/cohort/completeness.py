@@ -21,8 +21,8 @@ from typing import Any
 from consilium.cohort.manifest import MANIFEST, CohortManifest, load_manifest
 from consilium.cohort.rows import row_key
 from consilium.cohort.shard import Shard
+from consilium.graphs.registry import get_protocol
 from consilium.natural import natural_key
-from consilium.protocols.registry import get_protocol
 
 __all__ = ["KILLED", "Completeness", "MissingArm", "cohort_completeness", "lock_held", "planned_arms"]
 

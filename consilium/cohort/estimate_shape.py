@@ -21,13 +21,13 @@ from string import Formatter
 
 from consilium.agents.moderator import catalogue_labels
 from consilium.agents.prompting import SHARED, load_prompt
+from consilium.graphs.board.agents import PROMPTS as BOARD
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.consilium.config import ConsiliumConfig
+from consilium.graphs.single.config import SingleConfig
+from consilium.graphs.single.graph import PROMPTS as SINGLE
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import Message
-from consilium.protocols.board.agents import PROMPTS as BOARD
-from consilium.protocols.board.config import BoardConfig
-from consilium.protocols.consilium.config import ConsiliumConfig
-from consilium.protocols.single.config import SingleConfig
-from consilium.protocols.single.graph import PROMPTS as SINGLE
 from consilium.traces.config import RunConfig
 
 __all__ = ["Prompt", "StageBounds", "stage_bounds"]
@@ -117,7 +117,7 @@ def _assignment(c: RunConfig) -> tuple[int, int]:
 
 def _consilium(variant: str, c: ConsiliumConfig) -> list[StageBounds]:
     """ai-consilium.txt Fig. 2: roles, an opinion per role, a synthesis, then rounds of a vote per role and
-    a revision between rounds (consilium/protocols/consilium/graph.py)."""
+    a revision between rounds (consilium/graphs/consilium/graph.py)."""
     fmt = _fmt(variant)
     low_n, high_n = (len(c.panel),) * 2 if c.panel else (c.min_roles, c.max_roles)
     rounds = c.max_rounds if c.review else 0
@@ -138,7 +138,7 @@ def _consilium(variant: str, c: ConsiliumConfig) -> list[StageBounds]:
 
 
 def _single(variant: str, c: SingleConfig) -> list[StageBounds]:
-    """The consilium's role assignment, then the primary role's one answer (protocols/single/graph.py)."""
+    """The consilium's role assignment, then the primary role's one answer (graphs/single/graph.py)."""
     return [
         StageBounds("role_assignment", _assignment(c), _prompt("assign_roles", SHARED), 0,
                     c.tokens_for("role_assignment"), shared=True, chair=True),
@@ -148,7 +148,7 @@ def _single(variant: str, c: SingleConfig) -> list[StageBounds]:
 
 def _board(variant: str, c: BoardConfig) -> list[StageBounds]:
     """agents: roles, then moderator and specialist turns, then the conclusion; single: the whole meeting in
-    one call (opentumorboard.txt App. B; protocols/board/graph.py, agents.py). The moderator (its own prompt
+    one call (opentumorboard.txt App. B; graphs/board/graph.py, agents.py). The moderator (its own prompt
     and model) opens every turn with a call, a pass being a call without a turn of its own, and closes the
     meeting: at most ``max_turns`` calls, the specialists at most ``max_turns - 1``. Fewest, from 5 turns on
     (6 alternating): ask, answer, ask, answer, close (two specialists must speak before the moderator may

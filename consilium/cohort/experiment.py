@@ -18,9 +18,9 @@ from consilium.cohort.cases import cases_exist, glob_files
 from consilium.cohort.protocols import VARIANT_FLAGS, protocol_problem, split_settings
 from consilium.datafiles import first_error, load_data_file
 from consilium.errors import UserError
+from consilium.graphs.registry import get_protocol
 from consilium.judges.rubric import load_rubric
 from consilium.models.refs import CONFIG_SUFFIXES
-from consilium.protocols.registry import get_protocol
 
 __all__ = ["FILE_SPECS", "MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
            "judge_specs", "load_experiment", "replicate_seeds"]

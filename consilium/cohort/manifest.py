@@ -33,8 +33,8 @@ from consilium.cohort.manifest_upgrades import MANIFEST_STEPS, settings_before_t
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import get_protocol
 from consilium.models.pricing import Prices
-from consilium.protocols.registry import get_protocol
 from consilium.traces.folder import own_files
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import upgrade

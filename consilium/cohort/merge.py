@@ -28,7 +28,7 @@ from consilium.cohort.spend import JUDGE_COLUMNS
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.protocols.arms import arm_protocol
+from consilium.graphs.arms import arm_protocol
 from consilium.traces.folder import own_files
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
@@ -151,7 +151,7 @@ def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
 
 def with_protocol(row: dict[str, Any]) -> dict[str, Any]:
     """A row of a shard written before arms.csv and judgements.csv had a ``protocol`` column, given one
-    after ``model`` (told by its format: consilium/protocols/arms.py), as a cohort writes
+    after ``model`` (told by its format: consilium/graphs/arms.py), as a cohort writes
     it today; a row that has one, unchanged."""
     if "protocol" in row:
         return row

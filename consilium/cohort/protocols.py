@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from consilium.errors import UserError
-from consilium.protocols.registry import AnyProtocol, cohort_protocols, get_protocol
-from consilium.protocols.registry import protocols as all_protocols
+from consilium.graphs.registry import AnyProtocol, cohort_protocols, get_protocol
+from consilium.graphs.registry import protocols as all_protocols
 
 __all__ = ["VARIANT_FLAGS", "cohort_variants", "protocol_list", "protocol_problem", "split_settings"]
 

@@ -26,8 +26,8 @@ from consilium.cohort.run import CohortRun, run_cohort
 from consilium.cohort.shard import partition
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.base import RunModels
 from consilium.models.factory import ModelOptions, build_model
-from consilium.protocols.base import RunModels
 from consilium.redact import register_secret
 from consilium.traces.config import RunConfig
 

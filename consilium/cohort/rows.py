@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cohort.arms import CohortArm, relative
+from consilium.graphs.registry import get_protocol, protocol_of
 from consilium.models.pricing import trace_cost
-from consilium.protocols.registry import get_protocol, protocol_of
 from consilium.redact import redact
 from consilium.traces.schema import TraceBase
 

@@ -23,9 +23,9 @@ from consilium.cohort.arms import CohortArm, Layout, arm_path, relative
 from consilium.cohort.index import ArmIndex, file_sha256, settings_digest
 from consilium.cohort.rows import arm_row, failed_row, row_key
 from consilium.errors import UserError
+from consilium.graphs.base import RunModels
+from consilium.graphs.registry import AnyProtocol, get_protocol, protocol_of, read_trace
 from consilium.log import get_logger
-from consilium.protocols.base import RunModels
-from consilium.protocols.registry import AnyProtocol, get_protocol, protocol_of, read_trace
 from consilium.traces.config import RunConfig
 from consilium.traces.io import write_trace
 from consilium.traces.schema import TraceBase

@@ -26,9 +26,9 @@ from consilium.export.rows import (
     whole_case,
 )
 from consilium.export.source import LoadedArm, RunFolder
+from consilium.graphs.registry import protocol_of
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import CallRecord
-from consilium.protocols.registry import protocol_of
 from consilium.traces.schema import TraceBase
 
 __all__ = ["inspect_model", "model_usage", "protocol_row", "sample_of", "score_name", "usage_of"]

@@ -11,11 +11,11 @@ from typing import Any
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.export.source import LoadedArm, RunFolder
+from consilium.graphs.registry import protocol_of
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.scope import scale_points
 from consilium.models import CallRecord
-from consilium.protocols.registry import protocol_of
 from consilium.reports.view_cohort import out_of_scope
 from consilium.traces.schema import TraceBase
 

@@ -17,9 +17,9 @@ from typing import Any
 from consilium.cohort.arms import relative
 from consilium.cohort.manifest import read_manifest
 from consilium.errors import UserError
+from consilium.graphs.arms import arm_protocol
+from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import Judgement, read_judgement
-from consilium.protocols.arms import arm_protocol
-from consilium.protocols.registry import protocol_of, read_trace
 from consilium.reports.consilium.files import read_arms, trace_location
 from consilium.traces.schema import TraceBase
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from consilium.cases.model import Case
-from consilium.protocols.registry import protocol_of
+from consilium.graphs.registry import protocol_of
 from consilium.traces.schema import TraceBase
 
 __all__ = ["TurnReference", "component_texts", "leading_diagnosis", "missing_turn_reference", "ranked_candidates",
@@ -83,7 +83,7 @@ def ranked_candidates(leading: str | None, differential: str, k: int) -> list[tu
 
 def component_texts(trace: TraceBase) -> dict[str, str]:
     """Component name → text, for the components this trace has (a failed run may have none), as its
-    protocol gives them (consilium/protocols/*/protocol.py, ``components``)."""
+    protocol gives them (consilium/graphs/*/protocol.py, ``components``)."""
     return protocol_of(trace).components(trace)
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
+from consilium.graphs.registry import protocol_of
 from consilium.judges.answers import criterion_schema, decision_scope, decisions_schema, partial_decisions
 from consilium.judges.components import ranked_candidates
 from consilium.judges.prompting import judge_messages
@@ -35,7 +36,6 @@ from consilium.judges.task_text import (
 from consilium.judges.tasks import JudgeInputs, JudgeTask, SharedCall
 from consilium.judges.whole_case import fit_whole_case
 from consilium.models.tokens import context_window
-from consilium.protocols.registry import protocol_of
 
 __all__ = ["KINDS", "ScoringKind", "pass_at", "scoring_kind"]
 

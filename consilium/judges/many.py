@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from consilium.errors import ConsiliumError, UserError
+from consilium.graphs.registry import read_trace
 from consilium.judges.jury import judge_by_jury
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
-from consilium.protocols.registry import read_trace
 
 __all__ = ["Done", "judge_files"]
 

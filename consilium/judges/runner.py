@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from consilium.cases import Case
+from consilium.graphs.registry import protocol_of
 from consilium.judges.aggregate import aggregate, overlap_metrics
 from consilium.judges.answers import Scope
 from consilium.judges.asking import ask, not_evaluable
@@ -27,7 +28,6 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
 from consilium.judges.tasks import JudgeInputs, JudgeTask
 from consilium.models import CallRecorder, ChatModel, GenerationSettings
-from consilium.protocols.registry import protocol_of
 from consilium.traces.schema import TraceBase, UsageSummary
 
 __all__ = ["JudgeSetup", "judge_trace", "reference_for"]

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
+from consilium.graphs.board.slides import slide_captions
 from consilium.judges.rubric import Rubric
 from consilium.models import ChatModel
-from consilium.protocols.board.slides import slide_captions
 
 __all__ = ["JudgeSlides", "judge_slides"]
 

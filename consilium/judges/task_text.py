@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from consilium.cases import Case
+from consilium.graphs.registry import protocol_of
 from consilium.judges.answers import Scope, criterion_shape, decisions_shape
 from consilium.judges.components import turn_reference
 from consilium.judges.prompting import anchors_text, judge_sentences, load_judge_prompt
 from consilium.judges.rubric import Criterion, Rubric
-from consilium.protocols.registry import protocol_of
 from consilium.traces.schema import TraceBase
 
 __all__ = ["criterion_task", "decisions_task", "diagnosis_task", "signed_task", "turn_inputs", "whole_case_task"]

@@ -20,9 +20,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from consilium.graphs.record import RecordSection, shorten
 from consilium.models import Message
 from consilium.models.tokens import count_message_tokens
-from consilium.protocols.record import RecordSection, shorten
 
 __all__ = ["FLOOR_CHARS", "SECTION_TAGS", "TOKEN_MARGIN", "fit_stages", "fit_whole_case", "prompt_room",
            "prompt_tokens", "shorten"]

@@ -21,7 +21,7 @@ number mixes protocols; :func:`protocols_in` names those of a folder's arms.
 
 from __future__ import annotations
 
-from consilium.protocols.arms import arm_format, arm_protocol, deliberates, protocols_in
+from consilium.graphs.arms import arm_format, arm_protocol, deliberates, protocols_in
 from consilium.reports.consilium.baseline import protocol_differences
 from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_table
 from consilium.reports.consilium.coverage import table10, table11, table12

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from consilium.errors import UserError
+from consilium.graphs.registry import read_trace
 from consilium.judges.components import component_texts
 from consilium.judges.jury import family
 from consilium.judges.record import JuryMember, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.scope import OUT_OF_SCOPE, in_scope, out_of_scope_score, scale_points
 from consilium.models.tokens import count_tokens
-from consilium.protocols.registry import read_trace
 from consilium.traces.folder import judgement_files
 
 __all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups", "length_rows", "load_jury",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from consilium.cases import Case
 from consilium.cohort.completeness import Completeness
+from consilium.graphs.registry import protocols
 from consilium.judges.cost import sum_costs
 from consilium.models import Usage
 from consilium.models.pricing import format_usd
-from consilium.protocols.registry import protocols
 from consilium.reports.view_cohort import ArmView, RubricScore, case_page
 from consilium.reports.view_html import esc, link, page, pre
 from consilium.reports.view_reference import reference_html

@@ -1,12 +1,12 @@
 """The case's reference (judge-only: diagnosis, differential, conclusion, board decisions, …) beside what the
-arm concluded, as its protocol names it (:meth:`~consilium.protocols.base.Protocol.components` and
-:meth:`~consilium.protocols.base.Protocol.leading_diagnosis`), so a reader sees both at once."""
+arm concluded, as its protocol names it (:meth:`~consilium.graphs.base.Protocol.components` and
+:meth:`~consilium.graphs.base.Protocol.leading_diagnosis`), so a reader sees both at once."""
 
 from __future__ import annotations
 
 from consilium.cases import Case
 from consilium.cases.reference import Reference
-from consilium.protocols.registry import protocol_of
+from consilium.graphs.registry import protocol_of
 from consilium.reports.view_html import esc, pre, table
 from consilium.traces.schema import TraceBase
 

@@ -19,9 +19,9 @@ from consilium.cases import Case
 from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.registry import read_trace
 from consilium.judges.cost import judge_costs
 from consilium.judges.record import Judgement
-from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.files import read_arms
 from consilium.reports.networks.paths import graph_picture
 from consilium.reports.view_cohort import (

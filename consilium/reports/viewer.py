@@ -9,12 +9,12 @@ from __future__ import annotations
 import difflib
 
 from consilium.cases import Case
+from consilium.graphs.registry import protocol_of
+from consilium.graphs.view import Block, Heading, Note, Table, Text
 from consilium.judges.cost import judge_costs, sum_costs
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import Usage
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
-from consilium.protocols.registry import protocol_of
-from consilium.protocols.view import Block, Heading, Note, Table, Text
 from consilium.reports.view_cohort import out_of_scope
 from consilium.reports.view_html import esc, page, pre, table
 from consilium.reports.view_reference import reference_section

@@ -1,4 +1,4 @@
-"""Trace files: atomic writes and the run manifest (the reader asks the protocols: consilium/protocols/registry.py)."""
+"""Trace files: atomic writes and the run manifest (the reader asks the protocols: consilium/graphs/registry.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from consilium.agents.records import FORMATS
-from consilium.protocols.arms import arm_format
+from consilium.graphs.arms import arm_format
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, per_output, score_of
 from consilium.reports.consilium.paired import MEAN_CRITERION, rubric_key_order

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consilium.errors import UserError
+from consilium.graphs.arms import arm_protocol, protocols_in
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.judges.coverage import coverage_of
 from consilium.models import Usage
 from consilium.models.pricing import stage_costs, trace_cost
-from consilium.protocols.arms import arm_protocol, protocols_in
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
 from consilium.reports.consilium.files import judgement_records, read_arms, read_judgements_csv, trace_location
 from consilium.traces.schema import TraceBase
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from consilium.errors import UserError
+from consilium.graphs.arms import arm_protocol
 from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
-from consilium.protocols.arms import arm_protocol
 from consilium.traces.folder import judgement_files
 
 __all__ = [

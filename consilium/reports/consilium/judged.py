@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from consilium.agents.records import FORMATS
+from consilium.graphs.arms import arm_format
+from consilium.graphs.consilium.protocol import CONSILIUM
 from consilium.judges.rubric import COMPONENTS
-from consilium.protocols.arms import arm_format
-from consilium.protocols.consilium.protocol import CONSILIUM
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.outcomes import models_of

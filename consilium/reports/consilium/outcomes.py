@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from consilium.agents.records import FORMATS
-from consilium.protocols.arms import deliberates
+from consilium.graphs.arms import deliberates
 from consilium.reports.consilium.data import STOPS, CohortData, RoleRow
 from consilium.reports.consilium.stats import POOLED, number, percent
 

@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from consilium.graphs.arms import arm_format
 from consilium.judges.rubric import COMPONENTS
-from consilium.protocols.arms import arm_format
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
 from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number

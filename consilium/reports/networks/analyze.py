@@ -25,9 +25,9 @@ from consilium import aio
 from consilium.agents.records import AssignedRole
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.protocols.board.trace import BoardTrace
-from consilium.protocols.consilium.trace import Trace
-from consilium.protocols.registry import read_trace
+from consilium.graphs.board.trace import BoardTrace
+from consilium.graphs.consilium.trace import Trace
+from consilium.graphs.registry import read_trace
 from consilium.reports.consilium.files import read_arms, trace_location
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from consilium.protocols.consilium.trace import Trace
+from consilium.graphs.consilium.trace import Trace
 from consilium.reports.networks.uptake import Dissent, Uptake
 
 __all__ = ["Change", "change_path", "deliberation_graph", "report_node", "role_node", "round_node"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.consilium.trace import Trace
 from consilium.judges.answers import criterion_schema
 from consilium.judges.asking import ask
 from consilium.judges.decoding import decoding_models, resolve_decoding
@@ -24,7 +25,6 @@ from consilium.judges.rubric import Rubric, analysis_rubric
 from consilium.judges.task_text import criterion_task
 from consilium.judges.tasks import JudgeInputs
 from consilium.models import CallRecorder, ChatModel, GenerationSettings
-from consilium.protocols.consilium.trace import Trace
 from consilium.reports.networks.uptake import Dissent, Uptake, overlap_share, word_overlap
 from consilium.traces.schema import UsageSummary
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import networkx as nx
 
-from consilium.protocols.board.trace import BoardTrace
+from consilium.graphs.board.trace import BoardTrace
 from consilium.roles.catalogue import load_catalogue
 
 __all__ = ["MODERATOR", "centralities", "simple_graph", "turn_graph"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from consilium.agents.records import Report
-from consilium.protocols.consilium.trace import Trace
+from consilium.graphs.consilium.trace import Trace
 
 __all__ = ["OVERLAP_THRESHOLD", "STOP_WORDS", "Dissent", "Method", "Uptake", "content_words", "dissents_of",
            "overlap_share", "word_overlap"]

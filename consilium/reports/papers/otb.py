@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cases import Case
+from consilium.graphs.board.protocol import BOARD
+from consilium.graphs.registry import read_trace
 from consilium.judges.components import component_texts
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scoring import weighted_decisions
-from consilium.protocols.board.protocol import BOARD
-from consilium.protocols.registry import read_trace
 from consilium.reports.compare import CohortData, arm_protocol, trace_location
 from consilium.reports.papers.per_case import CaseValues, FailedArm, case_values, rubric_groups
 from consilium.reports.papers.responses import Response, by_component, group

@@ -1,0 +1,86 @@
+"""The tumor board for LangGraph's dev server and Studio (``langgraph dev``; langgraph.json; docs/studio.md).
+
+``make_graph`` returns the board's dev graph at once (no I/O: the server calls it on its event loop for
+every run). Each run reads its settings from ``configurable`` (the model specs, the case as a path or
+inline, the mode and a few run settings), runs the meeting as ``consilium board`` does and returns the
+trace: its status, panel, turns, transcript, conclusion and format checks, and the trace itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field
+
+from consilium.agents.records import AssignedRole
+from consilium.graphs.base import RunModels
+from consilium.graphs.board.agents import PROMPTS
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.graph import board_graph
+from consilium.graphs.board.run import Mode, run_board, slide_images
+from consilium.graphs.board.transcript import Turn
+from consilium.graphs.board.validate import FormatReport
+from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, studio_graph, with_defaults
+from consilium.traces.io import new_run_id, trace_path, write_trace
+
+__all__ = ["DEFAULT_CASE", "BoardSettings", "BoardStudioOutput", "make_graph", "studio_board_graph"]
+
+DEFAULT_CASE = Path(__file__).resolve().parents[3] / "examples" / "cases" / "tumor-board-nsclc.yaml"
+
+
+class BoardSettings(StudioSettings, total=False):
+    """A board dev run's ``configurable`` keys."""
+
+    mode: Annotated[Mode, Field(description="agents: a moderator and specialist agents, turn by turn; single: "
+                                            "one call writes the whole meeting (default: agents)")]
+    max_turns: Annotated[int, Field(ge=2, description="turns before the limit closes the meeting (agents mode; "
+                                                      "default 12)")]
+
+
+class BoardStudioOutput(StudioOutput, total=False):
+    """A board dev run's output: as its trace records them, and the trace."""
+
+    mode: Mode
+    roles: list[AssignedRole]
+    turns: list[Turn]
+    transcript: str
+    conclusion: str | None
+    stop_reason: Literal["moderator_closed", "turn_limit", "single_call"] | None
+    validation: FormatReport | None
+    notes: list[str]
+
+
+FIELDS = ("mode", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation", "notes")
+
+
+async def _run(job: StudioJob) -> tuple[BaseModel, Path | None]:
+    config = job.config(BoardConfig, max_turns="max_turns")
+    mode: Mode = job.settings.get("mode", "agents")
+    # An inline case has no folder to find slide images in: its captions are in the case text.
+    images = await asyncio.to_thread(slide_images, job.case, job.case_file) if job.case_file else ()
+    run_id = new_run_id(job.case.id)
+    trace = await run_board(job.case, mode, RunModels(panel=job.panel, moderator=job.moderator), config,
+                            run_id=run_id, images=images)
+    out = job.settings.get("out")
+    if not out:
+        return trace, None
+    path = trace_path(Path(out), run_id, job.case.id, f"board-{mode}")
+    return trace, await asyncio.to_thread(write_trace, path, trace)
+
+
+@cache
+def studio_board_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The compiled dev graph, built once per process."""
+    return studio_graph("board", BoardSettings, BoardStudioOutput, default_case=DEFAULT_CASE, run=_run,
+                        subgraph=board_graph(), fields=FIELDS, prompt_packages=(PROMPTS,))
+
+
+def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The dev graph; the documented keys of ``config``'s ``configurable`` become its runs' defaults (a run's
+    own ``configurable`` wins). Nothing is read or loaded here: that happens when a run starts."""
+    return with_defaults(studio_board_graph(), BoardSettings, config)

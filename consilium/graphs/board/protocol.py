@@ -1,0 +1,158 @@
+"""The tumor board and the Specialist Turn as the rest of consilium sees them (consilium/graphs/base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from consilium.cases import Case
+from consilium.graphs.base import OnTrace, Protocol, RunModels
+from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.graphs.view import Block, Heading, Note, Table, Text
+from consilium.models.backends.replay import ReplayModel
+from consilium.models.wrappers import WrapperModel
+
+if TYPE_CHECKING:
+    from consilium.graphs.board.run import Mode
+
+__all__ = ["BOARD", "TURN"]
+
+
+class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
+    """opentumorboard.txt §2.4, App. B.2: a moderated meeting (agents mode) or the whole meeting in one call
+    (single mode), ending in a board conclusion."""
+
+    name: ClassVar[str] = "board"
+    trace_model = BoardTrace
+    config_model = BoardConfig
+    variants = ("agents", "single")
+    variant_flag = "--modes"
+    compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
+    prompt_packages = ("consilium.graphs.board",)
+    row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
+    uses_slides = True
+
+    def variant(self, trace: BoardTrace) -> str:
+        return trace.mode
+
+    def arm_variant(self, variant: str) -> str:
+        return f"board-{variant}"
+
+    async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: BoardConfig, *,
+                      run_id: str, images: tuple[str, ...] = (), reuse: Sequence[BoardTrace] = (),
+                      on_trace: OnTrace | None = None) -> list[BoardTrace]:
+        from consilium.graphs.board.run import run_board  # LangGraph on use only
+
+        traces = []
+        for mode in variants:
+            trace = await run_board(case, cast("Mode", mode), models, config, run_id=run_id, images=images)
+            if on_trace is not None:
+                on_trace(trace)
+            traces.append(trace)
+        return traces
+
+    async def replay(self, trace: BoardTrace, replay: ReplayModel) -> BoardTrace:
+        from consilium.graphs.board.run import run_board  # LangGraph on use only
+
+        chair = _AsSeenBy(replay, trace.moderator_images_sent)
+        return await run_board(Case.model_validate(trace.case), trace.mode, RunModels(panel=replay, moderator=chair),
+                               BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
+                               images=tuple(trace.config.images))
+
+    def compared(self, recorded: BoardTrace, replayed: BoardTrace) -> tuple[str, ...]:
+        """A format report made by an older version of the checks than today's is not compared: the
+        meeting itself still is, its score under the old checks is not."""
+        if older_checks(recorded, replayed):
+            return tuple(f for f in self.compared_fields if f != "validation")
+        return self.compared_fields
+
+    def replay_note(self, recorded: BoardTrace, replayed: BoardTrace) -> str:
+        if not older_checks(recorded, replayed):
+            return ""
+        assert recorded.validation is not None and replayed.validation is not None
+        return (f"its format report, made by checks v{recorded.validation.rules}, is today v"
+                f"{replayed.validation.rules}: not compared")
+
+    def row(self, trace: BoardTrace) -> dict[str, Any]:
+        validation = trace.validation
+        return {
+            "stop_reason": trace.stop_reason or "", "turns": len(trace.turns),
+            "roles": len({t.role for t in trace.turns}),
+            "format_exact": validation.exact if validation else "",
+            "format_dense": validation.dense if validation else "",
+            "format_score": validation.score if validation else "",
+            "repetition_penalty": validation.repetition_penalty if validation else "",
+        }
+
+    def components(self, trace: BoardTrace) -> dict[str, str]:
+        """A board's *conclusion* is its board conclusion."""
+        return {"conclusion": trace.conclusion} if trace.conclusion else {}
+
+    def view(self, trace: BoardTrace) -> list[Block]:
+        blocks: list[Block] = [Note(f"Mode: {trace.mode}; stop: {trace.stop_reason or '-'}"), Heading("Transcript"),
+                               Text(trace.transcript)]
+        if trace.validation is not None:
+            blocks.append(Table(("check", "passed", "detail"),
+                                tuple((c.name, "yes" if c.passed else "no", c.detail)
+                                      for c in trace.validation.checks)))
+        blocks += [Note(note, emphasis=True) for note in trace.notes]
+        return blocks
+
+
+def older_checks(recorded: BoardTrace, replayed: BoardTrace) -> bool:
+    """True when the recorded format report was made by an older version of the checks than today's."""
+    old, new = recorded.validation, replayed.validation
+    return old is not None and new is not None and old.rules != new.rules
+
+
+class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
+    """opentumorboard.txt App. B.1: one specialist answers one question, judged against the expert's answer."""
+
+    name: ClassVar[str] = "turn"
+    trace_model = TurnTrace
+    config_model = BoardConfig
+    variants = ()
+    compared_fields = ("status", "answer")
+    prompt_packages = ("consilium.graphs.board",)
+
+    def variant(self, trace: TurnTrace) -> str:
+        return "turn"
+
+    async def replay(self, trace: TurnTrace, replay: ReplayModel) -> TurnTrace:
+        from consilium.graphs.board.run import run_turn  # LangGraph on use only
+
+        return await run_turn(Case.model_validate(trace.case), trace.role, trace.question, replay,
+                              BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
+                              images=tuple(trace.config.images))
+
+    def row(self, trace: TurnTrace) -> dict[str, Any]:
+        return {"stop_reason": ""}
+
+    def components(self, trace: TurnTrace) -> dict[str, str]:
+        """A Specialist Turn's *answer* is its answer."""
+        return {"answer": trace.answer} if trace.answer else {}
+
+    def question(self, trace: TurnTrace) -> tuple[str, str, str] | None:
+        return trace.question, trace.role, trace.role_category
+
+    def view(self, trace: TurnTrace) -> list[Block]:
+        return [Heading("Question"), Text(trace.question), Heading(f"Answer ({trace.role})"), Text(trace.answer or "")]
+
+
+class _AsSeenBy(WrapperModel):
+    """The replay model as the board's moderator saw it: the same recorded calls, served and counted by
+    the one replay model, with the moderator model's own image support
+    (not the panel's), so it gets the slides only if it can read them."""
+
+    def __init__(self, inner: ReplayModel, supports_images: bool | None) -> None:
+        super().__init__(inner)
+        if supports_images is not None:
+            self.supports_images = supports_images
+
+    async def aclose(self) -> None:
+        return None  # the replay model is shared with the panel; whoever made it closes it
+
+
+BOARD = BoardProtocol()
+TURN = TurnProtocol()

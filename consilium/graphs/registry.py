@@ -1,0 +1,118 @@
+"""The protocols consilium knows: the built-in ones and any a package declares as a ``consilium.protocols``
+entry point (docs/architecture.md, "Add a protocol"); and the trace reader, which asks them."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from consilium.datafiles import first_error
+from consilium.errors import UserError
+from consilium.graphs.base import Protocol
+from consilium.graphs.board.protocol import BOARD, TURN
+from consilium.graphs.consilium.protocol import CONSILIUM
+from consilium.graphs.single.protocol import SINGLE
+from consilium.log import get_logger
+from consilium.traces.schema import SCHEMA_VERSION, TraceBase
+from consilium.traces.versions import TRACE_STEPS, upgrade
+
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "cohort_protocols", "get_protocol", "protocol_of", "protocols",
+           "read_trace", "trace_from_data"]
+
+AnyProtocol = Protocol[Any, Any]
+log = get_logger(__name__)
+
+#: One line per protocol: its name is its ``--protocol`` value and its traces' ``kind``.
+BUILT_IN: tuple[AnyProtocol, ...] = (CONSILIUM, BOARD, TURN, SINGLE)
+ENTRY_POINT_GROUP = "consilium.protocols"
+
+
+@cache
+def _registry() -> tuple[dict[str, AnyProtocol], dict[str, str]]:
+    """Every protocol that loads, by name, the built-in ones first; and, by entry-point name, why each plugin
+    that does not load was left out. A broken plugin never takes the others down with it: it is refused when
+    asked for by name (or when a trace of its kind is read)."""
+    found: dict[str, AnyProtocol] = {p.name: p for p in BUILT_IN}
+    broken: dict[str, str] = {}
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        loaded = _load(point, found)
+        if isinstance(loaded, str):
+            broken[point.name] = loaded
+            log.warning("protocol_plugin_skipped", reason=loaded)
+        else:
+            found[loaded.name] = loaded
+    return found, broken
+
+
+def _load(point: EntryPoint, found: dict[str, AnyProtocol]) -> AnyProtocol | str:
+    """The plugin's protocol, or why it cannot be one (a broken plugin is its author's to fix: say which)."""
+    where = f"entry point {point.name!r} ({point.value}) in group {ENTRY_POINT_GROUP}"
+    try:
+        loaded = point.load()
+        protocol = loaded() if isinstance(loaded, type) else loaded
+    except Exception as exc:
+        return f"{where}: cannot be loaded ({type(exc).__name__}: {exc})"
+    if not isinstance(protocol, Protocol):
+        return f"{where}: is not a consilium.graphs.base.Protocol"
+    if protocol.name in found:
+        return f"{where}: protocol {protocol.name!r} is already defined (built-in or another plugin)"
+    return protocol
+
+
+def protocols() -> dict[str, AnyProtocol]:
+    """Every protocol that loads, by name, the built-in ones first."""
+    return _registry()[0]
+
+
+def get_protocol(name: str, *, flag: str = "--protocol") -> AnyProtocol:
+    known, broken = _registry()
+    if name in known:
+        return known[name]
+    if name in broken:
+        raise UserError(broken[name])
+    problems = f"; plugins that did not load: {', '.join(sorted(broken))}" if broken else ""
+    raise UserError(f"{flag}: unknown protocol {name!r} (known: {', '.join(known)}{problems})")
+
+
+def cohort_protocols() -> list[str]:
+    """The protocols a cohort can run: those with variants."""
+    return [name for name, p in protocols().items() if p.variants]
+
+
+def protocol_of(trace: TraceBase) -> AnyProtocol:
+    """The protocol that made a trace (by its ``kind``)."""
+    return get_protocol(str(getattr(trace, "kind", "")), flag="kind")
+
+
+def trace_from_data(data: Any, where: str) -> TraceBase:
+    """A trace from its JSON data (upgraded from an older schema version), validated by its protocol's model."""
+    data = upgrade(data, current=SCHEMA_VERSION, steps=TRACE_STEPS, where=where)
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: a trace is a JSON object")
+    kind = data.get("kind")
+    known, broken = _registry()
+    if isinstance(kind, str) and kind in broken:
+        raise UserError(f"{where}: kind: {kind!r}: {broken[kind]}")
+    if kind not in known:
+        raise UserError(f"{where}: kind: {kind!r} is not a known protocol (known: {', '.join(known)})")
+    try:
+        return known[kind].trace_model.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"{where}: {first_error(exc)}") from None
+
+
+def read_trace(path: str | Path) -> TraceBase:
+    """The trace at ``path``, whatever its protocol; a missing, unreadable or invalid file is a user error."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{file}: trace not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{file}: not a readable JSON trace ({exc})") from None
+    return trace_from_data(data, str(file))
