@@ -19,12 +19,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "redact", "natural"),
-    ("fileio", "log", "aio", "datafiles"),
+    ("fileio", "log", "aio", "datafiles", "stats"),
     ("models", "observe"),
     ("roles", "cases"),
     ("agents", "traces"),
     ("graphs",),
     ("judges",),
+    ("spec", "runfolder"),
     ("calibration", "reports", "cohort"),
     ("ablation",),
     ("export",),
@@ -35,7 +36,8 @@ RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
                      ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
-                     ("__main__", "cli"), ("__init__", "api"), ("api", "cli")}
+                     ("__main__", "cli"), ("__init__", "api"), ("api", "cli"),
+                     ("runfolder", "spec")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}
 PROTOCOL_TOP = {"registry", "replay", "arms"}
