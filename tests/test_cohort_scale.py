@@ -372,7 +372,7 @@ def test_a_manifest_from_before_the_shared_budget_and_open_floor_reads_as_what_i
         tmp_path: Path, protocol: str, key: str, kept: str) -> None:
     """A 1.1 cohort started before the shared length budget (or the open board discussion) ran the
     legacy protocol: its settings read so, and a resume never runs its remaining arms under another."""
-    from consilium.cohort.manifest import read_manifest
+    from consilium.spec.manifest import read_manifest
 
     out = tmp_path / "runs"
     spec = write(tmp_path, "p.json", PANEL)

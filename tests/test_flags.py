@@ -12,7 +12,7 @@ import pytest
 
 from consilium.cli import build_parser, main
 from consilium.cli.options import model_options
-from consilium.cohort.manifest import read_manifest
+from consilium.spec.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

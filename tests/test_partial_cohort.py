@@ -31,7 +31,7 @@ from isolation import isolated
 from test_viewer_index import parse
 
 from consilium.cli import main
-from consilium.cohort.manifest import RunLock
+from consilium.cohort.lock import RunLock
 
 DRAWS = 50
 #: (model, case, format) of the arms the stopped cohort never ran: both formats of one (model, case), single

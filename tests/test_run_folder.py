@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from consilium.cli import main
-from consilium.cohort.manifest import clean_temp_files
+from consilium.cohort.lock import clean_temp_files
 from consilium.traces.folder import judgement_files, own_files, trace_files
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from consilium.cli import main
-from consilium.cohort.manifest import RunLock
+from consilium.cohort.lock import RunLock
 from consilium.cohort.shard import Shard, partition_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from localserver import scripted_server
 
 from consilium.cli import main
 from consilium.cohort.arms import model_folder
-from consilium.cohort.manifest import RunLock
+from consilium.cohort.lock import RunLock
 from consilium.graphs.registry import read_trace
 from consilium.models.factory import ModelOptions
 

@@ -7,10 +7,10 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from consilium.cohort.manifest import MANIFEST, CohortManifest, read_manifest
 from consilium.errors import UserError
 from consilium.judges import record
 from consilium.judges.record import Judgement
+from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest
 
 __all__ = ["Cohort", "OriginalArm", "judgement_path", "read_cohort", "read_judgement"]
 

@@ -23,7 +23,6 @@ from consilium.cli.cohort_execute import run_plan, sorted_rows
 from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import judgement_path, trace_files
 from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
-from consilium.cohort.manifest import CohortManifest, read_manifest
 from consilium.cohort.protocols import protocol_list
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
@@ -37,6 +36,7 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import AnyTrace
 from consilium.models.factory import ModelOptions
 from consilium.models.refs import parse_refs
+from consilium.spec.manifest import CohortManifest, read_manifest
 
 __all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "run_cohort"]
 

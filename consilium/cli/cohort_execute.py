@@ -12,7 +12,7 @@ from consilium import aio
 from consilium.cli.cohort_finish import finish
 from consilium.cohort.arms import CohortArm, check_arm_paths, replicated
 from consilium.cohort.index import INDEX_FIELDS, ArmIndex
-from consilium.cohort.manifest import CohortManifest, RunLock, clean_temp_files, new_manifest, write_cohort_manifest
+from consilium.cohort.lock import RunLock, clean_temp_files
 from consilium.cohort.progress import ArmTally, ItemProgress
 from consilium.cohort.rows import ARM_COLUMNS, REPLICATE_COLUMNS, row_key, variant_columns
 from consilium.cohort.run import CohortRun, run_cohort
@@ -25,6 +25,7 @@ from consilium.log import attach_run_log, get_logger
 from consilium.models import ChatModel
 from consilium.models.factory import build_model, build_ref
 from consilium.models.refs import parse_model_ref
+from consilium.spec.manifest import CohortManifest, new_manifest, write_cohort_manifest
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from consilium.cli.options import ModelConfigFile
 from consilium.cohort.experiment import Experiment, ModelEntry, entry_spec, judge_specs, load_experiment
-from consilium.cohort.manifest import ExperimentRecord, OwnModelOptions
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.models.factory import ModelOptions
+from consilium.spec.manifest import ExperimentRecord, OwnModelOptions
 
 __all__ = ["JUDGE_OPTIONS", "OWN_OPTIONS", "ExperimentSetup", "apply_experiment", "own_model_options", "own_records"]
 

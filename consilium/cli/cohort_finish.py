@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from consilium import aio
 from consilium.cohort.arms import relative
-from consilium.cohort.manifest import CohortManifest, write_cohort_manifest
 from consilium.cohort.rows import counts
 from consilium.cohort.spend import recorded_costs, spend_lines, write_judge_columns
 from consilium.cohort.tables import CsvLog, write_csv
@@ -20,6 +19,7 @@ from consilium.log import log_file
 from consilium.models import ChatModel
 from consilium.models.factory import build_ref
 from consilium.models.refs import parse_model_ref
+from consilium.spec.manifest import CohortManifest, write_cohort_manifest
 
 if TYPE_CHECKING:
     from consilium.cli.cohort_plan import Plan

@@ -32,7 +32,6 @@ from consilium.cohort.cases import (
     select_cases,
 )
 from consilium.cohort.experiment import FILE_SPECS, load_experiment, replicate_seeds
-from consilium.cohort.manifest import CaseSample, CohortManifest, CohortSettings, ModelSettings, read_manifest
 from consilium.cohort.protocols import cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.datafiles import load_data_file
@@ -43,6 +42,7 @@ from consilium.judges.rubric import Rubric, load_rubric
 from consilium.models.factory import ModelOptions
 from consilium.models.refs import held_to, parse_refs
 from consilium.redact import redact_url
+from consilium.spec.manifest import CaseSample, CohortManifest, CohortSettings, ModelSettings, read_manifest
 from consilium.traces.config import RunConfig
 from consilium.traces.io import new_run_id
 

@@ -32,7 +32,7 @@ from consilium.cli.cohort_plan import Plan, new_plan, resume_plan
 from consilium.cohort import ray_run
 from consilium.cohort.arms import CohortArm
 from consilium.cohort.index import INDEX_FIELDS
-from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock
+from consilium.cohort.lock import RunLock
 from consilium.cohort.rows import ARM_COLUMNS, row_key
 from consilium.cohort.shard import Shard
 from consilium.cohort.tables import append_jsonl, write_csv
@@ -40,6 +40,7 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import get_logger
 from consilium.models import ChatModel
+from consilium.spec.manifest import MANIFEST, CohortManifest
 
 __all__ = ["run", "wanted"]
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from consilium.cli.cohort_finish import JUDGEMENT_COLUMNS, JURY_COLUMNS
 from consilium.cohort.arms import relative
-from consilium.cohort.manifest import MANIFEST
 from consilium.cohort.spend import rewrite_judge_columns
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
@@ -29,6 +28,7 @@ from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
+from consilium.spec.manifest import MANIFEST
 
 __all__ = ["check_replace", "judge_label", "judgement_rows", "rebuild_judgements_csv"]
 

@@ -23,7 +23,8 @@ from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case, load_case
 from consilium.cli.human_prompt import TerminalAnswers
 from consilium.cli.options import model_options, model_spec
-from consilium.cohort.manifest import RunLock
+from consilium.cli.simulate_run import config_of, finish, with_defaults
+from consilium.cohort.lock import RunLock
 from consilium.cohort.resume import url_given_again
 from consilium.datafiles import first_error, read_data_file
 from consilium.errors import UserError
@@ -70,8 +71,6 @@ def run_human(args: argparse.Namespace) -> int:
     """A run with a person at the table, new or resumed. Its folder is locked while it runs (the lock of
     ``cohort``'s folders), so a second ``--resume`` of it, or one of a run still going, is refused at once
     instead of making the same calls twice into one trace."""
-    from consilium.cli import simulate_cmd  # it hands human runs to this module
-
     if args.resume is not None:
         run_dir: Path = args.resume
         if not (run_dir / "human" / SESSION).is_file():
@@ -83,19 +82,18 @@ def run_human(args: argparse.Namespace) -> int:
         raise UserError("--answers: the answers are a person's: give --human ROLE too")
     if args.case is None:
         raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
-    args = simulate_cmd.with_defaults(args)
+    args = with_defaults(args)
     case = load_case(args.case)
     return _seated(args, case, args.out / new_run_id(case.id), new=True)
 
 
 def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) -> int:
-    from consilium.cli import simulate_cmd
     from consilium.graphs.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 
     protocol = get_protocol(args.protocol)
     if protocol.name != "consilium":
         raise UserError(f"--human: only the consilium protocol seats a person (not {protocol.name!r})")
-    config = simulate_cmd._config(args, protocol)
+    config = config_of(args, protocol)
     assert isinstance(config, ConsiliumConfig)
     check_config(config)
     human = HumanRun(args.human, _source(args), folder / "human")
@@ -133,7 +131,7 @@ def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) ->
             fill = f"add the answer to {args.answers} and " if args.answers else ""
             more = f" (and {len(human.paused) - 1} more)" if len(human.paused) > 1 else ""
             raise UserError(f"{human.paused[0]}{more}; the run is paused there: {fill}resume it with `{resume}`")
-        return simulate_cmd.finish(args, protocol, folder.name, case, list(traces), config)
+        return finish(args, protocol, folder.name, case, list(traces), config)
 
 
 def _source(args: argparse.Namespace) -> AnswerSource:
@@ -254,7 +252,6 @@ def _setting(action: argparse.Action, value: Any, where: str) -> Any:
 def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespace, Case]:
     """The settings and case of the run ``--resume`` names; ``--answers`` may name a new file, and a server URL
     whose credentials were masked takes them from ``--base-url`` or ``$OPENAI_BASE_URL`` again."""
-    from consilium.cli import simulate_cmd
     from consilium.graphs.consilium.human_run import CHECKPOINTS  # LangGraph on use
 
     path = run_dir / "human" / SESSION
@@ -275,13 +272,13 @@ def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespac
                                "the run's")
     resumed = argparse.Namespace(**{**vars(args), **values, "out": run_dir.parent, "resume": run_dir,
                                     "answers": answers, "base_url": base_url})
-    return simulate_cmd.with_defaults(resumed), case
+    return with_defaults(resumed), case
 
 
 def _check_unchanged(args: argparse.Namespace, saved: dict[str, Any]) -> None:
     """A flag typed with ``--resume`` (any but --answers, --human, -v and --log-file) must say what the run's
     own setting says: the resumed run keeps its settings, and a changed one would be ignored. Every flag of
-    simulate is left unset when not typed (``simulate_cmd.DEFAULTS``), so a flag typed with its default value
+    simulate is left unset when not typed (``simulate_run.DEFAULTS``), so a flag typed with its default value
     is compared too. A server URL is compared as saved, its credentials masked."""
     flags = _flags(_simulate_parser())
     for key, given in vars(args).items():

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.cohort.manifest import MANIFEST, CohortManifest, load_manifest
 from consilium.cohort.rows import row_key
 from consilium.cohort.shard import Shard
 from consilium.graphs.registry import get_protocol
 from consilium.natural import natural_key
+from consilium.spec.manifest import MANIFEST, CohortManifest, load_manifest
 
 __all__ = ["KILLED", "Completeness", "MissingArm", "cohort_completeness", "lock_held", "planned_arms"]
 
@@ -80,7 +80,7 @@ class Completeness:
 
 
 def lock_held(run_dir: Path) -> bool:
-    """Whether a process holds the folder's :class:`~consilium.cohort.manifest.RunLock` now (a cohort running
+    """Whether a process holds the folder's :class:`~consilium.cohort.lock.RunLock` now (a cohort running
     or resuming in it). Read only: the lock file is never made, and a shared lock taken for an instant is given
     back at once. A folder shared over a file system that does not pass locks between machines reads as not
     held."""

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from consilium.cases import Case
 from consilium.cohort.completeness import cohort_completeness
-from consilium.cohort.manifest import MANIFEST, load_manifest
 from consilium.errors import UserError
 from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import read_judgement
 from consilium.models import CallRecord
 from consilium.models.tokens import count_tokens
+from consilium.spec.manifest import MANIFEST, load_manifest
 from consilium.traces.folder import judgement_files, trace_files
 
 __all__ = ["Prior", "StageHistory", "StageKey", "case_tokens", "read_prior"]

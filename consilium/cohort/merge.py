@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.cohort.manifest import MANIFEST, CohortManifest, RunLock, read_manifest, write_cohort_manifest
+from consilium.cohort.lock import RunLock
 from consilium.cohort.rows import ARM_COLUMNS, counts
 from consilium.cohort.shard import Shard
 from consilium.cohort.spend import JUDGE_COLUMNS
@@ -29,6 +29,7 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.arms import arm_protocol
+from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest, write_cohort_manifest
 from consilium.traces.folder import own_files
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cohort.experiment import judge_specs
-from consilium.cohort.manifest import CohortManifest
 from consilium.cohort.protocols import split_settings
 from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
 from consilium.models.refs import parse_refs
 from consilium.redact import MASK, redact_url
+from consilium.spec.manifest import CohortManifest
 
 __all__ = ["base_url_for_resume", "refuse_changed_experiment", "refuse_conflicts", "url_given_again"]
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cohort.arms import relative
-from consilium.cohort.manifest import read_manifest
 from consilium.errors import UserError
 from consilium.graphs.arms import arm_protocol
 from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import Judgement, read_judgement
 from consilium.reports.consilium.files import read_arms, trace_location
+from consilium.spec.manifest import read_manifest
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Arm", "LoadedArm", "RunFolder", "open_run"]

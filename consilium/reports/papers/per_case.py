@@ -30,12 +30,12 @@ from typing import Any, TypeVar
 
 from consilium.cases import Case
 from consilium.cohort.cases import load_cohort
-from consilium.cohort.manifest import MANIFEST, load_manifest
 from consilium.errors import UserError
 from consilium.judges.per_case import CaseValues, case_values
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.runner import reference_for
 from consilium.reports.papers.responses import Response
+from consilium.spec.manifest import MANIFEST, load_manifest
 
 __all__ = ["CaseValues", "FailedArm", "HasReference", "case_values", "failed_arms", "has_reference",
            "known_cases", "rubric_groups", "shared_rows"]

@@ -19,9 +19,7 @@ holds the same for each later panel model that carries its own (an experiment fi
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -29,24 +27,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from consilium.cohort.manifest_upgrades import MANIFEST_STEPS, settings_before_their_fields
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import get_protocol
 from consilium.models.pricing import Prices
-from consilium.traces.folder import own_files
+from consilium.spec.manifest_upgrades import MANIFEST_STEPS, settings_before_their_fields
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import upgrade
 
 __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
-           "OwnModelOptions", "RunLock", "clean_temp_files", "load_manifest", "read_manifest",
-           "write_cohort_manifest"]
+           "OwnModelOptions", "load_manifest", "new_manifest", "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.3"
-
-
 
 
 class ModelSettings(BaseModel):
@@ -226,49 +220,3 @@ def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortMan
         return CohortManifest.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc)}") from None
-
-
-class RunLock:
-    """An exclusive lock on a run folder for as long as a cohort (or a run with a person at the table) writes
-    into it: a second cohort or resume of the same folder is refused at once instead of doing the same work
-    twice. ``holder`` names, in the refusal, what else holds it."""
-
-    def __init__(self, run_dir: Path, *, holder: str = "another cohort") -> None:
-        self.path = run_dir / ".lock"
-        self.holder = holder
-        self._fd: int | None = None
-
-    def __enter__(self) -> RunLock:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        except OSError as exc:
-            raise UserError(f"{self.path}: cannot open the run folder's lock ({exc.strerror or exc})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
-            os.close(fd)
-            raise UserError(f"{self.path.parent}: in use by {self.holder} (pid {holder}); wait for it to end") \
-                from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode("ascii"))
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
-def clean_temp_files(run_dir: Path) -> int:
-    """Remove the temporary files an interrupted write left (``.<name>.<random>.tmp``, see
-    consilium/fileio.py); call only while holding the folder's lock. Returns how many. Only the cohort's own:
-    a run nested in it (an ablation under ``ablate/``) holds no lock of this folder and may be writing."""
-    removed = 0
-    for path in own_files(run_dir, ".*.tmp"):
-        if path.is_file() and not path.is_symlink():
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
