@@ -1,0 +1,71 @@
+"""Score responses produced anywhere, one JSON object a line, as the OpenTumorBoard code scores them.
+
+Each line holds ``response`` (the model's text) and optionally ``reference_conclusion``,
+``response_truncated`` (bool), ``valid_response_length`` and ``response_length_limit`` (tokens). Each output
+holds the official ``format_details`` fields, ``conclusion`` (the text the official evaluation extracts, ""
+when none) and, with a reference, ``rouge_l`` (0 when no conclusion is found). ``.gz`` files are read as
+gzip (the released files ship both ways).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from consilium.errors import UserError
+from consilium.otb.extract import conclusion_text
+from consilium.otb.format_score import format_score
+from consilium.otb.rouge import rouge_l
+
+
+def open_text(path: Path) -> TextIO:
+    """A text file, or the gzip of one (by its ``.gz`` suffix); a missing file is the user's to fix."""
+    try:
+        return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def _field(row: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = row.get(name)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) is not (kind is bool)):
+        raise UserError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def score_row(row: dict[str, Any], where: str) -> dict[str, Any]:
+    response = row.get("response")
+    if not isinstance(response, str):
+        raise UserError(f"{where}: field 'response' must be a string (the model's text)")
+    reference = _field(row, "reference_conclusion", str, where)
+    scored = format_score(response, truncated=bool(_field(row, "response_truncated", bool, where)),
+                          length=_field(row, "valid_response_length", int, where),
+                          limit=_field(row, "response_length_limit", int, where))
+    out: dict[str, Any] = {**scored.fields(), "conclusion": conclusion_text(response)}
+    if reference is not None:
+        out["rouge_l"] = rouge_l(out["conclusion"], reference) if out["conclusion"] else 0.0
+    return out
+
+
+def score_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """One scored object per non-blank input line, in order; a bad line stops with its file and line number
+    (nothing is printed for a file that has one: the caller collects before printing)."""
+    with open_text(path) as handle:
+        try:
+            lines = list(handle)
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: not a readable UTF-8 JSONL file ({exc})") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{where}: not JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise UserError(f"{where}: each line must be a JSON object")
+        yield score_row(row, where)
