@@ -25,3 +25,11 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'consilium' has no attribute {name!r}")
+
+
+def _declare_protocols() -> None:
+    """Load every protocol, built-in and plugin, so that their declarations reach the lower layers that check
+    them (a call's stage: consilium/models/stages.py); the root may import every layer, the models may not."""
+    from consilium.graphs.registry import protocols
+
+    protocols()

@@ -1,4 +1,4 @@
-"""The wrapper base (models/wrappers/base.py) and the ``Stage`` literal of a call's tag (models/types.py)."""
+"""The wrapper base (models/wrappers/base.py) and a call tag's stage, one the protocols declared (models/stages.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from consilium.models import CallRecord, CallRecorder, CallTag, Message, ModelRequest, ModelResponse
 from consilium.models.backends.scripted import Script, ScriptedModel
-from consilium.models.types import STAGES
+from consilium.models.stages import declared_stages
 from consilium.models.wrappers import (
     AnswerCheckModel,
     CachedModel,
@@ -86,7 +86,7 @@ def test_a_pool_is_several_models_not_a_wrapper_of_one() -> None:
 def test_a_misspelt_stage_is_refused() -> None:
     with pytest.raises(ValidationError, match="opinon"):
         CallTag(stage="opinon")  # type: ignore[arg-type]
-    for stage in STAGES:
+    for stage in declared_stages():
         assert CallTag(stage=stage).stage == stage
     assert ModelRequest(messages=()).tag.stage == "check"
 
@@ -95,7 +95,7 @@ def test_the_shipped_scripts_name_only_stages() -> None:
     """A script rule's stage is free text (a rule for no stage just never matches): the shipped ones are real."""
     examples = Path(__file__).resolve().parents[1] / "examples" / "models"
     named = {rule.stage for path in examples.glob("*.yaml") for rule in Script.load(path).rules if rule.stage}
-    assert named and named <= set(STAGES)
+    assert named and named <= set(declared_stages())
 
 
 def test_traces_written_before_still_read_and_their_stages_are_stages() -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -32,7 +32,10 @@ from consilium.traces.build import base_fields
 from consilium.traces.config import RunConfig
 from consilium.traces.schema import TraceBase
 
-__all__ = ["OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record", "run_recorded",
+if TYPE_CHECKING:
+    from consilium.graphs.studio import StudioSpec
+
+__all__ = ["Analyses", "OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record", "run_recorded",
            "start_run"]
 
 log = get_logger(__name__)
@@ -89,6 +92,33 @@ def config_record(config: BaseModel, *prompt_packages: str) -> dict[str, Any]:
     return {**config.model_dump(), "prompts": prompt_hashes(*prompt_packages)}
 
 
+#: An analysis a protocol may support, and what it needs of a protocol's record, said when one is refused.
+ANALYSIS_NEEDS: dict[str, str] = {
+    "networks": "a panel whose opinions and votes it can draw (a consilium-shaped record)",
+    "ablation": "a panel's opinions and votes to re-run without the moderator (a consilium-shaped record)",
+    "human_seat": "a seat a person can take at the table (opinion and vote stages)",
+}
+
+
+@dataclass(frozen=True)
+class Analyses:
+    """Which analyses apply to a protocol's runs, as its declaration says (docs/architecture.md).
+
+    ``baseline``: the protocol ``compare`` sets it against, arm by arm (the consilium: ``single``);
+    ``completed_columns``: the arms.csv columns a completed arm of it must have, and which are numbers
+    (None: any text), checked when a report reads the run folder; ``supports``: the analyses of
+    :data:`ANALYSIS_NEEDS` its record allows."""
+
+    baseline: str | None = None
+    completed_columns: Mapping[str, type | None] = field(default_factory=lambda: {"model": None, "trace": None})
+    supports: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(self.supports - set(ANALYSIS_NEEDS))
+        if unknown:
+            raise ValueError(f"analyses: {unknown[0]!r} is not an analysis (known: {', '.join(ANALYSIS_NEEDS)})")
+
+
 T = TypeVar("T", bound=TraceBase)
 C = TypeVar("C", bound=RunConfig)
 
@@ -97,18 +127,25 @@ OnTrace = Callable[[TraceBase], None]
 
 
 class Protocol(ABC, Generic[T, C]):
-    """One protocol, as the rest of consilium sees it.
+    """One protocol, as the rest of consilium sees it: everything another part asks of a protocol is declared
+    here, so adding one touches its own package only (docs/architecture.md, "Add a protocol").
 
-    ``name`` is its ``--protocol`` value and its traces' ``kind``; ``variants`` are what one case is run
-    in (formats or modes; ``variant_flag`` names the flag that picks them); ``compared_fields`` are
-    what replay requires to come out identical.
+    ``name`` is its ``--protocol`` value and its traces' ``kind``; ``trace_model`` its record type;
+    ``stages`` the stages its model calls are tagged with (models/stages.py: the usage tables list them, a call
+    tagged otherwise is refused) and ``scripted`` the shipped scripted panel's answers for its own stages;
+    ``variants`` are what one case is run in, of the kind ``variant_kind`` (a plural noun: ``formats``,
+    ``modes`` or its own; the kind names the cohort flag ``--<kind>``, the experiment file's field and the API
+    keyword); ``analyses`` which analyses apply; ``compared_fields`` what replay requires to come out identical.
     """
 
     name: ClassVar[str]
     trace_model: ClassVar[type[TraceBase]]
     config_model: ClassVar[type[RunConfig]]
+    stages: ClassVar[tuple[str, ...]] = ()
+    scripted: ClassVar[Mapping[str, tuple[Mapping[str, Any], ...]]] = {}
     variants: ClassVar[tuple[str, ...]] = ()
-    variant_flag: ClassVar[str] = "--formats"
+    variant_kind: ClassVar[str] = "formats"
+    analyses: ClassVar[Analyses] = Analyses()
     compared_fields: ClassVar[tuple[str, ...]] = ("status",)
     #: Columns a cohort row of this protocol adds to arms.csv's shared ones.
     row_columns: ClassVar[tuple[str, ...]] = ()
@@ -116,6 +153,25 @@ class Protocol(ABC, Generic[T, C]):
     uses_slides: ClassVar[bool] = False
     #: Packages whose ``prompts/`` folders hold the protocol's own prompts (besides the shared ones).
     prompt_packages: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def variant_flag(self) -> str:
+        """The flag that picks its variants: ``--<variant_kind>``."""
+        return f"--{self.variant_kind}"
+
+    def supports(self, analysis: str) -> bool:
+        return analysis in self.analyses.supports
+
+    def require(self, analysis: str, command: str) -> None:
+        """Refuse, in one line naming the protocol and what it lacks, an analysis its declaration does not allow."""
+        if analysis not in self.analyses.supports:
+            raise UserError(f"{command}: protocol {self.name!r} does not support {analysis.replace('_', ' ')}: "
+                            f"it needs {ANALYSIS_NEEDS[analysis]}, and {self.name!r} does not declare it "
+                            "(Protocol.analyses)")
+
+    def studio(self) -> StudioSpec | None:
+        """Its graph for LangGraph's dev server and Studio (consilium/graphs/dev.py); None: it has none."""
+        return None
 
     def prompt_hashes(self) -> dict[str, str]:
         """The hashes of every prompt file the protocol's runs use, as their traces record them."""

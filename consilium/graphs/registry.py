@@ -4,6 +4,7 @@ entry point (docs/architecture.md, "Add a protocol"); and the trace reader, whic
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -18,11 +19,12 @@ from consilium.graphs.board.protocol import BOARD, TURN
 from consilium.graphs.consilium.protocol import CONSILIUM
 from consilium.graphs.single.protocol import SINGLE
 from consilium.log import get_logger
+from consilium.models.stages import declare_stages
 from consilium.traces.schema import SCHEMA_VERSION, TraceBase
 from consilium.traces.versions import TRACE_STEPS, upgrade
 
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "cohort_protocols", "get_protocol", "protocol_of", "protocols",
-           "read_trace", "trace_from_data"]
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "VariantKind", "baselines", "cohort_protocols", "get_protocol",
+           "protocol_of", "protocols", "read_trace", "trace_from_data", "variant_kinds"]
 
 AnyProtocol = Protocol[Any, Any]
 log = get_logger(__name__)
@@ -38,6 +40,8 @@ def _registry() -> tuple[dict[str, AnyProtocol], dict[str, str]]:
     that does not load was left out. A broken plugin never takes the others down with it: it is refused when
     asked for by name (or when a trace of its kind is read)."""
     found: dict[str, AnyProtocol] = {p.name: p for p in BUILT_IN}
+    for protocol in BUILT_IN:  # the stages a call may be tagged with are the registered protocols' (a plugin's below)
+        declare_stages(protocol.name, protocol.stages, protocol.scripted)
     broken: dict[str, str] = {}
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         loaded = _load(point, found)
@@ -61,6 +65,12 @@ def _load(point: EntryPoint, found: dict[str, AnyProtocol]) -> AnyProtocol | str
         return f"{where}: is not a consilium.graphs.base.Protocol"
     if protocol.name in found:
         return f"{where}: protocol {protocol.name!r} is already defined (built-in or another plugin)"
+    try:
+        declare_stages(protocol.name, protocol.stages, protocol.scripted)
+    except ValueError as exc:
+        return f"{where}: {exc}"
+    if not protocol.variant_kind.isidentifier() or protocol.variant_kind != protocol.variant_kind.lower():
+        return f"{where}: variant_kind {protocol.variant_kind!r} is not a lower-case name (it names a flag)"
     return protocol
 
 
@@ -84,13 +94,53 @@ def cohort_protocols() -> list[str]:
     return [name for name, p in protocols().items() if p.variants]
 
 
+@dataclass(frozen=True)
+class VariantKind:
+    """One kind of variant (``formats``, ``modes`` or a plugin's own) and what follows from it: the cohort flag
+    ``--<kind>``, the experiment file's field ``<kind>`` and the API keyword ``<kind>``, whose values are the
+    variants of the protocols of this kind."""
+
+    kind: str
+    protocols: tuple[str, ...]
+    values: tuple[str, ...]
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.kind}"
+
+    @property
+    def field(self) -> str:
+        """Its name in an experiment file and as an API keyword."""
+        return self.kind
+
+
+def variant_kinds() -> dict[str, VariantKind]:
+    """Every variant kind the registered protocols declare, by kind, in the registry's order (``formats`` first):
+    the protocols of each and their variants, each once. What the CLI's flags, the experiment file's fields and
+    the API's keywords are made from (a new protocol's kind adds its own)."""
+    kinds: dict[str, tuple[list[str], list[str]]] = {}
+    for name, protocol in protocols().items():
+        if protocol.variants:
+            names, values = kinds.setdefault(protocol.variant_kind, ([], []))
+            names.append(name)
+            values.extend(v for v in protocol.variants if v not in values)
+    return {kind: VariantKind(kind, tuple(names), tuple(values)) for kind, (names, values) in kinds.items()}
+
+
+def baselines() -> dict[str, str]:
+    """protocol -> the protocol ``compare`` sets it against, as each declares (``consilium``: ``single``)."""
+    return {name: p.analyses.baseline for name, p in protocols().items() if p.analyses.baseline}
+
+
 def protocol_of(trace: TraceBase) -> AnyProtocol:
     """The protocol that made a trace (by its ``kind``)."""
     return get_protocol(str(getattr(trace, "kind", "")), flag="kind")
 
 
 def trace_from_data(data: Any, where: str) -> TraceBase:
-    """A trace from its JSON data (upgraded from an older schema version), validated by its protocol's model."""
+    """A trace from its JSON data (upgraded from an older schema version, the one place that does), validated by
+    its protocol's model and noted as read from ``where`` and written as its version."""
+    written = str(data.get("schema_version")) if isinstance(data, dict) else SCHEMA_VERSION
     data = upgrade(data, current=SCHEMA_VERSION, steps=TRACE_STEPS, where=where)
     if not isinstance(data, dict):
         raise UserError(f"{where}: a trace is a JSON object")
@@ -101,9 +151,10 @@ def trace_from_data(data: Any, where: str) -> TraceBase:
     if kind not in known:
         raise UserError(f"{where}: kind: {kind!r} is not a known protocol (known: {', '.join(known)})")
     try:
-        return known[kind].trace_model.model_validate(data)
+        trace = known[kind].trace_model.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"{where}: {first_error(exc)}") from None
+    return trace.read_from(where, written)
 
 
 def read_trace(path: str | Path) -> TraceBase:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -14,19 +15,15 @@ from pydantic import (
 )
 
 from consilium.models.pricing import Prices
+from consilium.models.stages import check_stage
 from consilium.models.structured import OutputSchema
 from consilium.models.usage import Usage
 
-__all__ = ["STAGES", "CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse", "Stage"]
+__all__ = ["CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse", "Stage"]
 
-#: Every stage a model call can have; a call's tag names one, so a misspelt stage is refused, never a
-#: new ledger key. Consilium: role_assignment, opinion, synthesis, vote, revision (the single-specialist
-#: baseline: role_assignment, opinion). Tumor board: board_turn (a turn, or a whole single-mode
-#: meeting), conclusion, specialist_turn. Judges: judge; their calibration: calibration; ``models
-#: check`` and a request with no tag: check.
-Stage = Literal["role_assignment", "opinion", "synthesis", "vote", "revision", "board_turn", "conclusion",
-                "specialist_turn", "judge", "calibration", "check"]
-STAGES: tuple[Stage, ...] = get_args(Stage)
+#: A model call's stage: a name someone declared (models/stages.py: each protocol its own, and the judges',
+#: calibration's and ``models check``'s), so a misspelt stage is refused, never a new ledger key.
+Stage = Annotated[str, AfterValidator(check_stage)]
 
 
 class Message(BaseModel):

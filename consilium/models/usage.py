@@ -8,23 +8,9 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from consilium.errors import BudgetExceededError
+from consilium.models.stages import declared_stages
 
-__all__ = ["STAGES", "Usage", "UsageLedger"]
-
-#: Every model call carries one of these stages (DESIGN.md, "Token accounting").
-STAGES = (
-    "role_assignment",
-    "opinion",
-    "synthesis",
-    "vote",
-    "revision",
-    "board_turn",
-    "conclusion",
-    "specialist_turn",
-    "judge",
-    "check",
-)
-
+__all__ = ["Usage", "UsageLedger", "stage_order"]
 
 class Usage(BaseModel):
     """Tokens and calls. ``estimated`` is true when any part was counted with tiktoken
@@ -134,3 +120,11 @@ class UsageLedger:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def stage_order(present: Iterable[str]) -> list[str]:
+    """The stages of a usage table in the order they are declared (models/stages.py: the protocols' own, then the
+    judges'); a stage no one declares (a trace of a protocol not installed) follows, alphabetically."""
+    found = set(present)
+    declared = [s for s in declared_stages() if s in found]
+    return declared + sorted(found - set(declared))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from consilium.cases import Case
-from consilium.graphs.base import OnTrace, Protocol, RunModels
+from consilium.graphs.base import Analyses, OnTrace, Protocol, RunModels
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.graphs.view import Block, Heading, Note, Table, Text
@@ -26,8 +26,12 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     name: ClassVar[str] = "board"
     trace_model = BoardTrace
     config_model = BoardConfig
+    stages = ("role_assignment", "board_turn", "conclusion")
     variants = ("agents", "single")
-    variant_flag = "--modes"
+    variant_kind = "modes"
+    analyses = Analyses(completed_columns={
+        "trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
+        "format_exact": float, "format_dense": float})
     compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
     prompt_packages = ("consilium.graphs.board",)
     row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
@@ -112,6 +116,7 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
     name: ClassVar[str] = "turn"
     trace_model = TurnTrace
     config_model = BoardConfig
+    stages = ("specialist_turn",)
     variants = ()
     compared_fields = ("status", "answer")
     prompt_packages = ("consilium.graphs.board",)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, cast
 
 from consilium.agents.records import FORMATS, Format, Report, render_sections
 from consilium.cases import Case
-from consilium.graphs.base import OnTrace, Protocol, RunModels
+from consilium.graphs.base import Analyses, OnTrace, Protocol, RunModels
 from consilium.graphs.consilium.answers import TraceAnswers
 from consilium.graphs.consilium.config import ConsiliumConfig
 from consilium.graphs.consilium.record import whole_case_record
@@ -24,7 +24,12 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
     name: ClassVar[str] = "consilium"
     trace_model = Trace
     config_model = ConsiliumConfig
+    stages = ("role_assignment", "opinion", "synthesis", "vote", "revision")
     variants = FORMATS
+    analyses = Analyses(
+        baseline="single",
+        completed_columns={"model": None, "trace": None, "stop_reason": None, "rounds": int, "r1_dissent": float},
+        supports=frozenset({"networks", "ablation", "human_seat"}))
     compared_fields = ("status", "roles", "opinions", "reports", "rounds", "stop_reason")
     row_columns = ("rounds", "r1_dissent", "roles")
 

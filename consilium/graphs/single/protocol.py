@@ -21,6 +21,7 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
     name: ClassVar[str] = "single"
     trace_model = SingleTrace
     config_model = SingleConfig
+    stages = ("role_assignment", "opinion")
     variants = FORMATS
     compared_fields = ("status", "roles", "specialist", "answer")
     prompt_packages = ("consilium.graphs.single",)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from consilium.datafiles import load_data_file
 from consilium.errors import ModelError
 from consilium.models.protocol import NO_STAGE_LIMITS
+from consilium.models.stages import scripted_rules
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import CallTag, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
@@ -97,6 +98,9 @@ class Script(BaseModel):
     enforces_schemas: bool = Field(default=False, description="play a backend that enforces schemas (a grammar, "
                                                               "response_format): judges ask it constrained first")
     rules: list[ScriptRule] = []
+    declared_rules: bool = Field(default=False, description="after its own rules, answer a call with the rules "
+                                                            "the protocol owning its stage declares "
+                                                            "(Protocol.scripted): a panel that plays any protocol")
     default: Any = None
 
     @classmethod
@@ -124,7 +128,7 @@ class ScriptedModel:
         self.supports_images = self.script.images
         self.n_ctx = self.script.n_ctx
         self.enforces_schemas = self.script.enforces_schemas
-        self._used: dict[int, int] = {}
+        self._used: dict[int | tuple[str, int], int] = {}
         self.calls = 0
 
     @classmethod
@@ -141,7 +145,11 @@ class ScriptedModel:
         last_user = users[-1] if users else ""
         given = request.output_schema.json_schema if request.output_schema is not None else None
         schema = json.dumps(given) if given is not None else ""
-        for index, rule in enumerate(self.script.rules):
+        rules = list(enumerate(self.script.rules))
+        if self.script.declared_rules:  # keyed apart from the file's own rules, for their ``times``
+            rules += [((request.tag.stage, i), ScriptRule.model_validate(r))
+                      for i, r in enumerate(scripted_rules(request.tag.stage))]
+        for index, rule in rules:
             used = self._used.get(index, 0)
             seed = request.settings.seed
             if (rule.times is None or used < rule.times) and rule.matches(request.tag, last_user, seed, schema,

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from consilium.judges.cost import sum_costs
-from consilium.models.usage import STAGES, Usage
+from consilium.models.usage import Usage, stage_order
 from consilium.reports.consilium.data import ArmCost, CohortData, JudgeArmCost
 from consilium.reports.consilium.judged import consilium_items, numbers, of_model, per_output
 from consilium.reports.consilium.stats import POOLED, mean_sd, number
@@ -156,7 +156,7 @@ def cost_by_stage(data: CohortData) -> list[dict[str, Any]]:
     table = []
     for model, fmt, arms in _groups(data):
         present = {s for a in arms for s in a.stages}
-        for stage in [s for s in STAGES if s in present] + sorted(present - set(STAGES)):
+        for stage in stage_order(present):
             known = _known(a.stages.get(stage, 0.0) for a in arms)
             usages = [a.stage_usage.get(stage, Usage()) for a in arms]
             table.append({"model": model, "format": fmt, "stage": stage, "rubric": None, "judge_model": None,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from consilium.models.usage import STAGES
+from consilium.models.usage import stage_order
 from consilium.reports.compare import CohortData
 from consilium.reports.figures.style import (
     INPUT_COLOUR,
@@ -77,7 +77,7 @@ def tokens_by_stage(data: CohortData) -> list[TokenBar]:
         pooled.setdefault(fmt, Counter()).update(counter)
     formats = formats_of(pooled)
     present = {k.rsplit(":", 1)[0] for c in pooled.values() for k in c if ":" in k}
-    stages = [s for s in STAGES if s in present] + sorted(present - set(STAGES))
+    stages = stage_order(present)
     rows = [TokenBar("", fmt, stage, pooled[fmt]["cases"], *_per_case(pooled[fmt], pooled[fmt]["cases"], stage))
             for stage in stages for fmt in formats]
     rows += [TokenBar("", fmt, "total", pooled[fmt]["cases"], *_per_case(pooled[fmt], pooled[fmt]["cases"]))
