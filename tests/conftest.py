@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from isolation import isolate
+from support.isolation import isolate
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases"
@@ -66,16 +66,16 @@ def shared_data(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def four_decision_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/board_cohort.py's board cohort, run once for the viewer's and the exports' tests; a test that
+    """tests/support/board_cohort.py's board cohort, run once for the viewer's and the exports' tests; a test that
     writes into it works on ``board_cohort.copy_run``'s copy."""
-    from board_cohort import build_board_cohort
+    from support.board_cohort import build_board_cohort
 
     return build_board_cohort(tmp_path_factory.mktemp("four-decision-board"))
 
 
 @pytest.fixture
 def panel_judged_cohort(tmp_path: Path) -> Path:
-    """tests/panel_judged_cohort.py's cohort, a fresh one for each test (the tests write into it)."""
-    from panel_judged_cohort import build_panel_judged_cohort
+    """tests/support/panel_judged_cohort.py's cohort, a fresh one for each test (the tests write into it)."""
+    from support.panel_judged_cohort import build_panel_judged_cohort
 
     return build_panel_judged_cohort(tmp_path)

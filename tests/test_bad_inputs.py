@@ -94,15 +94,14 @@ def _escaping_slide(tmp: Path) -> Path:
 
 
 def _more_corpora() -> dict[str, Builder]:
-    """Entries from the ``tests/corpus_*.py`` modules (one per area: cases, configs, cohorts, …)."""
-    import importlib.util
+    """Entries from the ``tests/support/corpus_*.py`` modules (one per area: cases, configs, cohorts, …)."""
+    import importlib
+
+    import support
 
     more: dict[str, Builder] = {}
-    for path in sorted(Path(__file__).parent.glob("corpus_*.py")):
-        spec = importlib.util.spec_from_file_location(f"_corpus_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    for path in sorted(Path(support.__file__).parent.glob("corpus_*.py")):
+        module = importlib.import_module(f"support.{path.stem}")
         clash = set(module.CORPUS) & (set(CORPUS) | set(more))
         assert not clash, f"{path.name}: corpus names already used: {sorted(clash)}"
         more.update(module.CORPUS)

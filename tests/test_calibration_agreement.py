@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from corpus_evolve import CASES, HEADER, MODELS, build_judged, mark
+from support.corpus_evolve import CASES, HEADER, MODELS, build_judged, mark
 from test_report_papers import (
     board_cases,
     board_judge,

@@ -2,7 +2,7 @@
 
 Covered: YAML alias bombs and depth; NUL, lone surrogates, NaN/Infinity, duplicate keys, deep
 JSON, a BOM; and ``cases validate`` and ``cohort`` seeing the same files. The refusals themselves,
-through ``simulate --case``, are in the bad-input corpus (tests/corpus_cases.py).
+through ``simulate --case``, are in the bad-input corpus (tests/support/corpus_cases.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from corpus_cases import BAD_CASES, GOOD, GOOD_DATA, alias_bomb, case_file, with_metadata
+from support.corpus_cases import BAD_CASES, GOOD, GOOD_DATA, alias_bomb, case_file, with_metadata
 
 from consilium.cases import case_files, load_case, read_agentclinic, validate_case_file
 from consilium.cli import main

@@ -83,8 +83,7 @@ def test_models_check_on_a_server_that_refuses_response_format_says_it_was_rejec
     """A server that answers HTTP 400 to any response_format: the plain call is shown, the structured one failed
     (exit 1, as any failed structured call), no probe is sent (its response_format would be refused alike), and
     the verdict line says the schema was rejected, with its key nowhere in the output."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from localserver import scripted_server
+    from support.localserver import scripted_server
 
     key = "sk-check-refused-0123456789"
     monkeypatch.setenv("CHECK_REFUSED_KEY", key)

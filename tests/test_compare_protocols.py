@@ -2,7 +2,7 @@
 baseline, each in both formats, told apart by the ``protocol`` column; and consilium − single on the same cases.
 
 The folder is built by hand: 2 scripted models × {consilium, single} × 2 formats × 4 cases, the traces run
-by the real protocols (tests/cohort_fixture.py's panel scripts, plus the baseline's answer), arms.csv
+by the real protocols (tests/support/cohort_fixture.py's panel scripts, plus the baseline's answer), arms.csv
 written from them, and AI Consilium judgement records whose scores follow :func:`score` (varied over every
 key), with one item not evaluable (``NOT_EVALUABLE``) and one failed arm (``FAILED``, no trace). Every
 expected number is worked out here from those constants, never by consilium.reports.
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import MAX_ROUNDS, VOTES, _case, panel_script
-from isolation import isolated
+from support.cohort_fixture import MAX_ROUNDS, VOTES, _case, panel_script
+from support.isolation import isolated
 
 from consilium.agents.records import Format
 from consilium.cases import Case

@@ -1,6 +1,6 @@
 """Every number `consilium compare` reports, checked by hand on a real cohort with known inputs.
 
-The cohort (tests/cohort_fixture.py) is run by the real CLI with scripted panels and a scripted
+The cohort (tests/support/cohort_fixture.py) is run by the real CLI with scripted panels and a scripted
 judge: 2 models × 2 formats × 6 cases, varied votes, rounds and stop reasons, varied scores, a few
 not-evaluable items and one failed arm. Each expected value below is computed here from the
 fixture's constants (and, for tokens, from the traces the cohort wrote), never by consilium.reports.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import (
+from support.cohort_fixture import (
     APPLIES,
     CASES,
     COMPONENTS,
@@ -36,7 +36,7 @@ from cohort_fixture import (
     score,
     stop_reason,
 )
-from isolation import isolated
+from support.isolation import isolated
 
 from consilium.cli import main
 from consilium.models.backends.scripted import Script, ScriptedModel

@@ -1,6 +1,6 @@
 """Prices and cost: dollars beside tokens in arms.csv, `simulate`, and `report`.
 
-Two cohorts are run by the real CLI with scripted panels (tests/cohort_fixture.py's scripts) and a
+Two cohorts are run by the real CLI with scripted panels (tests/support/cohort_fixture.py's scripts) and a
 scripted AI Consilium judge, then reported together as a folder of cohorts:
 
 - cohort A: ``panel-a`` priced with a cached-input price (its model config), ``panel-b`` (an extra model)
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import MARKERS, judge_script, panel_script
-from isolation import isolated
+from support.cohort_fixture import MARKERS, judge_script, panel_script
+from support.isolation import isolated
 
 from consilium.cli import main
 

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from corpus_evolve import CASES, HEADER, build_judged, evolve_argv, mark, write_scripts
+from support.corpus_evolve import CASES, HEADER, build_judged, evolve_argv, mark, write_scripts
 
 from consilium.calibration.evolution_results import Candidate, CriterionResult, Evaluation, RepeatResult
 from consilium.calibration.evolve import REEVALUATION_SEED_OFFSET, Item, evolve_criterion, rated_items

@@ -1,6 +1,6 @@
 """``consilium export``: Inspect AI logs and flat JSONL / Parquet tables of a real run folder.
 
-The cohort is tests/cohort_fixture.py's, run by the real CLI: two scripted panel models × both formats ×
+The cohort is tests/support/cohort_fixture.py's, run by the real CLI: two scripted panel models × both formats ×
 six cases, judged by a scripted AI Consilium judge with scores varied over every key, items not
 evaluable, and one arm that fails. Every expected value is read here from the run's own files with plain
 ``json`` and ``csv`` (never through the exporter), and the exports are read back with
@@ -28,11 +28,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from board_cohort import copy_run, nsclc_agents_trace
-from cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
+from support.board_cohort import copy_run, nsclc_agents_trace
+from support.cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
 from inspect_ai.log import EvalLog, read_eval_log
-from isolation import isolated
-from localserver import free_port
+from support.isolation import isolated
+from support.localserver import free_port
 
 from consilium.cli import main
 
@@ -479,7 +479,7 @@ def test_a_simulate_run_folder_exports_too(tmp_path: Path) -> None:
     assert judged == sum(len(j["items"]) for f in run_dir.glob("*.trace.json") for j in judgements_of(f))
 
 
-# --- a board cohort judged with the four-decision rubric (tests/board_cohort.py): clinical trial out of scope
+# --- a board cohort judged with the four-decision rubric (tests/support/board_cohort.py): clinical trial out of scope
 # (−1) is no score in the tables and the Inspect log; an export is whole or nothing, masked, never into the run
 # folder; the Inspect log's moderator role names its own backend ------------------------------------------------
 

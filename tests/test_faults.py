@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import shared_data
-from faultserver import FAULTS, fault_server
+from support.faultserver import FAULTS, fault_server
 
 from consilium.cli import main
 from consilium.models.backends.scripted import Script, ScriptRule

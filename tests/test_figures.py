@@ -1,5 +1,5 @@
 """The numbers behind every figure `consilium compare` draws (ai-consilium.txt Figs. 2b–8), checked by
-hand on the fixture cohort (tests/cohort_fixture.py: 2 models × 2 formats × 6 cases, varied votes,
+hand on the fixture cohort (tests/support/cohort_fixture.py: 2 models × 2 formats × 6 cases, varied votes,
 rounds, stop reasons and scores, not-evaluable items, one failed arm), and the files themselves.
 
 Each expected value is computed here from the fixture's constants (for tokens, from the traces the
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import (
+from support.cohort_fixture import (
     CASES,
     CRITERIA,
     FAILED,
@@ -35,7 +35,7 @@ from cohort_fixture import (
     score,
     stop_reason,
 )
-from isolation import isolated
+from support.isolation import isolated
 
 from consilium.cli import main
 from consilium.errors import UserError

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from isolation import isolated
+from support.isolation import isolated
 
 import consilium
 from consilium.cli import main
@@ -466,7 +466,7 @@ class _Heard:
 
 @contextlib.contextmanager
 def _heard_server(given: _Heard | None = None) -> Any:
-    from localserver import JsonHandler, QuietServer, serving
+    from support.localserver import JsonHandler, QuietServer, serving
 
     heard = given if given is not None else _Heard()
 

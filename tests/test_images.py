@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from localserver import scripted_server
+from support.localserver import scripted_server
 
 from consilium.cli import main
 from consilium.graphs.board.trace import BoardTrace, TurnTrace

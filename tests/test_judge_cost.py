@@ -1,7 +1,7 @@
 """What judging cost, beside what the panel cost: arms.csv, judgements.csv, cohort's closing lines, report's
 cost tables, compare and the viewer.
 
-One cohort is run by the real CLI with scripted models (tests/cohort_fixture.py's scripts): ``panel-a`` priced
+One cohort is run by the real CLI with scripted models (tests/support/cohort_fixture.py's scripts): ``panel-a`` priced
 by its model config, ``panel-b`` without prices, both formats, cases k4–k6, the fixture's failed arm
 (``panel-b`` k6 structured), judged on AI Consilium by a jury of two scripted judges: ``judge-alpha``, priced by
 its own model config file, and ``judge-beta``, without prices. judge-alpha answers one item with no JSON at all,
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import MARKERS, arm_mark, judge_script, panel_script
-from isolation import isolated
+from support.cohort_fixture import MARKERS, arm_mark, judge_script, panel_script
+from support.isolation import isolated
 
 from consilium.cli import main
 

@@ -20,7 +20,7 @@ from consilium.models.wrappers import CachedModel
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "examples" / "cases"
-#: The shipped scripted panel as a model spec, as panel and judge of tests/panel_judged_cohort.py's cohort.
+#: The shipped scripted panel as a model spec, as panel and judge of tests/support/panel_judged_cohort.py's cohort.
 SHIPPED_PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 PANEL = {"model": "scripted-panel", "rules": [
     {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
@@ -351,7 +351,7 @@ def test_every_command_that_reads_judgements_refuses_one_edited_off_the_scale(
     assert not written.exists()
 
 
-# ---- a judge never silently replaces another judge's judgements (tests/panel_judged_cohort.py) ---------------
+# ---- a judge never silently replaces another judge's judgements (tests/support/panel_judged_cohort.py) ---------------
 
 
 def _other_judge(tmp_path: Path) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jury_fixture import (
+from support.jury_fixture import (
     BASE_CASE,
     BINARY,
     CASES,

@@ -1,7 +1,7 @@
 """A jury of judges across a cohort: the jury's not-evaluable votes in every table that shows its scores
 (judge and cohort coverage, judgements.csv, compare, report, the viewer), ``consilium jury`` never replacing
 a file it did not write, a jury in an experiment file, a resumed cohort refusing a changed jury, and a jury
-through the Python API. The cases, panel and judges are tests/jury_fixture.py's."""
+through the Python API. The cases, panel and judges are tests/support/jury_fixture.py's."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jury_fixture import BASE_CASE, CASES, JUDGES, ORDINAL, SCORES, judge_script, panel_script
+from support.jury_fixture import BASE_CASE, CASES, JUDGES, ORDINAL, SCORES, judge_script, panel_script
 
 import consilium
 from consilium.cli import main

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from localserver import HOST, JsonHandler, QuietServer, serving
-from networks_runs import simulate_varied
+from support.localserver import HOST, JsonHandler, QuietServer, serving
+from support.networks_runs import simulate_varied
 
 from consilium.cli import main
 from consilium.cli.models_cmd import PROBE_CODE
@@ -599,7 +599,7 @@ def test_a_judge_key_its_server_echoes_back_is_masked_everywhere(
     # own variable (never the command's) reaches no judgement, CSV, log or output.
     import shutil
 
-    from keyecho import echo_server
+    from support.keyecho import echo_server
 
     monkeypatch.setenv("JUDGE_A_KEY", KEY_A)
     run = tmp_path / "runs"

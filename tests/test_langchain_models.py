@@ -1,6 +1,6 @@
 """LangChain chat models as consilium models (docs/models.md, "langchain:MODULE:FACTORY"): through the Python
 API as objects and on the command line as ``langchain:MODULE:FACTORY``, with langchain-core's fake chat
-models (tests/langchain_fakes.py), and one real OpenAI-compatible path: ``langchain-openai``'s ``ChatOpenAI``
+models (tests/support/langchain_fakes.py), and one real OpenAI-compatible path: ``langchain-openai``'s ``ChatOpenAI``
 against llama-cpp-python's server running the embedded model."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import langchain_fakes as fakes
+import support.langchain_fakes as fakes
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
-from localserver import llama_server
+from support.localserver import llama_server
 from pydantic import BaseModel, SecretStr
 
 import consilium
@@ -163,11 +163,11 @@ async def test_a_slow_call_times_out_and_the_answer_is_read_as_the_answer_check_
 
 def test_the_cli_runs_a_spec_writes_a_trace_replays_it_and_caches_it(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["simulate", "--case", str(CASE), "--model", "langchain:langchain_fakes:panel", "--format", "structured"]
+    argv = ["simulate", "--case", str(CASE), "--model", "langchain:support.langchain_fakes:panel", "--format", "structured"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     [path] = list((tmp_path / "a").glob("*/*.trace.json"))
     trace = json.loads(path.read_text(encoding="utf-8"))
-    assert trace["model"] == "langchain:langchain_fakes:panel" and trace["status"] == "completed"
+    assert trace["model"] == "langchain:support.langchain_fakes:panel" and trace["status"] == "completed"
     assert len(trace["calls"]) == 8 and not any(c["cached"] for c in trace["calls"])
     capsys.readouterr()
     assert main(["replay", str(path)]) == 0
@@ -179,7 +179,7 @@ def test_the_cli_runs_a_spec_writes_a_trace_replays_it_and_caches_it(tmp_path: P
 
 
 def test_a_failing_spec_ends_the_run_failed_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--case", str(CASE), "--model", "langchain:langchain_fakes:broken", "--format",
+    assert main(["simulate", "--case", str(CASE), "--model", "langchain:support.langchain_fakes:broken", "--format",
                  "structured", "--out", str(tmp_path)]) == 1
     [path] = list(tmp_path.glob("*/*.trace.json"))
     trace = json.loads(path.read_text(encoding="utf-8"))
@@ -188,10 +188,10 @@ def test_a_failing_spec_ends_the_run_failed_with_exit_1(tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("langchain:no_such_module_here:make", "cannot import module 'no_such_module_here' (ModuleNotFoundError"),
-    ("langchain:langchain_fakes:missing", "module 'langchain_fakes' has no attribute 'missing'"),
-    ("langchain:langchain_fakes:NOT_A_MODEL", "(of type int) is not a LangChain chat model or a function"),
-    ("langchain:langchain_fakes:returns_text", "returns_text() returned a value of type str, not a LangChain"),
-    ("langchain:langchain_fakes", "expected langchain:MODULE:FACTORY"),
+    ("langchain:support.langchain_fakes:missing", "module 'support.langchain_fakes' has no attribute 'missing'"),
+    ("langchain:support.langchain_fakes:NOT_A_MODEL", "(of type int) is not a LangChain chat model or a function"),
+    ("langchain:support.langchain_fakes:returns_text", "returns_text() returned a value of type str, not a LangChain"),
+    ("langchain:support.langchain_fakes", "expected langchain:MODULE:FACTORY"),
 ])
 def test_a_bad_spec_is_one_line_naming_it_and_exit_2(spec: str, message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -261,7 +261,7 @@ def test_chat_openai_against_the_local_server_answers_free_form_and_structured(
 
     async def ask(*requests: ModelRequest) -> tuple[CallRecorder, list[Any]]:
         recorder = CallRecorder()
-        model = for_run(build_model("langchain:langchain_fakes:local_openai", ModelOptions(cache=False)), recorder)
+        model = for_run(build_model("langchain:support.langchain_fakes:local_openai", ModelOptions(cache=False)), recorder)
         try:
             return recorder, [await model.generate(r) for r in requests]
         finally:

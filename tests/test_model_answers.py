@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from faultserver import BAD_TYPES, EMPTY_ANSWERS, fault_server
+from support.faultserver import BAD_TYPES, EMPTY_ANSWERS, fault_server
 
 from consilium.cli import main
 from consilium.errors import IncompleteAnswerError, ModelError

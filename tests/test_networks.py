@@ -10,8 +10,8 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from networks_runs import cohort as _cohort
-from networks_runs import simulate_varied as _simulate_varied
+from support.networks_runs import cohort as _cohort
+from support.networks_runs import simulate_varied as _simulate_varied
 
 from consilium.cli import main
 from consilium.reports.networks.metrics import category_metrics, dissenters

@@ -13,11 +13,11 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from keyecho import SECRET, key_echo_server
+from support.keyecho import SECRET, key_echo_server
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.langchain import wait_for_all_tracers
-from langsmith_capture import API_KEY, Capture, langsmith_capture
+from support.langsmith_capture import API_KEY, Capture, langsmith_capture
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -51,7 +51,7 @@ def _calls(trace: TraceBase) -> list[CallRecord]:
     return sorted(trace.calls, key=lambda c: (*_key(c.stage, c.role, c.round), c.index))
 
 
-# --- LangSmith: a capture of its API (tests/langsmith_capture.py) ----------------------------------------
+# --- LangSmith: a capture of its API (tests/support/langsmith_capture.py) ----------------------------------------
 
 @pytest.fixture
 def captured() -> Iterator[type[Capture]]:
@@ -288,7 +288,7 @@ def test_a_key_in_a_model_error_is_in_no_langsmith_run(multipart: bool, tmp_path
 
 def test_a_langchain_models_calls_name_its_own_provider(spans: InMemorySpanExporter, tmp_path: Path) -> None:
     """LangChain's own ls_provider for the model (here its fake chat model's), not "consilium"."""
-    assert main(["simulate", "--case", str(CASE), "--model", "langchain:langchain_fakes:panel", "--format",
+    assert main(["simulate", "--case", str(CASE), "--model", "langchain:support.langchain_fakes:panel", "--format",
                  "structured", "--out", str(tmp_path), "--otel"]) == 0
     chat = [s for s in spans.get_finished_spans() if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
     assert len(chat) == 8

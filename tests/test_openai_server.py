@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Literal
 
 import pytest
-from localserver import free_port, llama_server
+from support.localserver import free_port, llama_server
 from pydantic import BaseModel
 
 from consilium.cli import main

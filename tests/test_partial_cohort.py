@@ -2,7 +2,7 @@
 of its planned arms finished and the cohort's status at the top, list the missing arms, mark every table
 partial, and exit 1; a complete cohort shows no such mark.
 
-The cohort is tests/cohort_fixture.py's, run by the real CLI with scripted panels and judge: two models ×
+The cohort is tests/support/cohort_fixture.py's, run by the real CLI with scripted panels and judge: two models ×
 two formats × six cases, one arm failed (a failed arm is finished: its row is there), judged with items
 not evaluable. A stopped cohort is made from a copy the way a killed one is left: arms.csv without the rows
 (and traces, judgements) of the arms it never ran, and a manifest still saying ``running``. The expected
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
-from isolation import isolated
+from support.cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
+from support.isolation import isolated
 from test_viewer_index import parse
 
 from consilium.cli import main
@@ -230,7 +230,7 @@ def test_a_cohort_killed_mid_way_reads_as_running_then_aborted(tmp_path: Path,
     """A real cohort process: model a answers at once, model b never (each of its calls waits ten minutes).
     Two arms run at a time in case order, so a's arms of k1 and k2 finish (4 rows: two formats each) and b's
     k1 and k2 arms hold both places; the process is read while it runs, then killed with SIGKILL."""
-    from cohort_fixture import MAX_ROUNDS, _case, panel_script
+    from support.cohort_fixture import MAX_ROUNDS, _case, panel_script
 
     cases = tmp_path / "cases"
     cases.mkdir()

@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from cohort_fixture import build_cohort
-from corpus_evolve import CASES, HEADER, build_judged, write_scripts
+from support.cohort_fixture import build_cohort
+from support.corpus_evolve import CASES, HEADER, build_judged, write_scripts
 
 from consilium.cli import main
 from consilium.cohort.progress import ItemProgress

@@ -8,7 +8,7 @@ import csv
 import json
 from pathlib import Path
 
-from plugin_install import ROOT, install, run_consilium
+from support.plugin_install import ROOT, install, run_consilium
 
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 PANEL = ROOT / "examples" / "models" / "scripted-panel.yaml"

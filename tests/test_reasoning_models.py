@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from localserver import JsonHandler, QuietServer, serving
+from support.localserver import JsonHandler, QuietServer, serving
 from pydantic import BaseModel
 
 from consilium.cli import main

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
+from support.signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
 
 from consilium.cli import main
 from consilium.judges.record import JudgementItem, read_judgement

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import pytest
-from localserver import Behaviour, ScriptedServer, scripted_server
+from support.localserver import Behaviour, ScriptedServer, scripted_server
 
 from consilium.errors import ModelError, TransientModelError, UserError
 from consilium.models import Message, ModelRequest

@@ -1,7 +1,7 @@
 """Secrets coming back from outside (docs/reliability.md, "Secrets"): a server that echoes what it was sent
 — the API key, a URL's password as the HTTP Basic header it becomes — in an error or in a successful answer,
 and a LangChain model's own credential header. Each test runs the real CLI or API against an echoing server
-on 127.0.0.1 (tests/keyecho.py) or a LangChain fake, then searches everything written, printed, stored in a
+on 127.0.0.1 (tests/support/keyecho.py) or a LangChain fake, then searches everything written, printed, stored in a
 database or sent to LangSmith for every form of the secret.
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 import yaml
-from keyecho import SECRET, echo_server, key_echo_server
+from support.keyecho import SECRET, echo_server, key_echo_server
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tracers.langchain import wait_for_all_tracers
-from langchain_fakes import ANSWERS, ORDER
-from langsmith_capture import langsmith_capture
+from support.langchain_fakes import ANSWERS, ORDER
+from support.langsmith_capture import langsmith_capture
 from pydantic import Field, SecretStr
 
 import consilium

@@ -169,7 +169,7 @@ _CHECK_RULES: list[dict[str, Any]] = [
 @pytest.mark.localhost
 def test_models_check_says_how_vllm_reports_cached_tokens_when_the_server_reports_none(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from localserver import Behaviour, scripted_server
+    from support.localserver import Behaviour, scripted_server
 
     monkeypatch.setenv("OPENAI_API_KEY", "unused")
     answers: list[Behaviour] = [("ok", "An inferior STEMI."),

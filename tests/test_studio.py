@@ -28,9 +28,9 @@ from typing import Any, cast
 
 import pytest
 import yaml
-from keyecho import SECRET, key_echo_server
+from support.keyecho import SECRET, key_echo_server
 from langgraph_api._factory_utils import _classify_factory
-from localserver import free_port
+from support.localserver import free_port
 
 from consilium.errors import UserError
 from consilium.graphs.registry import read_trace

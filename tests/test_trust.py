@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from localserver import scripted_server
+from support.localserver import scripted_server
 
 from consilium.cli import main
 from consilium.cohort.arms import model_folder
@@ -395,7 +395,7 @@ def test_an_experiment_and_a_config_file_are_layered_not_dropped(tmp_path: Path)
 @pytest.mark.localhost
 def test_bad_server_values_fail_the_run_and_leak_no_key(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from faultserver import BAD_TYPES, fault_server
+    from support.faultserver import BAD_TYPES, fault_server
 
     from consilium.models.backends.scripted import Script
 

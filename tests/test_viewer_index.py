@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from board_cohort import WEIGHTED, copy_run, nsclc_agents_trace
+from support.board_cohort import WEIGHTED, copy_run, nsclc_agents_trace
 
 from consilium.cli import main
 
@@ -480,7 +480,7 @@ def test_the_viewer_shows_the_weighted_mean_of_the_items_not_the_stored_aggregat
     assert "<td>therapy</td><td>2.0</td>" in arm.read_text(encoding="utf-8")
 
 
-# --- a board cohort judged with the four-decision rubric (tests/board_cohort.py): clinical trial out of scope
+# --- a board cohort judged with the four-decision rubric (tests/support/board_cohort.py): clinical trial out of scope
 # (−1) is no score; the single-page view's --out never replaces a file it did not write and reads only its own
 # trace's judgements; the cohort view never writes over another run's pages ----------------------------------
 

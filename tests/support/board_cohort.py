@@ -11,11 +11,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from isolation import isolated
+from support.isolation import isolated
 
 from consilium.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 CASES = ROOT / "examples" / "cases"
 #: App. E.2: (1.00·4/5 + 1.25·3/5 + 1.15·3/5) / (1.00 + 1.25 + 1.15), clinical trial (−1) out of the sums.

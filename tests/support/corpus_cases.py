@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 GOOD = CASE.read_text()
 GOOD_DATA = {"id": "json-case", "question": "What is it?", "presentation": "A 40-year-old with a cough."}

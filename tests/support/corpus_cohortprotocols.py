@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 
 Builder = Callable[[Path], tuple[list[str], str]]

@@ -19,7 +19,7 @@ import yaml
 
 from consilium.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
 MODELS = {"panel-a": "PA", "panel-b": "PB"}
 FORMATS = {"free-form": "FF", "structured": "ST"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = (ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml").read_text()
 
 Builder = Callable[[Path], tuple[list[str], str]]

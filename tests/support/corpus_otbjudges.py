@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: A consilium trace of a case whose reference labels no decisions.
 UNLABELLED_TRACE = ROOT / "tests" / "fixtures" / "v1.0" / "diagnostic-myocarditis.free-form.trace.json"
 UNLABELLED_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"

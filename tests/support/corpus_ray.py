@@ -8,7 +8,7 @@ from pathlib import Path
 
 Builder = Callable[[Path], tuple[list[str], str]]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASES = str(ROOT / "examples" / "cases")
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE = str(ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml")
 BOARD_CASE = str(ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml")
 MODEL = ["--model", "scripted:x.json"]

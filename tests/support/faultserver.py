@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from localserver import JsonHandler, serving
+from support.localserver import JsonHandler, serving
 
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 CASES = {"A": "Short plan.", "B": "A plan of middling length with more words.",
          "C": "A long plan: admit, monitor the rhythm, cardiac MRI within days, no sport for six months, review."}

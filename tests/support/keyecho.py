@@ -6,7 +6,7 @@ What it echoes (:func:`echo`): the header's value, its token (``Bearer TOKEN``, 
 HTTP Basic, the decoded ``user:password`` and the password. By default every chat request is refused with
 HTTP 400 and the echo in the error's message (after ``padding`` characters, so that a key can be put across
 the place where an error message is cut); with ``answer=True`` every request is answered, with the echo inside
-the answer: a structured consilium's answers (tests/langchain_fakes.py, by the schema's name) with the echo
+the answer: a structured consilium's answers (tests/support/langchain_fakes.py, by the schema's name) with the echo
 in their free-text fields, any other schema's (a judge's) filled in with the echo in its strings, and a
 free-form answer that ends with it.
 """
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from langchain_fakes import ANSWERS
+from support.langchain_fakes import ANSWERS
 
 __all__ = ["SECRET", "EchoServer", "echo", "echo_server", "key_echo_server"]
 

@@ -1,6 +1,6 @@
 """LangChain chat models for tests/test_langchain_models.py, built on langchain-core's fake chat models.
 
-The factories are what a spec names: ``--model langchain:langchain_fakes:panel`` (tests/ is on sys.path).
+The factories are what a spec names: ``--model langchain:support.langchain_fakes:panel`` (tests/ is on sys.path).
 Each plays one structured consilium on a case that reaches consensus in round 1: the role assignment,
 three opinions, the synthesis and three accepting votes (8 calls; the three calls of a stage get the same
 answer, so the order parallel calls arrive in does not matter).

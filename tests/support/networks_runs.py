@@ -7,7 +7,7 @@ from pathlib import Path
 
 from consilium.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "networks"
 MYOCARDITIS = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from consilium.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def install(root: Path, name: str, modules: dict[str, str], entry_points: str) -> Path:

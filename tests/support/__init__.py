@@ -1,0 +1,1 @@
+"""Shared test helpers: scripted panels, cohort fixtures, local servers, bad-input corpora."""
