@@ -3,24 +3,25 @@
 The library (docs/api.md): ``run`` / ``arun`` a protocol on a case, ``turn`` / ``aturn`` a Specialist Turn,
 ``judge`` / ``ajudge`` and ``replay`` / ``areplay`` a trace, ``run_cohort`` / ``arun_cohort`` a cohort,
 ``estimate_cohort`` / ``aestimate_cohort`` a cohort's calls, tokens and dollars before it runs, ``judge_run`` /
-``ajudge_run`` a run folder, ``compare`` / ``acompare`` and ``report`` / ``areport`` a cohort,
-``load_case`` and ``read_trace``. They are loaded on first use, so ``import consilium`` stays light (the name
-is ``run_cohort``, not ``cohort``: that is the ``consilium.cohort`` package).
+``ajudge_run`` a run folder, ``compare`` / ``acompare`` and ``report`` / ``areport`` a cohort, every other
+command's function (``consilium.api``), ``load_case`` and ``read_trace``. They are loaded on first use, so
+``import consilium`` stays light (the name is ``run_cohort``, not ``cohort``: that is the ``consilium.cohort``
+package).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CohortResult", "Compared", "ReplayResult", "__version__", "acompare", "aestimate_cohort", "ajudge",
-           "ajudge_run", "areplay", "areport", "arun", "arun_cohort", "aturn", "compare", "estimate_cohort", "judge",
-           "judge_run", "load_case", "read_trace", "replay", "report", "run", "run_cohort", "turn"]
+from consilium.api import __all__ as _api
+
+__all__ = ["__version__", *_api]
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__ and name != "__version__":
+    if name in _api:
         from consilium import api
 
         return getattr(api, name)

@@ -132,7 +132,7 @@ def test_compare_returns_the_tables_it_writes(tmp_path: Path) -> None:
         assert [_as_written(row, list(on_disk[0])) for row in rows] == on_disk, name
     [outcome_free, outcome_structured] = compared.tables["table3_outcomes"][1][:2]
     assert {outcome_free["format"], outcome_structured["format"]} == {"free-form", "structured"}
-    report = consilium.report(result.run_dir, bootstrap=50)
+    report = consilium.report(result.run_dir, bootstrap=50).report  # a Reported: report.md, csvs, figures
     assert report == result.run_dir / "report" / "report.md" and report.is_file()
 
 

@@ -535,7 +535,7 @@ def test_the_api_reports_a_partial_cohort_without_raising(cohorts: dict[str, Any
     assert compared.partial
     assert all(title.endswith(f"[partial: {FINISHED} of {PLANNED} planned arms, cohort aborted]")
                for title, _ in compared.tables.values())
-    report = consilium.report(cohorts["stopped"], out=tmp / "report", bootstrap=DRAWS)
+    report = consilium.report(cohorts["stopped"], out=tmp / "report", bootstrap=DRAWS).report
     assert report.read_text(encoding="utf-8").splitlines()[2].startswith(
         f"**Partial cohort: {FINISHED} of {PLANNED} planned arms finished (status: aborted")
     assert not consilium.compare(cohorts["complete"], out=tmp / "complete", bootstrap=DRAWS).partial

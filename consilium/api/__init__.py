@@ -1,31 +1,36 @@
 """consilium as a library, for scripts and notebooks (docs/api.md): a protocol on a case, a Specialist Turn,
 a trace judged and replayed (consilium/api/runs.py); a cohort run and a run folder judged
 (consilium/api/cohorts.py); a cohort's calls, tokens and dollars estimated before it runs
-(consilium/api/estimates.py); a cohort compared and reported (consilium/api/reports.py).
+(consilium/api/estimates.py); a cohort compared (consilium/api/comparison.py) and reported
+(consilium/api/reports.py); and each other command of the CLI, which parses its flags into the options
+named here and calls the function.
 
-Every function returns the record objects the CLI writes. Each ``a…`` coroutine has a plain twin that also
-works where an event loop is already running (Jupyter).
+Every function is an ``a…`` coroutine with a plain twin made by :func:`consilium.api.sync.sync_twin` (same
+signature; it also works where an event loop is already running, as in Jupyter). The names are loaded on first
+use, so importing one module of the API (as each command does) does not import the others.
 """
 
 from __future__ import annotations
 
-from consilium.api.cohorts import CohortResult, ajudge_run, arun_cohort, judge_run, run_cohort
-from consilium.api.estimates import aestimate_cohort, estimate_cohort
-from consilium.api.reports import Compared, acompare, areport, compare, report
-from consilium.api.runs import (
-    ReplayResult,
-    ajudge,
-    areplay,
-    arun,
-    aturn,
-    judge,
-    load_case,
-    read_trace,
-    replay,
-    run,
-    turn,
-)
+import importlib
+from typing import Any
 
-__all__ = ["CohortResult", "Compared", "ReplayResult", "acompare", "aestimate_cohort", "ajudge", "ajudge_run",
-           "areplay", "areport", "arun", "arun_cohort", "aturn", "compare", "estimate_cohort", "judge", "judge_run",
-           "load_case", "read_trace", "replay", "report", "run", "run_cohort", "turn"]
+#: Each public name → the module of consilium/api/ that defines it.
+WHERE = {
+    "runs": ["ReplayResult", "ajudge", "areplay", "arun", "aturn", "judge", "load_case", "read_trace", "replay", "run",
+             "turn"],
+    "cohorts": ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "run_cohort"],
+    "estimates": ["aestimate_cohort", "estimate_cohort"],
+    "comparison": ["CompareOptions", "Compared", "acompare", "compare"],
+    "reports": ["ReportOptions", "Reported", "areport", "report"],
+}
+_MODULE = {name: module for module, names in WHERE.items() for name in names}
+
+__all__ = sorted(_MODULE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'consilium.api' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"consilium.api.{module}"), name)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consilium.api.runs import JudgeModels, _sync, judge_setups
+from consilium.api.runs import JudgeModels, judge_setups
+from consilium.api.sync import run_sync as _sync
 from consilium.cases import Case
 from consilium.cli import build_parser
 from consilium.cli.cohort_execute import run_plan, sorted_rows

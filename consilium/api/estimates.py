@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.api.cohorts import Names, _cohort_flags
-from consilium.api.runs import _sync
+from consilium.api.sync import run_sync as _sync
 from consilium.cli.cohort_estimate import plan_shape
 from consilium.cli.cohort_plan import new_plan
 from consilium.cohort.estimate import CohortEstimate, estimate

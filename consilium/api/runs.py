@@ -9,19 +9,16 @@ an event loop is already running (Jupyter): there it runs the coroutine on a wor
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import dataclasses
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
-from consilium import aio
 from consilium.agents.labels import with_role_labels
+from consilium.api.sync import sync_twin
 from consilium.cases import Case, load_case
 from consilium.datafiles import first_error
 from consilium.errors import UserError
@@ -50,21 +47,9 @@ from consilium.traces.schema import TraceBase
 __all__ = ["ReplayResult", "ajudge", "areplay", "arun", "aturn", "judge", "load_case", "read_trace", "replay", "run",
            "turn"]
 
-T = TypeVar("T")
 Model = str | ChatModel | BaseChatModel
 #: One judge model, or a list of them: a jury (docs/judges.md, Juries).
 JudgeModels = Model | Sequence[Model]
-
-
-def _sync(coro: Coroutine[Any, Any, T]) -> T:
-    """The coroutine's result: on a fresh loop, or, where one is running (a notebook), on a worker thread's."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return aio.run(coro)
-    # In the caller's context, so its LangChain run config (callbacks, LangSmith parent) and --otel reach the run.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(contextvars.copy_context().run, aio.run, coro).result()
 
 
 def _case(case: Case | str | Path) -> Case:
@@ -168,14 +153,7 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
     return traces
 
 
-def run(case: Case | str | Path, *, protocol: str = "consilium", variants: Sequence[str] | None = None,
-        model: Model = "embedded", moderator: Model | None = None,
-        config: RunConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None,
-        out: str | Path | None = None, human: str | None = None,
-        answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None = None) -> list[TraceBase]:
-    """:func:`arun`, from plain code or a notebook."""
-    return _sync(arun(case, protocol=protocol, variants=variants, model=model, moderator=moderator, config=config,
-                      options=options, out=out, human=human, answers=answers))
+run = sync_twin(arun)
 
 
 async def aturn(case: Case | str | Path, role: str, question: str, *, model: Model = "embedded",
@@ -193,10 +171,7 @@ async def aturn(case: Case | str | Path, role: str, question: str, *, model: Mod
             await answerer.aclose()
 
 
-def turn(case: Case | str | Path, role: str, question: str, *, model: Model = "embedded",
-         config: BoardConfig | Mapping[str, Any] | None = None, options: ModelOptions | None = None) -> TurnTrace:
-    """:func:`aturn`, from plain code or a notebook."""
-    return _sync(aturn(case, role, question, model=model, config=config, options=options))
+turn = sync_twin(aturn)
 
 
 def _trace(trace: TraceBase | str | Path) -> tuple[TraceBase, str]:
@@ -224,14 +199,7 @@ async def ajudge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_m
             await model.aclose()
 
 
-def judge(trace: TraceBase | str | Path, rubric: str | Rubric, *, judge_model: JudgeModels,
-          components: Sequence[str] | None = None, reference_answer: str | None = None,
-          settings: GenerationSettings | None = None, options: ModelOptions | None = None,
-          judge_decoding: JudgeDecoding | None = None) -> Judgement:
-    """:func:`ajudge`, from plain code or a notebook."""
-    return _sync(ajudge(trace, rubric, judge_model=judge_model, components=components,
-                        reference_answer=reference_answer, settings=settings, options=options,
-                        judge_decoding=judge_decoding))
+judge = sync_twin(ajudge)
 
 
 class ReplayResult:
@@ -256,6 +224,4 @@ async def areplay(trace: TraceBase | str | Path) -> ReplayResult:
     return ReplayResult(replayed, model.served, first_difference(record, replayed))
 
 
-def replay(trace: TraceBase | str | Path) -> ReplayResult:
-    """:func:`areplay`, from plain code or a notebook."""
-    return _sync(areplay(trace))
+replay = sync_twin(areplay)
