@@ -1,4 +1,4 @@
-"""A run folder's own traces and judgement records (consilium/traces/folder.py): what ``judge``, ``jury``,
+"""A run folder's own traces and judgement records (consilium/runfolder/layout.py): what ``judge``, ``jury``,
 ``calibrate``, ``view``, ``replay`` and the reports read when given a folder."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from consilium.cli import main
 from consilium.cohort.lock import clean_temp_files
-from consilium.traces.folder import judgement_files, own_files, trace_files
+from consilium.runfolder.layout import judgement_files, own_files, trace_files
 
 
 def touch(path: Path, text: str = "{}") -> Path:

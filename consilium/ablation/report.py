@@ -16,7 +16,7 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_json_atomic, write_text_atomic
 from consilium.reports.partial import marked_markdown, partial_figures, partial_rows
-from consilium.traces.folder import ABLATION_RECORD, ABLATIONS
+from consilium.runfolder.layout import ABLATION_RECORD, ABLATIONS
 
 __all__ = ["Tables", "new_folder", "write_outputs"]
 
@@ -29,7 +29,7 @@ _STAT_COLUMNS = ("group", "model", "format", "metric", "cases", "pairs_left_out"
 def new_folder(run_dir: Path, kind: str, out: Path | None, *, judges: Sequence[str] = ()) -> Path:
     """``out`` if it does not exist yet (refused otherwise), else ``RUN_DIR/ablate/<kind>/run-<n>``, the next n;
     with its ``ablation.json``, which marks it as a run of its own: a command given the cohort's folder never
-    reads it as the cohort's (consilium/traces/folder.py)."""
+    reads it as the cohort's (consilium/runfolder/layout.py)."""
     if out is not None:
         if out.exists():
             raise UserError(f"--out: {out}: already exists (an ablation never writes over one); name a new folder")

@@ -19,7 +19,7 @@ from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.judges.jury import one_judge
 from consilium.judges.record import Judgement, read_judgement
-from consilium.traces.folder import judgement_files
+from consilium.runfolder.layout import judgement_files
 
 __all__ = ["Judged", "Pair", "judged_traces", "load_judgements", "match_ratings", "pair_ratings"]
 

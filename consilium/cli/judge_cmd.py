@@ -26,7 +26,7 @@ from consilium.judges.rubric import COMPONENTS, Rubric, load_rubric, rubric_name
 from consilium.models import ChatModel, GenerationSettings
 from consilium.models.factory import build_ref
 from consilium.models.refs import ModelRef, parse_refs
-from consilium.traces.folder import trace_files as run_trace_files
+from consilium.runfolder.layout import trace_files as run_trace_files
 
 if TYPE_CHECKING:
     from consilium.calibration.isotonic import Calibration
@@ -88,7 +88,7 @@ def judge_specs(args: argparse.Namespace) -> list[ModelRef]:
 
 def trace_files(paths: list[Path]) -> list[Path]:
     """The traces named, and every ``*.trace.json`` of a folder named (a cohort keeps them in ``arms/<model>/``;
-    a run nested in it, such as an ablation's under ``ablate/``, is not its: consilium/traces/folder.py), each
+    a run nested in it, such as an ablation's under ``ablate/``, is not its: consilium/runfolder/layout.py), each
     once."""
     files: dict[Path, Path] = {}
     for path in paths:

@@ -14,7 +14,7 @@ from consilium import aio
 from consilium.errors import ReplayDivergenceError, UserError
 from consilium.graphs.registry import protocol_of, read_trace
 from consilium.graphs.replay import first_difference, replay_trace
-from consilium.traces.folder import trace_files
+from consilium.runfolder.layout import trace_files
 
 __all__ = ["register", "run"]
 

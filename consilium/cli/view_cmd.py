@@ -18,7 +18,7 @@ from consilium.reports.view_cohort import arm_judgements
 from consilium.reports.view_html import check_ours, esc, page
 from consilium.reports.view_site import write_cohort_view
 from consilium.reports.viewer import arm_section
-from consilium.traces.folder import trace_files
+from consilium.runfolder.layout import trace_files
 
 __all__ = ["register", "run"]
 

@@ -23,8 +23,8 @@ from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import read_judgement
 from consilium.models import CallRecord
 from consilium.models.tokens import count_tokens
+from consilium.runfolder.layout import judgement_files, trace_files
 from consilium.spec.manifest import MANIFEST, load_manifest
-from consilium.traces.folder import judgement_files, trace_files
 
 __all__ = ["Prior", "StageHistory", "StageKey", "case_tokens", "read_prior"]
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from consilium.errors import UserError
-from consilium.traces.folder import own_files
+from consilium.runfolder.layout import own_files
 
 __all__ = ["RunLock", "clean_temp_files"]
 

@@ -29,8 +29,8 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.arms import arm_protocol
+from consilium.runfolder.layout import own_files
 from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest, write_cohort_manifest
-from consilium.traces.folder import own_files
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
 

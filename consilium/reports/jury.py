@@ -33,7 +33,7 @@ from consilium.judges.record import JuryMember, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.scope import OUT_OF_SCOPE, in_scope, out_of_scope_score, scale_points
 from consilium.models.tokens import count_tokens
-from consilium.traces.folder import judgement_files
+from consilium.runfolder.layout import judgement_files
 
 __all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups", "length_rows", "load_jury",
            "out_of_scope_score", "self_preference_rows"]

@@ -15,7 +15,7 @@ from consilium.graphs.arms import arm_protocol
 from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
-from consilium.traces.folder import judgement_files
+from consilium.runfolder.layout import judgement_files
 
 __all__ = [
     "JudgementRecords",

@@ -39,7 +39,7 @@ from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
 from consilium.reports.networks.stamp import check_out, check_stamp, stamp_of, write_stamp
 from consilium.reports.networks.turns import turn_graph
 from consilium.reports.networks.uptake import Uptake, dissents_of, word_overlap
-from consilium.traces.folder import trace_files
+from consilium.runfolder.layout import trace_files
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Analysis", "analyze", "graphml_text"]
