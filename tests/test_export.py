@@ -28,9 +28,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from inspect_ai.log import EvalLog, read_eval_log
 from support.board_cohort import copy_run, nsclc_agents_trace
 from support.cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
-from inspect_ai.log import EvalLog, read_eval_log
 from support.isolation import isolated
 from support.localserver import free_port
 

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import support.langchain_fakes as fakes
 import pytest
+import support.langchain_fakes as fakes
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
-from support.localserver import llama_server
 from pydantic import BaseModel, SecretStr
+from support.localserver import llama_server
 
 import consilium
 from consilium.cli import main
@@ -163,7 +163,8 @@ async def test_a_slow_call_times_out_and_the_answer_is_read_as_the_answer_check_
 
 def test_the_cli_runs_a_spec_writes_a_trace_replays_it_and_caches_it(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["simulate", "--case", str(CASE), "--model", "langchain:support.langchain_fakes:panel", "--format", "structured"]
+    argv = ["simulate", "--case", str(CASE), "--model", "langchain:support.langchain_fakes:panel",
+            "--format", "structured"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     [path] = list((tmp_path / "a").glob("*/*.trace.json"))
     trace = json.loads(path.read_text(encoding="utf-8"))
@@ -261,7 +262,8 @@ def test_chat_openai_against_the_local_server_answers_free_form_and_structured(
 
     async def ask(*requests: ModelRequest) -> tuple[CallRecorder, list[Any]]:
         recorder = CallRecorder()
-        model = for_run(build_model("langchain:support.langchain_fakes:local_openai", ModelOptions(cache=False)), recorder)
+        spec = "langchain:support.langchain_fakes:local_openai"
+        model = for_run(build_model(spec, ModelOptions(cache=False)), recorder)
         try:
             return recorder, [await model.generate(r) for r in requests]
         finally:

@@ -13,15 +13,15 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from support.keyecho import SECRET, key_echo_server
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.langchain import wait_for_all_tracers
-from support.langsmith_capture import API_KEY, Capture, langsmith_capture
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.keyecho import SECRET, key_echo_server
+from support.langsmith_capture import API_KEY, Capture, langsmith_capture
 
 from consilium import api
 from consilium.cli import main

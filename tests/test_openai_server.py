@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Literal
 
 import pytest
-from support.localserver import free_port, llama_server
 from pydantic import BaseModel
+from support.localserver import free_port, llama_server
 
 from consilium.cli import main
 from consilium.errors import ModelError

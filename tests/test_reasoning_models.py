@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from support.localserver import JsonHandler, QuietServer, serving
 from pydantic import BaseModel
+from support.localserver import JsonHandler, QuietServer, serving
 
 from consilium.cli import main
 from consilium.errors import UserError

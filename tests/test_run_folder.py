@@ -65,7 +65,7 @@ def test_a_cohorts_resume_cleans_its_own_half_written_files_not_those_of_a_run_n
     assert [p.exists() for p in own + theirs] == [False, False, True, True]
 
 
-# ---- a run folder given as "." keeps its own name (tests/support/panel_judged_cohort.py) ------------------------------
+# ---- a run folder given as "." keeps its own name (tests/support/panel_judged_cohort.py) ----------------------
 
 
 def test_a_run_folder_given_as_dot_keeps_its_name(panel_judged_cohort: Path, capsys: pytest.CaptureFixture[str],

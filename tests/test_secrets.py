@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 import yaml
-from support.keyecho import SECRET, echo_server, key_echo_server
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tracers.langchain import wait_for_all_tracers
+from pydantic import Field, SecretStr
+from support.keyecho import SECRET, echo_server, key_echo_server
 from support.langchain_fakes import ANSWERS, ORDER
 from support.langsmith_capture import langsmith_capture
-from pydantic import Field, SecretStr
 
 import consilium
 from consilium.cli import main

@@ -28,8 +28,8 @@ from typing import Any, cast
 
 import pytest
 import yaml
-from support.keyecho import SECRET, key_echo_server
 from langgraph_api._factory_utils import _classify_factory
+from support.keyecho import SECRET, key_echo_server
 from support.localserver import free_port
 
 from consilium.errors import UserError

@@ -11,9 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from support.isolation import isolated
-
 from consilium.cli import main
+from support.isolation import isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"

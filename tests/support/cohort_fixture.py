@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cli import main
+from support.scripts import STRUCTURED_REPORT, STRUCTURED_REVISION, Scripted, sections
 
 MODELS = ("panel-a", "panel-b")
 FORMATS = ("free-form", "structured")
@@ -110,62 +111,49 @@ def stop_reason(votes: list[set[str]]) -> str:
 
 
 def _sections(mark: str, what: str) -> dict[str, str]:
-    return {"final_opinion": f"{mark} {what}", "summary": "s", "final_differential": "1. A\n2. B",
-            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}
+    return sections(f"{mark} {what}", final_differential="1. A\n2. B")
 
 
 def panel_script(model: str) -> dict[str, Any]:
     ff, st = arm_mark(model, "free-form"), arm_mark(model, "structured")
-    rules: list[dict[str, Any]] = []
+    script = Scripted(model)
     for case in CASES:
-        labels = PANELS[(model, case)]
-        rules.append({"stage": "role_assignment", "contains": MARKERS[case], "json": {
-            "primary": {"label": labels[0][0], "justification": "owns the question"},
-            "supporting": [{"label": label, "justification": "also needed"} for label, _ in labels[1:]]}})
+        (primary, _), *supporting = PANELS[(model, case)]
+        script.roles(primary, *(label for label, _ in supporting), justification=("owns the question", "also needed"),
+                     where={"contains": MARKERS[case]})
     if FAILED[0] == model:
-        rules.append({"stage": "synthesis", "contains_all": ['"final_opinion"', MARKERS[FAILED[1]]], "fail": "model"})
-    rules += [
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": f"{st} data", "syndromes": "s", "differential_diagnosis": "1. A",
-            "diagnostic_strategy": "t", "management_strategy": "m", "final_conclusion": f"{st} conclusion"}},
-        {"stage": "opinion", "response": f"{ff} opinion of {{role}}"},
-        {"stage": "synthesis", "contains": '"final_opinion"', "json": _sections(st, "first report")},
-        {"stage": "synthesis", "response": f"{ff} first report"},
-    ]
+        script.fail("synthesis", where={"contains_all": [STRUCTURED_REPORT, MARKERS[FAILED[1]]]})
+    (script.structured_opinion(f"{st} conclusion", clinical_data=f"{st} data")
+           .opinion(f"{ff} opinion of {{role}}")
+           .synthesis(_sections(st, "first report"), where={"contains": STRUCTURED_REPORT})
+           .synthesis(f"{ff} first report"))
     for (m, case, fmt), rounds in VOTES.items():
         if m != model:
             continue
-        where = [MARKERS[case], arm_mark(model, fmt)]
+        where = {"contains_all": [MARKERS[case], arm_mark(model, fmt)]}
         for rnd, dissenting in enumerate(rounds, 1):
-            rules += [{"stage": "vote", "role": role, "round": rnd, "contains_all": where,
-                       "json": {"vote": "dissent", "reason": "r", "requested_change": "c"}}
-                      for role in sorted(dissenting)]
+            for role in sorted(dissenting):
+                script.dissent(role, rnd, where=where)
         if stop_reason(rounds) == "no_change":
             report: Any = _sections(arm_mark(model, fmt), "unchanged") if fmt == "structured" else "unchanged"
-            rules.append({"stage": "revision", "round": len(rounds), "contains_all": where,
-                          "json": {"changed": False, "change_summary": "nothing to change", "report": report}})
-    rules += [
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}},
-        {"stage": "revision", "contains": '"final_opinion": "..."', "json": {
-            "changed": True, "change_summary": "revised", "report": _sections(st, "revised in round {round}")}},
-        {"stage": "revision", "json": {"changed": True, "change_summary": "revised",
-                                       "report": f"{ff} report revised in round {{round}}"}},
-    ]
-    return {"model": model, "rules": rules}
+            script.revision(report, changed=False, summary="nothing to change", where={"round": len(rounds), **where})
+    return (script.accept()
+                  .revision(_sections(st, "revised in round {round}"), where={"contains": STRUCTURED_REVISION})
+                  .revision(f"{ff} report revised in round {{round}}")
+                  .build())
 
 
 def judge_script() -> dict[str, Any]:
-    rules = []
+    script = Scripted("fixture-judge")
     for model in MODELS:
         for fmt in FORMATS:
             for case in CASES:
                 for component in COMPONENTS[fmt]:
                     for criterion in APPLIES[component]:
                         value = score(model, fmt, case, component, criterion)
-                        answer = {"rationale": "r", "score": "not_evaluable" if value is None else value}
-                        rules.append({"stage": "judge", "role": f"{component}:{criterion}",
-                                      "contains_all": [MARKERS[case], arm_mark(model, fmt)], "json": answer})
-    return {"model": "fixture-judge", "rules": rules}
+                        script.score("not_evaluable" if value is None else value, item=f"{component}:{criterion}",
+                                     where={"contains_all": [MARKERS[case], arm_mark(model, fmt)]})
+    return script.build()
 
 
 def _case(case: str) -> dict[str, Any]:

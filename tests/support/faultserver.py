@@ -26,10 +26,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from support.localserver import JsonHandler, serving
-
 from consilium.models import CallTag, Message, ModelRequest
 from consilium.models.backends.scripted import Script, ScriptedModel
+from support.localserver import JsonHandler, serving
 
 #: An answer that no result may be made of: retried, then a failed stage.
 EMPTY_ANSWERS = ("content_null", "tool_calls_only", "empty_string")
