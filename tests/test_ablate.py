@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from scipy.stats import wilcoxon
+from support.scripts import Scripted
 
 from consilium import api
 from consilium.ablation.report import write_outputs
@@ -54,46 +55,41 @@ SCORES = {
 
 
 def panel_script() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("panel")
     for case, labels in PANELS.items():
         m = MARK[case]
-        rules.append({"stage": "role_assignment", "contains": m, "json": {
-            "primary": {"label": labels[0], "justification": "owns the question"},
-            "supporting": [{"label": x, "justification": "also needed"} for x in labels[1:]]}})
-        rules.append({"stage": "opinion", "contains_all": [m, "No panel meets on this case"],
-                      "response": f"{m} SINGLE answer"})
-    rules.append({"stage": "opinion", "response": "Opinion of {role}"})
+        script.roles(*labels, justification=("owns the question", "also needed"), where={"contains": m})
+        script.opinion(f"{m} SINGLE answer", where={"contains_all": [m, "No panel meets on this case"]})
+    script.opinion("Opinion of {role}")
     for case, labels in PANELS.items():
         m = MARK[case]
-        rules.append({"stage": "synthesis", "contains_all": [m, *(f"[{x}]" for x in labels)],
-                      "response": f"{m} report FULL"})
+        script.synthesis(f"{m} report FULL", where={"contains_all": [m, *(f"[{x}]" for x in labels)]})
         for left in labels:
-            rules.append({"stage": "synthesis", "contains_all": [m, *(f"[{x}]" for x in labels if x != left)],
-                          "response": f"{m} report NO-{rid(left)}"})
+            script.synthesis(f"{m} report NO-{rid(left)}",
+                             where={"contains_all": [m, *(f"[{x}]" for x in labels if x != left)]})
         for rnd, dissenting in enumerate(VOTES[case], 1):
-            rules += [{"stage": "vote", "role": role, "round": rnd, "contains": m,
-                       "json": {"vote": "dissent", "reason": "r", "requested_change": "c"}} for role in dissenting]
+            for role in dissenting:
+                script.dissent(role, rnd, where={"contains": m})
         for tag in ["FULL", *(f"NO-{rid(x)}" for x in labels)]:
-            rules.append({"stage": "revision", "contains_all": [m, f"report {tag}"], "json": {
-                "changed": True, "change_summary": "revised", "report": f"{m} report {tag} rev{{round}}"}})
-    rules.append({"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}})
-    return {"model": "panel", "rules": rules}
+            script.revision(f"{m} report {tag} rev{{round}}", where={"contains_all": [m, f"report {tag}"]})
+    return script.accept().build()
 
 
 def moderator_script() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("moderator-b")
     for m in MARK.values():
-        rules.append({"stage": "synthesis", "contains": m, "response": f"{m} report MODB"})
-        rules.append({"stage": "revision", "contains": m, "json": {
-            "changed": True, "change_summary": "revised", "report": f"{m} report MODB rev{{round}}"}})
-    return {"model": "moderator-b", "rules": rules}
+        script.synthesis(f"{m} report MODB", where={"contains": m})
+        script.revision(f"{m} report MODB rev{{round}}", where={"contains": m})
+    return script.build()
 
 
 def judge_script() -> dict[str, Any]:
-    return {"model": "judge", "rules": [
-        {"stage": "judge", "contains_all": [MARK[case], text],
-         "json": {"conclusion_alignment": {"score": value, "rationale": "r"}}}
-        for case in CASES for text, value in SCORES[case]]}
+    script = Scripted("judge")
+    for case in CASES:
+        for text, value in SCORES[case]:
+            script.judge({"conclusion_alignment": {"score": value, "rationale": "r"}},
+                         where={"contains_all": [MARK[case], text]})
+    return script.build()
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import STRUCTURED_REPORT, Scripted, sections
 
 from consilium.cli import main
 
@@ -43,41 +44,26 @@ def score(model: str, case: str, fmt: str, seed: int, criterion: str) -> int:
     return (m + 2 * k + f + r * (i + 1) + i) % 4
 
 
-def _sections(text: str) -> dict[str, str]:
-    return {"final_opinion": text, "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
-            "management_plan": "m", "safety_warnings": "w"}
-
-
 def panel_script(model: str) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [{"stage": "role_assignment", "json": {
-        "primary": {"label": "Internal Medicine", "justification": "j"},
-        "supporting": [{"label": "Cardiology", "justification": "j"}, {"label": "Neurology", "justification": "j"}]}}]
+    script = Scripted(model).roles("Internal Medicine", "Cardiology", "Neurology")
     for seed in SEEDS:
-        rules += [{"stage": "synthesis", "seed": seed, "contains": '"final_opinion"',
-                   "json": _sections(f"{mark(model, 'structured', seed)} report")},
-                  {"stage": "synthesis", "seed": seed, "response": f"{mark(model, 'free-form', seed)} report"}]
-    rules += [{"stage": "synthesis", "contains": '"final_opinion"', "json": _sections("report")},  # other seeds
-              {"stage": "synthesis", "response": "report"}]
-    rules += [{"stage": "opinion", "contains": '"final_conclusion"', "json": {
-                  "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A",
-                  "diagnostic_strategy": "t", "management_strategy": "m", "final_conclusion": "A"}},
-              {"stage": "opinion", "response": "opinion of {role}"},
-              {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
-    return {"model": model, "rules": rules}
+        script.synthesis(sections(f"{mark(model, 'structured', seed)} report"),
+                         where={"seed": seed, "contains": STRUCTURED_REPORT})
+        script.synthesis(f"{mark(model, 'free-form', seed)} report", where={"seed": seed})
+    script.synthesis(sections("report"), where={"contains": STRUCTURED_REPORT}).synthesis("report")  # other seeds
+    return script.structured_opinion("A").opinion("opinion of {role}").accept().build()
 
 
 def judge_script() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("replicate-judge")
     for model in MODELS:
         for case in CASES:
             for fmt in FORMATS:
                 for seed in SEEDS:
                     for criterion in CRITERIA:
-                        rules.append({"stage": "judge", "role": f"conclusion:{criterion}",
-                                      "contains_all": [MARKERS[case], mark(model, fmt, seed)],
-                                      "json": {"rationale": "r", "score": score(model, case, fmt, seed, criterion)}})
-    rules.append({"stage": "judge", "json": {"rationale": "r", "score": FALLBACK}})
-    return {"model": "replicate-judge", "rules": rules}
+                        script.score(score(model, case, fmt, seed, criterion), item=f"conclusion:{criterion}",
+                                     where={"contains_all": [MARKERS[case], mark(model, fmt, seed)]})
+    return script.score(FALLBACK).build()
 
 
 def write_study(root: Path, *, replicates: int = REPLICATES, extra: str = "") -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import Scripted
 
 from consilium.cli import main
 from consilium.judges.prompting import SECTIONS, load_judge_prompt
@@ -25,20 +26,17 @@ MARKER = re.compile(r"\[… shortened: (\d+) of (\d+) characters kept …\]")
 def panel_script(opinion: str = "WCQ-opinion {role} favours myocarditis.", report: str = "WCQ-report-v1 Myocarditis.",
                  revised: str = "WCQ-report-v2 Myocarditis; MRI within 48 h.") -> dict[str, Any]:
     """A free-form consilium: three roles, a dissent in round 1, a revision, consensus in round 2."""
-    return {"model": "scripted-panel", "rules": [
-        {"stage": "role_assignment", "json": {
-            "primary": {"label": "Cardiologist", "justification": "WCQ-just-cardio troponin rise"},
-            "supporting": [{"label": "Cardiac radiologist", "justification": "WCQ-just-radio MRI confirms"},
-                           {"label": "Infectious disease specialist", "justification": "WCQ-just-id viral"}]}},
-        {"stage": "opinion", "response": opinion},
-        {"stage": "synthesis", "response": report},
-        {"stage": "vote", "role": "cardiac-radiologist", "round": 1, "json": {
-            "vote": "dissent", "reason": "WCQ-dissent-reason MRI timing missing",
-            "requested_change": "WCQ-change MRI within 48 h"}},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "WCQ-accept-r{round}", "requested_change": None}},
-        {"stage": "revision", "json": {"changed": True, "change_summary": "WCQ-summary added MRI timing",
-                                       "report": revised}},
-    ]}
+    return (Scripted("scripted-panel")
+            .roles("Cardiologist", "Cardiac radiologist", "Infectious disease specialist",
+                   justification=("WCQ-just-cardio troponin rise", "WCQ-just-radio MRI confirms",
+                                  "WCQ-just-id viral"))
+            .opinion(opinion)
+            .synthesis(report)
+            .dissent("cardiac-radiologist", 1, reason="WCQ-dissent-reason MRI timing missing",
+                     requested_change="WCQ-change MRI within 48 h")
+            .accept(reason="WCQ-accept-r{round}")
+            .revision(revised, summary="WCQ-summary added MRI timing")
+            .build())
 
 
 #: Every stage the physicians saw, as the prompt must carry it.

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from scipy.stats import binomtest
+from support.scripts import Scripted
 from support.signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
 
 from consilium.cli import main
@@ -94,24 +95,22 @@ def in_text(fmt: str, case: str) -> str:
 
 
 def panel_script() -> dict[str, Any]:
-    rules = panel_rules()
+    script = Scripted("model-a").extend(panel_rules())
     # the failed arm: its synthesis fails in both formats, so the patient has no answer at all
-    rules.insert(1, {"stage": "synthesis", "contains": marker(FAILED), "fail": "model"})
+    script.fail("synthesis", where={"contains": marker(FAILED)})
     for case in CASES:
-        rules.append({"stage": "synthesis", "contains": marker(case), "json": synthesis_report(verdict(case), "1. AF")})
-    return {"model": "model-a", "rules": rules}
+        script.synthesis(synthesis_report(verdict(case), "1. AF"), where={"contains": marker(case)})
+    return script.build()
 
 
 def judge_script() -> dict[str, Any]:
     invalid = {"explanation": "x"}  # no criteria_met: not the schema
-    rules: list[dict[str, Any]] = []
+    script = Scripted("judge")
     for (fmt, case), met in MET.items():
         for cid in CRITERIA:
             answer = invalid if cid == "r2" and INVALID in met else {"explanation": "x", "criteria_met": cid in met}
-            rules.append({"stage": "judge", "role": f"conclusion:{cid}", "contains": in_text(fmt, case),
-                          "json": answer})
-    rules.append({"stage": "judge", "contains": "could not be used", "json": invalid})  # the repairs
-    return {"model": "judge", "rules": rules}
+            script.judge(answer, item=f"conclusion:{cid}", where={"contains": in_text(fmt, case)})
+    return script.judge(invalid, where={"contains": "could not be used"}).build()  # the repairs
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import STRUCTURED_REPORT, STRUCTURED_REVISION, Scripted, sections
 
 from consilium.cli import main
 from consilium.reports.compare import load_cohort_data
@@ -88,65 +89,48 @@ def output_mean(protocol: str, model: str, case: str, fmt: str, replicate: int) 
 
 # --- the study ---
 
-def _sections(text: str) -> dict[str, str]:
-    return {"final_opinion": text, "summary": "s", "final_differential": "1. A", "diagnostic_plan": "d",
-            "management_plan": "m", "safety_warnings": "w"}
-
 
 def panel_script(model: str) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted(model)
     for seed in SEEDS:
         labels = (IM, CA, NE, PU) if seed == SEEDS[-1] else (IM, CA, NE)
-        rules.append({"stage": "role_assignment", "seed": seed, "json": {
-            "primary": {"label": labels[0], "justification": "j"},
-            "supporting": [{"label": label, "justification": "j"} for label in labels[1:]]}})
+        script.roles(*labels, where={"seed": seed})
         solo_ff, solo_st = mark("single", model, "free-form", seed), mark("single", model, "structured", seed)
         ff, st = mark("consilium", model, "free-form", seed), mark("consilium", model, "structured", seed)
-        rules += [{"stage": "opinion", "seed": seed, "contains_all": [NO_PANEL, '"final_opinion"'],
-                   "json": _sections(f"{solo_st} answer")},
-                  {"stage": "opinion", "seed": seed, "contains": NO_PANEL, "response": f"{solo_ff} answer"},
-                  {"stage": "synthesis", "seed": seed, "contains": '"final_opinion"',
-                   "json": _sections(f"{st} report")},
-                  {"stage": "synthesis", "seed": seed, "response": f"{ff} report"}]
+        script.rule("opinion", where={"seed": seed, "contains_all": [NO_PANEL, STRUCTURED_REPORT]},
+                    json=sections(f"{solo_st} answer"))
+        script.opinion(f"{solo_ff} answer", where={"seed": seed, "contains": NO_PANEL})
+        script.synthesis(sections(f"{st} report"), where={"seed": seed, "contains": STRUCTURED_REPORT})
+        script.synthesis(f"{ff} report", where={"seed": seed})
         for case in CASES:
             for fmt in FORMATS:
                 replicate = SEEDS.index(seed)
                 rounds = votes(model, case, fmt, replicate)
-                where = [MARKERS[case], mark("consilium", model, fmt, seed)]
+                arm = mark("consilium", model, fmt, seed)
+                where = {"seed": seed, "contains_all": [MARKERS[case], arm]}
                 for rnd, dissenting in enumerate(rounds, 1):
-                    rules += [{"stage": "vote", "seed": seed, "role": role, "round": rnd, "contains_all": where,
-                               "json": {"vote": "dissent", "reason": "r", "requested_change": "c"}}
-                              for role in sorted(dissenting)]
+                    for role in sorted(dissenting):
+                        script.dissent(role, rnd, where=where)
                 if stop_reason(rounds) == "no_change":
-                    report: Any = _sections(f"{where[1]} unchanged") if fmt == "structured" else f"{where[1]} same"
-                    rules.append({"stage": "revision", "seed": seed, "round": len(rounds), "contains_all": where,
-                                  "json": {"changed": False, "change_summary": "nothing", "report": report}})
-        rules += [{"stage": "revision", "seed": seed, "contains": '"final_opinion": "..."', "json": {
-                       "changed": True, "change_summary": "revised", "report": _sections(f"{st} revised {{round}}")}},
-                  {"stage": "revision", "seed": seed, "json": {"changed": True, "change_summary": "revised",
-                                                               "report": f"{ff} revised {{round}}"}}]
-    rules += [{"stage": "opinion", "contains": '"final_conclusion"', "json": {
-                  "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A",
-                  "diagnostic_strategy": "t", "management_strategy": "m", "final_conclusion": "A"}},
-              {"stage": "opinion", "response": "opinion of {role}"},
-              {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
-    return {"model": model, "rules": rules}
+                    report: Any = sections(f"{arm} unchanged") if fmt == "structured" else f"{arm} same"
+                    script.revision(report, changed=False, summary="nothing", where={"round": len(rounds), **where})
+        script.revision(sections(f"{st} revised {{round}}"), where={"seed": seed, "contains": STRUCTURED_REVISION})
+        script.revision(f"{ff} revised {{round}}", where={"seed": seed})
+    return script.structured_opinion("A").opinion("opinion of {role}").accept().build()
 
 
 def judge_script() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("replicate-judge")
     for protocol in PROTOCOLS:
         for model in MODELS:
             for case in CASES:
                 for fmt in FORMATS:
                     for replicate, seed in enumerate(SEEDS):
                         for criterion in (*PER_OUTPUT, COMPLEXITY):
-                            rules.append({"stage": "judge", "role": f"conclusion:{criterion}",
-                                          "contains_all": [MARKERS[case], mark(protocol, model, fmt, seed)],
-                                          "json": {"rationale": "r", "score": score(protocol, model, case, fmt,
-                                                                                    replicate, criterion)}})
-    rules.append({"stage": "judge", "json": {"rationale": "r", "score": FALLBACK}})
-    return {"model": "replicate-judge", "rules": rules}
+                            script.score(score(protocol, model, case, fmt, replicate, criterion),
+                                         item=f"conclusion:{criterion}",
+                                         where={"contains_all": [MARKERS[case], mark(protocol, model, fmt, seed)]})
+    return script.score(FALLBACK).build()
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

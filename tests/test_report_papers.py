@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.scripts import Scripted
 from support.signed_criteria_cohort import judged_text, marker, panel_rules, signed_rubric, synthesis_report, write_case
 
 from consilium.cli import main
@@ -397,16 +398,15 @@ def consilium_cases(tmp_path: Path) -> Path:
 
 
 def panel_script(model: str) -> dict[str, Any]:
-    rules = panel_rules()
+    script = Scripted(f"model-{model}").extend(panel_rules())
     for case in CASES:
         if model == "b" and case == "k3":
-            rules.append({"stage": "synthesis", "contains": marker(case), "fail": "model"})
+            script.fail("synthesis", where={"contains": marker(case)})
             continue
         differential = "\n".join(f"{r}. Dx {model}{case} r{r}" for r in (1, 2, 3))
         # one answer for both formats: the structured report's JSON, which a free-form report keeps as text
-        rules.append({"stage": "synthesis", "contains": marker(case),
-                      "json": synthesis_report(verdict(model, case), differential)})
-    return {"model": f"model-{model}", "rules": rules}
+        script.synthesis(synthesis_report(verdict(model, case), differential), where={"contains": marker(case)})
+    return script.build()
 
 
 def consilium_judge() -> dict[str, Any]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from support.scripts import STRUCTURED_REPORT, Scripted, sections
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE_CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 CASES = {"A": "Short plan.", "B": "A plan of middling length with more words.",
@@ -32,32 +34,26 @@ MATCHES: dict[str, dict[tuple[str, str], bool | None]] = {
 def panel_script(key: str) -> dict[str, Any]:
     """The scripted panel model ``key``: its synthesis answers each case with that case's plan, marked
     ``<key>-answer`` so the judges can tell the panels apart."""
-    synthesis = []
+    script = (Scripted(PANELS[key])
+              .roles("Cardiologist", "Radiologist", "Internist", justification=("x", "y", "z"))
+              .structured_opinion("myocarditis", clinical_data="c", differential_diagnosis="d",
+                                  diagnostic_strategy="d")
+              .opinion("Myocarditis."))
     for case, plan in CASES.items():
         text = f"{plan}{EXTRA[key]} ({key}-answer)"
-        synthesis += [{"stage": "synthesis", "contains_all": ['"final_opinion"', f"CASE-{case}"], "json": {
-                           "final_opinion": text, "summary": "s", "final_differential": "1. Myocarditis",
-                           "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"}},
-                      {"stage": "synthesis", "contains": f"CASE-{case}", "response": text}]
-    return {"model": PANELS[key], "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Radiologist", "justification": "y"},
-                                                             {"label": "Internist", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "c", "syndromes": "s", "differential_diagnosis": "d", "diagnostic_strategy": "d",
-            "management_strategy": "m", "final_conclusion": "myocarditis"}},
-        {"stage": "opinion", "response": "Myocarditis."}, *synthesis,
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+        script.synthesis(sections(text, final_differential="1. Myocarditis", diagnostic_plan="MRI"),
+                         where={"contains_all": [STRUCTURED_REPORT, f"CASE-{case}"]})
+        script.synthesis(text, where={"contains": f"CASE-{case}"})
+    return script.accept().build()
 
 
 def judge_script(name: str, binary: bool) -> dict[str, Any]:
     """The scripted judge ``name``: per (case, panel), its ``MATCHES`` (``binary``) or ``SCORES`` answer, and
     text that is not JSON where the value is None."""
     table: dict[tuple[str, str], Any] = (MATCHES if binary else SCORES)[name]
-    rules: list[dict[str, Any]] = []
+    script = Scripted(JUDGES[name])
     for (case, panel), value in table.items():
         answer: Any = ("this is not JSON" if value is None else
                        {"rationale": "r", "match": value} if binary else {"rationale": "r", "score": value})
-        rules.append({"stage": "judge", "contains_all": [f"CASE-{case}", f"{panel}-answer"],
-                      **({"response": answer} if isinstance(answer, str) else {"json": answer})})
-    return {"model": JUDGES[name], "rules": rules}
+        script.judge(answer, where={"contains_all": [f"CASE-{case}", f"{panel}-answer"]})
+    return script.build()

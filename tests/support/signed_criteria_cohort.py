@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from support.scripts import Scripted, sections
+
 ROOT = Path(__file__).resolve().parents[2]
 AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
 
@@ -42,22 +44,18 @@ def write_case(folder: Path, case_id: str, reference: dict[str, Any] | None) -> 
 def panel_rules() -> list[dict[str, Any]]:
     """The panel's rules before any synthesis: a cardiologist with two supporting roles, an opinion in each
     format, every vote an accept."""
-    return [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Haematologist", "justification": "y"},
-                                                             {"label": "Geriatrician", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-            "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
-        {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]
+    return (Scripted("panel")
+            .roles("Cardiologist", "Haematologist", "Geriatrician", justification=("x", "y", "z"))
+            .structured_opinion("Anticoagulate.")
+            .opinion("Anticoagulate, says the {role}.")
+            .accept()
+            .rules)
 
 
 def synthesis_report(final_opinion: str, differential: str) -> dict[str, str]:
     """The moderator's synthesis: a structured report's sections; a free-form report keeps the same JSON as
     its text."""
-    return {"final_opinion": final_opinion, "summary": "s", "final_differential": differential,
-            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}
+    return sections(final_opinion, final_differential=differential)
 
 
 def judged_text(fmt: str, final_opinion: str) -> str:
