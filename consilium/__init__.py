@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from consilium.api import __all__ as _api
+from consilium.stages import set_declarations_loader
 
 __all__ = ["__version__", *_api]
 
@@ -30,7 +31,10 @@ def __getattr__(name: str) -> Any:
 
 def _declare_protocols() -> None:
     """Load every protocol, built-in and plugin, so that their declarations reach the lower layers that check
-    them (a call's stage: consilium/models/stages.py); the root may import every layer, the models may not."""
+    them (a call's stage: consilium/stages.py); the root may import every layer, the models may not."""
     from consilium.graphs.registry import protocols
 
     protocols()
+
+
+set_declarations_loader(_declare_protocols)

@@ -1,4 +1,4 @@
-"""The wrapper base (models/wrappers/base.py) and a call tag's stage, one the protocols declared (models/stages.py)."""
+"""The wrapper base (models/wrappers/base.py) and a call tag's stage, one the protocols declared (consilium/stages.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pydantic import ValidationError
 
 from consilium.models import CallRecord, CallRecorder, CallTag, Message, ModelRequest, ModelResponse
 from consilium.models.backends.scripted import Script, ScriptedModel
-from consilium.models.stages import declared_stages
 from consilium.models.wrappers import (
     AnswerCheckModel,
     CachedModel,
@@ -22,6 +21,7 @@ from consilium.models.wrappers import (
     WrapperModel,
 )
 from consilium.models.wrappers.pool import PooledModel
+from consilium.stages import declared_stages
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -3,9 +3,12 @@ its format), and what the tables ask of a protocol, answered by the protocol reg
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from consilium.graphs.base import Analyses
 from consilium.graphs.registry import AnyProtocol, protocols
 
-__all__ = ["arm_format", "arm_protocol", "deliberates", "protocols_in"]
+__all__ = ["arm_format", "arm_protocol", "completed_columns", "deliberates", "protocols_in"]
 
 
 def _protocol(name: str) -> AnyProtocol | None:
@@ -44,3 +47,12 @@ def deliberates(protocol: str) -> bool:
     reasons: Tables 3's deliberation columns, 4, 9 and the figures)."""
     known = _protocol(protocol)
     return known is not None and "rounds" in known.row_columns
+
+
+def completed_columns(protocol: str) -> tuple[Mapping[str, type | None], frozenset[str]]:
+    """The arms.csv columns a completed arm of ``protocol`` must have (name -> its number type, None for text)
+    and those of them that may be empty or absent, as the protocol declares (``Protocol.analyses``); a protocol
+    not installed needs what every arm has."""
+    known = _protocol(protocol)
+    analyses = known.analyses if known is not None else Analyses()
+    return analyses.completed_columns, analyses.optional_columns

@@ -106,11 +106,12 @@ class Analyses:
 
     ``baseline``: the protocol ``compare`` sets it against, arm by arm (the consilium: ``single``);
     ``completed_columns``: the arms.csv columns a completed arm of it must have, and which are numbers
-    (None: any text), checked when a report reads the run folder; ``supports``: the analyses of
-    :data:`ANALYSIS_NEEDS` its record allows."""
+    (None: any text), checked when a report reads the run folder, of which ``optional_columns`` may be empty or
+    absent; ``supports``: the analyses of :data:`ANALYSIS_NEEDS` its record allows."""
 
     baseline: str | None = None
     completed_columns: Mapping[str, type | None] = field(default_factory=lambda: {"model": None, "trace": None})
+    optional_columns: frozenset[str] = frozenset()
     supports: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -131,7 +132,7 @@ class Protocol(ABC, Generic[T, C]):
     here, so adding one touches its own package only (docs/architecture.md, "Add a protocol").
 
     ``name`` is its ``--protocol`` value and its traces' ``kind``; ``trace_model`` its record type;
-    ``stages`` the stages its model calls are tagged with (models/stages.py: the usage tables list them, a call
+    ``stages`` the stages its model calls are tagged with (consilium/stages.py: the usage tables list them, a call
     tagged otherwise is refused) and ``scripted`` the shipped scripted panel's answers for its own stages;
     ``variants`` are what one case is run in, of the kind ``variant_kind`` (a plural noun: ``formats``,
     ``modes`` or its own; the kind names the cohort flag ``--<kind>``, the experiment file's field and the API

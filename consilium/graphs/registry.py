@@ -19,7 +19,7 @@ from consilium.graphs.board.protocol import BOARD, TURN
 from consilium.graphs.consilium.protocol import CONSILIUM
 from consilium.graphs.single.protocol import SINGLE
 from consilium.log import get_logger
-from consilium.models.stages import declare_stages
+from consilium.stages import declare_stages
 from consilium.traces.schema import SCHEMA_VERSION, TraceBase
 from consilium.traces.versions import TRACE_STEPS, upgrade
 

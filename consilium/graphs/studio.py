@@ -40,7 +40,7 @@ from consilium.redact import redact, redact_value
 from consilium.roles.catalogue import load_catalogue
 
 __all__ = ["TRUSTED_ENV", "CaseInput", "StudioError", "StudioInput", "StudioJob", "StudioOutput", "StudioSettings",
-           "check_trusted", "read_settings", "resolve_case", "studio_graph", "with_defaults"]
+           "StudioSpec", "check_trusted", "read_settings", "resolve_case", "studio_graph"]
 
 CaseInput = str | dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -120,6 +120,21 @@ class StudioJob:
 
 #: Runs one job; returns its trace and the trace's file (None without ``out``).
 Runner = Callable[[StudioJob], Awaitable[tuple[BaseModel, Path | None]]]
+
+
+@dataclass(frozen=True)
+class StudioSpec:
+    """A protocol's Studio graph, as it declares it (``Protocol.studio``): its ``configurable`` keys
+    (``settings``, a :class:`StudioSettings`), its output (a :class:`StudioOutput` whose own keys are the trace's
+    ``fields``), the case a run without one gets, ``run`` and the graph it runs (drawn inside by Studio)."""
+
+    settings: type[Any]
+    output: type[Any]
+    default_case: Path
+    run: Runner
+    subgraph: Callable[[], CompiledStateGraph[Any, Any, Any, Any]]
+    fields: tuple[str, ...]
+    prompt_packages: tuple[str, ...] = ()
 
 
 def read_settings(schema: type[Any], config: RunnableConfig, context: Any) -> dict[str, Any]:
@@ -221,12 +236,12 @@ def _warm(packages: tuple[str, ...]) -> None:
     count_tokens("")  # tiktoken's encoding, read from its file
 
 
-def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any], *, default_case: Path,
-                 run: Runner, subgraph: CompiledStateGraph[Any, Any, Any, Any], fields: tuple[str, ...],
-                 prompt_packages: tuple[str, ...] = ()) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The dev graph of one protocol: ``prepare`` (settings, case) ─► ``name`` (models, ``run``); its output
-    is the trace's status, error and ``fields`` and the trace itself. ``subgraph`` is what ``run`` runs,
-    drawn inside the second node by Studio."""
+def studio_graph(name: str, spec: StudioSpec) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The dev graph of one protocol: ``prepare`` (settings, case) ─► ``name`` (models, ``spec.run``); its output
+    is the trace's status, error and ``spec.fields`` and the trace itself. ``spec.subgraph`` is what the run
+    runs, drawn inside the second node by Studio."""
+    settings_schema, default_case, run, fields = spec.settings, spec.default_case, spec.run, spec.fields
+    subgraph = spec.subgraph()
 
     async def prepare(state: _State, runtime: Runtime[Any]) -> _State:
         try:
@@ -253,7 +268,7 @@ def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any]
     async def run_protocol(state: _State) -> _State:
         settings = state["settings"]
         case = Case.model_validate(state["resolved_case"])
-        await asyncio.to_thread(_warm, prompt_packages)
+        await asyncio.to_thread(_warm, spec.prompt_packages)
         panel, moderator = await asyncio.to_thread(_build_models, settings)
         case_file = state.get("case_file")
         path = Path(case_file) if case_file else None
@@ -269,7 +284,7 @@ def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any]
                 "trace_file": str(written) if written else None,
                 **{field: redact_value(getattr(trace, field)) for field in fields}}  # type: ignore[typeddict-item]
 
-    graph = StateGraph(_State, context_schema=settings_schema, input_schema=StudioInput, output_schema=output_schema)
+    graph = StateGraph(_State, context_schema=settings_schema, input_schema=StudioInput, output_schema=spec.output)
     graph.add_node("prepare", prepare)
     graph.add_node(name, protocol)
     graph.add_edge(START, "prepare")
@@ -277,11 +292,3 @@ def studio_graph(name: str, settings_schema: type[Any], output_schema: type[Any]
     graph.add_edge(name, END)
     return graph.compile(name=f"{name}-studio")
 
-
-def with_defaults(graph: CompiledStateGraph[Any, Any, Any, Any], schema: type[Any],
-                  config: RunnableConfig | None) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """``graph`` with the documented keys of ``config``'s ``configurable`` as its runs' defaults (a run's own
-    ``configurable`` wins); the server's own keys are left out. Nothing is read or loaded."""
-    keys = schema.__required_keys__ | schema.__optional_keys__
-    defaults = {k: v for k, v in ((config or {}).get("configurable") or {}).items() if k in keys}
-    return graph.with_config(configurable=defaults) if defaults else graph

@@ -15,13 +15,13 @@ from pydantic import (
 )
 
 from consilium.models.pricing import Prices
-from consilium.models.stages import check_stage
 from consilium.models.structured import OutputSchema
 from consilium.models.usage import Usage
+from consilium.stages import check_stage
 
 __all__ = ["CallTag", "GenerationSettings", "Message", "ModelRequest", "ModelResponse", "Stage"]
 
-#: A model call's stage: a name someone declared (models/stages.py: each protocol its own, and the judges',
+#: A model call's stage: a name someone declared (consilium/stages.py: each protocol its own, and the judges',
 #: calibration's and ``models check``'s), so a misspelt stage is refused, never a new ledger key.
 Stage = Annotated[str, AfterValidator(check_stage)]
 

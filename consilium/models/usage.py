@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from consilium.errors import BudgetExceededError
-from consilium.models.stages import declared_stages
+from consilium.stages import declared_stages
 
 __all__ = ["Usage", "UsageLedger", "stage_order"]
 
@@ -123,7 +123,7 @@ class UsageLedger:
 
 
 def stage_order(present: Iterable[str]) -> list[str]:
-    """The stages of a usage table in the order they are declared (models/stages.py: the protocols' own, then the
+    """The stages of a usage table in the order they are declared (consilium/stages.py: the protocols' own, then the
     judges'); a stage no one declares (a trace of a protocol not installed) follows, alphabetically."""
     found = set(present)
     declared = [s for s in declared_stages() if s in found]

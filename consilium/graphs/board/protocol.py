@@ -15,6 +15,7 @@ from consilium.models.wrappers import WrapperModel
 
 if TYPE_CHECKING:
     from consilium.graphs.board.run import Mode
+    from consilium.graphs.studio import StudioSpec
 
 __all__ = ["BOARD", "TURN"]
 
@@ -31,7 +32,7 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     variant_kind = "modes"
     analyses = Analyses(completed_columns={
         "trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
-        "format_exact": float, "format_dense": float})
+        "format_exact": float, "format_dense": float}, optional_columns=frozenset({"format_exact", "format_dense"}))
     compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
     prompt_packages = ("consilium.graphs.board",)
     row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
@@ -55,6 +56,11 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
                 on_trace(trace)
             traces.append(trace)
         return traces
+
+    def studio(self) -> StudioSpec:
+        from consilium.graphs.board.studio import SPEC  # LangGraph on use only
+
+        return SPEC
 
     async def replay(self, trace: BoardTrace, replay: ReplayModel) -> BoardTrace:
         from consilium.graphs.board.run import run_board  # LangGraph on use only

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from consilium.agents.records import FORMATS, Format, Report, render_sections
 from consilium.cases import Case
@@ -17,6 +17,9 @@ from consilium.graphs.view import Block, Diff, Heading, Note, Table, Text
 from consilium.models.backends.replay import ReplayModel
 from consilium.redact import clip
 
+if TYPE_CHECKING:
+    from consilium.graphs.studio import StudioSpec
+
 __all__ = ["CONSILIUM"]
 
 
@@ -29,6 +32,7 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
     analyses = Analyses(
         baseline="single",
         completed_columns={"model": None, "trace": None, "stop_reason": None, "rounds": int, "r1_dissent": float},
+        optional_columns=frozenset({"r1_dissent"}),
         supports=frozenset({"networks", "ablation", "human_seat"}))
     compared_fields = ("status", "roles", "opinions", "reports", "rounds", "stop_reason")
     row_columns = ("rounds", "r1_dissent", "roles")
@@ -57,6 +61,11 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
         human = HumanRun(trace.human.requested, TraceAnswers(trace.human)) if trace.human is not None else None
         return await run_format(Case.model_validate(trace.case), trace.format, RunModels(replay, replay), config,
                                 run_id=trace.run_id, human=human)
+
+    def studio(self) -> StudioSpec:
+        from consilium.graphs.consilium.studio import SPEC  # LangGraph on use only
+
+        return SPEC
 
     def compared(self, recorded: Trace, replayed: Trace) -> tuple[str, ...]:
         both = recorded.human is not None and replayed.human is not None

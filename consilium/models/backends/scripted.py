@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from consilium.datafiles import load_data_file
 from consilium.errors import ModelError
 from consilium.models.protocol import NO_STAGE_LIMITS
-from consilium.models.stages import scripted_rules
 from consilium.models.tokens import count_message_tokens, count_tokens
 from consilium.models.types import CallTag, ModelRequest, ModelResponse
 from consilium.models.usage import Usage
+from consilium.stages import scripted_rules
 
 __all__ = ["Responder", "Script", "ScriptRule", "ScriptedModel"]
 

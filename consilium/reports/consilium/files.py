@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from consilium.errors import UserError
-from consilium.graphs.arms import arm_protocol
+from consilium.graphs.arms import arm_protocol, completed_columns
 from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
@@ -27,14 +27,6 @@ __all__ = [
 ]
 
 _ARM_COLUMNS = ("case_id", "format", "status")
-# Columns a completed arm needs, and which of them are numbers (None: any text).
-_COMPLETED: dict[str, dict[str, type | None]] = {
-    "consilium": {"model": None, "trace": None, "stop_reason": None, "rounds": int, "r1_dissent": float},
-    "board": {"trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
-              "format_exact": float, "format_dense": float},
-}
-_ANY_COMPLETED: dict[str, type | None] = {"model": None, "trace": None}  # a completed arm of another protocol
-_OPTIONAL = {"r1_dissent", "format_exact", "format_dense"}  # may be empty or absent
 _JUDGEMENT_COLUMNS = ("case_id", "model", "format", "rubric", "component", "criterion", "score", "not_evaluable")
 
 
@@ -87,13 +79,14 @@ def read_arms(run_dir: Path, *, check: bool = True) -> list[dict[str, str]]:
         arm["protocol"] = arm_protocol(arm)
         if not check or arm.get("status") != "completed":
             continue
-        for column, kind in _COMPLETED.get(arm["protocol"], _ANY_COMPLETED).items():
+        needed, optional = completed_columns(arm["protocol"])  # as the protocol declares (Protocol.analyses)
+        for column, kind in needed.items():
             value = arm.get(column)
-            if value is None and column in _OPTIONAL:
+            if value is None and column in optional:
                 continue
             if value is None:
                 raise UserError(f"{arms_csv}: missing column {column} (completed arms need it)")
-            if value == "" and column not in _OPTIONAL and kind is not None:
+            if value == "" and column not in optional and kind is not None:
                 raise UserError(f"{arms_csv}: line {line}: {column}: empty in a completed arm")
             if value and kind is not None:
                 try:

@@ -1,7 +1,7 @@
-"""The tumor board for LangGraph's dev server and Studio (``langgraph dev``; langgraph.json; docs/studio.md).
+"""The tumor board's Studio graph, as its protocol declares it (``BoardProtocol.studio``; the one entry for every
+protocol is consilium/graphs/dev.py; docs/studio.md).
 
-``make_graph`` returns the board's dev graph at once (no I/O: the server calls it on its event loop for
-every run). Each run reads its settings from ``configurable`` (the model specs, the case as a path or
+Each run reads its settings from ``configurable`` (the model specs, the case as a path or
 inline, the mode and a few run settings), runs the meeting as ``consilium board`` does and returns the
 trace: its status, panel, turns, transcript, conclusion and format checks, and the trace itself.
 """
@@ -9,12 +9,9 @@ trace: its status, panel, turns, transcript, conclusion and format checks, and t
 from __future__ import annotations
 
 import asyncio
-from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
 from consilium.agents.records import AssignedRole
@@ -25,10 +22,10 @@ from consilium.graphs.board.graph import board_graph
 from consilium.graphs.board.run import Mode, run_board, slide_images
 from consilium.graphs.board.transcript import Turn
 from consilium.graphs.board.validate import FormatReport
-from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, studio_graph, with_defaults
+from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, StudioSpec
 from consilium.traces.io import new_run_id, trace_path, write_trace
 
-__all__ = ["DEFAULT_CASE", "BoardSettings", "BoardStudioOutput", "make_graph", "studio_board_graph"]
+__all__ = ["DEFAULT_CASE", "SPEC", "BoardSettings", "BoardStudioOutput"]
 
 DEFAULT_CASE = Path(__file__).resolve().parents[3] / "examples" / "cases" / "tumor-board-nsclc.yaml"
 
@@ -73,14 +70,4 @@ async def _run(job: StudioJob) -> tuple[BaseModel, Path | None]:
     return trace, await asyncio.to_thread(write_trace, path, trace)
 
 
-@cache
-def studio_board_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The compiled dev graph, built once per process."""
-    return studio_graph("board", BoardSettings, BoardStudioOutput, default_case=DEFAULT_CASE, run=_run,
-                        subgraph=board_graph(), fields=FIELDS, prompt_packages=(PROMPTS,))
-
-
-def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The dev graph; the documented keys of ``config``'s ``configurable`` become its runs' defaults (a run's
-    own ``configurable`` wins). Nothing is read or loaded here: that happens when a run starts."""
-    return with_defaults(studio_board_graph(), BoardSettings, config)
+SPEC = StudioSpec(BoardSettings, BoardStudioOutput, DEFAULT_CASE, _run, board_graph, FIELDS, (PROMPTS,))

@@ -6,19 +6,20 @@ judges, their calibration and ``models check`` have the three below, which no pr
 (:class:`~consilium.models.types.CallTag`) names a declared stage, so a misspelt one is refused before the call,
 never a new ledger key; the usage tables list the declared stages in this order (docs/architecture.md).
 
-The protocols are declared where they are defined, above this layer: the first time a stage is checked that
-no one has declared yet, the package root (which may import every layer) loads the protocols' declarations
-once, so a stage is known whichever module happened to be imported first.
+The protocols are declared where they are defined, layers above the models that check a call's stage: the
+package root, which may import every layer, registers what loads them (:func:`set_declarations_loader`), and
+the first time a stage is checked that no one has declared yet, they are loaded once, so a stage is known
+whichever module happened to be imported first. This module imports nothing of consilium's (lowest layer).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["EVALUATION_STAGES", "check_stage", "declare_stages", "declared_stages", "scripted_rules",
-           "stage_owners"]
+           "set_declarations_loader", "stage_owners"]
 
 #: Stages no protocol owns: a judge's call, a calibration (``consilium evolve``) call, ``models check`` and a
 #: request with no tag.
@@ -31,6 +32,7 @@ _RULES: dict[str, list[dict[str, Any]]] = {}
 _lock = threading.RLock()
 _loaded = False
 _loading: list[bool] = []
+_loader: list[Callable[[], object]] = []
 
 
 def declare_stages(owner: str, stages: Iterable[str],
@@ -50,8 +52,13 @@ def declare_stages(owner: str, stages: Iterable[str],
         _RULES[stage] = [dict(rule, stage=stage) for rule in stage_rules]
 
 
+def set_declarations_loader(loader: Callable[[], object]) -> None:
+    """What loads every protocol's declaration (the package root's), called once, on the first undeclared stage."""
+    _loader[:] = [loader]
+
+
 def _load() -> None:
-    """Load the protocols' declarations once, through the package root (``consilium._declare_protocols``)."""
+    """Load the protocols' declarations once, with the loader the package root registered."""
     global _loaded
     if _loaded:
         return
@@ -60,12 +67,9 @@ def _load() -> None:
             return
         _loading.append(True)
         try:
-            import consilium
-
-            loader = getattr(consilium, "_declare_protocols", None)
-            if loader is not None:
+            for loader in _loader:
                 loader()
-            _loaded = True
+            _loaded = bool(_loader)
         finally:
             _loading.clear()
 
