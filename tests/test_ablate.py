@@ -24,9 +24,9 @@ from support.scripts import Scripted
 
 from consilium import api
 from consilium.ablation.report import write_outputs
-from consilium.ablation.stats import holm, rank_biserial
 from consilium.ablation.tables import stat_rows
 from consilium.cli import main
+from consilium.stats import holm, rank_biserial
 
 CASES = ("k1", "k2", "k3")
 MARK = {"k1": "ZQALPHA", "k2": "ZQBRAVO", "k3": "ZQCHARLIE"}

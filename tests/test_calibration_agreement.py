@@ -10,6 +10,7 @@ coincidence matrix (:func:`alpha_by_hand`), the bootstrap from the documented dr
 from __future__ import annotations
 
 import csv
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -72,11 +73,13 @@ def alpha_by_hand(units: Iterable[Sequence[float]], level: str) -> float | None:
 def bootstrap_by_hand(units_by_case: dict[str, list[list[float]]], draws: int, seed: int,
                       level: str, *, keep_repeats: bool = True) -> tuple[float, float]:
     """The 95% percentile interval of α over the documented draws (docs/calibration.md): sorted case
-    ids, ``numpy.random.default_rng(seed).integers(0, cases, (draws, cases))``; a case drawn twice
+    ids, ``numpy.random.default_rng([seed, crc32("calibration agreement")]).integers(0, cases, (draws,
+    cases))`` (the seed and the table's name: the one seeding rule of every bootstrap); a case drawn twice
     brings its units twice (``keep_repeats=False``: once, as a collapsing key would)."""
     cases = sorted(units_by_case)
     values = []
-    for draw in np.random.default_rng(seed).integers(0, len(cases), size=(draws, len(cases))):
+    rng = np.random.default_rng([seed, zlib.crc32(b"calibration agreement")])
+    for draw in rng.integers(0, len(cases), size=(draws, len(cases))):
         picked = [cases[i] for i in draw] if keep_repeats else sorted({cases[i] for i in draw})
         value = alpha_by_hand([u for case in picked for u in units_by_case[case]], level)
         if value is not None:

@@ -1,4 +1,4 @@
-"""Agreement between raters (consilium/judges/agreement.py): Krippendorff's α, Cohen's κ and percent agreement,
+"""Agreement between raters (consilium/stats/agreement.py): Krippendorff's α, Cohen's κ and percent agreement,
 the one implementation that the jury's agreement among its judges and the judge's agreement with physicians
 both use; every expected value here is computed by hand from the definitions."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
+from consilium.stats import cohen_kappa, krippendorff_alpha, percent_agreement
 
 PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 NAN = math.nan
@@ -119,4 +119,4 @@ def test_alpha_and_kappa_have_one_implementation() -> None:
     found = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
                    if any(word in path.read_text(encoding="utf-8")
                           for word in ("krippendorff.alpha(", "cohen_kappa_score(")))
-    assert found == ["judges/agreement.py"]
+    assert found == ["stats/agreement.py"]

@@ -21,8 +21,9 @@ from typing import Any
 from consilium.ablation.judging import Scores
 from consilium.ablation.kinds import holm_family
 from consilium.ablation.run import AblatedArm
-from consilium.ablation.stats import holm, paired
+from consilium.ablation.stats import paired
 from consilium.cohort.arms import relative
+from consilium.stats import holm
 
 __all__ = ["METRICS", "arm_rows", "call_rows", "contribution_rows", "pair_rows", "stat_rows", "stop_rows"]
 

@@ -1,8 +1,8 @@
 """Judge–physician agreement, per criterion and pooled, with case-clustered bootstrap intervals.
 
 Libraries: scikit-learn (``cohen_kappa_score``: Cohen's κ, quadratic-weighted for ordinal scales),
-scipy (``spearmanr``, ``pearsonr``), krippendorff (``alpha``), numpy (bootstrap draws); κ and α through
-:mod:`consilium.judges.agreement`, as the jury's agreement among its judges.
+scipy (``spearmanr``, ``pearsonr``), krippendorff (``alpha``); κ, α and the bootstrap's case draws through
+:mod:`consilium.stats`, as the jury's agreement among its judges and every other interval.
 Binary statistics follow npcbench.txt Eq. A9: observed agreement, Cohen's κ, sensitivity,
 specificity, balanced agreement (their mean) and the judge's true rate q_J.
 
@@ -29,14 +29,17 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from consilium.calibration.pairs import Pair
-from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
+from consilium.stats import case_draws, cohen_kappa, krippendorff_alpha, percent_agreement, percentile_interval
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BINARY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict", "baseline_pairs",
-           "binary_stats", "describe", "kripp_alpha", "ordinal_stats", "reliability_data", "scope_rows"]
+__all__ = ["BINARY", "BOOTSTRAP_KEY", "ORDINAL", "AgreementRow", "agreement", "agreement_groups", "as_dict",
+           "baseline_pairs", "binary_stats", "describe",
+           "kripp_alpha", "ordinal_stats", "reliability_data", "scope_rows"]
 
+#: The name every row's bootstrap draws are seeded with (:mod:`consilium.stats`: the seed and a name).
+BOOTSTRAP_KEY = "calibration agreement"
 ORDINAL = ("mae", "exact", "within_one", "qwk", "spearman", "pearson")
 BINARY = ("accuracy", "kappa", "sensitivity", "specificity", "balanced_agreement", "judge_true_rate",
           "physician_true_rate")
@@ -197,15 +200,13 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
     sides scored in scope.
 
     One set of bootstrap draws serves every row and statistic, so intervals are comparable and
-    reproducible: ``numpy.random.default_rng(seed).integers(0, C, (bootstrap, C))`` over the C sorted
-    case ids, each draw a resample of C cases with replacement, repeats kept, every rated output of a drawn
-    case with it (npcbench.txt C.2 "Confidence intervals"; Fig. A7's case-level resampling keeps every
-    generator and criterion of a sampled case)."""
-    import numpy as np  # on use: the command line's parser never loads numpy
-
+    reproducible: :func:`consilium.stats.case_draws` of the C sorted case ids under the key
+    :data:`BOOTSTRAP_KEY` (``default_rng([seed, crc32("calibration agreement")]).integers(0, C, (bootstrap,
+    C))``, the package's one seeding rule), each draw a resample of C cases with replacement, repeats kept,
+    every rated output of a drawn case with it (npcbench.txt C.2 "Confidence intervals"; Fig. A7's case-level
+    resampling keeps every generator and criterion of a sampled case)."""
     cases = sorted({p.case_id for p in pairs})
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(cases), size=(bootstrap, len(cases))) if cases and bootstrap else np.empty((0, 0))
+    draws = case_draws(len(cases), draws=bootstrap, seed=seed, key=BOOTSTRAP_KEY)
     points = [label for label in labels if label != out_of_scope]
     rows = []
     for name, group in agreement_groups(pairs, with_baseline=with_baseline, out_of_scope=out_of_scope):
@@ -217,8 +218,6 @@ def agreement(pairs: Sequence[Pair], *, binary: bool, labels: Sequence[int], boo
 
 def _row(name: str, group: list[Pair], cases: list[str], draws: np.ndarray, binary: bool,
          labels: Sequence[int], out_of_scope: float | None) -> AgreementRow:
-    import numpy as np  # on use: the command line's parser never loads numpy
-
     baseline = name.startswith("physician baseline")
     raters = sorted({p.rater for p in group})
     by_case: dict[str, list[Pair]] = defaultdict(list)
@@ -238,8 +237,7 @@ def _row(name: str, group: list[Pair], cases: list[str], draws: np.ndarray, bina
     ci: dict[str, tuple[float, float] | None] = {}
     for key in point:
         values = samples.get(key, [])
-        ci[key] = (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))) \
-            if len(values) >= max(10, len(draws) // 2) else None
+        ci[key] = percentile_interval(values) if len(values) >= max(10, len(draws) // 2) else None
     scored = _scored(group, out_of_scope)
     return AgreementRow(criterion=name, n=len(scored), cases=len({p.case_id for p in scored}), point=point, ci=ci)
 

@@ -14,8 +14,8 @@ from consilium.judges.kinds import pass_at
 from consilium.judges.per_case import case_values
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
-from consilium.judges.scoring import wilson_interval
 from consilium.judges.similarity import semantic_similarity
+from consilium.stats import wilson
 
 __all__ = ["Arm", "aggregate", "overlap_metrics", "summarise"]
 
@@ -167,9 +167,9 @@ def summarise(judgements: list[Judgement], arms: list[Arm] | None = None) -> lis
                      for case, arm, _, values in found]
             if all(isinstance(v, bool) or v is None for _, v in given) and any(isinstance(v, bool) for _, v in given):
                 counted = case_values((case, None if v is None else float(v)) for case, v in given)
-                low, high = wilson_interval(counted.total, counted.cases)
                 row[key] = {"rate": counted.total / counted.cases, "n": counted.cases, "arms": counted.arms,
-                            "wilson95": [round(low, 4), round(high, 4)]}
+                            "wilson95": [None if b is None else round(b, 4)
+                                         for b in wilson(counted.total, counted.cases)]}
             elif all((isinstance(v, int | float) and not isinstance(v, bool)) or v is None for _, v in given):
                 counted = case_values((case, None if v is None else float(v)) for case, v in given)
                 row[key] = {"mean": counted.total / counted.cases if counted.cases else None, "n": counted.cases,

@@ -8,15 +8,14 @@
   dimension not evaluable (None) enters neither sum, so it never voids the others.
 * NPCBench signed criteria: max(0, Σ weights of met requirements − 2·majors − minors),
   normalised to 0–100 against the requirements' total weight of 10 (npcbench.txt, Eq. A7–A8).
-* Neural-MedBench: pass@k over a ranked differential, Wilson score intervals.
+* Neural-MedBench: pass@k over a ranked differential (its Wilson score intervals: consilium/stats).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["mean_score", "pass_at_k", "signed_score", "weighted_decisions", "wilson_interval"]
+__all__ = ["mean_score", "pass_at_k", "signed_score", "weighted_decisions"]
 
 
 def mean_score(scores: Iterable[float | None]) -> float | None:
@@ -47,15 +46,3 @@ def pass_at_k(matches: Sequence[bool], k: int) -> bool:
     if k < 1:
         raise ValueError("k must be at least 1")
     return any(matches[:k])
-
-
-def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval for a proportion; z = 1.96 (95 %) as neural-medbench.txt (Confidence
-    Intervals) states, so every table that shows one agrees; (0, 0) when n is 0."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))

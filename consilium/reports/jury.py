@@ -34,6 +34,7 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.scope import OUT_OF_SCOPE, in_scope, out_of_scope_score, scale_points
 from consilium.models.tokens import count_tokens
 from consilium.runfolder.layout import judgement_files
+from consilium.stats import t_interval
 
 __all__ = ["ALL", "JURY", "OUT_OF_SCOPE", "Answer", "JuryData", "Unit", "groups", "length_rows", "load_jury",
            "out_of_scope_score", "self_preference_rows"]
@@ -137,16 +138,6 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _t_interval(values: list[float]) -> tuple[float | None, float | None]:
-    from scipy.stats import t
-
-    if len(values) < 2:
-        return None, None
-    mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
-    half = float(t.ppf(0.975, len(values) - 1)) * sd / math.sqrt(len(values))
-    return mean - half, mean + half
-
-
 def self_preference_rows(data: JuryData) -> list[dict[str, object]]:
     """Per judge: on the answers of panels of its own family, its mean score minus the other judges'
     mean on the same items (per answer first, then over answers); a 95 % t interval over answers. Only
@@ -164,7 +155,7 @@ def self_preference_rows(data: JuryData) -> list[dict[str, object]]:
         self_means = [float(np.mean([p[0] for p in pairs])) for pairs in own.values()]
         other_means = [float(np.mean([p[1] for p in pairs])) for pairs in own.values()]
         differences = [s - o for s, o in zip(self_means, other_means, strict=True)]
-        low, high = _t_interval(differences)
+        low, high = t_interval(differences)
         note = ("n/a: no answer of its family that it and another judge scored in scope" if not own else
                 "interval n/a: one answer" if len(own) == 1 else "")
         rows.append({"judge": member.judge, "family": member.family, "answers": len(own),

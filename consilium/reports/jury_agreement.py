@@ -13,7 +13,7 @@
 is no point of an ordinal scale, and counting it as the lowest one makes judges who agree that a
 dimension is out of scope look like judges who agree on its score. A statistic that cannot be computed
 is None and its row's ``note`` says why. The statistics themselves are computed as the judge's agreement
-with physicians is (:mod:`consilium.judges.agreement`, one implementation for both).
+with physicians is (:mod:`consilium.stats.agreement`, one implementation for both).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Literal
 
 import numpy as np
 
-from consilium.judges.agreement import cohen_kappa, krippendorff_alpha, percent_agreement
 from consilium.judges.jury import is_binary
 from consilium.reports.jury import JuryData, Unit, groups
+from consilium.stats import cohen_kappa, krippendorff_alpha, percent_agreement
 
 __all__ = ["alpha_rows", "kappa_rows", "scope_rows"]
 

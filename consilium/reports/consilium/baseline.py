@@ -22,7 +22,8 @@ from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, per_output, score_of
 from consilium.reports.consilium.paired import MEAN_CRITERION, rubric_key_order
 from consilium.reports.consilium.scores import output_means
-from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
+from consilium.reports.consilium.stats import POOLED, number
+from consilium.stats import cluster_bootstrap
 
 __all__ = ["protocol_differences"]
 

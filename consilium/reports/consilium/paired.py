@@ -16,7 +16,8 @@ from consilium.graphs.arms import arm_format
 from consilium.judges.rubric import COMPONENTS
 from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
-from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
+from consilium.reports.consilium.stats import POOLED, number
+from consilium.stats import cluster_bootstrap
 
 __all__ = ["MEAN_CRITERION", "failed_counts", "not_evaluable_counts", "paired_differences", "replicate_scores",
            "rubric_key_order"]

@@ -8,7 +8,7 @@ cases that is summarised twice: ``sd_mean``, the mean of the per-case SDs (easy 
 few replicates), and ``sd_pooled``, the square root of the per-case variances pooled by their degrees of
 freedom, Σ(nᵢ − 1)·sᵢ² / Σ(nᵢ − 1) (the estimate of the within-case, between-replicate SD). The score's
 ``mean`` averages each case's replicates first, then the cases; its interval is the case-clustered
-bootstrap of :func:`~consilium.reports.consilium.stats.cluster_bootstrap` over those case means, so the
+bootstrap of :func:`~consilium.stats.cluster_bootstrap` over those case means, so the
 replicates are nested in their case and never count as independent cases. docs/cohorts.md, "Replicates".
 """
 
@@ -28,7 +28,8 @@ from consilium.reports.consilium.paired import (
     replicate_scores,
     rubric_key_order,
 )
-from consilium.reports.consilium.stats import POOLED, cluster_bootstrap, number
+from consilium.reports.consilium.stats import POOLED, number
+from consilium.stats import cluster_bootstrap
 
 __all__ = ["REPLICATE_NOTES", "has_replicates", "replicate_case_sd", "replicate_note", "replicate_sd"]
 

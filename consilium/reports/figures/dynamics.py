@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from consilium.reports.compare import CohortData
-from consilium.reports.consilium.stats import cluster_bootstrap
 from consilium.reports.figures.style import (
     FORMAT_COLOURS,
     FORMAT_MARKERS,
@@ -28,6 +27,7 @@ from consilium.reports.figures.style import (
     new_figure,
     save_figure,
 )
+from consilium.stats import cluster_bootstrap
 
 __all__ = [
     "ConsensusByRound",
@@ -116,8 +116,9 @@ def dissent_reductions(data: CohortData, *, bootstrap: int = 10_000, seed: int =
                 clusters[case].append(statistics.fmean(reductions))
             values = [v for vs in clusters.values() for v in vs]
             low, high = cluster_bootstrap(clusters, draws=bootstrap, seed=seed, key=f"fig3b|{fmt}|{rnd}")
-            rows.append(DissentReduction(fmt, rnd, sum(len(v) for v in slots.values()), statistics.fmean(values),
-                                         low, high, averaged))
+            mean = statistics.fmean(values)  # no draw, no interval: a bar of no width at the mean
+            rows.append(DissentReduction(fmt, rnd, sum(len(v) for v in slots.values()), mean,
+                                         mean if low is None else low, mean if high is None else high, averaged))
     return rows
 
 

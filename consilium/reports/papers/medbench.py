@@ -16,7 +16,8 @@ from typing import Any
 from consilium.judges.record import JudgementItem
 from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response, by_component
-from consilium.reports.papers.stats import count, rate, wilson
+from consilium.reports.papers.stats import count, rate, rounded
+from consilium.stats import wilson
 
 __all__ = ["RUBRIC", "outcome", "pass_at_k_table"]
 
@@ -138,7 +139,7 @@ def pass_at_k_table(responses: list[Response], failed: Mapping[tuple[str, str], 
             metric.outcomes += [(arm.case_id, None if known(arm.case_id) is False else False) for arm in missing]
         for (component, label), metric in sorted(found.items(), key=lambda m: (m[0][0], m[1].k)):
             values = case_values((case, None if o is None else float(o)) for case, o in metric.outcomes)
-            low, high = wilson(values.total, values.cases)
+            low, high = rounded(wilson(values.total, values.cases))
             rows.append({"model": model, "variant": variant, "component": component, "metric": label,
                          "k": metric.k, "cases": values.cases, "correct": count(values.total),
                          "accuracy": rate(values.total, values.cases), "ci_low": low, "ci_high": high,

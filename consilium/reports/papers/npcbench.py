@@ -24,9 +24,10 @@ from consilium.judges.record import JudgementItem
 from consilium.judges.scoring import signed_score
 from consilium.reports.papers.per_case import FailedArm, HasReference, case_values, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response, by_component
-from consilium.reports.papers.stats import DIGITS, cluster_bootstrap, count, mean, pct, wilson
+from consilium.reports.papers.stats import count, mean, pct, rounded
+from consilium.stats import clopper_pearson, cluster_bootstrap, wilson
 
-__all__ = ["RUBRIC", "clopper_pearson", "element_correct", "npc_scores", "response_score", "strict_success"]
+__all__ = ["RUBRIC", "element_correct", "npc_scores", "response_score", "strict_success"]
 
 RUBRIC = "npc-signed-criteria"
 
@@ -65,21 +66,9 @@ def strict_success(items: list[JudgementItem]) -> bool | None:
     return True if correct and None not in correct else None
 
 
-def clopper_pearson(successes: float, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
-    """The exact binomial interval of a proportion, as npcbench.txt App. C.2.3 gives for Strict; with
-    ``successes`` a sum of case means (replicates averaged), the same beta quantiles at n·p̂."""
-    from scipy.stats import beta  # on use: the command line's parser never loads scipy
-
-    if n == 0:
-        return None, None
-    alpha = 1 - level
-    low = 0.0 if successes == 0 else float(beta.ppf(alpha / 2, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(1 - alpha / 2, successes + 1, n - successes))
-    return round(low, DIGITS), round(high, DIGITS)
-
-
 def _percent(bounds: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
-    low, high = bounds
+    """An interval as percentages of two decimals, from its bounds at the tables' precision."""
+    low, high = rounded(bounds)
     return None if low is None else round(100 * low, 2), None if high is None else round(100 * high, 2)
 
 
@@ -138,7 +127,8 @@ def npc_scores(responses: list[Response], *, bootstrap: int, seed: int,
             value = case_values((case, None if s is None else s[0]) for case, s in scored)
             major = case_values((case, None if s is None else float(s[1])) for case, s in scored)
             minor = case_values((case, None if s is None else float(s[2])) for case, s in scored)
-            low, high = cluster_bootstrap({case: [m] for case, m in value.means.items()}, bootstrap, seed)
+            low, high = rounded(cluster_bootstrap({case: [m] for case, m in value.means.items()}, draws=bootstrap,
+                                                  seed=seed, key=f"npcbench|{model}|{variant}|{component}"))
             evaluable = sum(s is not None for _, s in scored)
             rows.append({"model": model, "variant": variant, "component": component, "responses": len(answers),
                          "evaluable": evaluable, "not_evaluable": len(answers) - evaluable, "failed": len(missing),

@@ -1,14 +1,12 @@
-"""Small statistics shared by the paper tables: means, percentages, Wilson intervals and the
-case-clustered percentile bootstrap."""
+"""Small statistics shared by the paper tables: means, percentages, counts, and their rounding (the
+intervals themselves come from :mod:`consilium.stats`)."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from consilium.judges.scoring import wilson_interval
-
-__all__ = ["DIGITS", "cluster_bootstrap", "count", "mean", "pct", "rate", "sd", "wilson"]
+__all__ = ["DIGITS", "count", "mean", "pct", "rate", "rounded", "sd"]
 
 DIGITS = 4  # every mean, rate and interval bound is rounded to this many decimals
 
@@ -37,32 +35,7 @@ def count(value: float) -> int | float:
     return int(rounded) if rounded.is_integer() else rounded
 
 
-def wilson(successes: float, n: int) -> tuple[float | None, float | None]:
-    """95 % Wilson score interval with z = 1.96, as neural-medbench.txt (Confidence Intervals) states.
-    ``successes`` is n·p̂, so a proportion averaged over each case's replicates (not a whole count) has
-    its interval over the n cases."""
-    if n == 0:
-        return None, None
-    low, high = wilson_interval(successes, n, z=1.96)
-    return round(low, DIGITS), round(high, DIGITS)
-
-
-def cluster_bootstrap(clusters: Mapping[str, Sequence[float]], draws: int, seed: int) -> tuple[float | None,
-                                                                                          float | None]:
-    """Percentile 95 % interval of the mean over all values, resampling whole clusters (cases) with
-    replacement, ``draws`` times from ``numpy.random.default_rng(seed)``: each resample keeps every value
-    of a drawn case, and its estimate is the mean over the values it holds (npcbench.txt, C.2
-    "Confidence intervals": cluster bootstrap, 2.5th and 97.5th percentiles). A fresh generator per
-    call, so one group's interval does not depend on which groups came before it."""
-    import numpy as np  # on use: the command line's parser never loads numpy
-
-    keys = sorted(k for k, v in clusters.items() if len(v))
-    if not keys:
-        return None, None
-    sums = np.array([float(sum(clusters[k])) for k in keys])
-    counts = np.array([len(clusters[k]) for k in keys])
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(keys), size=(draws, len(keys)))
-    estimates = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
-    low, high = np.percentile(estimates, [2.5, 97.5])
-    return round(float(low), DIGITS), round(float(high), DIGITS)
+def rounded(bounds: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
+    """An interval of :mod:`consilium.stats` (Wilson, Clopper–Pearson, the bootstrap) to the tables'
+    precision."""
+    return tuple(None if b is None else round(b, DIGITS) for b in bounds)  # type: ignore[return-value]
