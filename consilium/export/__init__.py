@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Literal
 
 from consilium.export.inspect_log import InspectFormat, export_inspect
-from consilium.export.source import RunFolder, open_run
+from consilium.export.source import OpenedRun, open_run
 from consilium.export.tables import TableFormat, export_tables
 
-__all__ = ["EXPORT_TARGETS", "InspectFormat", "RunFolder", "TableFormat", "export_run", "open_run"]
+__all__ = ["EXPORT_TARGETS", "InspectFormat", "OpenedRun", "TableFormat", "export_run", "open_run"]
 
 ExportTarget = Literal["inspect", "jsonl", "parquet"]
 EXPORT_TARGETS: tuple[ExportTarget, ...] = ("inspect", "jsonl", "parquet")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from consilium.cohort.arms import model_folder
 from consilium.export.files import check_targets, export_folder, new_file, require
 from consilium.export.rows import moderator_of
-from consilium.export.source import Arm, RunFolder
+from consilium.export.source import Arm, OpenedRun
 from consilium.redact import redact_value
 from consilium.traces.schema import TraceBase
 
@@ -31,7 +31,7 @@ InspectFormat = Literal["eval", "json"]
 GroupKey = tuple[str, str, str]  # protocol, model spec (else id), format
 
 
-def groups(run: RunFolder) -> dict[GroupKey, list[Arm]]:
+def groups(run: OpenedRun) -> dict[GroupKey, list[Arm]]:
     """The run's arms by (protocol, model spec, format), each group's arms by case (then replicate)."""
     found: dict[GroupKey, list[Arm]] = defaultdict(list)
     for arm in run.arms:
@@ -39,7 +39,7 @@ def groups(run: RunFolder) -> dict[GroupKey, list[Arm]]:
     return {key: sorted(arms, key=lambda a: (a.case_id, a.replicate or 0)) for key, arms in found.items()}
 
 
-def log_name(run: RunFolder, key: GroupKey, fmt: InspectFormat) -> str:
+def log_name(run: OpenedRun, key: GroupKey, fmt: InspectFormat) -> str:
     protocol, spec, variant = key
     return f"{run.run_id}_{protocol}_{variant}_{model_folder(spec)}.{fmt}"
 
@@ -91,7 +91,7 @@ def _time(value: str | None, fallback: str) -> str:
         return fallback
 
 
-def _log(run: RunFolder, key: GroupKey, arms: list[Arm]) -> EvalLog:
+def _log(run: OpenedRun, key: GroupKey, arms: list[Arm]) -> EvalLog:
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -160,7 +160,7 @@ def _log(run: RunFolder, key: GroupKey, arms: list[Arm]) -> EvalLog:
     )
 
 
-def export_inspect(run: RunFolder, out: Path, fmt: InspectFormat = "eval", *, force: bool = False) -> list[Path]:
+def export_inspect(run: OpenedRun, out: Path, fmt: InspectFormat = "eval", *, force: bool = False) -> list[Path]:
     """Write one log per (protocol, model, format) of the run under ``out``; returns the files written."""
     require("inspect_ai", "export --to inspect")
     from inspect_ai.log import write_eval_log

@@ -25,7 +25,7 @@ from consilium.export.rows import (
     scale_of,
     whole_case,
 )
-from consilium.export.source import LoadedArm, RunFolder
+from consilium.export.source import LoadedArm, OpenedRun
 from consilium.graphs.registry import protocol_of
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import CallRecord
@@ -94,7 +94,7 @@ def _uuid(*parts: object) -> str:
     return str(uuid.UUID(hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:32]))
 
 
-def sample_of(run: RunFolder, loaded: LoadedArm, epoch: int) -> EvalSample:
+def sample_of(run: OpenedRun, loaded: LoadedArm, epoch: int) -> EvalSample:
     """The arm as a sample; a failed arm carries its error (``sample.error``) and no scores."""
     arm, trace = loaded.arm, loaded.trace
     case = trace.case if trace is not None else run.case_of(arm.case_id)

@@ -10,16 +10,16 @@ from typing import Any
 
 from consilium.cases import Case
 from consilium.errors import UserError
-from consilium.export.source import LoadedArm, RunFolder
+from consilium.export.source import LoadedArm, OpenedRun
 from consilium.graphs.registry import protocol_of
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.scope import scale_points
 from consilium.models import CallRecord
-from consilium.reports.view_cohort import out_of_scope
+from consilium.runfolder.records import out_of_scope
 from consilium.traces.schema import TraceBase
 
-__all__ = ["answer_of", "arm_row", "call_rows", "case_text", "judgement_rows", "moderator_of", "out_of_scope",
+__all__ = ["answer_of", "arm_row", "call_rows", "case_text", "judgement_rows", "moderator_of",
            "reference_of", "rubric_of", "scale_of", "whole_case"]
 
 
@@ -80,7 +80,7 @@ def whole_case(judgement: Judgement, item: JudgementItem) -> bool:
     return known.whole_case if known is not None else bool(item.detail.get("whole_case"))
 
 
-def _key(run: RunFolder, loaded: LoadedArm) -> dict[str, Any]:
+def _key(run: OpenedRun, loaded: LoadedArm) -> dict[str, Any]:
     arm = loaded.arm
     return {"run_id": run.run_id, "case_id": arm.case_id, "protocol": arm.protocol, "model_spec": arm.model_spec,
             "format": arm.format, "replicate": arm.replicate}
@@ -90,7 +90,7 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def arm_row(run: RunFolder, loaded: LoadedArm) -> dict[str, Any]:
+def arm_row(run: OpenedRun, loaded: LoadedArm) -> dict[str, Any]:
     """The arm's row of ``arms``: from its trace, or from its folder's listing when it left none."""
     arm, trace = loaded.arm, loaded.trace
     row: dict[str, Any] = {**_key(run, loaded), "model": arm.model, "status": arm.status,
@@ -128,7 +128,7 @@ def _call_row(key: dict[str, Any], call: CallRecord, source: str, rubric: str | 
             "error": call.error, "started_at": call.started_at, "request_hash": call.request_hash}
 
 
-def call_rows(run: RunFolder, loaded: LoadedArm) -> list[dict[str, Any]]:
+def call_rows(run: OpenedRun, loaded: LoadedArm) -> list[dict[str, Any]]:
     """Every recorded call of the arm's run, then every call of its judgements."""
     key = _key(run, loaded)
     rows = [_call_row(key, c, "run", None) for c in (loaded.trace.calls if loaded.trace else [])]
@@ -137,7 +137,7 @@ def call_rows(run: RunFolder, loaded: LoadedArm) -> list[dict[str, Any]]:
     return rows
 
 
-def judgement_rows(run: RunFolder, loaded: LoadedArm) -> list[dict[str, Any]]:
+def judgement_rows(run: OpenedRun, loaded: LoadedArm) -> list[dict[str, Any]]:
     """One row per judge item of every judgement record of the arm (arm × rubric × criterion × judge)."""
     key = {**_key(run, loaded), "model": loaded.trace.model if loaded.trace else loaded.arm.model}
     rows = []

@@ -8,22 +8,19 @@ at a time, so a large cohort never sits in memory whole.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consilium.cohort.arms import relative
 from consilium.errors import UserError
-from consilium.graphs.arms import arm_protocol
 from consilium.graphs.registry import protocol_of, read_trace
-from consilium.judges.record import Judgement, read_judgement
-from consilium.reports.consilium.files import read_arms, trace_location
+from consilium.judges.record import Judgement
+from consilium.runfolder.folder import RunFolder
 from consilium.spec.manifest import read_manifest
 from consilium.traces.schema import TraceBase
 
-__all__ = ["Arm", "LoadedArm", "RunFolder", "open_run"]
+__all__ = ["Arm", "LoadedArm", "OpenedRun", "open_run"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,10 @@ class LoadedArm:
 
 
 @dataclass
-class RunFolder:
+class OpenedRun:
+    """A run folder as the exporters read it (:func:`open_run`): its settings and its arms."""
+
+    folder: RunFolder
     path: Path
     kind: str  # "cohort" or "run"
     run_id: str
@@ -73,20 +73,13 @@ class RunFolder:
     moderator_spec: str | None = None  # every arm's moderator (a cohort's --moderator-model); None: the panel's
 
     def relative(self, path: Path) -> str:
-        return relative(path, self.path)
+        return self.folder.relative(path)
 
     def load(self, arm: Arm) -> LoadedArm:
         """The arm's trace and the judgement records beside it (``<case>.<variant>.judge.<rubric>.json``)."""
         if arm.trace is None:
             return LoadedArm(arm, None, ())
-        trace = read_trace(arm.trace)
-        stem = arm.trace.name.removesuffix(".trace.json")
-        records = []
-        for file in sorted(arm.trace.parent.glob(f"{stem}.judge.*.json")):
-            judgement = read_judgement(file)
-            if judgement.trace == arm.trace.name:  # a record names the trace it scored
-                records.append((file, judgement))
-        return LoadedArm(arm, trace, tuple(records))
+        return LoadedArm(arm, read_trace(arm.trace), tuple(self.folder.judgements_of(arm.trace)))
 
     def loaded(self, arms: list[Arm] | None = None) -> Iterator[LoadedArm]:
         for arm in self.arms if arms is None else arms:
@@ -100,28 +93,17 @@ class RunFolder:
         return None
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _cohort_arms(run_dir: Path) -> list[Arm]:
-    rows = read_arms(run_dir, check=False)
+def _cohort_arms(folder: RunFolder) -> list[Arm]:
     # An arm that failed before its trace was made has only its spec: it takes the id its spec's other
-    # arms recorded (else the spec itself), as the reports name it.
-    ids = {r["model_spec"]: r["model"] for r in rows if r.get("model") and r.get("model_spec")}
-    arms = []
-    for row in rows:
-        spec = row.get("model_spec") or ""
-        arms.append(Arm(case_id=row["case_id"], model_spec=spec or None,
-                        model=row.get("model") or ids.get(spec, spec),
-                        protocol=arm_protocol(row), format=row["format"], status=row["status"],
-                        trace=trace_location(run_dir, row["trace"]) if row.get("trace") else None,
-                        error=row.get("error") or None, failed_stage=row.get("failed_stage") or None,
-                        replicate=_int(row.get("replicate"))))
-    return arms
+    # arms recorded (else the spec itself), as the reports name it (RunFolder.arms).
+    rows = folder.arms()
+    if not rows:
+        raise UserError(f"{folder.arms_csv}: no arms")
+    return [Arm(case_id=row.case_id, model_spec=row.model_spec or None, model=row.model, protocol=row.protocol,
+                format=row.format, status=row.status,
+                trace=folder.trace_location(row.trace) if row.trace else None,
+                error=row.error or None, failed_stage=row.failed_stage or None, replicate=row.replicate)
+            for row in rows]
 
 
 def _trace_arm(path: Path) -> Arm:
@@ -132,27 +114,18 @@ def _trace_arm(path: Path) -> Arm:
                trace=path, error=trace.error, failed_stage=trace.failed_stage)
 
 
-def _manifest_data(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"{path}: not a readable manifest ({exc})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: not a manifest (a JSON object)")
-    return data
-
-
-def _open_cohort(run_dir: Path) -> RunFolder:
-    arms = _cohort_arms(run_dir)
-    if not (run_dir / "manifest.json").is_file():  # a cohort older than 0.2 wrote it only at the end
+def _open_cohort(folder: RunFolder) -> OpenedRun:
+    run_dir = folder.path
+    arms = _cohort_arms(folder)
+    if not folder.has_manifest:  # a cohort older than 0.2 wrote it only at the end
         first = next((read_trace(a.trace) for a in arms if a.trace is not None), None)
-        return RunFolder(path=run_dir, kind="cohort", run_id=run_dir.name,
+        return OpenedRun(folder=folder, path=run_dir, kind="cohort", run_id=run_dir.name,
                          created_at=first.started_at if first else "", updated_at=None, status="completed",
                          error=None, dataset=run_dir.name, dataset_location=None, judge_model=None,
                          git_revision=None, versions=first.versions if first else {}, command=[], arms=arms)
     manifest = read_manifest(run_dir)
     cases = manifest.settings.cases
-    return RunFolder(path=run_dir, kind="cohort", run_id=manifest.run_id, created_at=manifest.created_at,
+    return OpenedRun(folder=folder, path=run_dir, kind="cohort", run_id=manifest.run_id, created_at=manifest.created_at,
                      updated_at=manifest.updated_at, status=manifest.status, error=manifest.error,
                      dataset=Path(cases).name or cases, dataset_location=cases,
                      judge_model=manifest.settings.judge_model, git_revision=manifest.git_revision,
@@ -160,15 +133,15 @@ def _open_cohort(run_dir: Path) -> RunFolder:
                      moderator_spec=manifest.settings.moderator_model)
 
 
-def _open_traces(run_dir: Path) -> RunFolder:
-    manifest = run_dir / "manifest.json"
-    data = _manifest_data(manifest)
+def _open_traces(folder: RunFolder) -> OpenedRun:
+    run_dir, manifest = folder.path, folder.manifest_path
+    data = folder.manifest_data()
     names = data.get("traces")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
         raise UserError(f"{manifest}: traces: no trace listed (not a run folder)")
     arms = [_trace_arm(run_dir / name) for name in names]
     cases = sorted({a.case_id for a in arms})
-    return RunFolder(path=run_dir, kind="run", run_id=str(data.get("run_id") or run_dir.name),
+    return OpenedRun(folder=folder, path=run_dir, kind="run", run_id=str(data.get("run_id") or run_dir.name),
                      created_at=str(data.get("created_at") or ""), updated_at=None, status="completed", error=None,
                      dataset=", ".join(cases), dataset_location=None, judge_model=None,
                      git_revision=data.get("git_revision") if isinstance(data.get("git_revision"), str) else None,
@@ -176,13 +149,12 @@ def _open_traces(run_dir: Path) -> RunFolder:
                      command=[str(c) for c in data.get("command") or []], arms=arms)
 
 
-def open_run(run_dir: Path) -> RunFolder:
+def open_run(run_dir: Path) -> OpenedRun:
     """A cohort folder (``arms.csv``) or a run folder (``manifest.json`` listing traces); anything else
     is one line naming the path."""
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run folder")
-    if (run_dir / "arms.csv").is_file():
-        return _open_cohort(run_dir)
-    if (run_dir / "manifest.json").is_file():
-        return _open_traces(run_dir)
+    folder = RunFolder.open(run_dir)
+    if folder.is_cohort:
+        return _open_cohort(folder)
+    if folder.has_manifest:
+        return _open_traces(folder)
     raise UserError(f"{run_dir}: not a run folder (no arms.csv and no manifest.json)")

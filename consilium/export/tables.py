@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from consilium.export.columns import TABLES, Column
 from consilium.export.files import check_targets, export_folder, new_file, require
 from consilium.export.rows import arm_row, call_rows, judgement_rows
-from consilium.export.source import LoadedArm, RunFolder
+from consilium.export.source import LoadedArm, OpenedRun
 from consilium.redact import redact
 
 __all__ = ["BATCH", "TableFormat", "arrow_schema", "export_tables", "table_paths"]
@@ -25,7 +25,7 @@ __all__ = ["BATCH", "TableFormat", "arrow_schema", "export_tables", "table_paths
 TableFormat = Literal["jsonl", "parquet"]
 BATCH = 50_000
 
-_ROWS: dict[str, Callable[[RunFolder, LoadedArm], list[dict[str, Any]]]] = {
+_ROWS: dict[str, Callable[[OpenedRun, LoadedArm], list[dict[str, Any]]]] = {
     "arms": lambda run, loaded: [arm_row(run, loaded)],
     "calls": call_rows,
     "judgements": judgement_rows,
@@ -89,7 +89,7 @@ class _Parquet:
         self.writer.close()  # an empty table still has its schema
 
 
-def export_tables(run: RunFolder, out: Path, fmt: TableFormat, *, force: bool = False) -> list[Path]:
+def export_tables(run: OpenedRun, out: Path, fmt: TableFormat, *, force: bool = False) -> list[Path]:
     """Write ``arms``, ``calls`` and ``judgements`` under ``out``; returns the files written."""
     if fmt == "parquet":
         require("pyarrow.parquet", "export --to parquet")

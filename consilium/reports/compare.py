@@ -33,7 +33,7 @@ from consilium.reports.consilium.data import (
     judgement_coverage,
     load_cohort_data,
 )
-from consilium.reports.consilium.files import read_arms, trace_location
+from consilium.reports.consilium.files import read_arms
 from consilium.reports.consilium.judged import COMPONENT_FORMATS
 from consilium.reports.consilium.outcomes import (
     models_of,
@@ -86,5 +86,4 @@ __all__ = [
     "table10",
     "table11",
     "table12",
-    "trace_location",
 ]

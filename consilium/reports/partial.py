@@ -18,6 +18,7 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.reports.consilium.files import read_arms
 from consilium.reports.figures.style import marked_figures
+from consilium.runfolder.folder import RunFolder
 
 __all__ = ["MISSING_CSV", "MISSING_SHOWN", "completeness_of", "marked_markdown", "partial_figures",
            "partial_line", "partial_lines", "partial_note", "partial_of", "partial_rows", "titled", "write_missing"]
@@ -34,10 +35,11 @@ def completeness_of(run_dir: Path) -> Completeness | None:
     try:
         rows = read_arms(run_dir, check=False)
     except UserError:
-        done = cohort_completeness(run_dir, []) if _header_only(run_dir / "arms.csv") else None
+        arms_csv = RunFolder(run_dir).arms_csv
+        done = cohort_completeness(run_dir, []) if _header_only(arms_csv) else None
         if done is None:
             raise
-        raise UserError(f"{run_dir / 'arms.csv'}: no arms: {done.summary()}; nothing to report yet") from None
+        raise UserError(f"{arms_csv}: no arms: {done.summary()}; nothing to report yet") from None
     return cohort_completeness(run_dir, rows)
 
 
@@ -55,7 +57,7 @@ def partial_of(run_dir: Path) -> Completeness | None:
     ``calibrate``, ``analyze``, ``export``): the cohort folder against its plan when it is partial; None for a
     complete cohort, a folder without a manifest or arms.csv, or one whose arms.csv or manifest the command
     itself will refuse."""
-    if not (run_dir / "arms.csv").is_file():
+    if not RunFolder(run_dir).is_cohort:
         return None
     try:
         done = completeness_of(run_dir)

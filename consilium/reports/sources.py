@@ -12,6 +12,7 @@ from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
 from consilium.reports.compare import CohortData, load_cohort_data, protocols_in, read_arms
 from consilium.reports.partial import completeness_of
+from consilium.runfolder.folder import RunFolder
 
 __all__ = ["CohortPart", "cohort_folders", "cohort_parts"]
 
@@ -28,11 +29,11 @@ class CohortPart:
 
 
 def cohort_folders(run_dir: Path) -> list[Path]:
-    if (run_dir / "arms.csv").is_file():
+    if RunFolder(run_dir).is_cohort:
         return [run_dir]
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such folder")
-    found = sorted(p for p in run_dir.iterdir() if p.is_dir() and (p / "arms.csv").is_file())
+    found = sorted(p for p in run_dir.iterdir() if p.is_dir() and RunFolder(p).is_cohort)
     if not found:
         raise UserError(f"{run_dir}: no arms.csv, and no cohort folder with one in it (run `consilium cohort` first)")
     return found

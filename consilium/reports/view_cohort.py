@@ -3,7 +3,6 @@ per rubric and what it concluded; read one case at a time, so memory holds one c
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import re
 from collections.abc import Iterator
@@ -12,17 +11,20 @@ from pathlib import Path, PurePosixPath
 
 from consilium.cases.model import CASE_ID_PATTERN
 from consilium.judges.cost import JudgeCost
-from consilium.judges.record import Judgement, JudgementItem, read_judgement
+from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Criterion
 from consilium.judges.scoring import weighted_decisions
 from consilium.models.pricing import trace_cost
 from consilium.natural import natural_key
-from consilium.reports.consilium.files import rubric_criteria, trace_location
+from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.view_reference import concluded
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import judgements_of, trace_stem
+from consilium.runfolder.records import out_of_scope
 from consilium.traces.schema import TraceBase
 
 __all__ = ["ArmView", "RubricScore", "arm_cost", "arm_judgements", "arm_page", "case_page", "case_rows",
-           "conclusion_of", "out_of_scope", "rubric_score"]
+           "conclusion_of", "rubric_score"]
 
 
 #: A folder or file name a page path may keep (no ``..``, no separator, nothing a URL must quote but these).
@@ -90,7 +92,7 @@ def arm_page(row: dict[str, str]) -> str | None:
     if not recorded:
         return None
     parts = PurePosixPath(recorded.replace("\\", "/")).parts
-    name = parts[-1].removesuffix(".trace.json").removesuffix(".json")
+    name = trace_stem(parts[-1]).removesuffix(".json")
     if "arms" in parts[:-1]:
         start = len(parts) - 1 - parts[::-1].index("arms")
         inner = parts[start + 1:-1]
@@ -109,15 +111,14 @@ def case_rows(run_dir: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, 
     for row in sorted(rows, key=lambda r: tuple(natural_key(r.get(column) or "") for column in
                                                 ("case_id", "model_spec", "format", "replicate"))):
         page = arm_page(row)
-        trace = trace_location(run_dir, row["trace"]) if page is not None else None
+        trace = RunFolder(run_dir).trace_location(row["trace"]) if page is not None else None
         by_case.setdefault(row["case_id"], []).append(ArmView(row, page, trace))
     yield from by_case.items()
 
 
 def arm_judgements(trace: Path) -> list[Judgement]:
     """The judgement records beside a trace that name it, by rubric."""
-    stem = trace.name.removesuffix(".trace.json")
-    found = [read_judgement(p) for p in sorted(trace.parent.glob(f"{glob.escape(stem)}.judge.*.json"))]
+    found = [read_judgement(p) for p in judgements_of(trace)]
     return sorted((j for j in found if j.trace == trace.name), key=lambda j: j.rubric)
 
 
@@ -159,12 +160,6 @@ def _weighted_mean(judgement: Judgement, component: str, criteria: dict[str, Cri
         return float(stored) if isinstance(stored, int | float) else None
     return weighted_decisions({i.criterion: None if i.score is None else int(i.score) for i in items},
                               {name: float(w) for name, w in weights.items() if isinstance(w, int | float)})
-
-
-def out_of_scope(item: JudgementItem) -> bool:
-    """Whether a judge item is a decision out of scope: the four-decision rubric's −1 (its items carry
-    their ``scope``), which is no score (opentumorboard.txt App. C.3, E.2)."""
-    return item.score == -1 and "scope" in item.detail
 
 
 def conclusion_of(trace: TraceBase) -> str:

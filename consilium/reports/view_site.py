@@ -36,6 +36,7 @@ from consilium.reports.view_cohort import (
 from consilium.reports.view_html import check_ours, esc, link, page, stamped
 from consilium.reports.view_pages import INDEX, case_html, index_html
 from consilium.reports.viewer import arm_section
+from consilium.runfolder.folder import RunFolder
 
 __all__ = ["run_id", "write_cohort_view"]
 
@@ -111,7 +112,7 @@ def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Pa
 def run_id(run_dir: Path) -> str:
     """The cohort's run id, as its manifest records it (else its folder's name): the pages' run mark."""
     try:
-        recorded = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("run_id")
+        recorded = json.loads(RunFolder(run_dir).manifest_path.read_text(encoding="utf-8")).get("run_id")
     except (OSError, ValueError, AttributeError):
         recorded = None
     return recorded if isinstance(recorded, str) and recorded else run_dir.resolve().name

@@ -15,9 +15,9 @@ from consilium.judges.cost import judge_costs, sum_costs
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import Usage
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
-from consilium.reports.view_cohort import out_of_scope
 from consilium.reports.view_html import esc, page, pre, table
 from consilium.reports.view_reference import reference_section
+from consilium.runfolder.records import out_of_scope
 from consilium.traces.schema import TraceBase
 
 __all__ = ["arm_section", "render_page"]

@@ -6,18 +6,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from consilium.judges.record import JudgementItem
 from consilium.judges.rubric import load_rubric, rubric_names
 from consilium.runfolder.rows import ArmRow, JudgementRow
 
 if TYPE_CHECKING:
     from consilium.runfolder.folder import RunFolder
 
-__all__ = ["CALL_COLUMNS", "call_rows", "judgement_rows"]
+__all__ = ["CALL_COLUMNS", "call_rows", "judgement_rows", "out_of_scope"]
 
 #: One row per model call: the arm's keys, then the call's own (``source``: ``panel`` or ``judge:<rubric>``).
 CALL_COLUMNS = ("case_id", "model", "protocol", "format", "replicate", "status", "source", "index", "stage", "role",
                 "round", "call_model", "input_tokens", "output_tokens", "cached_tokens", "latency_ms", "cached",
                 "error")
+
+
+def out_of_scope(item: JudgementItem) -> bool:
+    """Whether a judge item is a decision out of scope: the four-decision rubric's −1 (its items carry
+    their ``scope``), which is no score (opentumorboard.txt App. C.3, E.2)."""
+    return item.score == -1 and "scope" in item.detail
 
 
 def _whole_case(rubric: str) -> dict[str, bool]:

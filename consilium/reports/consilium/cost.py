@@ -27,6 +27,7 @@ from consilium.models.usage import Usage, stage_order
 from consilium.reports.consilium.data import ArmCost, CohortData, JudgeArmCost
 from consilium.reports.consilium.judged import consilium_items, numbers, of_model, per_output
 from consilium.reports.consilium.stats import POOLED, mean_sd, number
+from consilium.runfolder.layout import JUDGEMENTS_CSV
 
 __all__ = ["CostPoint", "JudgeSpend", "cost_by_case", "cost_by_stage", "cost_points", "cost_table", "judge_spend",
            "unknown_cost"]
@@ -78,7 +79,7 @@ def _of(data: CohortData, arms: list[ArmCost]) -> list[JudgeArmCost]:
 def judge_spend(data: CohortData, judges: list[JudgeArmCost]) -> JudgeSpend:
     """The sum over ``judges``; dollars unknown when any is. When the judge items came from ``judgements.csv``
     alone (the records that hold the calls are gone), nothing of it is known: never 0 calls, tokens or dollars."""
-    if data.judgements_from == "judgements.csv":
+    if data.judgements_from == JUDGEMENTS_CSV:
         return JudgeSpend(Usage(), 0, None, known=False)
     return JudgeSpend(Usage.total(j.usage for j in judges), sum(j.failed_calls for j in judges),
                       sum_costs(j.cost for j in judges))

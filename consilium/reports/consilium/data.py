@@ -16,7 +16,9 @@ from consilium.graphs.registry import read_trace
 from consilium.judges.coverage import coverage_of
 from consilium.models import Usage
 from consilium.models.pricing import stage_costs, trace_cost
-from consilium.reports.consilium.files import judgement_records, read_arms, read_judgements_csv, trace_location
+from consilium.reports.consilium.files import judgement_records, read_arms, read_judgements_csv
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import JUDGEMENTS_CSV
 from consilium.traces.schema import TraceBase
 
 __all__ = [
@@ -146,12 +148,13 @@ def _of_protocol(rows: list[dict[str, str]], arms: list[dict[str, str]], protoco
 def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
     """The arms of one protocol in RUN_DIR (by default its only one: an arms.csv mixing protocols needs
     ``protocol``, so that no table mixes them), their traces' data and their judge items."""
+    folder = RunFolder(run_dir)
     every = read_arms(run_dir)
     _name_models(every)
     present = protocols_in(every)
     if protocol is None:
         if len(present) > 1:
-            raise UserError(f"{run_dir / 'arms.csv'}: arms of several protocols ({', '.join(present)}): "
+            raise UserError(f"{folder.arms_csv}: arms of several protocols ({', '.join(present)}): "
                             "read one protocol at a time")
         protocol = present[0]
     data = CohortData(arms=[a for a in every if a["protocol"] == protocol], protocol=protocol)
@@ -160,7 +163,7 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
     for arm in every:
         if not arm.get("trace") or arm.get("status") != "completed":
             continue
-        location = trace_location(run_dir, arm["trace"])
+        location = folder.trace_location(arm["trace"])
         by_trace[location.resolve()] = arm  # every protocol's: a record of another's arm is not unmatched
         if arm["protocol"] == protocol:
             _read_trace_data(data, arm, read_trace(location), panels)
@@ -168,13 +171,13 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
     # judgements.csv adds nothing. The CSV is read only when no record is left.
     records = judgement_records(run_dir, by_trace, protocol)
     data.unmatched_records += records.unmatched
-    judged = run_dir / "judgements.csv"
+    judged = folder.judgements_csv
     data.judge_costs = [JudgeArmCost(arm["model"], arm["format"], arm["case_id"], *cost) for arm, cost in records.costs]
     if records.found:
         data.judgements, data.judgements_from = records.rows, "records"
     elif judged.is_file():
         data.judgements, data.judgements_from = _of_protocol(read_judgements_csv(judged), every, protocol), \
-            "judgements.csv"
+            JUDGEMENTS_CSV
     return data
 
 

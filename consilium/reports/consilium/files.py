@@ -15,7 +15,8 @@ from consilium.graphs.arms import arm_protocol, completed_columns
 from consilium.judges.cost import JudgeCost, judge_costs
 from consilium.judges.record import read_judgement
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
-from consilium.runfolder.layout import judgement_files
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import is_trace
 
 __all__ = [
     "JudgementRecords",
@@ -23,7 +24,6 @@ __all__ = [
     "read_arms",
     "read_judgements_csv",
     "rubric_criteria",
-    "trace_location",
 ]
 
 _ARM_COLUMNS = ("case_id", "format", "status")
@@ -69,9 +69,9 @@ def read_arms(run_dir: Path, *, check: bool = True) -> list[dict[str, str]]:
     """The rows of ``RUN_DIR/arms.csv``, each with its ``protocol`` (:func:`arm_protocol`); with ``check``,
     a completed arm must have every column the tables of its protocol read, with numbers where numbers
     belong."""
-    arms_csv = run_dir / "arms.csv"
+    arms_csv = RunFolder(run_dir).arms_csv
     if not arms_csv.is_file():
-        raise UserError(f"{run_dir}: no arms.csv (run `consilium cohort` first)")
+        raise UserError(f"{run_dir}: no {arms_csv.name} (run `consilium cohort` first)")
     arms = _read_csv(arms_csv, _ARM_COLUMNS)
     if not arms:
         raise UserError(f"{arms_csv}: no arms")
@@ -96,19 +96,6 @@ def read_arms(run_dir: Path, *, check: bool = True) -> list[dict[str, str]]:
     return arms
 
 
-def trace_location(run_dir: Path, recorded: str) -> Path:
-    """Where a trace named in arms.csv is: relative to the run folder (as cohorts write it), absolute,
-    or relative to where an older cohort ran (then found under the run folder's ``arms/`` if the
-    folder has moved)."""
-    path = Path(recorded)
-    candidates = [] if path.is_absolute() else [run_dir / path]
-    if "arms" in path.parts:
-        parts = path.parts
-        candidates.append(run_dir.joinpath(*parts[len(parts) - 1 - parts[::-1].index("arms"):]))
-    candidates.append(path)
-    return next((c for c in candidates if c.is_file()), candidates[0])
-
-
 def judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]], protocol: str) -> JudgementRecords:
     """Rows from the ``*.judge.<rubric>.json`` records beside the traces of completed arms of ``protocol``
     (``by_trace``: every completed arm by its resolved trace path, of every protocol, so that a record of
@@ -117,8 +104,8 @@ def judgement_records(run_dir: Path, by_trace: dict[Path, dict[str, str]], proto
     unmatched: list[Path] = []
     costs: list[tuple[dict[str, str], JudgeCost]] = []
     found = False
-    for file in judgement_files(run_dir):  # the run's own, not a run's nested in it (an ablation's)
-        if file.name.endswith(".trace.json") or not file.is_file():
+    for file in RunFolder(run_dir).judgement_files():  # the run's own, not a run's nested in it (an ablation's)
+        if is_trace(file) or not file.is_file():
             continue
         found = True
         judgement = read_judgement(file)

@@ -28,7 +28,7 @@ from consilium.fileio import write_text_atomic
 from consilium.graphs.board.trace import BoardTrace
 from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.registry import read_trace
-from consilium.reports.consilium.files import read_arms, trace_location
+from consilium.reports.consilium.files import read_arms
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph
 from consilium.reports.networks.draw import draw_coassignment, draw_deliberation, draw_turns
@@ -39,6 +39,7 @@ from consilium.reports.networks.paths import ANALYSIS_FOLDER, arm_stem
 from consilium.reports.networks.stamp import check_out, check_stamp, stamp_of, write_stamp
 from consilium.reports.networks.turns import turn_graph
 from consilium.reports.networks.uptake import Uptake, dissents_of, word_overlap
+from consilium.runfolder.folder import RunFolder
 from consilium.runfolder.layout import trace_files
 from consilium.traces.schema import TraceBase
 
@@ -69,12 +70,13 @@ def _trace_files(run_dir: Path, out: Path) -> list[tuple[Path, str]]:
     """Every trace with its replicate ("" outside a cohort with replicates)."""
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
-    if (run_dir / "arms.csv").is_file():
+    folder = RunFolder(run_dir)
+    if folder.is_cohort:
         rows = [r for r in read_arms(run_dir, check=False) if r.get("trace")]
-        files = [(trace_location(run_dir, r["trace"]), r.get("replicate") or "") for r in rows]
+        files = [(folder.trace_location(r["trace"]), r.get("replicate") or "") for r in rows]
         missing = [f for f, _ in files if not f.is_file()]
         if missing:
-            raise UserError(f"{run_dir / 'arms.csv'}: trace: {missing[0]}: no such trace file")
+            raise UserError(f"{folder.arms_csv}: trace: {missing[0]}: no such trace file")
     else:
         inside = out.resolve()
         files = sorted((p, "") for p in trace_files(run_dir) if inside not in p.resolve().parents)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from consilium.runfolder.layout import trace_stem
+
 __all__ = ["ANALYSIS_FOLDER", "arm_stem", "graph_picture"]
 
 #: Where ``analyze`` writes by default, relative to the run folder (the viewer links pictures found there).
@@ -17,7 +19,7 @@ def arm_stem(run_dir: Path, trace_file: Path) -> str:
         relative = PurePosixPath(trace_file.resolve().relative_to(run_dir.resolve()).as_posix())
     except ValueError:
         relative = PurePosixPath("other", trace_file.name)
-    return str(relative).removesuffix(".trace.json")
+    return trace_stem(relative)
 
 
 def graph_picture(run_dir: Path, arm_page: str) -> Path:

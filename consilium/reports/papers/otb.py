@@ -22,10 +22,11 @@ from consilium.graphs.registry import read_trace
 from consilium.judges.components import component_texts
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scoring import weighted_decisions
-from consilium.reports.compare import CohortData, arm_protocol, trace_location
+from consilium.reports.compare import CohortData, arm_protocol
 from consilium.reports.papers.per_case import CaseValues, FailedArm, case_values, rubric_groups
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import count, mean, pct, rate, sd
+from consilium.runfolder.folder import RunFolder
 
 __all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment", "decision_dimensions",
            "four_decision", "rouge_l", "specialist_turn", "weights"]
@@ -99,7 +100,7 @@ def rouge_l(run_dir: Path, arm: dict[str, str]) -> float | None:
     """ROUGE-L F1 of a completed board arm's conclusion against its case's ``reference.conclusion``
     (the ``rouge-score`` package, Porter stemmer, as the judgement records' overlap); None when the
     trace has no conclusion or the case no reference conclusion."""
-    trace = read_trace(trace_location(run_dir, arm["trace"]))
+    trace = read_trace(RunFolder(run_dir).trace_location(arm["trace"]))
     candidate = component_texts(trace).get("conclusion")
     case = Case.model_validate(trace.case)
     reference = case.reference.conclusion if case.reference else None
