@@ -23,6 +23,7 @@ from consilium.cases.loader import problems_from_validation
 from consilium.cases.model import Case
 from consilium.cases.writing import write_cases
 from consilium.datafiles import DataError, DataSyntaxError, parse_json
+from consilium.datafiles.text import read_text
 from consilium.errors import UserError
 
 __all__ = ["SOURCE_LICENSE", "SOURCE_REPOSITORY", "import_agentclinic", "read_agentclinic", "record_to_case"]
@@ -72,7 +73,7 @@ def read_agentclinic(path: str | os.PathLike[str]) -> list[Case]:
     """Parse and convert every non-blank line; a malformed line raises a :class:`UserError` naming it."""
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = read_text(source)
     except FileNotFoundError:
         raise UserError(f"{source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -224,6 +225,8 @@ def _canonical(record: Any) -> str:
 
 
 def _dataset_name(source: Path) -> str:
-    """``agentclinic_medqa.jsonl`` -> ``medqa``: the file's stem without the AgentClinic prefix."""
-    stem = re.sub(r"^agent[-_]?clinic", "", source.stem.lower())
+    """``agentclinic_medqa.jsonl`` (or ``.jsonl.gz``) -> ``medqa``: the file's stem without the AgentClinic
+    prefix."""
+    name = source.name.lower().removesuffix(".gz")
+    stem = re.sub(r"^agent[-_]?clinic", "", Path(name).stem)
     return "-".join(part for part in re.split(r"[^a-z0-9]+", stem) if part)

@@ -14,7 +14,8 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from consilium.cases.fields import NonEmptyStr, Strict
 from consilium.cases.reference import Reference
@@ -110,19 +111,30 @@ class Case(Strict):
     id: Annotated[str, AfterValidator(_safe_id)]
     title: str | None = None
     kind: CaseKind = "diagnostic"
-    question: NonEmptyStr
+    #: What the panel is asked. A tumor board needs none: the board meets on the case and concludes
+    #: (opentumorboard.txt §2.4: Board Simulation gives the case summary and slides only), so no made-up
+    #: question reaches its model or its judge. Every other kind must have one.
+    question: Annotated[NonEmptyStr | None, Field(validate_default=True)] = None
     presentation: NonEmptyStr
     sections: ClinicalSections = Field(default_factory=ClinicalSections)
     slides: list[Slide] = Field(default_factory=list)
     reference: Reference | None = None
     metadata: Annotated[dict[str, Any], AfterValidator(_holdable)] = Field(default_factory=dict)
 
+    @field_validator("question")
+    @classmethod
+    def _question_unless_a_board(cls, question: str | None, info: ValidationInfo) -> str | None:
+        if question is None and info.data.get("kind", "diagnostic") != "tumor_board":
+            raise PydanticCustomError("missing", "Field required")
+        return question
+
     def render(self) -> str:
         """The canonical case text placed in every prompt; it never contains the reference.
 
         Deterministic (same case, same bytes) so that prompts share a cacheable prefix.
         """
-        blocks = [f"Question:\n{_clean(self.question)}", f"Presentation:\n{_clean(self.presentation)}"]
+        blocks = [f"Question:\n{_clean(self.question)}"] if self.question is not None else []
+        blocks.append(f"Presentation:\n{_clean(self.presentation)}")
         for name, heading in SECTION_HEADINGS.items():
             text = getattr(self.sections, name)
             if text is not None and text.strip():

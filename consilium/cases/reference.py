@@ -100,6 +100,20 @@ class ReferenceAnswer(Strict):
     answer: NonEmptyStr
     role: NonEmptyStr | None = Field(default=None, description="the specialist the question was put to (a label or "
                                                                "catalogue category); absent: any role")
+    qa_type: NonEmptyStr | None = Field(default=None, description="the question's type where the source gives one "
+                                                                  "(OpenTumorBoard's qa_type)")
+    source_id: NonEmptyStr | None = Field(default=None, description="the question's id in its source (an "
+                                                                    "OpenTumorBoard qa_id)")
+
+    @model_serializer(mode="wrap")
+    def _without_absent_source_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``qa_type`` or ``source_id`` key when absent, so an answer written before they existed keeps
+        its case's content hash (traces and cohorts compare it on replay and resume)."""
+        data: dict[str, Any] = handler(self)
+        for name in ("qa_type", "source_id"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class Reference(Strict):

@@ -17,6 +17,7 @@ from typing import Any
 
 from consilium.cases.table_mapping import TableFormat, TableMapping
 from consilium.datafiles import DataError, DataSyntaxError, parse_json
+from consilium.datafiles.text import read_text, unpacked_suffix
 from consilium.errors import UserError
 
 __all__ = ["TableRecord", "read_records"]
@@ -36,14 +37,15 @@ class TableRecord:
 
 def read_records(source: Path, mapping: TableMapping) -> list[TableRecord]:
     """The records of a data file in order; a file that cannot be read at all is a :class:`UserError`."""
-    fmt = mapping.format or _SUFFIX_FORMATS.get(source.suffix.lower())
+    suffix = unpacked_suffix(source)
+    fmt = mapping.format or _SUFFIX_FORMATS.get(suffix.lower())
     if fmt is None:
-        raise UserError(f"{source}: cannot tell the table format from {source.suffix or '(no extension)'!r}; "
+        raise UserError(f"{source}: cannot tell the table format from {suffix or '(no extension)'!r}; "
                         "use .json, .jsonl or .csv, or set format in the mapping")
     if mapping.records is not None and fmt != "json":
         raise UserError(f"{source}: the mapping's records key applies to JSON files; this is read as {fmt}")
     try:
-        text = source.read_text(encoding="utf-8").removeprefix("\ufeff")
+        text = read_text(source).removeprefix("\ufeff")
     except FileNotFoundError:
         raise UserError(f"{source}: no such file") from None
     except UnicodeDecodeError as exc:

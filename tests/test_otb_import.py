@@ -1,0 +1,141 @@
+"""OpenTumorBoard's released files import as they ship (the format of AnqiLi24/OpenTumorBoard's
+``src/build_benchmark.py``): task1 and task2 JSONL, gzip or not, and the ShareGPT caption and image
+manifests of ``test_inputs/``. Five records of each type, written here in the released format."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consilium.cases import Case
+from consilium.cases.opentumorboard import read_opentumorboard
+from consilium.errors import UserError
+
+ROLES = ["Medical Oncologist", "Moderator", "Clinical Trial Specialist", "Nurse Navigator", "Radiation Oncologist"]
+
+
+def _board(n: int, *, slides: int) -> dict[str, Any]:
+    captions = "\n".join(f"<image> Slide {s} of case {n}: CT image." for s in range(1, slides + 1))
+    return {"schema_version": 1, "benchmark_version": "v1", "task_name": "tumor_board_simulation",
+            "simulation_id": f"sim_{n:06d}", "video_uid": f"video_{(n + 1) // 2:04d}",
+            "video_dir": f"rec{(n + 1) // 2}",
+            "case_id": f"case_{n}", "case_start_sec": 10.0 * n, "case_end_sec": None,
+            "case_summary": f"Summary of case {n}: a patient with a tumour.",
+            "slides": captions or "", "reference_conclusion": f"Conclusion {n}. Treat and follow up." if n != 4 else "",
+            "source_task": f"rec{(n + 1) // 2}/task_case_{n}_rephrased.json"}
+
+
+def _question(q: int, case: int, *, answer: str | None = None, question: str | None = None) -> dict[str, Any]:
+    board = _board(case, slides=0)
+    return {"schema_version": 1, "benchmark_version": "v1", "qa_id": f"qa_{q:06d}", "video_uid": board["video_uid"],
+            "video_dir": board["video_dir"], "case_id": board["case_id"], "qa_index": q,
+            "qa_type": ["why", "what"][q % 2],
+            "qa_type_candidates": ["why"], "utterance_id": f"u{q}", "target_specialist_role": ROLES[q % 5],
+            "case_summary": board["case_summary"], "slides": board["slides"],
+            "question": question or f"Question {q} for case {case}?",
+            "reference_answer": f"Answer {q}." if answer is None else answer,
+            "source_task": board["source_task"], "source_aliases": []}
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _sharegpt(record: dict[str, Any], record_id: str, images: list[str] | None = None) -> dict[str, Any]:
+    row = {"schema_version": 1, "format": "sharegpt", "id": record_id, "prompt_version": "board_simulation_caption",
+           "metadata": record, "conversations": [{"from": "system", "value": "(prompt)"},
+                                                 {"from": "human", "value": "CASE SUMMARY:\n..."}]}
+    return {**row, "images": images} if images is not None else row
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    boards = [_board(n, slides=n % 3) for n in range(1, 6)]
+    _write(root / "task1_test.jsonl.gz", boards)
+    questions = [_question(1, 1), _question(2, 1), _question(3, 2), _question(4, 3, answer=""),
+                 _question(5, 1, question="question 1 for CASE 1?"), _question(6, 6)]
+    questions[4]["target_specialist_role"] = questions[0]["target_specialist_role"]  # asked twice of one role
+    _write(root / "task2_test.jsonl", questions)
+    meta = [{k: v for k, v in b.items() if k != "reference_conclusion"} for b in boards]
+    _write(root / "test_inputs" / "board_simulation.caption.jsonl.gz", [_sharegpt(m, m["simulation_id"]) for m in meta])
+    _write(root / "test_inputs" / "specialist_turn.caption.jsonl",
+           [_sharegpt(q, q["qa_id"]) for q in questions])
+    _write(root / "test_inputs" / "board_simulation.image.jsonl",
+           [_sharegpt(m, m["simulation_id"], [f"slides/{m['video_dir']}/frames/{s}.jpg"
+                                              for s in range(1, m["slides"].count("<image>") + 1)]) for m in meta])
+    return root
+
+
+def _by_id(cases: list[Case]) -> dict[str, Case]:
+    return {c.id: c for c in cases}
+
+
+def test_every_released_file_type_imports_into_one_case_per_recorded_case(data: Path) -> None:
+    cases = _by_id(read_opentumorboard(data))
+    # Five board cases, plus case 6 that only task2 knows (rec3's case_6).
+    assert sorted(cases) == ["rec3-case_6", "sim_000001", "sim_000002", "sim_000003", "sim_000004", "sim_000005"]
+    one = cases["sim_000001"]
+    assert (one.kind, one.question, one.presentation) == ("tumor_board", None,
+                                                          "Summary of case 1: a patient with a tumour.")
+    assert [s.caption for s in one.slides] == ["Slide 1 of case 1: CT image."] and one.slides[0].image is None
+    assert [s.caption for s in cases["sim_000002"].slides] == ["Slide 1 of case 2: CT image.",
+                                                               "Slide 2 of case 2: CT image."]
+    assert cases["sim_000003"].slides == []
+    assert one.reference is not None and one.reference.conclusion == "Conclusion 1. Treat and follow up."
+    # qa 1 and qa 5 ask one role the same question (case and spacing aside): the first answer stays.
+    assert [(a.source_id, a.role, a.qa_type, a.answer) for a in one.reference.answers] == [
+        ("qa_000001", "Moderator", "what", "Answer 1."),
+        ("qa_000002", "Clinical Trial Specialist", "why", "Answer 2.")]
+    assert one.metadata["duplicate_qa_ids"] == ["qa_000005"] and one.metadata["splits"] == ["test"]
+    assert (one.metadata["simulation_id"], one.metadata["video_uid"], one.metadata["case_id"]) == (
+        "sim_000001", "video_0001", "case_1")
+    assert "case_end_sec" not in one.metadata and one.metadata["case_start_sec"] == 10.0
+    # Case 3's one question has an empty recorded answer; case 4's board conclusion is empty.
+    three = cases["sim_000003"]
+    assert three.reference is not None and three.reference.answers == []
+    assert three.metadata["unanswered_qa_ids"] == ["qa_000004"]
+    assert cases["sim_000004"].reference is None
+    assert "Question" not in one.render()  # no made-up question reaches the model
+
+
+def test_a_slides_folder_gives_each_slide_its_image(data: Path, tmp_path: Path) -> None:
+    cases = _by_id(read_opentumorboard(data, slides=tmp_path / "processed"))
+    frames = tmp_path / "processed" / "rec1" / "frames"
+    assert [s.image for s in cases["sim_000002"].slides] == [str(frames / f"{n}.jpg") for n in (1, 2)]
+
+
+def test_one_gzip_file_imports_alone(data: Path) -> None:
+    cases = read_opentumorboard(data / "task1_test.jsonl.gz")
+    assert [c.id for c in cases] == [f"sim_{n:06d}" for n in range(1, 6)]
+    assert all(c.reference is None or not c.reference.answers for c in cases)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"not json\n", "task1_test.jsonl:1: not JSON"),
+    (json.dumps({"simulation_id": "sim_1", "video_dir": "r", "case_id": "c"}).encode() + b"\n",
+     "task1_test.jsonl:1: field 'case_summary' must be non-empty text"),
+    (json.dumps({"video_dir": "r", "case_id": "c"}).encode() + b"\n",
+     "task1_test.jsonl:1: neither a Board Simulation record"),
+    (gzip.compress(b"{}")[:10], "cannot read OpenTumorBoard JSONL: not a complete gzip file"),
+])
+def test_a_bad_file_is_refused_naming_it(tmp_path: Path, content: bytes, message: str) -> None:
+    name = "task1_test.jsonl.gz" if content.startswith(b"\x1f\x8b") else "task1_test.jsonl"
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+        read_opentumorboard(tmp_path)
+
+
+def test_a_folder_without_released_files_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="holds no OpenTumorBoard file"):
+        read_opentumorboard(tmp_path)
