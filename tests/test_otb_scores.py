@@ -10,11 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from consilium.cli import main
+from consilium.otb.bertscore import bertscore_f1
 from consilium.otb.extract import conclusion_text
 from consilium.otb.format_score import format_score
 from consilium.otb.penalties import repetition
@@ -190,3 +193,21 @@ def test_otb_score_refuses_a_bad_line_naming_it_and_prints_nothing(
 def test_otb_score_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["otb", "score", str(tmp_path / "none.jsonl")]) == 2
     assert "none.jsonl: cannot be read" in capsys.readouterr().err
+
+
+# BERTScore's matching, on a hand-made embedding table: each token is a fixed vector, so every cosine and
+# hence P, R and F1 can be worked out by hand. (The leaderboard's encoder, deberta-xlarge-mnli at layer 40,
+# is 3 GB and cannot ship with the tests; local_encoder loads it from a folder, docs/opentumorboard.md.)
+_VECTORS = {"surgery": [1.0, 0.0], "operation": [0.6, 0.8], "now": [0.0, 1.0], "later": [0.0, 2.0]}
+
+
+def _table_encoder(texts: Sequence[str]) -> list[np.ndarray]:
+    return [np.array([_VECTORS[w] for w in t.split()], dtype=float).reshape(-1, 2) for t in texts]
+
+
+def test_bertscore_matches_each_token_greedily_by_cosine() -> None:
+    # candidate "surgery now" vs reference "operation later":
+    # cos(surgery, operation) = .6, cos(surgery, later) = 0, cos(now, operation) = .8, cos(now, later) = 1.
+    # P = mean(max(.6, 0), max(.8, 1)) = .8; R = mean(max(.6, .8), max(0, 1)) = .9; F1 = 2·.72 / 1.7.
+    scores = bertscore_f1(["surgery now", "surgery", ""], ["operation later", "surgery", "now"], _table_encoder)
+    assert scores == pytest.approx([2 * 0.8 * 0.9 / 1.7, 1.0, 0.0])
