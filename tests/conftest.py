@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.board_cohort import build_board_cohort
+from support.cohort_fixture import build_cohort
+from support.cohorts import cohort_fixture, copy_cohort
 from support.isolation import isolate
+from support.panel_judged_cohort import build_panel_judged_cohort
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases"
@@ -64,18 +68,20 @@ def shared_data(name: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def four_decision_board(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/support/board_cohort.py's board cohort, run once for the viewer's and the exports' tests; a test that
-    writes into it works on ``board_cohort.copy_run``'s copy."""
-    from support.board_cohort import build_board_cohort
+# --- the shared cohorts (tests/support/cohorts.py): each run once per session (per xdist worker) and only read;
+# a test that writes into one takes copy_cohort(cohort, tmp_path) ---
 
-    return build_board_cohort(tmp_path_factory.mktemp("four-decision-board"))
+#: tests/support/cohort_fixture.py's cohort: two scripted panels × both formats × six cases, one arm failed,
+#: judged with the AI Consilium rubric (items not evaluable), for the compare, figures, export and run-folder tests.
+fixture_cohort = cohort_fixture(build_cohort, name="fixture_cohort")
+#: tests/support/board_cohort.py's board cohort judged with the four-decision rubric, for the viewer's and the
+#: exports' tests.
+four_decision_board = cohort_fixture(build_board_cohort, name="four_decision_board")
+#: tests/support/panel_judged_cohort.py's cohort, as run; its tests write into it, so each takes a copy.
+panel_judged_source = cohort_fixture(build_panel_judged_cohort, name="panel_judged_source")
 
 
 @pytest.fixture
-def panel_judged_cohort(tmp_path: Path) -> Path:
-    """tests/support/panel_judged_cohort.py's cohort, a fresh one for each test (the tests write into it)."""
-    from support.panel_judged_cohort import build_panel_judged_cohort
-
-    return build_panel_judged_cohort(tmp_path)
+def panel_judged_cohort(panel_judged_source: Path, tmp_path: Path) -> Path:
+    """A copy of the panel-judged cohort, for a test that judges it again or writes into it."""
+    return copy_cohort(panel_judged_source, tmp_path / "copy")

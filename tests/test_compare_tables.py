@@ -31,11 +31,11 @@ from support.cohort_fixture import (
     PANELS,
     VOTES,
     WHOLE_CASE,
-    build_cohort,
     role_id,
     score,
     stop_reason,
 )
+from support.cohorts import copy_cohort
 from support.isolation import isolated
 
 from consilium.cli import main
@@ -54,10 +54,10 @@ COMPLETED = [a for a in ARMS if a != FAILED]
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def cohort(fixture_cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fixture")
     with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        run_dir = build_cohort(tmp)
+        run_dir = copy_cohort(fixture_cohort, tmp)  # compare writes into it
         assert main(["compare", str(run_dir), "--bootstrap", str(DRAWS), "--seed", str(SEED)]) == 0
         tables = {p.stem: read_csv(p) for p in (run_dir / "compare").glob("*.csv")}
         yield {"run_dir": run_dir, "tables": tables, "md": (run_dir / "compare" / "compare.md").read_text()}
@@ -411,14 +411,15 @@ def test_every_table_has_numbers_a_model_column_and_is_in_compare_md(cohort: dic
     assert json.loads(json.dumps(tables["table7_tokens"]))  # plain rows, readable by any CSV reader
 
 
-def test_whole_case_criteria_are_known_from_the_rubric_not_only_from_each_record(tmp_path: Path) -> None:
+def test_whole_case_criteria_are_known_from_the_rubric_not_only_from_each_record(fixture_cohort: Path,
+                                                                                tmp_path: Path) -> None:
     """A judgement record whose items lack the ``whole_case`` note (an older or hand-made record) must not
     put case complexity back into a C1–C8 mean: the shipped rubric says which criteria are whole-case."""
     import json as _json
 
     from consilium.cli import main
 
-    run_dir = build_cohort(tmp_path)
+    run_dir = copy_cohort(fixture_cohort, tmp_path)
     assert main(["compare", str(run_dir), "--bootstrap", "50", "--out", str(tmp_path / "before")]) == 0
     for record in run_dir.rglob("*.judge.ai-consilium.json"):
         data = _json.loads(record.read_text())

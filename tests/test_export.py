@@ -20,7 +20,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log
-from support.board_cohort import copy_run, nsclc_agents_trace
-from support.cohort_fixture import FAILED, FORMATS, MODELS, build_cohort
-from support.isolation import isolated
+from support.board_cohort import nsclc_agents_trace
+from support.cohort_fixture import FAILED, FORMATS, MODELS
+from support.cohorts import copy_cohort
 from support.localserver import free_port
 
 from consilium.cli import main
@@ -42,10 +41,9 @@ MYOCARDITIS = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("export")
-    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        yield build_cohort(tmp)
+def cohort(fixture_cohort: Path) -> Path:
+    """The shared fixture cohort (tests/conftest.py), only read here."""
+    return fixture_cohort
 
 
 def load(path: Path) -> Any:
@@ -485,7 +483,7 @@ def test_a_simulate_run_folder_exports_too(tmp_path: Path) -> None:
 
 
 def test_the_judgements_table_has_in_scope_and_no_minus_one(four_decision_board: Path, tmp_path: Path) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     assert main(["export", str(run_dir), "--to", "jsonl"]) == 0
     lines = (run_dir / "export" / "judgements.jsonl").read_text(encoding="utf-8").splitlines()
     rows = {(r["case_id"], r["format"], r["criterion"]): r for r in map(json.loads, lines)}
@@ -502,7 +500,7 @@ def test_the_judgements_table_has_in_scope_and_no_minus_one(four_decision_board:
 
 
 def test_the_inspect_log_leaves_out_of_scope_unscored(four_decision_board: Path, tmp_path: Path) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     assert main(["export", str(run_dir), "--to", "inspect"]) == 0
     files = sorted((run_dir / "export").glob("*.eval"))
     assert len(files) == 2
@@ -528,7 +526,7 @@ def test_a_failed_inspect_export_leaves_nothing(four_decision_board: Path, tmp_p
     from consilium.export import open_run
     from consilium.export.inspect_log import groups
 
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     *_, last = groups(open_run(run_dir)).values()
     assert last[0].trace is not None
     last[0].trace.write_text("{not a trace", encoding="utf-8")
@@ -543,7 +541,7 @@ def test_a_failed_inspect_export_leaves_nothing(four_decision_board: Path, tmp_p
 def test_the_inspect_log_is_masked(four_decision_board: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-inspect-export-secret-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     trace = nsclc_agents_trace(run_dir)
     data = json.loads(trace.read_text(encoding="utf-8"))
     data.update(status="failed", error=f"ModelError: https://user:hunter2pass@proxy.example/v1: HTTP 400: "
@@ -558,7 +556,7 @@ def test_the_inspect_log_is_masked(four_decision_board: Path, tmp_path: Path, mo
 
 def test_an_export_into_the_run_folder_is_refused_even_with_force(
         four_decision_board: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     index = (run_dir / "arms.jsonl").read_bytes()
     for out in (run_dir, run_dir / "export" / ".."):
         assert main(["export", str(run_dir), "--to", "jsonl", "--out", str(out), "--force"]) == 2
@@ -569,7 +567,7 @@ def test_an_export_into_the_run_folder_is_refused_even_with_force(
 
 
 def test_the_inspect_moderator_role_names_its_own_backend(four_decision_board: Path, tmp_path: Path) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     assert main(["export", str(run_dir), "--to", "inspect", "--out", str(tmp_path / "panel")]) == 0
     for file in (tmp_path / "panel").glob("*.eval"):  # no --moderator-model: the moderator is the panel
         roles = read_eval_log(str(file), header_only=True).eval.model_roles or {}

@@ -31,10 +31,10 @@ from support.cohort_fixture import (
     PANELS,
     VOTES,
     WHOLE_CASE,
-    build_cohort,
     score,
     stop_reason,
 )
+from support.cohorts import copy_cohort
 from support.isolation import isolated
 
 from consilium.cli import main
@@ -69,10 +69,10 @@ NAMES = {"c1": "1: Factual Correctness and Source Grounding", "c2": "2: Identifi
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def cohort(fixture_cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("fixture")
     with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        run_dir = build_cohort(tmp)
+        run_dir = copy_cohort(fixture_cohort, tmp)  # compare writes into it
         assert main(["compare", str(run_dir), "--bootstrap", "500"]) == 0
         yield {"run_dir": run_dir, "data": load_cohort_data(run_dir)}
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cohort_fixture import CASES, FAILED, FORMATS, MODELS, build_cohort
+from support.cohort_fixture import CASES, FAILED, FORMATS, MODELS
+from support.cohorts import copy_cohort
 from support.isolation import isolated
 from test_viewer_index import parse
 
@@ -55,10 +56,10 @@ def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cohorts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def cohorts(fixture_cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("cohorts")
     with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        complete = build_cohort(tmp)
+        complete = copy_cohort(fixture_cohort, tmp)  # compare, report and view write into it
         specs = {row["model_spec"] for row in read_csv(complete / "arms.csv")}
         spec_of = {model: next(s for s in specs if model in s) for model in MODELS}
         stopped = tmp / "stopped" / complete.name

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.cohort_fixture import build_cohort
+from support.cohorts import copy_cohort
 from support.corpus_evolve import CASES, HEADER, build_judged, write_scripts
 
 from consilium.cli import main
@@ -96,8 +96,9 @@ def test_calibrate_evolve_reports_each_repeat(judged: Path, tmp_path: Path,
     assert all(m[4].startswith("train MAE ") for m in lines)
 
 
-def test_compare_reports_each_table_and_the_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_dir = build_cohort(tmp_path)
+def test_compare_reports_each_table_and_the_figures(fixture_cohort: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = copy_cohort(fixture_cohort, tmp_path)
     capsys.readouterr()
     assert main(["compare", str(run_dir), "--bootstrap", "200"]) == 0
     out, err = capsys.readouterr()

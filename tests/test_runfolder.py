@@ -14,12 +14,10 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.cohort_fixture import APPLIES, CASES, COMPONENTS, FAILED, FORMATS, MODELS, NOT_EVALUABLE, score
-from support.isolation import isolated
 
 from consilium.errors import UserError
 from consilium.runfolder import ArmRow, JudgementRow, RunFolder
@@ -104,12 +102,9 @@ def test_the_file_name_check_catches_paths_and_globs_not_prose() -> None:
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from support.cohort_fixture import build_cohort
-
-    tmp = tmp_path_factory.mktemp("runfolder")
-    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        yield build_cohort(tmp)
+def cohort(fixture_cohort: Path) -> Path:
+    """The shared fixture cohort (tests/conftest.py), only read here."""
+    return fixture_cohort
 
 
 def raw_csv(path: Path) -> list[dict[str, str]]:

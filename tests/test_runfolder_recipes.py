@@ -11,23 +11,18 @@ from __future__ import annotations
 import csv
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.cohort_fixture import APPLIES, CASES, COMPONENTS, FAILED, FORMATS, MODELS, NOT_EVALUABLE, score
-from support.isolation import isolated
 
 from consilium.runfolder import RunFolder
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from support.cohort_fixture import build_cohort
-
-    tmp = tmp_path_factory.mktemp("runfolder-recipes")
-    with isolated(tmp):  # the conftest's isolation, for a module-wide fixture
-        yield build_cohort(tmp)
+def cohort(fixture_cohort: Path) -> Path:
+    """The shared fixture cohort (tests/conftest.py), only read here."""
+    return fixture_cohort
 
 
 def by_hand() -> dict[tuple[str, str, str], list[int | None]]:

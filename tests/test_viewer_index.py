@@ -19,7 +19,8 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from support.board_cohort import WEIGHTED, copy_run, nsclc_agents_trace
+from support.board_cohort import WEIGHTED, nsclc_agents_trace
+from support.cohorts import copy_cohort
 
 from consilium.cli import main
 
@@ -487,7 +488,7 @@ def test_the_viewer_shows_the_weighted_mean_of_the_items_not_the_stored_aggregat
 
 def test_the_viewer_shows_the_weighted_mean_and_leaves_out_of_scope_out(four_decision_board: Path,
                                                                         tmp_path: Path) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     assert main(["view", str(run_dir)]) == 0
     nsclc = (run_dir / "view" / "cases" / "tumor-board-nsclc.html").read_text(encoding="utf-8")
     assert f"otb-four-decision: {WEIGHTED:.2f} weighted mean (3 scored, 1 out of scope, 0 not evaluable)" in nsclc
@@ -500,7 +501,7 @@ def test_the_viewer_shows_the_weighted_mean_and_leaves_out_of_scope_out(four_dec
 
 def test_the_single_page_view_never_replaces_a_file_it_did_not_write(
         four_decision_board: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_dir = copy_run(four_decision_board, tmp_path)
+    run_dir = copy_cohort(four_decision_board, tmp_path)
     trace = nsclc_agents_trace(run_dir)
     before = trace.read_bytes()
     assert main(["view", str(trace), "--out", str(trace)]) == 2  # the trace itself
@@ -544,8 +545,8 @@ def test_the_single_page_view_reads_only_the_judgements_of_its_trace(four_decisi
 
 def test_the_cohort_view_refuses_the_pages_of_another_run(four_decision_board: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    first = copy_run(four_decision_board, tmp_path / "a")
-    second = copy_run(four_decision_board, tmp_path / "b")
+    first = copy_cohort(four_decision_board, tmp_path / "a")
+    second = copy_cohort(four_decision_board, tmp_path / "b")
     manifest = json.loads((second / "manifest.json").read_text(encoding="utf-8"))
     manifest["run_id"] = "20261201-000000-cohort-other1"
     (second / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")

@@ -8,7 +8,6 @@ there is invalid: not evaluable). The tests work their expected values out by ha
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from consilium.cli import main
@@ -28,13 +27,6 @@ def build_board_cohort(tmp: Path) -> Path:
                      "--model", PANEL, "--judge-model", PANEL, "--out", str(tmp / "runs")]) == 0
     [run_dir] = list((tmp / "runs").iterdir())
     return run_dir
-
-
-def copy_run(run_dir: Path, tmp_path: Path) -> Path:
-    """A copy of the run folder, without its view and export, for a test that writes into it."""
-    copy = tmp_path / run_dir.name
-    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("view", "export"))
-    return copy
 
 
 def nsclc_agents_trace(run_dir: Path) -> Path:
