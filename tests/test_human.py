@@ -236,7 +236,7 @@ def test_a_malformed_answers_file_is_one_line_naming_the_field(tmp_path: Path, c
     (["--human", "Cardiologist"], "--human: stdin is not a terminal: give the person's answers with --answers"),
     (["--human", " ", "--answers", str(ANSWERS)], "--human: give the role the person plays"),
     (["--human", "Cardiologist", "--answers", str(ANSWERS), "--protocol", "single"],
-     "--human: only the consilium protocol seats a person (not 'single')"),
+     "--human: protocol 'single' lacks what a person's seat needs"),
 ])
 def test_bad_human_flags_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.errors import UserError
+from consilium.graphs.arms import require
 from consilium.judges import record
 from consilium.judges.record import Judgement
 from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest
@@ -62,6 +63,7 @@ def read_cohort(run_dir: Path) -> Cohort:
                         r["trace"])
             for r in rows if r["protocol"] == "consilium" and r["status"] == "completed" and r["trace"]]
     if not arms:
+        require([r["protocol"] for r in rows], "ablation", f"ablate {run_dir}")  # a folder of another protocol's arms
         raise UserError(f"{table}: no completed consilium arm to ablate")
     for arm in arms:  # every record the ablation may read, checked before an arm runs or a file is written
         trace = arm.path(run_dir)

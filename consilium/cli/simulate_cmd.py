@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from consilium import aio
-from consilium.agents.records import FORMATS, Format
+from consilium.agents.records import FORMATS
 from consilium.cases import Case, load_case
 from consilium.cli.labels import add_role_labels_argument, with_role_labels
 from consilium.cli.options import (
@@ -25,7 +25,7 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.graphs.base import RunModels
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
-from consilium.graphs.registry import AnyProtocol, get_protocol, protocol_of, protocols
+from consilium.graphs.registry import AnyProtocol, chosen_variants, get_protocol, protocol_of, protocols, variant_kinds
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
@@ -50,6 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--formats", "--format", dest="format", type=_formats, choices=[*FORMATS, "both"],
                         default="both", help="response format(s): free-form, structured, or both (also written "
                         "free-form,structured, as cohort takes it); both shares one role assignment (default: both)")
+    for kind in variant_kinds().values():  # each other variant kind a protocol declares names its own flag
+        if kind.kind != "formats":
+            parser.add_argument(kind.flag, dest=f"variants_{kind.kind}", type=_names, default=None,
+                                metavar=",".join(kind.values), help=f"{kind.kind} of {', '.join(kind.protocols)}")
     add_model_arguments(parser)
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",
                         help="model for the moderator (default: the --model)")
@@ -68,6 +72,10 @@ def _formats(text: str) -> str:
     """``--formats``: one format, ``both``, or both formats comma-separated (as ``cohort --formats``)."""
     names = {part.strip() for part in text.split(",") if part.strip()}
     return "both" if "," in text and names == set(FORMATS) else text
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def format_protocols() -> list[str]:
@@ -101,11 +109,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--case: a case file is required (or --resume RUN_DIR to continue a paused run)")
     case = load_case(args.case)
     protocol = get_protocol(args.protocol)
-    if protocol.name not in format_protocols():
-        raise UserError(f"--protocol: {protocol.name!r} does not run in formats (simulate runs "
-                        f"{', '.join(format_protocols())}; see `consilium board` and `consilium turn`)")
+    if protocol.uses_slides or not protocol.variants:
+        raise UserError(f"--protocol: {protocol.name!r} is not run by simulate (see `consilium board` and "
+                        "`consilium turn`)")
     config = _config(args, protocol)
-    formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
+    formats = (list(FORMATS) if args.format == "both" else [args.format]) if protocol.variant_kind == "formats" \
+        else chosen_variants(protocol, getattr(args, f"variants_{protocol.variant_kind}"))
+    other = [k.flag for k in variant_kinds().values() if getattr(args, f"variants_{k.kind}", None) is not None
+             and k.kind != protocol.variant_kind]
+    if other:
+        raise UserError(f"{other[0]}: protocol {protocol.name!r} runs in {protocol.variant_kind} "
+                        f"({protocol.variant_flag})")
     options = model_options(args)
     panel = build_model(model_spec(args), options)
     moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
@@ -127,7 +141,7 @@ def finish(args: argparse.Namespace, protocol: AnyProtocol, run_id: str, case: C
     return 0 if all(t.status == "completed" for t in traces) else 1
 
 
-async def _run(protocol: AnyProtocol, case: Case, formats: list[Format], models: RunModels, config: RunConfig,
+async def _run(protocol: AnyProtocol, case: Case, formats: list[str], models: RunModels, config: RunConfig,
                run_id: str) -> list[TraceBase]:
     try:
         return list(await protocol.run_arm(case, formats, models, config, run_id=run_id))

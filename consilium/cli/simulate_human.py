@@ -91,8 +91,7 @@ def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) ->
     from consilium.graphs.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
 
     protocol = get_protocol(args.protocol)
-    if protocol.name != "consilium":
-        raise UserError(f"--human: only the consilium protocol seats a person (not {protocol.name!r})")
+    protocol.require("human_seat", "--human")  # as the protocol declares (Protocol.analyses)
     config = config_of(args, protocol)
     assert isinstance(config, ConsiliumConfig)
     check_config(config)

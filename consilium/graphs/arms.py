@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from consilium.graphs.base import Analyses
 from consilium.graphs.registry import AnyProtocol, protocols
 
-__all__ = ["arm_format", "arm_protocol", "completed_columns", "deliberates", "protocols_in"]
+__all__ = ["arm_format", "arm_protocol", "completed_columns", "deliberates", "protocols_in", "require"]
 
 
 def _protocol(name: str) -> AnyProtocol | None:
@@ -56,3 +56,11 @@ def completed_columns(protocol: str) -> tuple[Mapping[str, type | None], frozens
     known = _protocol(protocol)
     analyses = known.analyses if known is not None else Analyses()
     return analyses.completed_columns, analyses.optional_columns
+
+
+def require(protocols: list[str], analysis: str, command: str) -> None:
+    """Refuse ``command`` in one line when none of ``protocols`` (a folder's) supports ``analysis``, naming the
+    first installed one and what it lacks (``Protocol.require``); nothing when one does or none is installed."""
+    known = [p for p in map(_protocol, dict.fromkeys(protocols)) if p is not None]
+    if known and not any(p.supports(analysis) for p in known):
+        known[0].require(analysis, command)

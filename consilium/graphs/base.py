@@ -35,8 +35,8 @@ from consilium.traces.schema import TraceBase
 if TYPE_CHECKING:
     from consilium.graphs.studio import StudioSpec
 
-__all__ = ["Analyses", "OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record", "run_recorded",
-           "start_run"]
+__all__ = ["ANALYSIS_NEEDS", "Analyses", "OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record",
+           "run_recorded", "start_run"]
 
 log = get_logger(__name__)
 
@@ -92,11 +92,13 @@ def config_record(config: BaseModel, *prompt_packages: str) -> dict[str, Any]:
     return {**config.model_dump(), "prompts": prompt_hashes(*prompt_packages)}
 
 
-#: An analysis a protocol may support, and what it needs of a protocol's record, said when one is refused.
-ANALYSIS_NEEDS: dict[str, str] = {
-    "networks": "a panel whose opinions and votes it can draw (a consilium-shaped record)",
-    "ablation": "a panel's opinions and votes to re-run without the moderator (a consilium-shaped record)",
-    "human_seat": "a seat a person can take at the table (opinion and vote stages)",
+#: An analysis a protocol may support: what it is called, and what it needs of a run, said when one is refused.
+ANALYSIS_NEEDS: dict[str, tuple[str, str]] = {
+    "networks": ("the network analysis", "a deliberation to draw: a panel's opinions, votes and report versions "
+                                         "(a consilium-shaped record) or a meeting's turns (the board's)"),
+    "ablation": ("an ablation", "a panel, a moderator and review rounds to re-run with one of them changed "
+                               "(a consilium-shaped record)"),
+    "human_seat": ("a person's seat", "a panel member whose opinion and votes a person can write instead"),
 }
 
 
@@ -166,9 +168,9 @@ class Protocol(ABC, Generic[T, C]):
     def require(self, analysis: str, command: str) -> None:
         """Refuse, in one line naming the protocol and what it lacks, an analysis its declaration does not allow."""
         if analysis not in self.analyses.supports:
-            raise UserError(f"{command}: protocol {self.name!r} does not support {analysis.replace('_', ' ')}: "
-                            f"it needs {ANALYSIS_NEEDS[analysis]}, and {self.name!r} does not declare it "
-                            "(Protocol.analyses)")
+            label, needs = ANALYSIS_NEEDS[analysis]
+            raise UserError(f"{command}: protocol {self.name!r} lacks what {label} needs: {needs} (its "
+                            f"Protocol.analyses does not list {analysis!r})")
 
     def studio(self) -> StudioSpec | None:
         """Its graph for LangGraph's dev server and Studio (consilium/graphs/dev.py); None: it has none."""

@@ -4,6 +4,7 @@ entry point (docs/architecture.md, "Add a protocol"); and the trace reader, whic
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -23,7 +24,8 @@ from consilium.stages import declare_stages
 from consilium.traces.schema import SCHEMA_VERSION, TraceBase
 from consilium.traces.versions import TRACE_STEPS, upgrade
 
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "VariantKind", "baselines", "cohort_protocols", "get_protocol",
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "VariantKind", "baselines", "chosen_variants", "cohort_protocols",
+           "get_protocol",
            "protocol_of", "protocols", "read_trace", "trace_from_data", "variant_kinds"]
 
 AnyProtocol = Protocol[Any, Any]
@@ -125,6 +127,20 @@ def variant_kinds() -> dict[str, VariantKind]:
             names.append(name)
             values.extend(v for v in protocol.variants if v not in values)
     return {kind: VariantKind(kind, tuple(names), tuple(values)) for kind, (names, values) in kinds.items()}
+
+
+def chosen_variants(protocol: AnyProtocol, given: Sequence[str] | None) -> list[str]:
+    """The variants of ``protocol`` that its kind's flag (``--<kind>``) names, in the protocol's order; all of
+    them when it is not given. A name the protocol does not run in is refused, naming the flag and its values."""
+    if not protocol.variants:
+        raise UserError(f"--protocol: {protocol.name!r} is not run on a case in variants (see `consilium turn`)")
+    if given is None:
+        return list(protocol.variants)
+    unknown = [v for v in given if v not in protocol.variants]
+    if unknown or not given:
+        raise UserError(f"{protocol.variant_flag}: {unknown[0] if unknown else 'none given'}: the {protocol.name} "
+                        f"protocol runs in {', '.join(protocol.variants)}")
+    return [v for v in protocol.variants if v in given]
 
 
 def baselines() -> dict[str, str]:

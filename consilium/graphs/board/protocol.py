@@ -32,7 +32,8 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     variant_kind = "modes"
     analyses = Analyses(completed_columns={
         "trace": None, "stop_reason": None, "turns": float, "input_tokens": int, "output_tokens": int,
-        "format_exact": float, "format_dense": float}, optional_columns=frozenset({"format_exact", "format_dense"}))
+        "format_exact": float, "format_dense": float}, optional_columns=frozenset({"format_exact", "format_dense"}),
+        supports=frozenset({"networks"}))
     compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
     prompt_packages = ("consilium.graphs.board",)
     row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")

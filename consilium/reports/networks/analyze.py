@@ -25,6 +25,7 @@ from consilium import aio
 from consilium.agents.records import AssignedRole
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
+from consilium.graphs.arms import require
 from consilium.graphs.board.trace import BoardTrace
 from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.registry import read_trace
@@ -148,6 +149,7 @@ def analyze(run_dir: Path, out: Path | None = None, judge: UptakeJudge | None = 
     check_out(run_dir, out)
     files = _trace_files(run_dir, out)
     traces = [(f, read_trace(f), replicate) for f, replicate in files]  # all checked before writing
+    require([str(getattr(t, "kind", "")) for _, t, _ in traces], "networks", f"analyze {run_dir}")
     stamp = stamp_of(run_dir, judge.judge_model if judge else None, uptake_rubric().version if judge else None)
     try:
         previous = check_stamp(out, stamp, force)
