@@ -21,6 +21,7 @@ from consilium.otb.bertscore import bertscore_f1
 from consilium.otb.extract import conclusion_text
 from consilium.otb.format_score import format_score
 from consilium.otb.penalties import repetition
+from consilium.otb.reward import Judged, reward
 from consilium.otb.rouge import rouge_l
 
 TURNS = ["<turn 1> Moderator: We review a woman of 62 with breast cancer that is HER2 positive.",
@@ -211,3 +212,20 @@ def test_bertscore_matches_each_token_greedily_by_cosine() -> None:
     # P = mean(max(.6, 0), max(.8, 1)) = .8; R = mean(max(.6, .8), max(0, 1)) = .9; F1 = 2·.72 / 1.7.
     scores = bertscore_f1(["surgery now", "surgery", ""], ["operation later", "surgery", "now"], _table_encoder)
     assert scores == pytest.approx([2 * 0.8 * 0.9 / 1.7, 1.0, 0.0])
+
+
+def test_the_reward_combines_the_three_judges_and_the_format_score() -> None:
+    # alignment 4 → .75; decisions therapy 5, surgery 2 in scope: (1·1 + 1.25·.4) / 2.25 = 1.5 / 2.25;
+    # consistency 3 → .6; match = .4·.75 + .35·(1.5/2.25)·.6 + .25·(1.5/2.25); format 1 → reward + .1.
+    decisions = 1.5 / 2.25
+    match = 0.4 * 0.75 + 0.35 * decisions * 0.6 + 0.25 * decisions
+    got = reward(format_score(WELL), Judged(alignment=4, decisions={"therapy": 5, "surgery": 2}, consistency=3))
+    assert (got.decisions, got.match, got.reward) == (pytest.approx(decisions), pytest.approx(match),
+                                                      pytest.approx(match + 0.1))
+    no_scope = reward(format_score(WELL), Judged(alignment=1, decisions={}, consistency=5))
+    assert (no_scope.decisions, no_scope.match) == (0.0, 0.0)
+    # A response with one block is never judged: match −.2, reward −.2 + .1·(−.75).
+    failed = reward(format_score("<conclusion>Treat.</conclusion>"), None)
+    assert (failed.judged, failed.match, failed.reward) == (False, -0.2, pytest.approx(-0.2 - 0.075))
+    with pytest.raises(ValueError, match="needs its judges"):
+        reward(format_score(WELL), None)
