@@ -20,6 +20,7 @@ from consilium.cohort.arms import relative
 from consilium.cohort.spend import rewrite_judge_columns
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
+from consilium.fileio import in_the_way
 from consilium.judges.cost import item_spend
 from consilium.judges.coverage import shortened_input
 from consilium.judges.jury import judges_label
@@ -40,23 +41,27 @@ def judge_label(models: Sequence[ChatModel], names: Sequence[str | None] | None 
     return judges_label([JudgeSetup(model=m, name=n) for m, n in zip(models, named, strict=True)])
 
 
+def _judgement_mark(path: Path) -> dict[str, str]:
+    made = json.loads(path.read_text(encoding="utf-8"))
+    return {"judge_model": str(made["judge_model"]), "prompt_hash": str(made["prompt_hash"])}
+
+
 def check_replace(paths: Iterable[Path], rubric: Rubric, judge: str, *, flag: str) -> None:
     """:class:`UserError` naming the first judgement file among ``paths`` that another judge (or another
-    judge prompt, by its hash) made; files that do not exist yet, and the same judge's, pass."""
+    judge prompt, by its hash) made; files that do not exist yet, and the same judge's, pass (a judgement's
+    mark: its judge and prompt hash, :func:`consilium.fileio.in_the_way`)."""
     prompt = judge_prompt_hash(rubric)
-    for path in paths:
-        if not path.is_file():
-            continue
-        try:
-            made = json.loads(path.read_text(encoding="utf-8"))
-            by, their_prompt = str(made["judge_model"]), str(made["prompt_hash"])
-        except (OSError, ValueError, KeyError, TypeError):
-            raise UserError(f"{path}: an unreadable judgement is in the way; {flag} replaces it") from None
+    for found in in_the_way(paths, {"judge_model": judge, "prompt_hash": prompt}, _judgement_mark)[:1]:
+        path, mark = found.path, found.mark or {}
+        if found.why == "not a file":
+            raise UserError(f"{path}: not a judgement file (a link or a folder) is in the way; {flag} replaces it")
+        if found.why != "another":
+            raise UserError(f"{path}: an unreadable judgement is in the way; {flag} replaces it")
+        by, their_prompt = mark["judge_model"], mark["prompt_hash"]
         if by != judge:
             raise UserError(f"{path}: judged by {by}, not {judge}; {flag} replaces it")
-        if their_prompt != prompt:
-            raise UserError(f"{path}: judged by {by} with another judge prompt (hash {their_prompt}, now "
-                            f"{prompt}); {flag} replaces it")
+        raise UserError(f"{path}: judged by {by} with another judge prompt (hash {their_prompt}, now "
+                        f"{prompt}); {flag} replaces it")
 
 
 def judgement_rows(judgement: Judgement, *, model: str, protocol: str, variant: str, replicate: dict[str, Any],

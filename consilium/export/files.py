@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from consilium.errors import UserError
-from consilium.fileio import make_folder
+from consilium.fileio import in_the_way, make_folder
 
 __all__ = ["check_targets", "export_folder", "new_file", "require"]
 
@@ -37,10 +37,13 @@ def check_targets(targets: list[Path], *, force: bool, run_dir: Path | None = No
         _refuse_run_files(targets, run_dir)
     if force:
         return
-    existing = [t for t in targets if t.exists() or t.is_symlink()]
+    # An export's files carry no mark (a CSV, a Parquet file, an Inspect log are read by other tools as they
+    # are): every existing one stands in the way (consilium.fileio.in_the_way), the export's own included.
+    existing = in_the_way(targets, {}, lambda _: None)
     if existing:
         more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
-        raise UserError(f"{existing[0]}: exists{more}; pass --force to replace the export (nothing was written)")
+        raise UserError(f"{existing[0].path}: exists{more}; pass --force to replace the export (nothing was "
+                        "written)")
 
 
 def _refuse_run_files(targets: list[Path], run_dir: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
-from consilium.fileio import write_text_atomic
+from consilium.fileio import in_the_way, write_text_atomic
 from consilium.reports.jury import JuryData, length_rows, self_preference_rows
 from consilium.reports.jury_agreement import alpha_rows, kappa_rows, scope_rows
 from consilium.reports.partial import marked_markdown, partial_figures, partial_rows
@@ -99,21 +99,22 @@ MARK = "<!-- written by consilium jury -->"
 
 def check_ours(out: Path, name: str) -> None:
     """Refuse, before anything is written, to replace a file ``consilium jury`` did not write: a report
-    file of the rubric is replaced only beside this rubric's markdown with its mark (a re-run)."""
+    file of the rubric is replaced only beside this rubric's markdown with its mark (a re-run), the files of
+    a report carrying the mark of its markdown (:func:`consilium.fileio.in_the_way`)."""
     targets = [out / f"jury.{name}.{key}.csv" for key in TABLES] + [
         out / f"jury.{name}{suffix}" for suffix in (".md", ".png", ".pdf")]
-    for target in targets:
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            raise UserError(f"{target}: not a file `consilium jury` wrote (a link or a folder); nothing was "
-                            "written (move it, or give --out another folder)")
     markdown = out / f"jury.{name}.md"
-    try:
-        ours = markdown.is_file() and markdown.read_text(encoding="utf-8").startswith(MARK)
-    except (OSError, UnicodeDecodeError):
-        ours = False
-    existing = [t for t in targets if t.exists()]
-    if existing and not ours:
-        raise UserError(f"{existing[0]}: exists and is not a file `consilium jury` wrote; nothing was written "
+
+    def report_mark(_: Path) -> dict[str, str] | None:
+        return {} if markdown.is_file() and markdown.read_text(encoding="utf-8").startswith(MARK) else None
+
+    found = in_the_way(targets, {}, report_mark)
+    links = [f for f in found if f.why == "not a file"]
+    if links:
+        raise UserError(f"{links[0].path}: not a file `consilium jury` wrote (a link or a folder); nothing was "
+                        "written (move it, or give --out another folder)")
+    if found:
+        raise UserError(f"{found[0].path}: exists and is not a file `consilium jury` wrote; nothing was written "
                         "(move it, or give --out another folder)")
 
 

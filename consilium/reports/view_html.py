@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from consilium.errors import UserError
+from consilium.fileio import in_the_way
 
 __all__ = ["GENERATOR", "check_ours", "esc", "link", "page", "pre", "stamped", "table"]
 
@@ -72,24 +73,31 @@ def stamped(html: str, run: str) -> str:
     return html.replace(GENERATOR, f'{GENERATOR}<meta name="consilium-run" content="{esc(run)}">', 1)
 
 
+def _page_mark(path: Path) -> dict[str, str] | None:
+    """A page's mark: None without the viewer's generator mark; the run it shows, when it names one."""
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    if GENERATOR.encode("utf-8") not in head:
+        return None
+    found = _RUN_MARK.search(head)
+    return {} if found is None else {"run": found.group(1).decode("utf-8", "replace")}
+
+
 def check_ours(path: Path, run: str | None = None) -> None:
     """Refuse to replace a file the viewer did not write (one without its generator mark) or, given ``run``,
-    a page of another run's view (its run mark names another run; a page with no run mark is ours)."""
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise UserError(f"{path}: not a page `consilium view` wrote (a link or a folder); nothing was written "
-                        "(move it, or give --out another path)")
-    if not path.is_file():
-        return
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError as exc:
-        raise UserError(f"{path}: not readable ({exc.strerror or exc})") from None
-    if GENERATOR.encode("utf-8") not in head:
-        raise UserError(f"{path}: not a page `consilium view` wrote; nothing was written "
-                        "(move it, or give --out another path)")
-    found = _RUN_MARK.search(head)
-    if run is not None and found is not None and found.group(1) != esc(run).encode("utf-8"):
-        other = found.group(1).decode("utf-8", "replace")
+    a page of another run's view (its run mark names another run; a page with no run mark is ours):
+    :func:`consilium.fileio.in_the_way`."""
+    ours = {} if run is None else {"run": esc(run)}
+    for found in in_the_way([path], ours, _page_mark):
+        if found.why == "not a file":
+            raise UserError(f"{path}: not a page `consilium view` wrote (a link or a folder); nothing was written "
+                            "(move it, or give --out another path)")
+        if found.why == "unreadable":
+            error = found.error
+            raise UserError(f"{path}: not readable ({getattr(error, 'strerror', None) or error})")
+        if found.why == "unmarked":
+            raise UserError(f"{path}: not a page `consilium view` wrote; nothing was written "
+                            "(move it, or give --out another path)")
+        other = (found.mark or {}).get("run")
         raise UserError(f"{path}: a page of the view of another run ({other}); nothing was written "
                         "(give --out another folder)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.errors import UserError
-from consilium.fileio import write_text_atomic
+from consilium.fileio import in_the_way, write_text_atomic
 
 __all__ = ["STAMP", "check_out", "check_stamp", "stamp_of", "write_stamp"]
 
@@ -40,24 +40,41 @@ def _describe(stamp: dict[str, Any]) -> str:
     return f"run {stamp.get('run_id')} by {how}"
 
 
-def check_stamp(out: Path, stamp: dict[str, Any], force: bool) -> list[Path]:
-    """The files the folder's earlier analysis wrote (to remove those this one does not write again); a
-    folder with another analysis, or with files and no stamp, is refused unless ``force``."""
+def _read(out: Path) -> dict[str, Any] | None:
+    """The folder's stamp, None when it has none; a ValueError or TypeError when it is no stamp."""
     path = out / STAMP
     if not path.is_file():
-        if out.is_dir() and any(out.iterdir()) and not force:
+        return None
+    stamp = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("files", []), list):
+        raise TypeError(f"not an object with a list of files: {str(stamp)[:80]}")
+    return stamp
+
+
+def check_stamp(out: Path, stamp: dict[str, Any], force: bool) -> list[Path]:
+    """The files the folder's earlier analysis wrote (to remove those this one does not write again); a
+    folder with another analysis, or with files and no stamp or an unreadable one, is refused unless
+    ``force`` (:func:`consilium.fileio.in_the_way`: the stamp is the folder's mark, every key of an
+    analysis's identity in it)."""
+    path = out / STAMP
+
+    def mark(folder: Path) -> dict[str, Any] | None:
+        old = _read(folder)
+        return None if old is None else {key: old.get(key) for key in stamp}
+
+    for found in [] if force else in_the_way([out], stamp, mark, folder=True):
+        if found.why == "unmarked":
             raise UserError(f"{out}: not empty and not an analysis folder (no {STAMP}); give --out another "
                             "folder, or --force to write into it")
-        return []
+        if found.why == "unreadable":
+            raise UserError(f"{path}: unreadable ({found.error}); --force replaces it")
+        raise UserError(f"{path}: the analysis there is of {_describe(found.mark or {})}, not {_describe(stamp)}, "
+                        "and is never overwritten: give --out another folder, or --force to replace it")
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        files = [out / str(f) for f in old.get("files", [])]
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        raise UserError(f"{path}: unreadable ({exc}); --force replaces it") from None
-    if any(old.get(k) != v for k, v in stamp.items()) and not force:
-        raise UserError(f"{path}: the analysis there is of {_describe(old)}, not {_describe(stamp)}, and is "
-                        "never overwritten: give --out another folder, or --force to replace it")
-    return files
+        old = _read(out)
+    except (OSError, ValueError, TypeError):  # replaced by force: its files are not known
+        return []
+    return [] if old is None else [out / str(f) for f in old.get("files", [])]
 
 
 def write_stamp(out: Path, stamp: dict[str, Any], files: list[Path], previous: list[Path]) -> Path:
