@@ -23,6 +23,13 @@ WHERE = {
     "estimates": ["aestimate_cohort", "estimate_cohort"],
     "comparison": ["CompareOptions", "Compared", "acompare", "compare"],
     "reports": ["ReportOptions", "Reported", "areport", "report"],
+    "folders": ["ExportOptions", "Exported", "JuryOptions", "JuryReport", "MergeOptions", "Merged", "ViewOptions",
+                "Viewed", "aexport", "ajury", "amerge_shards", "aschema", "aview", "export", "jury", "merge_shards",
+                "schema", "schemas"],
+    "networks": ["AnalyzeOptions", "Analyzed", "aanalyze", "analyze"],
+    "casefiles": ["CaseCheck", "ImportOptions", "aimport_agentclinic", "aimport_table", "avalidate_cases",
+                  "import_agentclinic", "import_table", "validate_cases"],
+    "replays": ["ReplayOptions", "Replayed", "ReplayedTraces", "areplay_traces", "replay_traces"],
 }
 _MODULE = {name: module for module, names in WHERE.items() for name in names}
 

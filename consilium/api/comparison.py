@@ -4,8 +4,6 @@ consilium's, the single baseline's), and consilium − single on the same cases:
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +12,7 @@ from typing import Any
 
 from consilium.agents.records import FORMATS
 from consilium.api.options import as_path, draws, options_of
-from consilium.api.sync import sync_twin
+from consilium.api.sync import off_loop, sync_twin
 from consilium.cohort.progress import ItemProgress
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
@@ -245,7 +243,7 @@ async def acompare(run_dir: str | Path, options: CompareOptions | None = None, *
     (compare.md), ``csvs`` and ``figures``. Run on a worker thread (the bootstrap is CPU work), so a running
     loop keeps serving."""
     chosen = options_of(CompareOptions, options, changes)
-    return await asyncio.to_thread(contextvars.copy_context().run, _compare, Path(run_dir), chosen)
+    return await off_loop(_compare, Path(run_dir), chosen)
 
 
 compare = sync_twin(acompare)

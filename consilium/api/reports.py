@@ -11,8 +11,6 @@ consilium − single differences of a cohort holding both.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 
 from consilium.api.comparison import baseline_tables, coverage_section, replicate_tables
 from consilium.api.options import as_path, draws, options_of
-from consilium.api.sync import sync_twin
+from consilium.api.sync import off_loop, sync_twin
 from consilium.cohort.tables import write_csv
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board.protocol import BOARD
@@ -79,7 +77,7 @@ async def areport(run_dir: str | Path, options: ReportOptions | None = None, **c
     folder, written under ``out`` (default ``RUN_DIR/report``). Every cohort is read and checked before
     anything is written. Run on a worker thread (the bootstrap is CPU work)."""
     chosen = options_of(ReportOptions, options, changes)
-    return await asyncio.to_thread(contextvars.copy_context().run, _report, Path(run_dir), chosen)
+    return await off_loop(_report, Path(run_dir), chosen)
 
 
 report = sync_twin(areport)

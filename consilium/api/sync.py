@@ -18,10 +18,16 @@ from typing import Any, ParamSpec, TypeVar
 
 from consilium import aio
 
-__all__ = ["run_sync", "sync_twin"]
+__all__ = ["off_loop", "run_sync", "sync_twin"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+async def off_loop(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``func`` (file and CPU work: reading a run folder, a bootstrap) on a worker thread, in the caller's
+    context, so the coroutine of an API function that does such work keeps a running loop serving."""
+    return await asyncio.to_thread(contextvars.copy_context().run, func, *args, **kwargs)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

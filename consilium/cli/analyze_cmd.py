@@ -8,11 +8,8 @@ import argparse
 from pathlib import Path
 
 from consilium.cli.options import add_model_arguments, build_named, named_label, non_negative_int, positive_int
-from consilium.models import GenerationSettings
-from consilium.reports.networks.judging import UptakeJudge
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
 from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
-from consilium.reports.partial import partial_figures, partial_line, partial_of
 
 __all__ = ["register", "run"]
 
@@ -33,28 +30,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from consilium.reports.networks.analyze import analyze  # networkx when it runs: `--help` stays light
+    from consilium.api.networks import AnalyzeOptions, analyze
+    from consilium.reports.partial import partial_line
 
-    judge = None
-    if args.model or args.model_config:  # a judge decides uptake; without one, the word-overlap rule does
-        model = build_named(args)  # a spec, SPEC@BASE_URL#KEY_VAR or a model config file
-        judge = UptakeJudge(model, GenerationSettings(temperature=0.0, seed=0, max_tokens=args.max_tokens,
-                                                      timeout_s=args.timeout or 120.0), args.max_repairs,
-                            name=named_label(args, model))
-    done = partial_of(args.run_dir)  # the networks are of the finished arms only (docs/cohorts.md)
-    with partial_figures(done):  # each drawing marked
-        result = analyze(args.run_dir, args.out, judge, force=args.force)
-    if done is not None:
-        print(partial_line(done))
+    judge, name = None, None
+    if args.model or args.model_config:  # a spec, SPEC@BASE_URL#KEY_VAR or a model config file
+        judge = build_named(args)
+        name = named_label(args, judge)
+    done = analyze(args.run_dir, AnalyzeOptions(out=args.out, force=args.force, judge_model=judge, judge_name=name,
+                                                max_tokens=args.max_tokens, max_repairs=args.max_repairs,
+                                                timeout_s=args.timeout or 120.0))
+    result = done.analysis
+    if done.done is not None:
+        print(partial_line(done.done))
     methods = ", ".join(f"{n} by {m.replace('_', ' ')}" for m, n in sorted(result.methods.items())) or "none"
     print(f"analysed {result.arms} arms into {result.out}" +
           (f" ({len(result.skipped)} not completed, left out)" if result.skipped else ""))
     if result.other:
         print(f"left out {len(result.other)} arms neither a consilium nor a board meeting (single-specialist "
               f"and other protocols): {', '.join(result.other)}")
-    print(f"dissents decided: {methods}" + ("" if judge else f" (word overlap >= {OVERLAP_THRESHOLD})"))
-    for name in ("categories.csv", "change_paths.csv", "dissents.csv", "centralities.csv", "coassignment.graphml"):
-        print(f"  {result.out / name}")
+    print(f"dissents decided: {methods}" + ("" if done.judged else f" (word overlap >= {OVERLAP_THRESHOLD})"))
+    for file in ("categories.csv", "change_paths.csv", "dissents.csv", "centralities.csv", "coassignment.graphml"):
+        print(f"  {result.out / file}")
     if result.judge_failed:  # the files are written, but not as the judge would have decided: exit 1
         print(f"{result.judge_failed} judge calls failed; word overlap decided them (run analyze again to ask "
               "the judge again)")

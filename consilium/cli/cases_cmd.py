@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from consilium.cases import CaseProblem, case_files, import_agentclinic, load_case, validate_case_file
-from consilium.cases.table_import import import_table
 from consilium.cli.options import show_help
 
-__all__ = ["collect_case_files", "register", "run_import_agentclinic", "run_import_table", "run_validate"]
+__all__ = ["register", "run_import_agentclinic", "run_import_table", "run_validate"]
 
 
 def register(subparsers: Any) -> None:
@@ -82,33 +79,20 @@ def _add_force(parser: argparse.ArgumentParser) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Validate every case file named or found under the given paths; 0 if all are valid, else 2."""
-    problems: list[CaseProblem] = []
-    checked = invalid = 0
-    seen_ids: dict[str, str] = {}
-    for raw in args.paths:
-        files, missing = collect_case_files(Path(raw))
-        if missing is not None:
-            checked += 1
-            invalid += 1
-            problems.append(missing)
-            continue
-        for file in files:
-            checked += 1
-            found = validate_case_file(file)
-            if not found:
-                found = _duplicate_id(file, seen_ids)
-            if found:
-                invalid += 1
-                problems.extend(found)
-    for problem in problems:
+    from consilium.api.casefiles import validate_cases
+
+    done = validate_cases(args.paths)
+    for problem in done.problems:
         print(problem)
-    print(f"{checked} file{'' if checked == 1 else 's'}, {invalid} invalid")
-    return 0 if invalid == 0 else 2
+    print(f"{done.checked} file{'' if done.checked == 1 else 's'}, {done.invalid} invalid")
+    return 0 if done.valid else 2
 
 
 def run_import_agentclinic(args: argparse.Namespace) -> int:
     """Import an AgentClinic JSONL file; a malformed line stops the import before anything is written."""
-    written = import_agentclinic(args.file, args.out, fmt=args.fmt, force=args.force)
+    from consilium.api.casefiles import ImportOptions, import_agentclinic
+
+    written = import_agentclinic(args.file, ImportOptions(out=args.out, fmt=args.fmt, force=args.force))
     print(f"wrote {len(written)} case{'' if len(written) == 1 else 's'} to {args.out}")
     return 0
 
@@ -116,7 +100,9 @@ def run_import_agentclinic(args: argparse.Namespace) -> int:
 def run_import_table(args: argparse.Namespace) -> int:
     """Import a table by a mapping; each failed record, and each record written without a mapped source, is one
     line on stderr (in record order), and any failure makes it exit 2."""
-    result = import_table(args.file, args.mapping, args.out, fmt=args.fmt, force=args.force)
+    from consilium.api.casefiles import ImportOptions, import_table
+
+    result = import_table(args.file, args.mapping, ImportOptions(out=args.out, fmt=args.fmt, force=args.force))
     for line in sorted([*result.problems, *result.notes], key=lambda p: p.record):
         print(line, file=sys.stderr)
     written, failed = len(result.written), len(result.problems)
@@ -125,28 +111,3 @@ def run_import_table(args: argparse.Namespace) -> int:
     tail += f"; {failed} record{'' if failed == 1 else 's'} failed" if failed else ""
     print(f"wrote {written} case{'' if written == 1 else 's'} to {args.out}{tail}")
     return 2 if failed else 0
-
-
-def collect_case_files(path: Path) -> tuple[list[Path], CaseProblem | None]:
-    """The case files a PATH stands for: a directory's are :func:`~consilium.cases.case_files`'s.
-
-    A path that does not exist, or a directory without case files, is returned as a problem.
-    """
-    if path.is_dir():
-        files = case_files(path)
-        if not files:
-            return [], CaseProblem(str(path), "", "no case files (*.json, *.yaml, *.yml) in this directory")
-        return files, None
-    if path.exists() or path.is_symlink():
-        return [path], None
-    return [], CaseProblem(str(path), "", "no such file or directory")
-
-
-def _duplicate_id(file: Path, seen_ids: dict[str, str]) -> list[CaseProblem]:
-    """Two files with the same case id would overwrite each other's run outputs."""
-    case_id = load_case(file).id
-    if case_id in seen_ids:
-        return [CaseProblem(str(file), "id", f"case id {case_id!r} is also used by {seen_ids[case_id]}")]
-    seen_ids[case_id] = str(file)
-    return []
-

@@ -6,10 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from consilium.cohort.caches import check_caches, merge_caches
-from consilium.cohort.merge import merge_shards
-from consilium.errors import UserError
-
 __all__ = ["register", "run"]
 
 
@@ -27,16 +23,15 @@ def register(cohort: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if bool(args.caches) != (args.cache_out is not None):
-        raise UserError("--cache-out: --caches and --cache-out go together (the shard caches, and the new file)")
-    if args.caches:
-        check_caches(list(args.caches), args.cache_out)  # before the folder is written
-    manifest = merge_shards(list(args.run_dirs), args.out, list(sys.argv))
+    from consilium.api.folders import MergeOptions, merge_shards
+
+    done = merge_shards(list(args.run_dirs), MergeOptions(out=args.out, caches=tuple(args.caches or ()),
+                                                          cache_out=args.cache_out))
+    manifest = done.manifest
     print(f"cohort {manifest.run_id}: {len(args.run_dirs)} shards merged, {manifest.counts.get('arms', 0)} arms "
           f"({manifest.counts.get('completed', 0)} completed), {manifest.status}; arms: {args.out / 'arms.csv'}")
-    if args.caches:
-        count = merge_caches(list(args.caches), args.cache_out)
-        print(f"response cache: {count} responses from {len(args.caches)} caches in {args.cache_out}")
+    if done.responses is not None:
+        print(f"response cache: {done.responses} responses from {len(args.caches)} caches in {args.cache_out}")
     if manifest.status != "completed":
         print(f"consilium: {manifest.error}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 __all__ = ["register", "run"]
@@ -23,15 +24,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
+    from consilium.api.folders import ExportOptions, export
 
-    from consilium.export import export_run
-    from consilium.reports.partial import partial_note
-
-    written = export_run(args.run_dir, args.to, args.out, force=args.force, inspect_format=args.inspect_format)
-    partial = partial_note(args.run_dir)  # stdout lists the files written; the rows are the finished arms'
-    if partial is not None:
-        print(f"note: {partial}", file=sys.stderr)
-    for path in written:
+    done = export(args.run_dir, ExportOptions(to=args.to, out=args.out, inspect_format=args.inspect_format,
+                                              force=args.force))
+    if done.partial_note is not None:  # stdout lists the files written; the rows are the finished arms'
+        print(f"note: {done.partial_note}", file=sys.stderr)
+    for path in done.files:
         print(path)
     return 0

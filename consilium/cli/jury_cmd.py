@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from consilium.judges.rubric import load_rubric, rubric_names
+from consilium.judges.rubric import rubric_names
 
 __all__ = ["register", "run"]
 
@@ -26,19 +26,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from consilium.reports.jury import load_jury
-    from consilium.reports.jury_tables import write_jury
-    from consilium.reports.partial import partial_line, partial_of
+    from consilium.api.folders import JuryOptions, jury
+    from consilium.reports.partial import partial_line
 
-    rubric = load_rubric(args.rubric)
-    data = load_jury(args.run_dir, rubric)
-    done = partial_of(args.run_dir)  # a stopped or running cohort's: its agreement is of the finished arms
-    paths = write_jury(args.out or args.run_dir / "jury", data, done)
-    if done is not None:
-        print(partial_line(done))
+    done = jury(args.run_dir, JuryOptions(rubric=args.rubric, out=args.out))
+    data = done.data
+    if done.done is not None:  # a stopped or running cohort's: its agreement is of the finished arms
+        print(partial_line(done.done))
     print(f"jury of {len(data.members)} judges ({', '.join(m.judge for m in data.members)}) on rubric "
-          f"{rubric.name}: {len(data.answers)} answers, {len(data.units)} items, {data.ties} ties resolved, "
+          f"{data.rubric.name}: {len(data.answers)} answers, {len(data.units)} items, {data.ties} ties resolved, "
           f"{data.left_out} not-evaluable votes left out")
-    for path in paths:
+    for path in done.files:
         print(path)
     return 0

@@ -7,14 +7,11 @@ trace, then a count; the exit code is 1 if any trace differs.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from consilium import aio
-from consilium.errors import ReplayDivergenceError, UserError
-from consilium.graphs.registry import protocol_of, read_trace
-from consilium.graphs.replay import first_difference, replay_trace
-from consilium.runfolder.layout import trace_files
+if TYPE_CHECKING:
+    from consilium.api.replays import Replayed
 
 __all__ = ["register", "run"]
 
@@ -26,47 +23,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
-def _traces(paths: list[Path]) -> tuple[list[Path], bool]:
-    """The files named, and every ``*.trace.json`` under a folder named, in order; and whether a folder was."""
-    files: list[Path] = []
-    folders = False
-    for path in paths:
-        if path.is_dir():
-            found = trace_files(path)  # the run's own traces, not a run's nested in it
-            if not found:
-                raise UserError(f"{path}: no *.trace.json files to replay (searched every subfolder)")
-            files += found
-            folders = True
-        else:
-            files.append(path)  # read_trace names a missing or bad file
-    return files, folders
-
-
 def run(args: argparse.Namespace) -> int:
-    files, folders = _traces(args.trace)
-    differ = 0
-    for path in files:
-        differ += _replay(path)
-    if folders:
-        print(f"{len(files)} traces: {len(files) - differ} identical, {differ} different")
-    return 1 if differ else 0
+    from consilium.api.replays import ReplayOptions, replay_traces
+
+    done = replay_traces(args.trace, ReplayOptions(on_each=_line))
+    if done.folders:
+        print(f"{len(done.traces)} traces: {len(done.traces) - done.different} identical, {done.different} different")
+    return 1 if done.different else 0
 
 
-def _replay(path: Path) -> int:
-    """Replay one trace and print its line; 1 if it differs."""
-    trace = read_trace(path)
-    started = time.perf_counter()
-    try:
-        replayed, model = aio.run(replay_trace(trace))
-    except ReplayDivergenceError as exc:
-        print(f"{path}: different: {exc}")
-        return 1
-    difference = first_difference(trace, replayed)
-    elapsed = time.perf_counter() - started
-    if difference is not None:
-        print(f"{path}: different: {difference}")
-        return 1
-    note = protocol_of(trace).replay_note(trace, replayed)
-    note = f"; {note}" if note else ""
-    print(f"{path}: identical ({model.served} recorded calls served, 0 model calls, {elapsed:.2f} s{note})")
-    return 0
+def _line(done: Replayed) -> None:
+    if done.difference is not None:
+        print(f"{done.path}: different: {done.difference}")
+        return
+    note = f"; {done.note}" if done.note else ""
+    print(f"{done.path}: identical ({done.served} recorded calls served, 0 model calls, {done.seconds:.2f} s{note})")

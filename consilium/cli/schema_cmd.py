@@ -5,20 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pydantic import BaseModel
-
-from consilium.cases import Case
-from consilium.errors import UserError
-from consilium.graphs.registry import protocols
-
-__all__ = ["register", "run", "schemas"]
-
-
-def schemas() -> dict[str, type[BaseModel]]:
-    """``trace`` (the consilium's), ``<protocol>-trace`` for every other protocol, and ``case``."""
-    found: dict[str, type[BaseModel]] = {
-        "trace" if name == "consilium" else f"{name}-trace": p.trace_model for name, p in protocols().items()}
-    return {**found, "case": Case}
+__all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +16,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    known = schemas()
-    if args.name not in known:
-        raise UserError(f"name: unknown format {args.name!r} (known: {', '.join(sorted(known))})")
-    print(json.dumps(known[args.name].model_json_schema(), indent=2))
+    from consilium.api.folders import schema
+
+    print(json.dumps(schema(args.name), indent=2))
     return 0
