@@ -130,8 +130,8 @@ def _opinions_block(roles: list[AssignedRole], opinions: list[Opinion]) -> str:
 
 
 async def synthesise(model: ChatModel, case_text: str, roles: list[AssignedRole], opinions: list[Opinion],
-                     fmt: Format, settings: GenerationSettings, budget_chars: int | None) -> Report:
-    """The initial report; ``budget_chars`` is its length in either format (None: a legacy replay's caps)."""
+                     fmt: Format, settings: GenerationSettings, budget_chars: int) -> Report:
+    """The initial report; ``budget_chars`` is its length in either format."""
     structured = fmt == "structured"
     task, lengths = length_prompt("synthesis_structured" if structured else "synthesis_free_form", budget_chars,
                                   REPORT_SECTIONS)
@@ -164,10 +164,10 @@ def reports_equal(a: str, b: str) -> bool:
 
 
 async def revise(model: ChatModel, case_text: str, roles: list[AssignedRole], report: Report, votes: list[Vote],
-                 round: int, fmt: Format, settings: GenerationSettings, budget_chars: int | None) -> Report | None:
+                 round: int, fmt: Format, settings: GenerationSettings, budget_chars: int) -> Report | None:
     """The revised report, or None when the moderator finds no clinically meaningful revision.
 
-    ``budget_chars`` is the revised report's length in either format (None: a legacy replay's caps).
+    ``budget_chars`` is the revised report's length in either format.
     """
     structured = fmt == "structured"
     task, lengths = length_prompt("revision_structured" if structured else "revision_free_form", budget_chars,

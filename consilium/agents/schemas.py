@@ -25,13 +25,9 @@ from consilium.models.structured import OutputInvalid
 __all__ = [
     "OPINION_SECTIONS",
     "REPORT_SECTIONS",
-    "FreeFormRevision",
     "RoleAssignmentAnswer",
     "RoleLabels",
     "RoleProposal",
-    "StructuredOpinion",
-    "StructuredReport",
-    "StructuredRevision",
     "VoteAnswer",
     "assignment_schema",
     "free_text_schema",
@@ -49,14 +45,10 @@ class _Strict(BaseModel):
 
 # Length bounds on every string: grammar-constrained decoding then always
 # terminates, even when a small model starts to repeat itself. The sections of
-# opinions and reports take theirs from the run's length budget (section_caps);
-# SECTION and PROSE are the bounds of traces recorded before that budget, kept
-# so that such traces replay (ConsiliumConfig.lengths "legacy").
+# opinions and reports take theirs from the run's length budget (section_caps).
 LABEL = Field(min_length=2, max_length=80)
 LINE = Field(max_length=240)
 REASON = Field(max_length=400)
-SECTION = Field(max_length=800)
-PROSE = Field(max_length=6000)
 
 
 #: How the moderator names the panel: "catalogue" picks each label from the role catalogue's names (a schema
@@ -88,46 +80,17 @@ def assignment_schema(min_roles: int, max_roles: int, labels: tuple[str, ...] | 
     return OutputSchema(name="RoleAssignment", json_schema=schema, model=RoleAssignmentAnswer)
 
 
-# The legacy answer models: 800 characters per structured section, 6000 for a free-form revision's
-# report and no bound at all on a free-form opinion or synthesis. Only a legacy replay uses them.
-class StructuredOpinion(_Strict):
-    clinical_data: str = SECTION
-    syndromes: str = SECTION
-    differential_diagnosis: str = SECTION
-    diagnostic_strategy: str = SECTION
-    management_strategy: str = SECTION
-    final_conclusion: str = SECTION
-
-
-class StructuredReport(_Strict):
-    final_opinion: str = SECTION
-    summary: str = SECTION
-    final_differential: str = SECTION
-    diagnostic_plan: str = SECTION
-    management_plan: str = SECTION
-    safety_warnings: str = SECTION
-
-
-OPINION_SECTIONS: tuple[str, ...] = tuple(StructuredOpinion.model_fields)
-REPORT_SECTIONS: tuple[str, ...] = tuple(StructuredReport.model_fields)
+#: A structured opinion's sections and a structured report's, in order (ai-consilium.txt, Table 29).
+OPINION_SECTIONS: tuple[str, ...] = ("clinical_data", "syndromes", "differential_diagnosis", "diagnostic_strategy",
+                                     "management_strategy", "final_conclusion")
+REPORT_SECTIONS: tuple[str, ...] = ("final_opinion", "summary", "final_differential", "diagnostic_plan",
+                                    "management_plan", "safety_warnings")
 
 
 class VoteAnswer(_Strict):
     vote: Literal["accept", "dissent"]
     reason: str = REASON
     requested_change: str | None = Field(default=None, max_length=400)
-
-
-class FreeFormRevision(_Strict):
-    changed: bool
-    change_summary: str = REASON
-    report: str = PROSE
-
-
-class StructuredRevision(_Strict):
-    changed: bool
-    change_summary: str = REASON
-    report: StructuredReport
 
 
 def section_caps(budget_chars: int, sections: tuple[str, ...]) -> dict[str, int]:
@@ -160,30 +123,25 @@ def _revision_model(budget_chars: int, structured: bool) -> type[BaseModel]:
                         changed=(bool, ...), change_summary=(str, REASON), report=report)
 
 
-def opinion_schema(budget_chars: int | None) -> OutputSchema:
-    """The structured opinion's schema, its sections sharing ``budget_chars`` (None: the legacy caps)."""
-    return OutputSchema.from_model(StructuredOpinion if budget_chars is None else _opinion_model(budget_chars))
+def opinion_schema(budget_chars: int) -> OutputSchema:
+    """The structured opinion's schema, its sections sharing ``budget_chars``."""
+    return OutputSchema.from_model(_opinion_model(budget_chars))
 
 
-def report_schema(budget_chars: int | None) -> OutputSchema:
-    """The structured report's schema, its sections sharing ``budget_chars`` (None: the legacy caps)."""
-    return OutputSchema.from_model(StructuredReport if budget_chars is None else _report_model(budget_chars))
+def report_schema(budget_chars: int) -> OutputSchema:
+    """The structured report's schema, its sections sharing ``budget_chars``."""
+    return OutputSchema.from_model(_report_model(budget_chars))
 
 
-def revision_schema(budget_chars: int | None, structured: bool) -> OutputSchema:
-    """A revision's schema; its ``report`` has ``budget_chars`` in either format (None: the legacy caps)."""
-    if budget_chars is None:
-        return OutputSchema.from_model(StructuredRevision if structured else FreeFormRevision)
+def revision_schema(budget_chars: int, structured: bool) -> OutputSchema:
+    """A revision's schema; its ``report`` has ``budget_chars`` in either format."""
     return OutputSchema.from_model(_revision_model(budget_chars, structured))
 
 
 @cache
-def free_text_schema(name: str, budget_chars: int | None) -> OutputSchema | None:
+def free_text_schema(name: str, budget_chars: int) -> OutputSchema:
     """A free-form answer held to the budget that a structured answer's sections share. One over it is
-    invalid: recorded and repaired as an over-long section is (wrappers/repair.py), never cut. None (no
-    check) for a legacy replay, whose free-form opinions and syntheses had no bound."""
-    if budget_chars is None:
-        return None
+    invalid: recorded and repaired as an over-long section is (wrappers/repair.py), never cut."""
 
     def check(text: str) -> str:
         answer = text.strip()
@@ -197,10 +155,7 @@ def free_text_schema(name: str, budget_chars: int | None) -> OutputSchema | None
                                                       f"after it.")
 
 
-def length_prompt(task: str, budget_chars: int | None, sections: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+def length_prompt(task: str, budget_chars: int, sections: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
     """The prompt file of ``task`` and the budget placeholders it states: ``{budget_chars}`` and, for a
-    structured answer, ``{section_chars}`` (each section's floor share). A legacy replay (None) gets the
-    prompt file its trace was recorded with, which states no budget (prompts/legacy/)."""
-    if budget_chars is None:
-        return f"legacy/{task}", {}
+    structured answer, ``{section_chars}`` (each section's floor share)."""
     return task, {"budget_chars": budget_chars, "section_chars": budget_chars // len(sections)}

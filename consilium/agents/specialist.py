@@ -18,10 +18,10 @@ def _role_fields(role: AssignedRole) -> dict[str, Any]:
 
 
 async def write_opinion(model: ChatModel, case_text: str, role: AssignedRole, fmt: Format,
-                        settings: GenerationSettings, budget_chars: int | None) -> Opinion:
+                        settings: GenerationSettings, budget_chars: int) -> Opinion:
     """The role's pre-consilium opinion; it sees the case and its own brief, nothing else.
 
-    ``budget_chars`` is the opinion's length in either format (None: a legacy replay's unequal caps).
+    ``budget_chars`` is the opinion's length in either format.
     """
     structured = fmt == "structured"
     task, lengths = length_prompt("opinion_structured" if structured else "opinion_free_form", budget_chars,

@@ -150,16 +150,14 @@ def _board(variant: str, c: BoardConfig) -> list[StageBounds]:
     """agents: roles, then moderator and specialist turns, then the conclusion; single: the whole meeting in
     one call (opentumorboard.txt App. B; graphs/board/graph.py, agents.py). The moderator (its own prompt
     and model) opens every turn with a call, a pass being a call without a turn of its own, and closes the
-    meeting: at most ``max_turns`` calls, the specialists at most ``max_turns - 1``. Fewest, from 5 turns on
-    (6 alternating): ask, answer, ask, answer, close (two specialists must speak before the moderator may
-    close); under that the limit may end the meeting after one question and its answer."""
+    meeting: at most ``max_turns`` calls, the specialists at most ``max_turns - 1``. Fewest, from 5 turns on:
+    ask, answer, ask, answer, close (two specialists must speak before the moderator may close); under that
+    the limit may end the meeting after one question and its answer."""
     if variant == "single":
         return [StageBounds("board_turn", (1, 1), _prompt("board_single", BOARD, "board_preamble", BOARD), 0,
                             c.tokens_for("board_single"))]
     transcript = c.max_turns * c.tokens_for("board_turn")
-    # Alternating, the limit stops the meeting once a question and its answer no longer fit, before the
-    # moderator's close: 5 turns end after the second answer.
-    asks, answers = (3, 2) if c.max_turns >= (5 if c.discussion == "open" else 6) else (1, 1)
+    asks, answers = (3, 2) if c.max_turns >= 5 else (1, 1)
     return [
         StageBounds("role_assignment", _assignment(c), _prompt("assign_roles", SHARED, "board_preamble", BOARD), 0,
                     c.tokens_for("role_assignment"), chair=True),

@@ -18,13 +18,18 @@ from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.graphs.registry import protocol_of
 from consilium.models.backends.replay import ReplayModel
+from consilium.traces.retired import replay_refusal
 from consilium.traces.schema import TraceBase
 
 __all__ = ["compared_fields", "first_difference", "replay_trace", "unmade_call"]
 
 
 async def replay_trace(trace: TraceBase) -> tuple[TraceBase, ReplayModel]:
-    """The trace re-run from its recorded calls, and the replay model (to count what it served)."""
+    """The trace re-run from its recorded calls, and the replay model (to count what it served). A trace that ran
+    a mode this version no longer runs is refused, naming its version (consilium/traces/versions.py)."""
+    refusal = replay_refusal(trace)
+    if refusal:
+        raise UserError(refusal)
     case = Case.model_validate(trace.case)
     if case.content_hash() != trace.case_hash:
         raise UserError(f"case: the embedded case of {trace.case_id} does not match its case_hash")

@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from consilium.agents.schemas import RoleLabels
 from consilium.models import GenerationSettings
+from consilium.traces.retired import RETIRED_SETTINGS, retired_setting
 
 __all__ = ["RUN_CONFIG", "ConfigRecord", "RunConfig", "StageTokens", "known_stages"]
 
@@ -36,6 +37,8 @@ class RunConfig(BaseModel):
 
     model_config = RUN_CONFIG
     STAGE_TOKENS: ClassVar[dict[str, int]] = {}
+    #: A trace's record reads the retired modes older runs used (consilium/traces/retired.py); a run refuses them.
+    READS_RETIRED: ClassVar[bool] = False
 
     min_roles: int = Field(default=3, ge=1)
     max_roles: int = Field(default=6, ge=1, validate_default=True)  # checked against min_roles
@@ -51,6 +54,15 @@ class RunConfig(BaseModel):
         default="free", description="how the moderator names the panel: catalogue (each label one of the role "
                                     "catalogue's names, by the schema) or free (free text, as in the paper); not "
                                     "given, the CLI picks by the moderator's model (embedded: catalogue, else free)")
+
+    @field_validator(*RETIRED_SETTINGS, mode="before", check_fields=False)
+    @classmethod
+    def _not_retired(cls, value: Any, info: ValidationInfo) -> Any:
+        """A retired mode's value is refused by name, for a run; a record of an older run reads it."""
+        why = None if cls.READS_RETIRED or info.field_name is None else retired_setting(info.field_name, value)
+        if why:
+            raise PydanticCustomError("retired_mode", why)
+        return value
 
     @field_validator("max_tokens", check_fields=False)
     @classmethod
@@ -84,6 +96,7 @@ class ConfigRecord(RunConfig):
 
     #: Fields of the record that are not run settings (replay runs with the rest).
     RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts",)
+    READS_RETIRED: ClassVar[bool] = True
 
     prompts: dict[str, str] = Field(default_factory=dict, description="sha256 (first 12 hex) of each prompt file "
                                                                       "the run used")

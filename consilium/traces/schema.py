@@ -8,9 +8,9 @@ or a field's meaning changes; the reader upgrades every older version it knows
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from consilium.models import CallRecord, Usage, UsageLedger
 from consilium.traces.config import ConfigRecord
@@ -24,7 +24,7 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: 1.3: a board run's ``config.discussion`` ("open": the moderator may pass the floor; "alternating" for older
 #: traces); agents-mode turns may carry ``floor`` and ``responds_to``; ``moderator_images_sent``; a call's
 #: message may carry ``captions`` beside its ``images``. ``usage.spent`` and ``usage.cache_hits``: what the run
-#: spent, response-cache hits left out (filled in from the calls when an older trace is read).
+#: spent, response-cache hits left out (counted from the calls when an older trace is read).
 #: 1.4: a trace's ``kind`` may be any installed protocol's (``single`` among them) and its ``config`` is that
 #: protocol's record type, with ``role_labels`` ("free" when absent: how older runs assigned roles); a call may
 #: carry ``reasoning`` and ``omitted_settings``; usage counts ``reasoning_tokens`` (0 when absent).
@@ -77,19 +77,16 @@ class TraceBase(BaseModel):
     wall_s: float
     versions: dict[str, str]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _spent_from_calls(cls, data: Any) -> Any:
-        """A trace written before ``usage.spent`` was recorded: it and ``cache_hits`` from the calls, as
-        the ledger counts them (a call answered from the response cache spent nothing)."""
-        usage, calls = (data.get("usage"), data.get("calls")) if isinstance(data, dict) else (None, None)
-        if not isinstance(usage, dict) or "spent" in usage or not isinstance(calls, list):
-            return data
-        if not all(isinstance(c, dict) and isinstance(c.get("usage"), dict) for c in calls):
-            return data  # left for the model's own validation to report
-        try:
-            spent = Usage.total(Usage.model_validate(c["usage"]) for c in calls if not c.get("cached"))
-        except ValidationError:
-            return data
-        hits = sum(1 for c in calls if c.get("cached"))
-        return {**data, "usage": {**usage, "spent": spent.model_dump(), "cache_hits": hits}}
+    #: Where the record was read from and the schema version its file was written as (set by the reader,
+    #: consilium/graphs/registry.py; a record made in this process: no file, today's version).
+    _origin: tuple[str, str] = PrivateAttr(default=("a run made by this version", SCHEMA_VERSION))
+
+    def read_from(self, where: str, version: str) -> Self:
+        """This record, noted as read from ``where``, whose file was written as schema ``version``."""
+        self._origin = (where, version)
+        return self
+
+    @property
+    def origin(self) -> tuple[str, str]:
+        """Where the record was read from, and the schema version its file was written as."""
+        return self._origin

@@ -1,9 +1,13 @@
-"""Reading every record version consilium ever wrote: each older shape is upgraded on read.
+"""Reading every record version consilium ever wrote: each older shape is upgraded on read, here only.
 
 A record's ``schema_version`` changes whenever its shape or a field's meaning changes
-(docs/traces.md, "Versions"). Each step below takes a record of one version to the next; reading
-applies them in order, so a file from any earlier release reads as today's model. A version not
-listed (a newer consilium's) is refused with the versions this one reads.
+(docs/traces.md, "Schema version"). Each step below takes a record of one version to the next; reading
+applies them in order, so a file from any earlier release reads as today's model and nothing after the
+reader asks which version a record was. A version not listed (a newer consilium's) is refused with the
+versions this one reads.
+
+Some older runs used a mode this version no longer runs (consilium/traces/retired.py): their records still
+read, with the mode they ran; only replaying one is refused, in one line naming its version.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from consilium.errors import UserError
+from consilium.models import Usage
 
 __all__ = ["JUDGEMENT_STEPS", "TRACE_STEPS", "upgrade"]
 
@@ -45,13 +52,35 @@ def _trace_1_1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _trace_1_2(data: dict[str, Any]) -> dict[str, Any]:
-    """1.2 → 1.3: a board meeting strictly alternated moderator and specialist (``discussion:
-    "alternating"``); 1.3 lets the moderator pass the floor to whoever should speak next. Recording the old
-    protocol keeps an older trace replaying the meeting it recorded."""
+    """1.2 → 1.3: a board meeting in agents mode strictly alternated moderator and specialist (``discussion:
+    "alternating"``); 1.3 lets the moderator pass the floor to whoever should speak next (a single-mode meeting
+    has no floor: ``open``, as a new one records). A consilium's answers had unequal length caps (``lengths:
+    "legacy"``) before 1.3 shared one budget. ``usage.spent`` and ``cache_hits`` are counted from the calls, as
+    the ledger counts them (a call answered from the response cache spent nothing)."""
     config = data.get("config")
-    if data.get("kind") == "board" and isinstance(config, dict) and "discussion" not in config:
-        data = {**data, "config": {**config, "discussion": "alternating"}}
-    return {**data, "schema_version": "1.3"}
+    if isinstance(config, dict):
+        if data.get("kind") == "board" and "discussion" not in config:
+            config = {**config, "discussion": "alternating" if config.get("mode", "agents") == "agents" else "open"}
+        if data.get("kind") == "consilium" and "lengths" not in config:
+            config = {**config, "lengths": "legacy"}
+        data = {**data, "config": config}
+    return {**_spent_from_calls(data), "schema_version": "1.3"}
+
+
+def _spent_from_calls(data: dict[str, Any]) -> dict[str, Any]:
+    """``usage.spent`` and ``usage.cache_hits`` from the calls; a record whose calls do not read as calls is
+    left for the model's own validation to report."""
+    usage, calls = data.get("usage"), data.get("calls")
+    if not isinstance(usage, dict) or "spent" in usage or not isinstance(calls, list):
+        return data
+    if not all(isinstance(c, dict) and isinstance(c.get("usage"), dict) for c in calls):
+        return data
+    try:
+        spent = Usage.total(Usage.model_validate(c["usage"]) for c in calls if not c.get("cached"))
+    except ValidationError:
+        return data
+    hits = sum(1 for c in calls if c.get("cached"))
+    return {**data, "usage": {**usage, "spent": spent.model_dump(), "cache_hits": hits}}
 
 
 def _trace_1_3(data: dict[str, Any]) -> dict[str, Any]:
@@ -70,11 +99,12 @@ def _trace_1_4(data: dict[str, Any]) -> dict[str, Any]:
 def _trace_1_5(data: dict[str, Any]) -> dict[str, Any]:
     """1.5 → 1.6: a board run's open floor asked the moderator under one flat answer object (the rules across
     fields checked after decoding only); 1.6 asks under a union built per call and records which
-    (``config.floor_schema``). Recording the flat one keeps an older trace asking, and so replaying, as it
-    ran."""
+    (``config.floor_schema``). Only an agents-mode meeting with an open floor ever asked on it: it records
+    ``flat``; any other board trace ``union``, as a new one of its kind records."""
     config = data.get("config")
     if data.get("kind") == "board" and isinstance(config, dict) and "floor_schema" not in config:
-        data = {**data, "config": {**config, "floor_schema": "flat"}}
+        asked = config.get("mode", "agents") == "agents" and config.get("discussion") == "open"
+        data = {**data, "config": {**config, "floor_schema": "flat" if asked else "union"}}
     return {**data, "schema_version": "1.6"}
 
 
@@ -108,3 +138,4 @@ def upgrade(data: Any, *, current: str, steps: dict[str, tuple[str, Step]], wher
         data = step(data)
         seen += 1
     return data
+

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from consilium.agents.prompting import case_messages
 from consilium.agents.records import AssignedRole
 from consilium.errors import IncompleteAnswerError, ModelOutputError
-from consilium.graphs.board.moderator_schema import MODERATOR, FloorSchema, answer_schema, pass_offered
+from consilium.graphs.board.moderator_schema import MODERATOR, answer_schema, pass_offered
 from consilium.graphs.board.transcript import Turn, one_line, split_sentences
 from consilium.graphs.board.validate import validate_transcript
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
@@ -105,8 +105,6 @@ class ModeratorSentences(BaseModel):
 
     open_meeting: str
     time_up: str
-    alternating_ask_or_close: str
-    alternating_ask: str
     move_on: str
     either: str
     joined_by: str
@@ -114,7 +112,6 @@ class ModeratorSentences(BaseModel):
     option_ask: str
     option_pass: str
     option_close: str
-    format_alternating: str
     format_open: str
 
 
@@ -130,14 +127,12 @@ def _table(roles: list[AssignedRole]) -> str:
     return ", ".join(r.label for r in roles)
 
 
-def _instruction(turns: list[Turn], actions: list[str], open_floor: bool) -> str:
+def _instruction(turns: list[Turn], actions: list[str]) -> str:
     said = moderator_sentences()
     if not turns:
         return said.open_meeting
     if actions == ["close"]:
         return said.time_up
-    if not open_floor:
-        return said.alternating_ask_or_close if "close" in actions else said.alternating_ask
     # Speakers take the floor more than once and a turn may answer the previous turn or disagree
     # (opentumorboard.txt App. B.2): the moderator may let a specialist reply to a colleague directly.
     options = [text for action, text in (("ask", said.option_ask), ("pass", said.option_pass),
@@ -146,31 +141,26 @@ def _instruction(turns: list[Turn], actions: list[str], open_floor: bool) -> str
 
 
 async def moderator_turn(call: BoardCall, roles: list[AssignedRole], turns: list[Turn], *, may_close: bool,
-                         must_close: bool = False, may_pass: bool = False,
-                         open_floor: bool = False, may_ask: bool = True,
-                         floor_schema: FloorSchema = "union") -> ModeratorMove:
+                         must_close: bool = False, may_pass: bool = False, may_ask: bool = True) -> ModeratorMove:
     """The moderator presents, gives the floor to a named specialist with a question, passes it for a
-    direct reply (``open_floor`` only), or closes. Closing is offered once at least two specialists have
-    spoken (``may_close``) and is the only choice at the turn limit (``must_close``). ``may_ask`` is
-    false with two turns left, where a question and its answer would leave no turn for the closing.
-    ``floor_schema``: the open floor's answer schema the run records (moderator_schema.py)."""
+    direct reply, or closes. Closing is offered once at least two specialists have spoken (``may_close``)
+    and is the only choice at the turn limit (``must_close``). ``may_ask`` is false with two turns left,
+    where a question and its answer would leave no turn for the closing."""
     labels = [r.label for r in roles]
     if must_close:
         actions = ["close"]
     else:
-        passing = may_pass and open_floor and pass_offered(labels, turns, floor_schema)
+        passing = may_pass and pass_offered(labels, turns)
         others = (["pass"] if passing else []) + (["close"] if may_close else [])
         actions = (["ask"] if may_ask or not others else []) + others
-    # Open floor: the rules across fields are in the union schema (moderator_schema.py) and checked after
-    # decoding; a run recorded under the flat schema asks with it again.
-    schema = answer_schema(labels, actions, open_floor, turns, floor_schema)
+    # The rules across fields are in the union schema (moderator_schema.py) and checked after decoding.
+    schema = answer_schema(labels, actions, turns)
     request = ModelRequest(
         messages=case_messages(call.case_text, "board_moderator", preamble="board_preamble", package=PROMPTS,
                                images=call.images,
                                captions=call.captions, roles=_table(roles), transcript=render_turns(turns),
-                               instruction=_instruction(turns, actions, open_floor),
-                               answer_format=moderator_sentences().format_open if open_floor
-                               else moderator_sentences().format_alternating),
+                               instruction=_instruction(turns, actions),
+                               answer_format=moderator_sentences().format_open),
         settings=call.settings, schema=schema, tag=CallTag(stage="board_turn", role="moderator", round=len(turns) + 1),
     )
     parsed: dict[str, Any] = (await call.model.generate(request)).parsed

@@ -8,11 +8,7 @@ from pydantic import Field
 
 from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
-__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "FloorSchema", "TurnRecord"]
-
-#: The open floor's moderator answer schema (moderator_schema.py): ``union`` (per call, every rule in the
-#: schema) or ``flat`` (one object, the rules across fields checked after decoding: board traces before 1.6).
-FloorSchema = Literal["union", "flat"]
+__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "TurnRecord"]
 
 BOARD_MAX_TOKENS: dict[str, int] = {
     "role_assignment": 768,
@@ -28,16 +24,15 @@ class BoardConfig(RunConfig):
 
     max_turns: int = Field(default=12, ge=2, description="turns (moderator and specialists) before the limit "
                                                          "closes the meeting")
-    discussion: Literal["open", "alternating"] = Field(
+    discussion: Literal["open"] = Field(
         default="open", description="open: the moderator may pass the floor for a specialist to reply directly to "
-                                    "another, and the turn limit ends with the moderator's closing turn; "
-                                    "alternating: moderator and specialist strictly alternate (the protocol of "
-                                    "board traces before schema 1.3, kept so they replay)")
-    floor_schema: FloorSchema = Field(
+                                    "another, and the turn limit ends with the moderator's closing turn (board "
+                                    "traces before schema 1.3 read as alternating, which no longer runs)")
+    floor_schema: Literal["union"] = Field(
         default="union", description="the open floor's moderator answer schema: union (built per call, one branch "
                                      "per action and speaker, so a schema-enforcing backend cannot break the "
-                                     "floor's rules) or flat (one object, the rules checked after decoding: board "
-                                     "traces before schema 1.6, kept so they replay)")
+                                     "floor's rules; board traces before schema 1.6 read as flat, which no longer "
+                                     "runs)")
     min_roles: int = Field(default=2, ge=1)
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
@@ -49,6 +44,13 @@ class TurnRecord(BoardConfig, ConfigRecord):
 
     RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts", "images")
 
+    # What older runs recorded (consilium/traces/retired.py): they read, and no longer run.
+    discussion: Literal["open", "alternating"] = Field(
+        default="open", description="open: the moderator may pass the floor; alternating: moderator and "
+                                    "specialist strictly alternated (board traces before schema 1.3)")
+    floor_schema: Literal["union", "flat"] = Field(
+        default="union", description="the open floor's moderator answer schema: union, or flat (one object, the "
+                                     "rules checked after decoding: open-floor board traces before schema 1.6)")
     images: list[str] = Field(default_factory=list, description="the slide image files the run was given")
 
 

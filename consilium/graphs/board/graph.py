@@ -5,11 +5,9 @@ assign_roles ─► moderator ─┬─ ask (a moderator turn) ─────�
                            ├─ close (≥ 2 specialists have spoken) ─► conclude
                            └─ one turn left (open floor): must close ─► conclude
 
-Open floor (``BoardConfig.discussion``, the default): speakers take the floor more than once and a
-turn may answer the previous turn or disagree (opentumorboard.txt, App. B.2), so the moderator may
-let a specialist reply to a colleague directly, consecutive specialist turns included; the turn limit
-ends with the moderator's closing turn. Alternating (traces before schema 1.3): moderator and
-specialist alternate, and the limit stops the meeting once there is no room for a question and answer.
+Open floor: speakers take the floor more than once and a turn may answer the previous turn or
+disagree (opentumorboard.txt, App. B.2), so the moderator may let a specialist reply to a colleague
+directly, consecutive specialist turns included; the turn limit ends with the moderator's closing turn.
 """
 
 from __future__ import annotations
@@ -55,24 +53,22 @@ async def moderate(state: BoardState, runtime: Runtime[BoardContext]) -> BoardSt
     turns = state.get("turns", [])
     cfg = runtime.context.config
     left = cfg.max_turns - len(turns)
-    open_floor = cfg.discussion == "open"
-    if turns and (left <= 0 or (not open_floor and left < 2)):
+    if turns and left <= 0:
         return {"stop_reason": "turn_limit", "floor": None}
     spoken = {t.role for t in turns if t.role != MODERATOR}
-    must_close = open_floor and bool(turns) and left == 1  # the last turn is the moderator's closing
+    must_close = bool(turns) and left == 1  # the last turn is the moderator's closing
     # With two turns left a question would take both (the moderator's and the answer), leaving none for
     # the closing: only a pass (one turn) or the close itself keeps the meeting's end the moderator's.
-    may_ask = not (open_floor and bool(turns) and left == 2)
+    may_ask = not (bool(turns) and left == 2)
     move = await board.moderator_turn(runtime.context.moderator_call, state["roles"], turns,
                                       may_close=len(spoken) >= 2, must_close=must_close,
-                                      may_pass=bool(spoken), open_floor=open_floor, may_ask=may_ask,
-                                      floor_schema=cfg.floor_schema)
+                                      may_pass=bool(spoken), may_ask=may_ask)
     number = len(turns) + 1
     if move.action == "close":
         return {"turns": [Turn(number=number, role=MODERATOR, text=move.message)],
                 "stop_reason": "turn_limit" if must_close else "moderator_closed", "floor": None}
     floor = Floor(role=move.speaker, question=move.message, responds_to=move.responds_to,
-                  passed=move.action == "pass", open=open_floor)
+                  passed=move.action == "pass")
     if move.action == "pass":
         return {"floor": floor}
     return {"turns": [Turn(number=number, role=MODERATOR, text=move.message, addressed_to=move.speaker.label)],
@@ -86,10 +82,10 @@ async def speak(state: BoardState, runtime: Runtime[BoardContext]) -> BoardState
     text = await board.specialist_speaks(runtime.context.specialist_call, state["roles"], floor["role"], turns,
                                          floor["question"], responds_to=floor["responds_to"],
                                          passed=floor["passed"])
-    how: dict[str, Any] = {"floor": "passed" if floor["passed"] else "asked",
-                           "responds_to": floor["responds_to"]} if floor["open"] else {}
-    update: BoardState = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text, **how)],
-                              "floor": None}
+    update: BoardState = {"turns": [Turn(number=len(turns) + 1, role=floor["role"].label, text=text,
+                                         floor="passed" if floor["passed"] else "asked",
+                                         responds_to=floor["responds_to"])],
+                          "floor": None}
     if len(turns) + 1 >= runtime.context.config.max_turns:
         update["stop_reason"] = "turn_limit"
     return update

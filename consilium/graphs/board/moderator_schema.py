@@ -8,11 +8,6 @@ call: a union with one branch per action and speaker (``action`` and ``speaker``
 (a llama.cpp grammar, a server's ``json_schema``) then cannot produce an answer the rules refuse. The
 same rules are checked again after decoding, with a message fit for a repair, for backends that do not
 enforce schemas; the union is checked last, so the two can never disagree silently.
-
-Board traces before schema 1.6 asked the open floor under one flat object (every field's own type, the
-rules only checked after decoding) and offered a pass once anyone had spoken. Their config records
-``floor_schema: "flat"`` (consilium/traces/versions.py), and a run with it asks exactly as they did, so
-that they replay; a new run records ``"union"``.
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from consilium.graphs.board.config import FloorSchema
 from consilium.graphs.board.transcript import Turn
 from consilium.models import OutputSchema
 from consilium.models.structured import OutputInvalid
@@ -28,12 +22,10 @@ from consilium.models.structured import OutputInvalid
 __all__ = [
     "MESSAGE_CHARS",
     "MODERATOR",
-    "FloorSchema",
     "answer_schema",
     "answerable_turns",
     "floor_check",
     "moderator_schema",
-    "open_floor_schema",
     "open_floor_turns",
     "pass_offered",
 ]
@@ -49,42 +41,21 @@ def answerable_turns(turns: list[Turn], speaker: str) -> list[int]:
     return [t.number for t in turns if t.role not in (MODERATOR, speaker)]
 
 
-def moderator_schema(labels: list[str], actions: list[str], open_floor: bool, turns: list[Turn],
-                     floor_schema: FloorSchema = "union") -> dict[str, Any]:
-    """The JSON schema of the moderator's answer: the open floor's (a union, or the flat object it was before
-    schema 1.6), or the alternating protocol's."""
-    if not open_floor:
-        return _alternating(labels, actions)
-    return open_floor_schema(labels, actions, turns) if floor_schema == "union" else _flat_open(labels, actions)
+def answer_schema(labels: list[str], actions: list[str], turns: list[Turn]) -> OutputSchema:
+    """The moderator's answer schema (:func:`moderator_schema`) with its check after decoding (the rules across
+    fields, :func:`floor_check`)."""
+    return OutputSchema(name="ModeratorTurn", check=floor_check(labels, actions, turns),
+                        json_schema=moderator_schema(labels, actions, turns))
 
 
-def answer_schema(labels: list[str], actions: list[str], open_floor: bool, turns: list[Turn],
-                  floor_schema: FloorSchema = "union") -> OutputSchema:
-    """The moderator's answer schema with its check after decoding (open floor: the rules across fields)."""
-    check = floor_check(labels, actions, turns, floor_schema) if open_floor else None
-    return OutputSchema(name="ModeratorTurn", check=check,
-                        json_schema=moderator_schema(labels, actions, open_floor, turns, floor_schema))
+def pass_offered(labels: list[str], turns: list[Turn]) -> bool:
+    """Whether a pass may be offered: only where a speaker has a turn to reply to (else it has no branch)."""
+    return open_floor_turns(labels, turns)
 
 
-def pass_offered(labels: list[str], turns: list[Turn], floor_schema: FloorSchema = "union") -> bool:
-    """Whether the open floor may offer a pass: a union only where a speaker has a turn to reply to (else the
-    pass has no branch); the flat schema offered it once any turn was said, as its traces asked."""
-    return open_floor_turns(labels, turns) if floor_schema == "union" else bool(turns)
-
-
-def _alternating(labels: list[str], actions: list[str]) -> dict[str, Any]:
-    """The alternating protocol's flat schema (board traces before schema 1.3): no turn is named, so no
-    rule crosses fields; kept byte for byte so that those traces replay."""
-    return {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
-            "properties": {"action": {"type": "string", "enum": actions},
-                           "speaker": {"type": "string", "enum": labels},
-                           "message": _MESSAGE}}
-
-
-def _flat_open(labels: list[str], actions: list[str]) -> dict[str, Any]:
+def _fields(labels: list[str], actions: list[str]) -> dict[str, Any]:
     """Every field's own type, without the rules across fields: the first check after decoding, whose
-    messages name the field (``speaker: 'X' is not one of …``), and the open floor's schema itself before
-    schema 1.6 (``floor_schema: "flat"``), kept byte for byte so that those traces replay."""
+    messages name the field (``speaker: 'X' is not one of …``)."""
     return {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
             "properties": {"action": {"type": "string", "enum": actions},
                            "speaker": {"type": "string", "enum": labels},
@@ -101,7 +72,7 @@ def _branch(action: str, speaker: Any, responds_to: dict[str, Any] | None, *, na
     return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
 
 
-def open_floor_schema(labels: list[str], actions: list[str], turns: list[Turn]) -> dict[str, Any]:
+def moderator_schema(labels: list[str], actions: list[str], turns: list[Turn]) -> dict[str, Any]:
     """The open floor's answer as a union: per speaker, an ``ask`` whose ``responds_to`` is null or a turn
     that speaker may answer, a ``pass`` that must name one, and one ``close`` (its speaker and turn are
     ignored, as the prompt says). A pass is left out for a speaker with no turn to answer."""
@@ -125,20 +96,17 @@ def open_floor_turns(labels: list[str], turns: list[Turn]) -> bool:
     return any(answerable_turns(turns, label) for label in labels)
 
 
-def floor_check(labels: list[str], actions: list[str], turns: list[Turn],
-                floor_schema: FloorSchema = "union") -> Callable[[str], Any]:
-    """The open-floor rules after decoding, each failure with a message for the repair, then the union (the
-    flat schema has none: its rules were these checks alone)."""
-    flat = OutputSchema(name="ModeratorTurn", json_schema=_flat_open(labels, actions))
-    union = OutputSchema(name="ModeratorTurn", json_schema=open_floor_schema(labels, actions, turns)) \
-        if floor_schema == "union" else None
+def floor_check(labels: list[str], actions: list[str], turns: list[Turn]) -> Callable[[str], Any]:
+    """The open-floor rules after decoding, each failure with a message for the repair, then the union."""
+    fields = OutputSchema(name="ModeratorTurn", json_schema=_fields(labels, actions))
+    union = OutputSchema(name="ModeratorTurn", json_schema=moderator_schema(labels, actions, turns))
     numbers = {t.number: t for t in turns}
 
     def check(text: str) -> Any:
-        value = flat.validate(text)
+        value = fields.validate(text)
         if value["action"] != "close":
             _floor_rules(value, numbers, len(turns))
-        return union.validate(text) if union is not None else value
+        return union.validate(text)
 
     return check
 

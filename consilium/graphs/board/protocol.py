@@ -71,20 +71,6 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
                                BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
                                images=tuple(trace.config.images))
 
-    def compared(self, recorded: BoardTrace, replayed: BoardTrace) -> tuple[str, ...]:
-        """A format report made by an older version of the checks than today's is not compared: the
-        meeting itself still is, its score under the old checks is not."""
-        if older_checks(recorded, replayed):
-            return tuple(f for f in self.compared_fields if f != "validation")
-        return self.compared_fields
-
-    def replay_note(self, recorded: BoardTrace, replayed: BoardTrace) -> str:
-        if not older_checks(recorded, replayed):
-            return ""
-        assert recorded.validation is not None and replayed.validation is not None
-        return (f"its format report, made by checks v{recorded.validation.rules}, is today v"
-                f"{replayed.validation.rules}: not compared")
-
     def row(self, trace: BoardTrace) -> dict[str, Any]:
         validation = trace.validation
         return {
@@ -109,12 +95,6 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
                                       for c in trace.validation.checks)))
         blocks += [Note(note, emphasis=True) for note in trace.notes]
         return blocks
-
-
-def older_checks(recorded: BoardTrace, replayed: BoardTrace) -> bool:
-    """True when the recorded format report was made by an older version of the checks than today's."""
-    old, new = recorded.validation, replayed.validation
-    return old is not None and new is not None and old.rules != new.rules
 
 
 class TurnProtocol(Protocol[TurnTrace, BoardConfig]):

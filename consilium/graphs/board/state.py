@@ -22,7 +22,6 @@ class Floor(TypedDict):
     question: str
     responds_to: int | None
     passed: bool
-    open: bool  # the open-floor protocol, which records how each specialist got the floor
 
 
 class BoardState(TypedDict, total=False):

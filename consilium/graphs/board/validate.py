@@ -62,7 +62,7 @@ class FormatReport(BaseModel):
     repetition_penalty: float = 0.0
     repetition: Repetition | None = None
     #: Which version of the checks made this report: "1" for traces older than schema 1.2 (set when they
-    #: are read, consilium/traces/versions.py), so replay knows not to hold them to today's checks.
+    #: are read, consilium/traces/versions.py); such a trace reads but no longer replays (traces/retired.py).
     rules: str = FORMAT_RULES
 
     @property

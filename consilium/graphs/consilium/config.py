@@ -50,11 +50,6 @@ DEFAULT_MAX_TOKENS: dict[str, int] = {
     "revision": budget_max_tokens("revision", DEFAULT_BUDGET_CHARS),
 }
 
-#: The defaults of traces recorded before the shared budget (config ``lengths: legacy``).
-_LEGACY_MAX_TOKENS: dict[str, int] = {"role_assignment": 768, "opinion": 2048, "synthesis": 2048, "vote": 384,
-                                      "revision": 2560}
-
-
 class ConsiliumConfig(RunConfig):
     STAGE_TOKENS: ClassVar[dict[str, int]] = DEFAULT_MAX_TOKENS
 
@@ -70,9 +65,9 @@ class ConsiliumConfig(RunConfig):
     report_budget_chars: int = Field(default=DEFAULT_BUDGET_CHARS, ge=MIN_BUDGET_CHARS,
                                      description="characters of one report (the synthesis and each revision), "
                                                  "in both formats, as opinion_budget_chars is for an opinion")
-    lengths: Literal["shared", "legacy"] = Field(
-        default="shared", description="'legacy': the unequal caps of traces recorded before the shared budget "
-                                      "(structured sections 800 characters, free-form unchecked), for replaying them")
+    lengths: Literal["shared"] = Field(
+        default="shared", description="the answers' length caps: shared, one budget for both formats (traces "
+                                      "recorded before it read as legacy, which no longer runs)")
     budget_tokens: int | None = Field(default=None, ge=1, description="stop before a call once this many "
                                                                        "tokens (input + output) are spent")
     # Ablations (consilium ablate, docs/ablations.md); each is recorded only when set, so every other
@@ -92,8 +87,6 @@ class ConsiliumConfig(RunConfig):
         records what each stage had."""
         if not isinstance(data, dict):
             return data
-        if data.get("lengths") == "legacy":
-            return data if "max_tokens" in data else {**data, "max_tokens": dict(_LEGACY_MAX_TOKENS)}
         given = data.get("max_tokens", {})
         if not isinstance(given, dict):
             return data  # the field's own validation reports it
@@ -110,33 +103,24 @@ class ConsiliumConfig(RunConfig):
         tokens.update(given)  # then any unknown stage, for the field's validation to name
         return {**data, "max_tokens": tokens}
 
-    def budget_chars(self, stage: str) -> int | None:
-        """The length budget of the stage's opinion or report, shared by both formats; None for a stage
-        without one, and for every stage of a legacy replay."""
-        field = BUDGETED_STAGES.get(stage)
-        if field is None or self.lengths == "legacy":
-            return None
-        budget: int = getattr(self, field)
+    def budget_chars(self, stage: str) -> int:
+        """The length budget of a budgeted stage's opinion or report (BUDGETED_STAGES), shared by both formats."""
+        budget: int = getattr(self, BUDGETED_STAGES[stage])
         return budget
 
     def tokens_for(self, stage: str) -> int:
         """The stage's max_tokens: as configured, else its budget's (budget_max_tokens), else the default."""
         if stage in self.max_tokens:
             return self.max_tokens[stage]
-        budget = self.budget_chars(stage)
-        if budget is not None:
-            return budget_max_tokens(stage, budget)
-        defaults = _LEGACY_MAX_TOKENS if self.lengths == "legacy" else DEFAULT_MAX_TOKENS
-        return defaults.get(stage, 512)
+        if stage in BUDGETED_STAGES:
+            return budget_max_tokens(stage, self.budget_chars(stage))
+        return DEFAULT_MAX_TOKENS.get(stage, 512)
 
 
 class ConsiliumRecord(ConsiliumConfig, ConfigRecord):
     """A consilium trace's ``config``: the run's settings and the hashes of the prompts it used."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _recorded_before_the_budget(cls, data: Any) -> Any:
-        """A trace whose config has no ``lengths`` was recorded before the shared length budget: its caps."""
-        if isinstance(data, dict) and "lengths" not in data:
-            return {**data, "lengths": "legacy"}
-        return data
+    lengths: Literal["shared", "legacy"] = Field(
+        default="shared", description="shared: one length budget for both formats; legacy: the unequal caps of "
+                                      "traces recorded before it (structured sections 800 characters, free-form "
+                                      "unchecked), which read but no longer replay")

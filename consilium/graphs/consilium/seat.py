@@ -60,7 +60,7 @@ class HumanPrompt(_Record):
     role_kind: Literal["primary", "supporting"]
     justification: str
     case_text: str
-    budget_chars: int | None = Field(default=None, description="the opinion's length budget (None: no bound)")
+    budget_chars: int | None = Field(default=None, description="the opinion's length budget (null on a vote)")
     sections: dict[str, int] | None = Field(default=None, description="a structured opinion's sections → caps")
     report_version: int | None = None
     report_text: str | None = None
@@ -112,14 +112,13 @@ def _brief(role: AssignedRole) -> dict[str, Any]:
             "justification": role.justification}
 
 
-def opinion_from_answer(answer: Any, role: AssignedRole, fmt: Format, budget_chars: int | None) -> Opinion:
+def opinion_from_answer(answer: Any, role: AssignedRole, fmt: Format, budget_chars: int) -> Opinion:
     """The member's opinion from the person's answer, under the checks a model's opinion meets."""
     if fmt == "free-form":
         if not isinstance(answer, str) or not answer.strip():
             raise AnswerInvalid(None, "give the opinion as text")
-        schema = free_text_schema("FreeFormOpinion", budget_chars)
         try:
-            text = schema.validate(answer) if schema is not None else answer.strip()
+            text = free_text_schema("FreeFormOpinion", budget_chars).validate(answer)
         except OutputInvalid as exc:
             raise AnswerInvalid(None, str(exc)) from None
         return Opinion(role=role.id, text=str(text).strip())
@@ -161,19 +160,21 @@ def check_answer(prompt: HumanPrompt, answer: Any) -> None:
     member = AssignedRole(id="person", label=prompt.role_label, category="other", category_name="Other",
                           primary=prompt.role_kind == "primary", justification=prompt.justification)
     if prompt.stage == "opinion":
+        if prompt.budget_chars is None:
+            raise AnswerInvalid(None, "the opinion's prompt states no length budget")
         opinion_from_answer(answer, member, prompt.format, prompt.budget_chars)
     else:
         vote_from_answer(answer, member, prompt.round or 0)
 
 
 def human_opinion(role: AssignedRole, case_text: str, fmt: Format,
-                  budget_chars: int | None) -> tuple[Opinion, HumanInput]:
+                  budget_chars: int) -> tuple[Opinion, HumanInput]:
     """The opinion node's part for the person's seat: stop, show the case and the brief, resume with the answer."""
     from langgraph.types import interrupt  # in the graph's node: reading answers never loads LangGraph
 
-    caps = section_caps(budget_chars, OPINION_SECTIONS) if fmt == "structured" and budget_chars else None
+    caps = section_caps(budget_chars, OPINION_SECTIONS) if fmt == "structured" else None
     prompt = HumanPrompt(stage="opinion", format=fmt, case_text=case_text, budget_chars=budget_chars,
-                         sections=caps if fmt == "structured" else None, **_brief(role))
+                         sections=caps, **_brief(role))
     resumed = interrupt(prompt.model_dump(mode="json"))  # {"answer": …, "source": …} (human_run.py)
     opinion = opinion_from_answer(resumed["answer"], role, fmt, budget_chars)
     given: Answer = dict(opinion.sections) if opinion.sections is not None else opinion.text
