@@ -6,6 +6,7 @@ may reach 127.0.0.1 / ::1 only, for servers the test itself started).
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,3 +86,18 @@ panel_judged_source = cohort_fixture(build_panel_judged_cohort, name="panel_judg
 def panel_judged_cohort(panel_judged_source: Path, tmp_path: Path) -> Path:
     """A copy of the panel-judged cohort, for a test that judges it again or writes into it."""
     return copy_cohort(panel_judged_source, tmp_path / "copy")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """A local Ray of two CPUs, started once per session (per xdist worker) for the tests that run cohorts on
+    it, and shut down at the end (unless something else had started it)."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+                 configure_logging=False)
+    yield ray
+    if started:
+        ray.shutdown()

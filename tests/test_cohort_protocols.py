@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,21 +165,8 @@ def test_shards_of_two_protocols_merge_into_the_local_run(
     assert "settings.protocols differs" in capsys.readouterr().err
 
 
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-                 configure_logging=False)
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.localhost
-def test_two_protocols_on_ray_equal_the_local_run(local_ray: Any, tmp_path: Path,
+def test_two_protocols_on_ray_equal_the_local_run(ray_cluster: Any, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from test_shards import assert_same_run
     from test_shards import cohort as shard_cohort

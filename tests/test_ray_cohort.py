@@ -5,8 +5,6 @@ loopback address it is given into this machine's own address, so its traffic nev
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +16,8 @@ from consilium.cli import main
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="session")
-def ray_instance() -> Iterator[Any]:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-             configure_logging=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 @pytest.mark.localhost
-def test_a_cohort_on_ray_equals_the_local_run(ray_instance: Any, tmp_path: Path,
+def test_a_cohort_on_ray_equals_the_local_run(ray_cluster: Any, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     judged = ("--judge", "ai-consilium", "--judge-model", PANEL)  # the driver judges, as a local cohort does
     local = cohort(tmp_path / "local", "--cache-path", str(tmp_path / "local.sqlite"), *judged)
@@ -42,7 +29,7 @@ def test_a_cohort_on_ray_equals_the_local_run(ray_instance: Any, tmp_path: Path,
 
 
 @pytest.mark.localhost
-def test_a_cohort_on_ray_resumes(ray_instance: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_cohort_on_ray_resumes(ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     on_ray = cohort(tmp_path / "ray", "--ray")
     before = traces(on_ray)
     # As a killed cohort leaves it: one format's trace gone, the other's role assignment reused.
@@ -64,7 +51,7 @@ def test_a_cohort_on_ray_resumes(ray_instance: Any, tmp_path: Path, capsys: pyte
 
 
 @pytest.mark.localhost
-def test_a_shard_on_ray_is_the_shard(ray_instance: Any, tmp_path: Path) -> None:
+def test_a_shard_on_ray_is_the_shard(ray_cluster: Any, tmp_path: Path) -> None:
     local = cohort(tmp_path / "local", "--shard", "2/2")
     on_ray = cohort(tmp_path / "ray", "--shard", "2/2", "--ray")
     assert arms_csv(on_ray) == arms_csv(local)
