@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.ablation.run import AblatedArm
-from consilium.ablation.source import Cohort, OriginalArm, judgement_path, read_judgement
+from consilium.ablation.source import Cohort, OriginalArm, read_judgement
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.judges.jury import judges_label as jury_label
@@ -32,6 +32,7 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.runner import AnyTrace, JudgeSetup
 from consilium.judges.scope import in_scope
 from consilium.judges.scoring import weighted_decisions
+from consilium.runfolder.layout import judgement_path
 
 __all__ = ["SCORED_COMPONENT", "Judged", "Scores", "arm_score", "judge_arms", "judges_label", "made_by", "not_reused"]
 

@@ -22,6 +22,7 @@ from consilium.graphs.base import RunModels
 from consilium.graphs.registry import get_protocol, protocol_of, read_trace
 from consilium.models import ChatModel
 from consilium.models.wrappers.reuse import ReusingModel
+from consilium.runfolder.layout import trace_name, trace_stem
 from consilium.traces.io import write_trace
 from consilium.traces.schema import TraceBase
 
@@ -62,7 +63,7 @@ class AblatedArm:
 
 def ablated_path(out: Path, original: OriginalArm, condition: Condition) -> Path:
     """The original's path under ``out`` (arms/<model>/<shard>/…), the condition named before ``.trace.json``."""
-    return out / (original.trace.removesuffix(".trace.json") + f".{condition.name}.trace.json")
+    return out / trace_name(trace_stem(original.trace), condition.name)
 
 
 async def _run_one(original: OriginalArm, trace: TraceBase, condition: Condition, panel: ChatModel,

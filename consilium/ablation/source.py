@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,9 +9,11 @@ from consilium.errors import UserError
 from consilium.graphs.arms import require
 from consilium.judges import record
 from consilium.judges.record import Judgement
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import judgements_of
 from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest
 
-__all__ = ["Cohort", "OriginalArm", "judgement_path", "read_cohort", "read_judgement"]
+__all__ = ["Cohort", "OriginalArm", "read_cohort", "read_judgement"]
 
 
 @dataclass(frozen=True)
@@ -47,37 +47,29 @@ def read_cohort(run_dir: Path) -> Cohort:
     if not (run_dir / MANIFEST).is_file():
         raise UserError(f"{run_dir}: no {MANIFEST} (not a cohort folder)")
     manifest = read_manifest(run_dir)
-    table = run_dir / "arms.csv"
-    try:
-        with table.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise UserError(f"{table}: not found (the cohort has no arms table)") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"{table}: not a readable arms table ({exc})") from None
+    folder = RunFolder(run_dir)
+    table = folder.arms_csv
+    if not folder.is_cohort:
+        raise UserError(f"{table}: not found (the cohort has no arms table)")
+    rows = folder.arms(named=False)
     missing = [c for c in ("case_id", "model_spec", "protocol", "format", "status", "trace")
-               if rows and c not in rows[0]]
+               if rows and c not in rows[0].model_fields_set]
     if missing:
         raise UserError(f"{table}: {missing[0]}: column missing")
-    arms = [OriginalArm(r["case_id"], r["model_spec"], r.get("model", ""), r["format"], r.get("replicate") or "",
-                        r["trace"])
-            for r in rows if r["protocol"] == "consilium" and r["status"] == "completed" and r["trace"]]
+    arms = [OriginalArm(r.case_id, r.model_spec, r.model, r.format, "" if r.replicate is None else str(r.replicate),
+                        r.trace)
+            for r in rows if r.protocol == "consilium" and r.completed and r.trace]
     if not arms:
-        require([r["protocol"] for r in rows], "ablation", f"ablate {run_dir}")  # a folder of another protocol's arms
+        require([r.protocol for r in rows], "ablation", f"ablate {run_dir}")  # a folder of another protocol's arms
         raise UserError(f"{table}: no completed consilium arm to ablate")
     for arm in arms:  # every record the ablation may read, checked before an arm runs or a file is written
         trace = arm.path(run_dir)
-        for file in sorted(trace.parent.glob(glob.escape(trace.name.removesuffix(".trace.json")) + ".judge.*.json")):
+        for file in judgements_of(trace):
             record.read_judgement(file)
-    not_completed = [f"{r['case_id']} · {r['format']}{' · r' + r['replicate'] if r.get('replicate') else ''} "
-                     f"({r['status'] or 'no status'})"
-                     for r in rows if r["protocol"] == "consilium" and not (r["status"] == "completed" and r["trace"])]
+    not_completed = [f"{r.case_id} · {r.format}{'' if r.replicate is None else f' · r{r.replicate}'} "
+                     f"({r.status or 'no status'})"
+                     for r in rows if r.protocol == "consilium" and not (r.completed and r.trace)]
     return Cohort(run_dir, manifest, arms, not_completed)
-
-
-def judgement_path(trace: Path, rubric: str) -> Path:
-    """Where a cohort writes a trace's judgement by ``rubric``: beside it."""
-    return trace.with_name(trace.name.removesuffix(".trace.json") + f".judge.{rubric}.json")
 
 
 def read_judgement(path: Path) -> Judgement | None:

@@ -21,6 +21,7 @@ import numpy as np
 from consilium.fileio import write_text_atomic
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import GenerationSettings, UsageLedger
+from consilium.runfolder.layout import judgement_path, trace_name
 from consilium.traces.schema import UsageSummary
 
 __all__ = ["JUDGES", "make_synthetic"]
@@ -53,12 +54,13 @@ def make_synthetic(out: Path, *, cases: int = 110, judge: str = "perfect", seed:
                      (case_id, "conclusion", criterion, "physician-b", noisy)]
             items.append(JudgementItem(component="conclusion", criterion=criterion,
                                        score=float(_judge(truth, judge, rng)), rationale="synthetic"))
-        record = Judgement(trace=f"{case_id}.structured.trace.json", trace_kind="consilium", trace_run_id="synthetic",
+        trace = folder / trace_name(case_id, "structured")  # never written: the records name it, as a cohort's do
+        record = Judgement(trace=trace.name, trace_kind="consilium", trace_run_id="synthetic",
                            case_id=case_id, variant="structured", rubric="ai-consilium", rubric_version=2,
                            rubric_source="synthetic", judge_model=f"synthetic-{judge}", settings=GenerationSettings(),
                            prompt_hash="synthetic", items=items, aggregates={}, usage=UsageSummary.from_ledger(
                                UsageLedger()), calls=[], started_at=datetime.now(UTC).isoformat(), wall_s=0.0)
-        write_text_atomic(folder / f"{case_id}.structured.judge.ai-consilium.json", record.model_dump_json())
+        write_text_atomic(judgement_path(trace, record.rubric), record.model_dump_json())
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["case_id", "component", "criterion", "rater", "score"])

@@ -20,6 +20,7 @@ from typing import Literal
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
+from consilium.runfolder.layout import trace_name
 
 __all__ = ["LAYOUTS", "CohortArm", "Layout", "arm_path", "check_arm_paths", "model_folder", "relative",
            "replicated"]
@@ -68,7 +69,7 @@ def arm_path(run_dir: Path, case_id: str, model_spec: str, fmt: str, layout: Lay
     if layout == "sharded":
         folder = folder / hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:2]
     tail = "" if replicate is None else f".r{replicate}"
-    return folder / f"{case_id}.{fmt}{tail}.trace.json"
+    return folder / trace_name(case_id, f"{fmt}{tail}")
 
 
 def replicated(arms: list[CohortArm], seeds: list[int] | None) -> list[CohortArm]:

@@ -23,6 +23,7 @@ from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import read_judgement
 from consilium.models import CallRecord
 from consilium.models.tokens import count_tokens
+from consilium.runfolder.folder import RunFolder
 from consilium.runfolder.layout import judgement_files, trace_files
 from consilium.spec.manifest import MANIFEST, load_manifest
 
@@ -140,7 +141,7 @@ def _check(run_dir: Path) -> None:
 
 
 def _rows(run_dir: Path) -> list[dict[str, str]]:
-    table = run_dir / "arms.csv"
+    table = RunFolder(run_dir).arms_csv
     if not table.is_file():
         return []
     with table.open(encoding="utf-8", newline="") as handle:

@@ -29,13 +29,14 @@ from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.arms import arm_protocol
-from consilium.runfolder.layout import own_files
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import ARMS_CSV, ARMS_JSONL, JUDGEMENTS_CSV, own_files, trace_of_judgement
 from consilium.spec.manifest import MANIFEST, CohortManifest, read_manifest, write_cohort_manifest
 
 __all__ = ["ShardFolder", "merge_shards", "read_shards"]
 
 #: The files of a run folder that the merge builds rather than copies.
-BUILT = frozenset({MANIFEST, "arms.csv", "arms.jsonl", "judgements.csv", ".lock", "consilium.log.jsonl"})
+BUILT = frozenset({MANIFEST, ARMS_CSV, ARMS_JSONL, JUDGEMENTS_CSV, ".lock", "consilium.log.jsonl"})
 #: Settings that say where a shard ran, not what it ran: each worker keeps its own response cache.
 WHERE = frozenset({"model.cache_path"})
 
@@ -45,6 +46,10 @@ class ShardFolder:
     path: Path
     manifest: CohortManifest
     shard: Shard
+
+    @property
+    def run(self) -> RunFolder:
+        return RunFolder(self.path)
 
 
 def _read(path: Path) -> ShardFolder:
@@ -142,8 +147,8 @@ def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
     arm's line), so the columns come out in the order a local cohort's do."""
     rows = []
     for folder in shards:
-        had = {_key(row): list(row) for row in _jsonl_rows(folder.path / "arms.jsonl")}
-        for row in _csv_rows(folder.path / "arms.csv"):
+        had = {_key(row): list(row) for row in _jsonl_rows(folder.run.arms_jsonl)}
+        for row in _csv_rows(folder.run.arms_csv):
             keys = had.get(_key(row))  # arms.jsonl's own fields are not arms.csv columns
             keys = [*keys, *JUDGE_COLUMNS] if keys else keys
             rows.append(with_protocol({k: row[k] for k in keys if k in row} if keys else row))
@@ -168,8 +173,7 @@ def with_protocol(row: dict[str, Any]) -> dict[str, Any]:
 def _judgement_rows(shards: list[ShardFolder],
                     arms: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[dict[str, str]]] | None:
     """judgements.csv as a local cohort writes it: by rubric (the cohort's order), then by arm."""
-    found = [(folder, _csv_rows(folder.path / "judgements.csv")) for folder in shards
-             if (folder.path / "judgements.csv").is_file()]
+    found = [(folder, _csv_rows(folder.run.judgements_csv)) for folder in shards if folder.run.judgements_csv.is_file()]
     if not found:
         return None
     from consilium.judges.rubric import load_rubric
@@ -177,14 +181,14 @@ def _judgement_rows(shards: list[ShardFolder],
     rubrics = [load_rubric(ref, flag="--judge").name for ref in shards[0].manifest.settings.judges]
     place = {row["trace"]: i for i, row in enumerate(arms) if row.get("trace")}
     rows = [with_protocol(row) for _, part in found for row in part]
-    with (found[0][0].path / "judgements.csv").open(encoding="utf-8", newline="") as handle:
+    with found[0][0].run.judgements_csv.open(encoding="utf-8", newline="") as handle:
         header = tuple(next(csv.reader(handle), []))
     if "protocol" not in header:  # a shard from before the column: placed as a cohort writes it today
         header = tuple(rows[0]) if rows else (*header, "protocol")
 
     def order(row: dict[str, str]) -> tuple[int, int]:
         rubric = row.get("rubric", "")
-        trace = row.get("judgement", "").removesuffix(f".judge.{rubric}.json") + ".trace.json"
+        trace = trace_of_judgement(row.get("judgement", ""), rubric)
         return (rubrics.index(rubric) if rubric in rubrics else len(rubrics), place.get(trace, len(place)))
 
     return header, sorted(rows, key=order)
@@ -235,19 +239,19 @@ def _write_merged(shards: list[ShardFolder], out: Path, command: list[str]) -> C
         raise UserError(f"--out: {out}: cannot create the folder ({exc.strerror or exc})") from None
     try:
         _copy_tree(shards, scratch)
-        rows = _arm_rows(shards)
-        write_csv(scratch / "arms.csv", rows, fields=ARM_COLUMNS)
-        lines = [line for f in shards if (f.path / "arms.jsonl").is_file()
-                 for line in (f.path / "arms.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)]
+        rows, merged = _arm_rows(shards), RunFolder(scratch)
+        write_csv(merged.arms_csv, rows, fields=ARM_COLUMNS)
+        lines = [line for f in shards if f.run.arms_jsonl.is_file()
+                 for line in f.run.arms_jsonl.read_text(encoding="utf-8").splitlines(keepends=True)]
         if lines:
-            write_text_atomic(scratch / "arms.jsonl", "".join(lines))
+            write_text_atomic(merged.arms_jsonl, "".join(lines))
         logs = [(f.path / "consilium.log.jsonl").read_text(encoding="utf-8") for f in shards
                 if (f.path / "consilium.log.jsonl").is_file()]
         if logs:
             write_text_atomic(scratch / "consilium.log.jsonl", "".join(logs))
         judged = _judgement_rows(shards, rows)
         if judged is not None:
-            write_csv(scratch / "judgements.csv", judged[1], fields=judged[0])
+            write_csv(merged.judgements_csv, judged[1], fields=judged[0])
         manifest = _merged_manifest(shards, out.name, command, rows)
         write_cohort_manifest(scratch, manifest)
         os.rename(scratch, out)

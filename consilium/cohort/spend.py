@@ -16,7 +16,6 @@ judge calls were made.
 from __future__ import annotations
 
 import csv
-import glob
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from consilium.judges.cost import JudgeCost, judge_costs, sum_costs
 from consilium.judges.record import read_judgement
 from consilium.models import Usage
 from consilium.models.pricing import format_usd
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import judgements_of
 
 __all__ = ["JUDGE_COLUMNS", "judge_cells", "recorded_costs", "rewrite_judge_columns", "spend_lines",
            "write_judge_columns"]
@@ -65,9 +66,7 @@ def recorded_costs(run_dir: Path, rows: Iterable[dict[str, Any]]) -> dict[str, l
         if not name:
             continue
         trace = run_dir / name
-        pattern = glob.escape(trace.name.removesuffix(".trace.json")) + ".judge.*.json"
-        costs[name] = [cost for record in sorted(trace.parent.glob(pattern)) for cost in judge_costs(
-            read_judgement(record))]
+        costs[name] = [cost for record in judgements_of(trace) for cost in judge_costs(read_judgement(record))]
     return costs
 
 
@@ -87,7 +86,7 @@ def write_judge_columns(arms_csv: Path, rows: list[dict[str, Any]], costs: dict[
 def rewrite_judge_columns(run_dir: Path) -> Path | None:
     """A cohort folder's arms.csv with its judge columns worked out again from the judgement records now beside
     its arms' traces (after a judging of the folder); None without arms.csv."""
-    arms_csv = run_dir / "arms.csv"
+    arms_csv = RunFolder(run_dir).arms_csv
     if not arms_csv.is_file():
         return None
     with arms_csv.open(encoding="utf-8", newline="") as handle:
