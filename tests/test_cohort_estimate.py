@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import STRUCTURED_REPORT, STRUCTURED_REVISION, Scripted, sections
 
 from consilium.api import estimate_cohort
 from consilium.cli import main
@@ -43,33 +44,23 @@ TOLERANCE = 0.01
 
 
 def _sections(text: str) -> dict[str, str]:
-    return {"final_opinion": text, "summary": "s", "final_differential": "1. A\n2. B", "diagnostic_plan": "d",
-            "management_plan": "m", "safety_warnings": "w"}
+    return sections(text, final_differential="1. A\n2. B")
 
 
 def _panel(model: str, dissent: bool) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [
-        {"stage": "role_assignment", "json": {
-            "primary": {"label": ROLES[0], "justification": "owns the question"},
-            "supporting": [{"label": label, "justification": "also needed"} for label in ROLES[1:]]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "data", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-            "management_strategy": "m", "final_conclusion": "pneumonia, as {role} reads it"}},
-        {"stage": "opinion", "response": "The {role} opinion: community-acquired pneumonia."},
-        {"stage": "synthesis", "contains": '"final_opinion"', "json": _sections("first report")},
-        {"stage": "synthesis", "response": "First report: pneumonia."},
-    ]
+    script = (Scripted(model)
+              .roles(*ROLES, justification=("owns the question", "also needed"))
+              .structured_opinion("pneumonia, as {role} reads it", clinical_data="data")
+              .opinion("The {role} opinion: community-acquired pneumonia.")
+              .synthesis(_sections("first report"), where={"contains": STRUCTURED_REPORT})
+              .synthesis("First report: pneumonia."))
     if dissent:
-        rules.append({"stage": "vote", "role": "neurology",
-                      "json": {"vote": "dissent", "reason": "r", "requested_change": "exclude meningitis"}})
-    rules += [
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}},
-        {"stage": "revision", "contains": '"final_opinion": "..."', "json": {
-            "changed": True, "change_summary": "revised", "report": _sections("revised in round {round}")}},
-        {"stage": "revision", "json": {"changed": True, "change_summary": "revised",
-                                       "report": "Report revised in round {round}."}},
-    ]
-    return {"model": model, "rules": rules}
+        script.rule("vote", where={"role": "neurology"},
+                    json={"vote": "dissent", "reason": "r", "requested_change": "exclude meningitis"})
+    return (script.accept()
+                  .revision(_sections("revised in round {round}"), where={"contains": STRUCTURED_REVISION})
+                  .revision("Report revised in round {round}.")
+                  .build())
 
 
 def _case(case: str, sentences: int) -> dict[str, Any]:

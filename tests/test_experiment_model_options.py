@@ -10,22 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from consilium.cli.cohort_plan import resume_plan
+from support.scripts import Scripted
 
 from consilium.cli import build_parser, main
-from consilium.cli.cohort_plan import resume_plan
 
 PRICES = {"panel-a": {"input": 2.5, "cached_input": 1.25, "output": 10.0},
           "panel-b": {"input": 0.5, "cached_input": 0.5, "output": 1.5}}
 
 
 def panel(model: str) -> dict[str, Any]:
-    return {"model": model, "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Internist", "justification": "x"},
-                                              "supporting": [{"label": "Neurologist", "justification": "y"},
-                                                             {"label": "Radiologist", "justification": "z"}]}},
-        {"stage": "opinion", "response": "Opinion of {role}."},
-        {"stage": "synthesis", "response": "Report: A."},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+    return (Scripted(model)
+            .roles("Internist", "Neurologist", "Radiologist", justification=("x", "y", "z"))
+            .opinion("Opinion of {role}.")
+            .synthesis("Report: A.")
+            .accept()
+            .build())
 
 
 def write_study(root: Path, *, second: str) -> Path:

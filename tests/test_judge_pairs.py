@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import STRUCTURED_REPORT, Scripted, sections
 
 from consilium.calibration.pairs import load_judgements, pair_ratings
 from consilium.calibration.ratings import load_ratings
@@ -22,19 +23,15 @@ HEADER = "case_id,component,criterion,rater,score,variant,model,run\n"
 
 
 def panel(model: str, plan: str) -> dict[str, Any]:
-    return {"model": model, "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Neurologist", "justification": "y"},
-                                                             {"label": "Pharmacologist", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "AF", "syndromes": "AF", "differential_diagnosis": "n/a", "diagnostic_strategy": "d",
-            "management_strategy": "m", "final_conclusion": "DOAC"}},
-        {"stage": "opinion", "response": "Start a DOAC."},
-        {"stage": "synthesis", "contains": '"final_opinion"', "json": {
-            "final_opinion": plan, "summary": "s", "final_differential": "1. AF", "diagnostic_plan": "d",
-            "management_plan": "m", "safety_warnings": "w"}},
-        {"stage": "synthesis", "response": plan},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+    return (Scripted(model)
+            .roles("Cardiologist", "Neurologist", "Pharmacologist", justification=("x", "y", "z"))
+            .structured_opinion("DOAC", clinical_data="AF", syndromes="AF", differential_diagnosis="n/a",
+                                diagnostic_strategy="d")
+            .opinion("Start a DOAC.")
+            .synthesis(sections(plan, final_differential="1. AF"), where={"contains": STRUCTURED_REPORT})
+            .synthesis(plan)
+            .accept()
+            .build())
 
 
 JUDGE = {"model": "judge", "rules": [

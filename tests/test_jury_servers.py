@@ -23,6 +23,7 @@ import pytest
 import yaml
 from support.localserver import HOST, JsonHandler, QuietServer, serving
 from support.networks_runs import simulate_varied
+from support.scripts import STRUCTURED_REPORT, Scripted, sections
 
 from consilium.cli import main
 from consilium.cli.models_cmd import PROBE_CODE
@@ -110,19 +111,15 @@ def judge_server(match: Callable[[str], bool], *, ipv6: bool = False) -> Iterato
 
 
 def _panel() -> dict[str, Any]:
-    report = {"final_opinion": "Acute viral myocarditis", "summary": "s", "final_differential": "1. Pericarditis",
-              "diagnostic_plan": "MRI", "management_plan": "m", "safety_warnings": "w"}
-    return {"model": "scripted-panel", "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Radiologist", "justification": "y"},
-                                                             {"label": "Internist", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "c", "syndromes": "s", "differential_diagnosis": "d", "diagnostic_strategy": "d",
-            "management_strategy": "m", "final_conclusion": "myocarditis"}},
-        {"stage": "opinion", "response": "Myocarditis."},
-        {"stage": "synthesis", "contains": '"final_opinion"', "json": report},
-        {"stage": "synthesis", "response": FREE_FORM},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+    report = sections("Acute viral myocarditis", final_differential="1. Pericarditis", diagnostic_plan="MRI")
+    return (Scripted("scripted-panel")
+            .roles("Cardiologist", "Radiologist", "Internist", justification=("x", "y", "z"))
+            .structured_opinion("myocarditis", clinical_data="c", differential_diagnosis="d", diagnostic_strategy="d")
+            .opinion("Myocarditis.")
+            .synthesis(report, where={"contains": STRUCTURED_REPORT})
+            .synthesis(FREE_FORM)
+            .accept()
+            .build())
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from support.board_cohort import WEIGHTED, nsclc_agents_trace
 from support.cohorts import copy_cohort
+from support.scripts import STRUCTURED_REVISION, Scripted, sections
 
 from consilium.cli import main
 
@@ -67,42 +68,33 @@ def in_text(model: str, fmt: str, case: str) -> str:
 
 
 def panel(model: str) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Haematologist", "justification": "y"},
-                                                             {"label": "Geriatrician", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "d", "syndromes": "s", "differential_diagnosis": "1. A", "diagnostic_strategy": "t",
-            "management_strategy": "m", "final_conclusion": "Anticoagulate."}},
-        {"stage": "opinion", "response": "Anticoagulate, says the {role}."},
-        {"stage": "vote", "round": 1, "role": "haematologist", "json": {"vote": "dissent", "reason": "bleeding",
-                                                                       "requested_change": "HAS-BLED"}},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}},
-        {"stage": "revision", "contains": '"final_opinion": "..."', "json": {
-            "changed": False, "change_summary": "kept", "report": {
-                "final_opinion": "kept", "summary": "s", "final_differential": "1. AF", "diagnostic_plan": "d",
-                "management_plan": "m", "safety_warnings": "w"}}},
-        {"stage": "revision", "json": {"changed": False, "change_summary": "kept", "report": "kept"}}]
+    script = (Scripted(f"model-{model}")
+              .roles("Cardiologist", "Haematologist", "Geriatrician", justification=("x", "y", "z"))
+              .structured_opinion("Anticoagulate.")
+              .opinion("Anticoagulate, says the {role}.")
+              .dissent("haematologist", 1, reason="bleeding", requested_change="HAS-BLED")
+              .accept()
+              .revision(sections("kept", final_differential="1. AF"), changed=False, summary="kept",
+                        where={"contains": STRUCTURED_REVISION})
+              .revision("kept", changed=False, summary="kept"))
     for case in CASES:
         if (model, case) == ("b", "k2"):
-            rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "fail": "model"})
+            script.fail("synthesis", where={"contains": f"casemark-{case}"})
             continue
-        rules.append({"stage": "synthesis", "contains": f"casemark-{case}", "json": {
-            "final_opinion": verdict(model, case), "summary": "s", "final_differential": "1. AF",
-            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}})
-    return {"model": f"model-{model}", "rules": rules}
+        script.synthesis(sections(verdict(model, case), final_differential="1. AF"),
+                         where={"contains": f"casemark-{case}"})
+    return script.build()
 
 
 def judge() -> dict[str, Any]:
     model, fmt, case, criterion = NOT_EVALUABLE
-    rules: list[dict[str, Any]] = [{"stage": "judge", "role": f"conclusion:{criterion}",
-                                    "contains": in_text(model, fmt, case), "json": {"rationale": "nothing to judge",
-                                                                     "score": "not_evaluable"}}]
-    rules += [{"stage": "judge", "role": f"conclusion:{c}", "contains": in_text(*key), "json": {
-        "rationale": "r", "score": score}} for key, score in SCORE.items() for c in
-        ("c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "panel_adequacy", "case_complexity", "overall_quality")]
-    rules.append({"stage": "judge", "json": {"rationale": "r", "score": 1}})
-    return {"model": "judge", "rules": rules}
+    script = Scripted("judge").score("not_evaluable", item=f"conclusion:{criterion}", rationale="nothing to judge",
+                                     where={"contains": in_text(model, fmt, case)})
+    for key, score in SCORE.items():
+        for c in ("c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "panel_adequacy", "case_complexity",
+                  "overall_quality"):
+            script.score(score, item=f"conclusion:{c}", where={"contains": in_text(*key)})
+    return script.score(1).build()
 
 
 def cases(tmp_path: Path) -> Path:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from consilium.cli import main
+from support.scripts import STRUCTURED_REPORT, Scripted, sections
 
 ROOT = Path(__file__).resolve().parents[2]
 AFIB = ROOT / "examples" / "cases" / "consultation-afib-anticoagulation.yaml"
@@ -35,19 +36,16 @@ def mark(model: str, fmt: str) -> str:
 
 
 def _panel(model: str) -> dict[str, Any]:
-    return {"model": model, "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Cardiologist", "justification": "x"},
-                                              "supporting": [{"label": "Neurologist", "justification": "y"},
-                                                             {"label": "Pharmacologist", "justification": "z"}]}},
-        {"stage": "opinion", "contains": '"final_conclusion"', "json": {
-            "clinical_data": "AF", "syndromes": "AF", "differential_diagnosis": "n/a", "diagnostic_strategy": "d",
-            "management_strategy": "m", "final_conclusion": "DOAC"}},
-        {"stage": "opinion", "response": "Start a DOAC."},
-        {"stage": "synthesis", "contains": '"final_opinion"', "json": {
-            "final_opinion": mark(model, "structured"), "summary": "s", "final_differential": "1. AF",
-            "diagnostic_plan": "d", "management_plan": "m", "safety_warnings": "w"}},
-        {"stage": "synthesis", "response": mark(model, "free-form")},
-        {"stage": "vote", "json": {"vote": "accept", "reason": "ok", "requested_change": None}}]}
+    return (Scripted(model)
+            .roles("Cardiologist", "Neurologist", "Pharmacologist", justification=("x", "y", "z"))
+            .structured_opinion("DOAC", clinical_data="AF", syndromes="AF", differential_diagnosis="n/a",
+                                diagnostic_strategy="d")
+            .opinion("Start a DOAC.")
+            .synthesis(sections(mark(model, "structured"), final_differential="1. AF"),
+                       where={"contains": STRUCTURED_REPORT})
+            .synthesis(mark(model, "free-form"))
+            .accept()
+            .build())
 
 
 def build_judged(tmp: Path, judge_rules: list[dict[str, Any]] | None = None) -> Path:
