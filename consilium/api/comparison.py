@@ -57,6 +57,7 @@ from consilium.reports.partial import (
     titled,
     write_missing,
 )
+from consilium.runfolder.layout import JUDGEMENTS_CSV
 
 __all__ = ["BASELINES", "CompareOptions", "Compared", "acompare", "baseline_tables", "compare", "coverage_section",
            "markdown_table", "replicate_tables", "tables_of", "with_protocol"]
@@ -111,7 +112,7 @@ def coverage_section(*parts: CohortData, title: str = "Judging coverage") -> tup
     coverages = [judgement_coverage(part) for part in parts]
     rows = [r for part, coverage in zip(parts, coverages, strict=True)
             for r in with_protocol(part, coverage_table(coverage), len(parts) > 1)]
-    source = {"records": "the judgement records beside the traces", "judgements.csv": "judgements.csv (no "
+    source = {"records": "the judgement records beside the traces", JUDGEMENTS_CSV: "judgements.csv (no "
               "judgement record was found)", "none": ""}[data.judgements_from]
     md = [f"## {title}", ""]
     if not rows:

@@ -99,9 +99,10 @@ def _view(path: Path, options: ViewOptions) -> Viewed:
     from consilium.reports.view_html import check_ours, esc, page
     from consilium.reports.view_site import write_cohort_view
     from consilium.reports.viewer import arm_section
-    from consilium.runfolder.layout import trace_files
+    from consilium.runfolder.folder import RunFolder
+    from consilium.runfolder.layout import trace_files, trace_stem
 
-    if path.is_dir() and (path / "arms.csv").is_file():
+    if path.is_dir() and RunFolder(path).is_cohort:
         done = completeness_of(path)
         return Viewed(page=write_cohort_view(path, options.out or path / "view", done), done=done)
     if path.is_dir():
@@ -109,7 +110,7 @@ def _view(path: Path, options: ViewOptions) -> Viewed:
         out = options.out or path / "view.html"
     elif path.is_file():
         traces = [path]
-        out = options.out or path.with_name(path.name.removesuffix(".trace.json") + ".view.html")
+        out = options.out or path.with_name(trace_stem(path.name) + ".view.html")
     else:
         raise UserError(f"{path}: no such run folder or trace")
     if not traces:

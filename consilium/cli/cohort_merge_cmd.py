@@ -24,12 +24,13 @@ def register(cohort: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from consilium.api.folders import MergeOptions, merge_shards
+    from consilium.runfolder.folder import RunFolder
 
     done = merge_shards(list(args.run_dirs), MergeOptions(out=args.out, caches=tuple(args.caches or ()),
                                                           cache_out=args.cache_out))
     manifest = done.manifest
     print(f"cohort {manifest.run_id}: {len(args.run_dirs)} shards merged, {manifest.counts.get('arms', 0)} arms "
-          f"({manifest.counts.get('completed', 0)} completed), {manifest.status}; arms: {args.out / 'arms.csv'}")
+          f"({manifest.counts.get('completed', 0)} completed), {manifest.status}; arms: {RunFolder(args.out).arms_csv}")
     if done.responses is not None:
         print(f"response cache: {done.responses} responses from {len(args.caches)} caches in {args.cache_out}")
     if manifest.status != "completed":
