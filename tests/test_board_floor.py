@@ -11,7 +11,6 @@ import asyncio
 import ctypes
 import json
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +29,6 @@ from consilium.models.backends.scripted import ScriptedModel
 
 CASES = Path(__file__).resolve().parents[1] / "examples" / "cases"
 CASE = CASES / "tumor-board-nsclc.yaml"
-FIXTURES = Path(__file__).parent / "fixtures" / "v1.0"
-#: An open-floor trace written before the moderator's answer became a union (tests/fixtures/v1.5/README.md).
-FLAT_FLOOR = Path(__file__).parent / "fixtures" / "v1.5" / "tumor-board-nsclc.board-agents-open.trace.json"
 ASSIGNMENT = {"primary": {"label": "Medical oncologist", "justification": "systemic therapy"},
               "supporting": [{"label": "Thoracic surgeon", "justification": "resectability"},
                              {"label": "Radiologist", "justification": "staging"}]}
@@ -181,100 +177,9 @@ def test_an_invalid_floor_pass_that_stays_invalid_fails_the_run_with_the_reason(
     assert "responds_to: turn 7 does not exist" in (trace.error or "")
 
 
-def test_alternating_discussion_is_kept_for_older_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A trace written before schema 1.3 reads as the alternating protocol it ran, and replays identically.
-    old = read_trace(FIXTURES / "tumor-board-nsclc.board-agents.trace.json")
-    assert isinstance(old, BoardTrace) and old.config["discussion"] == "alternating"
-    assert all(t.floor is None and t.responds_to is None for t in old.turns)
-    shutil.copy(FIXTURES / "tumor-board-nsclc.board-agents.trace.json", tmp_path / "old.trace.json")
-    replays(tmp_path / "old.trace.json", capsys)
-    # --discussion alternating: no pass is offered, and the limit stops without a closing turn.
-    rules: list[dict[str, Any]] = [{"stage": "board_turn", "role": "moderator",
-                                    "json": {"action": "ask", "speaker": "Radiologist", "message": "Radiology?"}},
-                                   {"stage": "board_turn", "response": "Staging first."}]
-    trace, _ = board(tmp_path, script(tmp_path, rules), "--max-turns", "5", "--discussion", "alternating")
-    assert trace.stop_reason == "turn_limit" and len(trace.turns) == 4
-    assert all('"pass"' not in c.messages[-1].content for c in trace.calls if c.role == "moderator")
-
-
-
-def test_an_open_floor_trace_recorded_under_the_flat_schema_replays_exactly(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A 1.5 open-floor trace asked its moderator under one flat answer object; read today it records that
-    schema, and its replay asks with it: every recorded call is served, none goes to a model."""
-    old = read_trace(FLAT_FLOOR)
-    assert isinstance(old, BoardTrace) and old.schema_version == "1.6"
-    assert old.config["discussion"] == "open" and old.config["floor_schema"] == "flat"
-    assert [(t.number, t.role, t.floor, t.responds_to) for t in old.turns] == [
-        (1, "Moderator", None, None), (2, "Radiologist", "asked", None), (3, "Thoracic surgeon", "passed", 2),
-        (4, "Moderator", None, None), (5, "Medical oncologist", "asked", 3), (6, "Radiologist", "passed", 5),
-        (7, "Moderator", None, None)]
-    # Its moderator's first pass named the Moderator's turn and went back for a repair: the repair's request
-    # holds the flat schema's message, so it too must be asked again exactly.
-    assert [c.error for c in old.calls if c.error] == ["responds_to: turn 1 is the Moderator's; name a "
-                                                       "specialist's turn, or null"]
-    shutil.copy(FLAT_FLOOR, tmp_path / "old.trace.json")
-    capsys.readouterr()
-    assert main(["replay", str(tmp_path / "old.trace.json")]) == 0
-    assert ": identical (12 recorded calls served, 0 model calls" in capsys.readouterr().out
-
-
-def test_a_board_cohort_started_before_the_floor_schema_was_recorded_resumes_asking_as_its_arms_did(
-        tmp_path: Path) -> None:
-    """A cohort whose manifest and 1.5 traces predate ``floor_schema`` ran the flat moderator schema: its
-    traces read as flat, so its manifest must too, or the resume refuses its own finished arms (or, read
-    as the union, would run its last arm under another schema than the others)."""
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    for name in ("tumor-board-nsclc.yaml", "tumor-board-her2-breast.yaml"):
-        shutil.copy(CASES / name, cases / name)
-    panel = f"scripted:{CASES.parent / 'models' / 'scripted-panel.yaml'}"
-    assert main(["cohort", "--cases", str(cases), "--protocol", "board", "--model", panel,
-                 "--out", str(tmp_path / "runs")]) == 0
-    [run] = list((tmp_path / "runs").iterdir())
-    # Made old: no floor_schema in the manifest's board config or the traces, traces at 1.5, and the HER2
-    # meeting in agents mode not yet run (its trace and its row gone).
-    manifest = json.loads((run / "manifest.json").read_text())
-    del manifest["settings"]["configs"]["board"]["floor_schema"]
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    for path in run.glob("arms/*/*/*.trace.json"):
-        trace = json.loads(path.read_text())
-        del trace["config"]["floor_schema"]
-        path.write_text(json.dumps({**trace, "schema_version": "1.5"}))
-    [last] = run.glob("arms/*/*/tumor-board-her2-breast.board-agents.trace.json")
-    last.unlink()
-    rows = (run / "arms.jsonl").read_text().splitlines()
-    kept = [row for row in rows if not ("tumor-board-her2-breast" in row and '"board-agents"' in row)]
-    assert len(kept) == len(rows) - 1
-    (run / "arms.jsonl").write_text("".join(f"{row}\n" for row in kept))
-    assert main(["cohort", "--resume", str(run)]) == 0
-    assert json.loads((run / "manifest.json").read_text())["settings"]["configs"]["board"]["floor_schema"] == "flat"
-    rerun = read_trace(last)
-    assert isinstance(rerun, BoardTrace) and rerun.status == "completed" and rerun.config["floor_schema"] == "flat"
-
-
-def test_the_flat_floor_schema_asks_the_moderator_as_older_traces_did(tmp_path: Path) -> None:
-    """``floor_schema: flat`` asks under the object older traces recorded (written out here as that code built
-    it); a new run's default asks under the union."""
-    schemas: dict[str, dict[int, dict[str, Any]]] = {"flat": {}, "union": {}}
-    traces = {}
-    for floor, kept in schemas.items():
-        model = schema_held_board(kept)
-        traces[floor] = asyncio.run(run_board(load_case(CASE), "agents", RunModels(panel=model, moderator=model),
-                                              BoardConfig.model_validate({"floor_schema": floor}), run_id=floor))
-        assert traces[floor].config["floor_schema"] == floor
-    # Held to the flat schema, the moderator's pass without a turn is admitted and refused only after decoding,
-    # until its repairs run out; held to the union, it names a turn at once.
-    assert traces["flat"].status == "failed" and 'a "pass" must name the turn' in (traces["flat"].error or "")
-    assert traces["union"].status == "completed"
-    labels = ["Medical oncologist", "Thoracic surgeon", "Radiologist"]
-    flat = {"type": "object", "additionalProperties": False, "required": ["action", "speaker", "message"],
-            "properties": {"action": {"type": "string", "enum": ["ask", "pass"]},
-                           "speaker": {"type": "string", "enum": labels},
-                           "responds_to": {"type": ["integer", "null"], "minimum": 1},
-                           "message": {"type": "string", "minLength": 1, "maxLength": 700}}}
-    assert schemas["flat"][3] == flat
-    assert "anyOf" in schemas["union"][3] and all("anyOf" not in s for s in schemas["flat"].values())
+# The alternating protocol and the flat open-floor schema no longer run: their traces (tests/fixtures/v1.0, v1.5)
+# read, view and judge, and their replay, a flag or config asking for them and a cohort resumed under them are
+# refused in one line (tests/test_old_records.py).
 
 
 # The rules of the moderator's answer are in its JSON schema, so a backend that enforces schemas (a llama.cpp

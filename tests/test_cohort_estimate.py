@@ -624,12 +624,12 @@ def test_the_bounds_and_like_count_every_repair_of_an_answer(prose_board: Path) 
     assert (row.calls.expected, row.calls.low, row.calls.high) == (3, 3, 3)
 
 
-@pytest.mark.parametrize("discussion, max_turns", [("alternating", 5), ("open", 5), ("alternating", 3),
-                                                   ("open", 3)])
+# The alternating discussion's bounds went with it (a config asking for it is refused: tests/test_old_records.py).
+@pytest.mark.parametrize("discussion, max_turns", [("open", 5), ("open", 3)])
 def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, discussion: str,
                                                               max_turns: int) -> None:
     """A moderator that closes as soon as it may (tests/test_board.py's): the meeting its turn limit and floor
-    allow, run here, spends within the bounds (alternating, 5 turns end after the second answer: 4 calls)."""
+    allow, run here, spends within the bounds."""
     import asyncio
 
     from test_board import rotating_board
@@ -651,8 +651,6 @@ def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, d
                                config=config)
     [turns] = [row.calls for row in estimate.rows if row.stage == "board_turn"]
     assert turns.low is not None and turns.high is not None and turns.low <= spent <= turns.high, (turns, spent)
-    if (discussion, max_turns) == ("alternating", 5):
-        assert spent == 4
 
 
 @pytest.mark.parametrize("flag, spec, said", [

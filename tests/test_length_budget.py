@@ -8,7 +8,6 @@ consilium graph runs end to end with the scripted backend; the assertions read t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +178,8 @@ def test_the_budget_in_the_config_sets_both_formats(tmp_path: Path) -> None:
         assert traces["structured"].config[("opinion" if stage == "opinion" else "report") + "_budget_chars"] == budget
 
 
-def test_a_trace_recorded_before_the_shared_budget_replays_with_its_own_caps(tmp_path: Path) -> None:
-    # Its config has no `lengths`: replay sends the requests it was recorded with (prompts/legacy/).
-    fixture = ROOT / "tests" / "fixtures" / "v1.0" / "diagnostic-myocarditis.free-form.trace.json"
-    assert "lengths" not in json.loads(fixture.read_text())["config"]
-    shutil.copy(fixture, tmp_path / fixture.name)
-    assert main(["replay", str(tmp_path / fixture.name)]) == 0
+# A trace recorded before the shared budget (config lengths: legacy) reads, and its replay is refused in one line:
+# the unequal caps and their prompts no longer run (tests/test_old_records.py).
 
 
 def _string_bounds(schema: Any, path: str = "") -> dict[str, int | None]:

@@ -465,16 +465,27 @@ def test_a_stopped_answer_ends_at_its_last_sentence() -> None:
         "Short. A much longer tail that runs on and on without a stop"
 
 
+#: The free-form opinion prompt of the runs before the length budget (its file went with the retired lengths: legacy).
+LOOPED_OPINION_PROMPT = (
+    "Before the panel meets, each specialist writes an independent opinion of the case from their own specialty's "
+    "point of view, without seeing any other specialist's opinion. Cover the relevant clinical data, the syndromes "
+    "you recognise, your differential diagnosis, the diagnostic strategy, the management strategy, and end with "
+    "your final conclusion. Write in plain prose.\n\nYou are the {role_label} on this panel ({role_kind} role; "
+    "chosen because: {justification}). Write your opinion now.")
+
+
 @pytest.mark.embedded
 async def test_the_embedded_model_stops_a_looping_opinion() -> None:
     """The demo's supporting-role opinion loops a paragraph to the token cap without the stop."""
-    from consilium.agents.prompting import case_messages
+    from consilium.agents.prompting import load_prompt
     from consilium.cases import load_case
 
-    # The opinion prompt as the demo had it when it looped (before the length budget; prompts/legacy/).
-    messages = case_messages(load_case(CONSULT).render(), "legacy/opinion_free_form", role_label="...",
-                             role_kind="supporting", justification="Another specialty that needs to be considered "
-                                                                   "in this case")
+    # The opinion prompt as the demo had it when it looped (before the length budget), byte for byte as the
+    # prompt loader read it, laid out as a case prompt is (agents/prompting.py case_messages).
+    task = LOOPED_OPINION_PROMPT.format(role_label="...", role_kind="supporting",
+                                        justification="Another specialty that needs to be considered in this case")
+    messages = (Message(role="system", content=load_prompt("preamble")),
+                Message(role="user", content=f"CASE\n{load_case(CONSULT).render()}\n\nTASK\n{task}"))
     recorder = CallRecorder()
     model = for_run(build_model("embedded", ModelOptions(cache=False)), recorder)
     try:
