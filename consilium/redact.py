@@ -8,9 +8,13 @@ whole and each of its words (the token of ``Bearer TOKEN``), and a URL's ``user:
 the decoded pair and the password (decoded and as written).
 
 Masking is applied at the choke points every byte passes through on its way out — the terminal streams
-(:class:`RedactingStream`, installed by the CLI), the log processors (consilium/log.py) and the atomic
-file writer (consilium/fileio.py, so every trace, manifest, judgement, CSV and report) — and where text
-from outside comes in: every model answer (models/wrappers/masked.py) and every backend error. So a new
+(:class:`RedactingStream`, installed by the CLI), the log processors (consilium/log.py), the atomic
+file writer (consilium/fileio.py, so every trace, manifest, judgement, CSV and report), and the writers
+whose format is not text (a cohort's appended tables, an export's rows and Inspect log, a checkpoint, a
+span, a figure's texts: :func:`redact_value`, :func:`redact_figure`) — and where text from outside comes
+in: every model answer (models/wrappers/masked.py) and every backend error. A secret is told by its value
+(registered) or its shape (a URL's credentials), or by its name (:func:`is_secret_name`: one rule for a
+query key, a model's parameter, a field shown in a repr). So a new
 message cannot forget it (docs/reliability.md, "Secrets"). Text is masked before it is shortened
 (:func:`clip`), never after: a cut through a key would leave all of it but the cut-off end unmasked.
 """
@@ -28,8 +32,9 @@ import traceback
 from typing import Any, TextIO
 from urllib.parse import unquote
 
-__all__ = ["MASK", "RedactingStream", "clip", "holds_key", "redact", "redact_exception", "redact_url", "redact_value",
-           "register_secret", "register_url_credentials"]
+__all__ = ["MASK", "RedactingStream", "clip", "holds_key", "is_secret_name", "masked_fields", "redact",
+           "redact_exception", "redact_figure", "redact_url", "redact_value", "register_secret",
+           "register_url_credentials", "without_secrets"]
 
 MASK = "***"
 
@@ -42,9 +47,14 @@ KEY_VARIABLES = ("OPENAI_API_KEY",)
 # Everything up to the authority's *last* "@" is userinfo (as urlsplit reads it), so a password that
 # holds an "@" is masked whole.
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s\"'<>]*)@")
+#: The words of a name that holds a secret — a field, a parameter, a header, a query key (``api_key``,
+#: ``Authorization``, ``x-token``, ``password``): the one rule, for every place that tells a secret by its name.
+#: A count of ``…_tokens`` and the name of a token parameter (``token_param``) are no secret.
+_SECRET_WORDS = r"key|token(?!s|_param)|secret|passw|pwd|credential|auth|signature"
+_SECRET_NAME = re.compile(rf"{_SECRET_WORDS}|^sig$", re.IGNORECASE)
 #: A URL query's value under a key that looks secret (``?api_key=…``, ``&token=…``, ``&sig=…``).
-_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:[\w.-]*(?:key|token(?!s)|secret|passw|pwd|credential|auth|signature)[\w.-]*"
-                           r"|sig|signature))=(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
+_QUERY_SECRET = re.compile(rf"(?P<key>[?&](?:[\w.-]*(?:{_SECRET_WORDS})[\w.-]*|sig))=(?P<value>[^&#\s\"'<>]+)",
+                           re.IGNORECASE)
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
@@ -200,6 +210,49 @@ def redact_value(value: Any) -> Any:
             object.__setattr__(copied, name, new)
         return copied
     return value
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether ``name`` (a field, a parameter, a header, a query key) names a secret."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def without_secrets(value: Any) -> Any:
+    """``value`` without the entries under a secret's name, at any depth of its dicts and lists (what
+    identifies a model, with no key in it)."""
+    if isinstance(value, dict):
+        return {k: without_secrets(v) for k, v in value.items() if not is_secret_name(str(k))}
+    if isinstance(value, list | tuple):
+        return [without_secrets(v) for v in value]
+    return value
+
+
+def masked_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` as shown (a repr, a summary): a set value under a secret's name as :data:`MASK`, every other
+    value with :func:`redact_value` applied."""
+    return {name: (MASK if value else value) if is_secret_name(name) else redact_value(value)
+            for name, value in fields.items()}
+
+
+def redact_figure(figure: Any) -> Any:
+    """``figure`` (matplotlib's) with :func:`redact` applied to each of its texts — titles, labels, ticks,
+    legends, annotations — before it is saved: a figure is a file consilium writes like any other."""
+    for artist in figure.findobj(lambda a: callable(getattr(a, "get_text", None)) and
+                                 callable(getattr(a, "set_text", None))):
+        text = artist.get_text()
+        if isinstance(text, str) and text and redact(text) != text:
+            artist.set_text(redact(text))
+    # Tick labels are made again by their axis's formatter when the figure is drawn: an axis whose labels
+    # hold a secret gets its ticks fixed, with the labels masked.
+    for axes in figure.axes:
+        for axis in (getattr(axes, name, None) for name in ("xaxis", "yaxis", "zaxis")):
+            for minor in (False, True):
+                if axis is None:
+                    continue
+                labels = [t.get_text() for t in axis.get_ticklabels(minor=minor)]
+                if any(redact(label) != label for label in labels):
+                    axis.set_ticks(axis.get_ticklocs(minor=minor), [redact(x) for x in labels], minor=minor)
+    return figure
 
 
 def _is_namedtuple(value: Any) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from consilium.calibration.agreement import BINARY, ORDINAL, AgreementRow, as_dict, describe
 from consilium.calibration.pairs import Pair
 from consilium.fileio import write_text_atomic
+from consilium.redact import redact_figure
 
 __all__ = ["agreement_markdown", "confusion_plot", "write_agreement"]
 
@@ -81,7 +82,7 @@ def confusion_plot(pairs: Sequence[Pair], scale: Sequence[int], path: Path, titl
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(tmp, dpi=110)
+    redact_figure(figure).savefig(tmp, dpi=110)
     plt.close(figure)
     tmp.replace(path)
     return path

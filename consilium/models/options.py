@@ -8,7 +8,7 @@ from pathlib import Path
 
 from consilium.models.pricing import Prices
 from consilium.models.wrappers.retry import RetryPolicy
-from consilium.redact import MASK, redact_url, register_secret, register_url_credentials
+from consilium.redact import masked_fields, register_secret, register_url_credentials
 
 __all__ = ["ModelOptions"]
 
@@ -41,11 +41,8 @@ class ModelOptions:
         register_url_credentials(self.base_url)
 
     def __repr__(self) -> str:
-        """Every field but the key itself; a base URL's credentials masked."""
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
-        shown["api_key"] = MASK if self.api_key else None
-        if self.base_url:
-            shown["base_url"] = redact_url(self.base_url)
+        """Every field, the key (any field a secret's name) as ``***`` and a base URL's credentials masked."""
+        shown = masked_fields({f.name: getattr(self, f.name) for f in fields(self)})
         return f"ModelOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @classmethod

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from consilium.redact import redact_figure
 from consilium.reports.compare import CohortData
 from consilium.reports.papers import medbench, npcbench, otb
 from consilium.reports.papers.per_case import FailedArm, failed_arms, has_reference, rubric_groups, shared_rows
@@ -172,6 +173,7 @@ def board_figure(rows: list[dict[str, Any]], out: Path) -> Path:
     figure.suptitle("Board Simulation by model and mode (opentumorboard.txt)", fontsize=10)
     figure.tight_layout()
     path = out / "board_format.png"
+    redact_figure(figure)  # its texts masked as every file's (consilium/redact.py)
     for target in (path, path.with_suffix(".pdf")):
         tmp = target.with_name(f".{target.stem}.tmp{target.suffix}")
         figure.savefig(tmp, dpi=110)

@@ -41,7 +41,14 @@ from consilium.models.backends.langchain_wire import model_error, one_line, read
 from consilium.models.protocol import NO_STAGE_LIMITS
 from consilium.models.reasoning import is_openai_reasoning_model
 from consilium.models.types import GenerationSettings, ModelRequest, ModelResponse
-from consilium.redact import redact_url, redact_value, register_secret, register_url_credentials
+from consilium.redact import (
+    is_secret_name,
+    redact_url,
+    redact_value,
+    register_secret,
+    register_url_credentials,
+    without_secrets,
+)
 
 __all__ = ["LangChainChatModel", "chat_model_identity", "load_chat_model"]
 
@@ -58,8 +65,6 @@ SETTING_FIELDS: dict[str, tuple[str, ...]] = {
 }
 #: Fields that say where a model is served (not in every integration's identifying params).
 _WHERE_FIELDS = ("openai_api_base", "base_url", "anthropic_api_url", "api_base", "azure_endpoint", "endpoint_url")
-#: Keys never part of an identity: keys, secrets, passwords, tokens (a count of ``…_tokens`` is kept).
-_SECRET_KEY = re.compile(r"key|secret|passw|credential|auth|token(?!s)", re.IGNORECASE)
 #: A secret field that is an API key (``openai_api_key``, ``api_key``), checked as the ``openai:`` backend's is.
 _API_KEY = re.compile(r"api_key", re.IGNORECASE)
 
@@ -131,15 +136,6 @@ async def _on_background_loop(start: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), loop))
 
 
-def _scrub(value: Any) -> Any:
-    """``value`` without secret-looking keys, at any depth."""
-    if isinstance(value, dict):
-        return {k: _scrub(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
-
-
 def _register_secrets(value: Any, name: str = "") -> None:
     """Register for masking (consilium/redact.py) every secret a chat model holds: each ``SecretStr`` and
     each string under a secret-looking name (``api_key``, ``token``, ``Authorization`` …), at any depth
@@ -154,7 +150,7 @@ def _register_secrets(value: Any, name: str = "") -> None:
     elif isinstance(value, SecretBytes):
         register_secret(value.get_secret_value().decode(errors="replace"))
     elif isinstance(value, str):
-        if name and _SECRET_KEY.search(name):
+        if name and is_secret_name(name):
             register_secret(value)
         register_url_credentials(value)  # a base URL's user:password@, in the forms it is sent in
     elif isinstance(value, dict):
@@ -176,7 +172,8 @@ def chat_model_identity(chat: BaseChatModel) -> str | None:
             params.setdefault(name, redact_url(value))
     cls = type(chat)
     try:
-        return json.dumps({"class": f"{cls.__module__}.{cls.__qualname__}", "params": redact_value(_scrub(params))},
+        return json.dumps({"class": f"{cls.__module__}.{cls.__qualname__}",
+                           "params": redact_value(without_secrets(params))},
                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):
         return None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from consilium.agents.records import FORMATS
 from consilium.errors import UserError
 from consilium.judges.rubric import Criterion, load_rubric, rubric_names
+from consilium.redact import redact_figure
 from consilium.reports.compare import CohortData
 from consilium.reports.figures.fonts import cached_font_subsets
 
@@ -125,6 +126,7 @@ def save_figure(figure: Figure, out: Path, stem: str) -> Path:
     mark = _MARK.get()
     if mark is not None:  # above the figure, which grows to hold it (no title or label is covered)
         figure.text(0.5, 1.0, f"[{mark}]", ha="center", va="bottom", fontsize=8, color="#b22222")
+    redact_figure(figure)  # its texts masked as every file's (consilium/redact.py)
     bbox = _lay_out(figure, tight=mark is not None)
     try:
         out.mkdir(parents=True, exist_ok=True)
