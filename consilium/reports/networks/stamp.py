@@ -7,6 +7,7 @@ analysis with the judgement records of another."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def stamp_of(run_dir: Path, judge_model: str | None, rubric_version: int | None)
             "rubric_version": rubric_version if judge_model else None}
 
 
-def _describe(stamp: dict[str, Any]) -> str:
+def _describe(stamp: Mapping[str, Any]) -> str:
     how = (f"judge {stamp.get('judge_model')} (rubric v{stamp.get('rubric_version')})" if stamp.get("judge_model")
            else "word overlap")
     return f"run {stamp.get('run_id')} by {how}"
