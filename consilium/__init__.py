@@ -15,10 +15,10 @@ from typing import Any
 
 from consilium.api import __all__ as _api
 from consilium.stages import set_declarations_loader
+from consilium.version import __version__
 
 __all__ = ["__version__", *_api]
 
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

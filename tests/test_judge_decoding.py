@@ -264,7 +264,7 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
     shipped rubric's judge schemas (every scope of the four-decision one) convert, and where the schema allows a
     fixed set of values (an enum, a bounded integer score) the grammar allows exactly those, written as JSON."""
     pytest.importorskip("llama_cpp")
-    from consilium.judges.answers import criterion_schema, decisions_schema
+    from consilium.judges.answers import MATCH, SIGNED, criterion_schema, decisions_schema
     from consilium.judges.rubric import (
         Rubric,
         analysis_rubric,
@@ -272,7 +272,6 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
         builtin_rubric_names,
         load_rubric,
     )
-    from consilium.judges.schemas import MATCH, SIGNED
     from consilium.models.backends.llama_grammar import json_grammar
 
     def schemas(rubric: Rubric) -> list[dict[str, Any]]:

@@ -1,18 +1,21 @@
-"""Each rubric scoring kind is one strategy object in one table: the table covers every kind
-a rubric may name, and each shipped rubric's kind says what the judge runner, --scope, calibrate and
-evolve used to decide with if/elif chains on the kind's name."""
+"""Each rubric scoring kind is one entry in one table (its facts) and one entry in each stage's table (its
+calls, its reader, its scores): the tables cover every kind a rubric may name, and each shipped rubric's kind
+says what the judge runner, --scope, calibrate and evolve used to decide with if/elif chains on the kind's name."""
 
 from __future__ import annotations
 
 from typing import get_args
 
-from consilium.judges.kinds import KINDS, ScoringKind, scoring_kind
-from consilium.judges.rubric import Scoring, builtin_rubric_names, load_rubric
+from consilium.judges import component_scores, parsing, tasks
+from consilium.judges.kinds import KINDS, Scoring, ScoringKind, scoring_kind
+from consilium.judges.rubric import builtin_rubric_names, load_rubric
 
 
-def test_every_scoring_kind_has_one_strategy() -> None:
+def test_every_scoring_kind_has_one_entry_per_stage() -> None:
     assert sorted(KINDS) == sorted(get_args(Scoring))
     assert all(isinstance(kind, ScoringKind) and kind.name == name for name, kind in KINDS.items())
+    stages = {"tasks": tasks._BUILDERS, "parsing": parsing._READERS, "component_scores": component_scores._SCORES}
+    assert {stage: sorted(table) for stage, table in stages.items()} == dict.fromkeys(stages, sorted(get_args(Scoring)))
 
 
 def test_each_kind_decides_what_the_chains_decided() -> None:

@@ -1,4 +1,4 @@
-"""The judge's sentences and fixed schemas are data now (prompts/sentences.yaml, judges/schemas.py); what
+"""The judge's sentences and fixed schemas are data now (prompts/sentences.yaml, judges/answers.py); what
 the judge is sent stays byte for byte what the code wrote inline before, so cached answers
 and recorded calls still match. Each expected text below is built from a literal copy of that code."""
 
@@ -9,11 +9,27 @@ from typing import Any
 
 import pytest
 
-from consilium.judges.answers import criterion_shape, decisions_shape
-from consilium.judges.prompting import anchors_text, judge_messages, judge_sentences, load_judge_prompt
+from consilium.judges.answers import (
+    MATCH,
+    SIGNED,
+    CriterionMet,
+    DiagnosisMatch,
+    closed_object_schema,
+    criterion_shape,
+    decisions_shape,
+)
+from consilium.judges.prompting import (
+    anchors_text,
+    criterion_task,
+    decisions_task,
+    diagnosis_task,
+    judge_messages,
+    judge_sentences,
+    load_judge_prompt,
+    signed_task,
+    whole_case_task,
+)
 from consilium.judges.rubric import Criterion, Rubric, builtin_rubric_names, load_rubric
-from consilium.judges.schemas import MATCH, SIGNED, CriterionMet, DiagnosisMatch, closed_object_schema
-from consilium.judges.task_text import criterion_task, decisions_task, diagnosis_task, signed_task, whole_case_task
 
 # --- literal copies of the text the judge code wrote inline (consilium/judges/runner.py, prompting.py) -----
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "redact", "natural", "stages"),
+    ("errors", "redact", "natural", "version", "stages"),
     ("fileio", "log", "aio", "datafiles", "stats"),
     ("models", "observe"),
     ("roles", "cases"),
@@ -148,6 +149,49 @@ def test_an_import_by_name_is_an_edge_too(tmp_path: Path) -> None:
     tree_imports = [target for _, target in _imports_of(source, tmp_path)]
     assert tree_imports == ["consilium.cli", "consilium.reports.viewer"]
     assert all(_violation("consilium.models.lazy", t) for t in tree_imports)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """Every cycle among ``package``'s modules, each as its sorted module names (a strongly connected
+    component of more than one module). An import names a module or an attribute of one: the longest
+    prefix that is a module is the edge's end, so ``from pkg import submodule`` is an edge to the submodule
+    and ``from pkg import name`` an edge to the package's ``__init__``."""
+    root = package.parent
+    modules = {_module_name(path, root): path for path in package.rglob("*.py")}
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for module, path in modules.items():
+        for _, target in _imports_of(path, root):
+            parts = target.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts and ".".join(parts) != module:
+                graph.add_edge(module, ".".join(parts))
+    return sorted(sorted(component) for component in nx.strongly_connected_components(graph)
+                  if len(component) > 1)
+
+
+def test_the_package_has_no_import_cycles() -> None:
+    assert import_cycles(PACKAGE) == []
+
+
+def test_the_cycle_detector_finds_a_made_up_cycle(tmp_path: Path) -> None:
+    package = tmp_path / "consilium"
+    (package / "inner").mkdir(parents=True)
+    files = {"__init__.py": "", "a.py": "from consilium.inner import b\n",  # a → inner.b (a submodule)
+             "inner/__init__.py": "from consilium import c\n",  # inner → c
+             "inner/b.py": "def f():\n    from consilium.inner import NAME\n",  # inner.b → inner (the package)
+             "c.py": "import importlib\nimportlib.import_module('consilium.inner.b')\n",  # c → inner.b
+             "d.py": "from consilium.a import thing\n",  # d → a: outside every cycle
+             "e.py": "from . import d\n"}
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    assert import_cycles(package) == [["consilium.c", "consilium.inner", "consilium.inner.b"]]
 
 
 def test_no_module_passes_300_lines() -> None:

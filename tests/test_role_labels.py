@@ -16,7 +16,7 @@ from consilium.agents.schemas import RoleLabels
 from consilium.cli import build_parser, main
 from consilium.cli.cohort_plan import new_plan
 from consilium.cli.labels import default_role_labels
-from consilium.cli.simulate_cmd import _config
+from consilium.cli.simulate_run import config_of as _config
 from consilium.graphs.consilium.config import ConsiliumConfig, ConsiliumRecord
 from consilium.graphs.registry import get_protocol, read_trace
 from consilium.models import CallRecorder, GenerationSettings, ModelRequest, for_run

@@ -8,7 +8,7 @@ kinds write other criteria on their items, and a rating names those:
 * ``diagnosis_match`` (Neural-MedBench) judges candidate diagnoses, not the rubric's one criterion:
   the ``conclusion`` has one item, ``final_conclusion`` (its diagnosis, pass@1), and the
   ``differential`` one per ranked candidate, ``rank_1`` (the leading diagnosis), ``rank_2``, …
-  (neural-medbench.txt L249, L403; :class:`consilium.judges.kinds.DiagnosisMatchScoring`);
+  (neural-medbench.txt L249, L403; consilium/judges/tasks.py, ``_diagnosis``);
 * ``signed_criteria`` (NPCBench) takes its criteria from each case (``reference.rubric``), so any id
   is one of some case's, on the components it judges.
 
@@ -25,7 +25,7 @@ from consilium.judges.rubric import Rubric
 
 __all__ = ["FINAL_CONCLUSION", "item_key", "rated_key_error"]
 
-#: The criterion of a diagnosis-match rubric's conclusion item (consilium/judges/kinds.py writes it).
+#: The criterion of a diagnosis-match rubric's conclusion item (consilium/judges/tasks.py writes it).
 FINAL_CONCLUSION = "final_conclusion"
 _RANK = re.compile(r"rank_[1-9][0-9]*")
 

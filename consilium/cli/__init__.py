@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from consilium import __version__
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging, ensure_log_file, get_logger
 from consilium.observe import reset_otel, use_otel
 from consilium.redact import RedactingStream
+from consilium.version import __version__
 
 __all__ = ["COMMANDS", "build_parser", "command_of", "main"]
 

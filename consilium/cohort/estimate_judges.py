@@ -1,6 +1,6 @@
 """What a rubric asks of one trace, before the trace exists: its items, and so its judge calls.
 
-A rubric's scoring kind (consilium/judges/kinds.py) makes one call per criterion of each component it
+A rubric's scoring kind (consilium/judges/tasks.py) makes one call per criterion of each component it
 scores (``mean``, ``single``), one call per component read by every dimension (``weighted_decisions``),
 one per criterion of the case's own rubric (``signed_criteria``) or one per candidate diagnosis
 (``diagnosis_match``: the conclusion's one, the differential's 1 to ``k``). Which components a trace

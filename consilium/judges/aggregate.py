@@ -1,4 +1,4 @@
-"""From judge items to each component's score, by the rubric's scoring kind (kinds.py); text-overlap
+"""From judge items to each component's score, by the rubric's scoring kind (component_scores.py); text-overlap
 metrics; the summary across judged traces (its replicates and pass@k counted as the paper tables count
 them: consilium/judges/per_case.py)."""
 
@@ -9,8 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 from consilium.cases import Case
+from consilium.judges.component_scores import component_scores, pass_at
 from consilium.judges.components import TurnReference
-from consilium.judges.kinds import pass_at
 from consilium.judges.per_case import case_values
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
@@ -30,7 +30,7 @@ def _by_component(items: list[JudgementItem]) -> dict[str, list[JudgementItem]]:
 def _component(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, Any]:
     not_evaluable = sum(i.not_evaluable for i in items)
     return {"items": len(items), "not_evaluable": not_evaluable,
-            **rubric.kind.aggregate(rubric, items, not_evaluable, k)}
+            **component_scores(rubric, items, not_evaluable, k)}
 
 
 def aggregate(rubric: Rubric, items: list[JudgementItem], k: int) -> dict[str, dict[str, Any]]:

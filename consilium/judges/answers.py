@@ -12,6 +12,9 @@ The four-decision rubric has two scope protocols (App. E.2 L194): ``frozen`` loc
 the case's candidate-blind labelling (``reference.decisions``, null = absent) leaves absent to −1
 in the schema the judge fills and ignores any answer on it; ``judge`` lets the judge decide scope
 from the reference conclusion with the full schema.
+
+Answers that do not depend on the rubric (NPCBench's criterion met, Neural-MedBench's diagnosis match) are
+pydantic models, each sent as a compact closed schema (:func:`closed_object_schema`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import jsonschema
+from pydantic import BaseModel, ConfigDict, Field
 
 from consilium.cases import Case
 from consilium.errors import UserError
@@ -30,8 +34,9 @@ from consilium.judges.scope import OUT_OF_SCOPE
 from consilium.models import OutputSchema
 from consilium.models.structured import OutputInvalid, extract_json
 
-__all__ = ["SCOPES", "Scope", "check_scope", "criterion_schema", "criterion_shape", "decision_scope",
-           "decisions_schema", "decisions_shape", "partial_decisions"]
+__all__ = ["MATCH", "SCOPES", "SIGNED", "CriterionMet", "DiagnosisMatch", "Scope", "check_scope",
+           "closed_object_schema", "criterion_schema", "criterion_shape", "decision_scope", "decisions_schema",
+           "decisions_shape", "partial_decisions"]
 
 Scope = Literal["frozen", "judge"]
 SCOPES: tuple[Scope, ...] = ("frozen", "judge")
@@ -225,3 +230,40 @@ def partial_decisions(rubric: Rubric, locked: frozenset[str],
         ignored = {d: value[d] for d in sorted(locked) if d in value and value[d] != OUT_OF_SCOPE}
         return {"scores": scores, "rationale": rationale, "ignored": ignored}
     return read
+
+
+# --- fixed answers: a pydantic model each, sent as the same bytes the project always sent -------------
+# The schema a judge (and a grammar or ``response_format``) gets is the model's fields in order, each its JSON
+# type then its bounds, in a closed object that requires them all, so cached answers and recorded calls match.
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CriterionMet(_Answer):
+    """NPCBench's judgement of one case criterion (npcbench.txt): met or not, with why."""
+
+    explanation: str = Field(max_length=1000)
+    criteria_met: bool
+
+
+class DiagnosisMatch(_Answer):
+    """Neural-MedBench's judgement of one candidate diagnosis against the reference (L409-420)."""
+
+    rationale: str = Field(max_length=600)
+    match: bool
+
+
+def closed_object_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model`` as a closed JSON object schema: every field required, in the model's order, each
+    property its ``type`` first and then its bounds, without pydantic's titles."""
+    generated = model.model_json_schema()
+    properties = {name: {"type": prop["type"], **{k: v for k, v in prop.items() if k not in ("type", "title")}}
+                  for name, prop in generated["properties"].items()}
+    if sorted(generated.get("required", [])) != sorted(properties):
+        raise ValueError(f"{model.__name__}: every field of a judge answer must be required")
+    return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
+
+
+SIGNED = OutputSchema(name=CriterionMet.__name__, json_schema=closed_object_schema(CriterionMet))
+MATCH = OutputSchema(name=DiagnosisMatch.__name__, json_schema=closed_object_schema(DiagnosisMatch))

@@ -14,12 +14,13 @@ import re
 
 from consilium.errors import BudgetExceededError, ModelError, ModelOutputError
 from consilium.judges.kinds import ScoringKind
+from consilium.judges.parsing import not_evaluable, read_item
 from consilium.judges.record import JudgementItem
 from consilium.judges.tasks import Answer, JudgeTask
 from consilium.models import ChatModel
 from consilium.models.protocol import enforces_schemas
 
-__all__ = ["ask", "not_evaluable"]
+__all__ = ["ask"]
 
 _PLACE = re.compile(r"^stage \S+ \(role [^,]*, round [^)]*\): ")
 _ATTEMPTS = re.compile(r"^invalid \S+ output after \d+ attempts: ")  # the reason says it already
@@ -43,11 +44,6 @@ def _how(relaxed: ChatModel | None, strict: ChatModel) -> str:
         " (this backend does not enforce it)"
 
 
-def not_evaluable(task: JudgeTask, reason: str, failed_calls: int | None = None) -> JudgementItem:
-    return JudgementItem(component=task.component, criterion=task.criterion, score=None, not_evaluable=True,
-                         reason=reason, detail=task.detail, failed_calls=failed_calls)
-
-
 async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> Answer:
     """The validated answer (None when it stayed invalid, or what ``task.once`` salvages of it) and
     the last validation error."""
@@ -68,7 +64,7 @@ async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask)
 
 async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> JudgementItem:
     """The item of one task: its call made (or awaited, when several items read one call), read by the
-    rubric's scoring ``kind``; ``relaxed`` None: the constrained order (decoding.py)."""
+    rubric's scoring ``kind`` (parsing.py); ``relaxed`` None: the constrained order (decoding.py)."""
     if task.unfit is not None:
         return not_evaluable(task, task.unfit)
     try:
@@ -85,5 +81,5 @@ async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, t
     if parsed is None:
         return not_evaluable(task, f"invalid judge output, {_how(relaxed, strict)}: {error}", failed_calls=0)
     # A salvaged answer's error (parts of it stayed invalid) says how it was asked, as a lost item's reason does.
-    return kind.read(task, parsed, f"{_how(relaxed, strict)}: {error}" if error else "").model_copy(
+    return read_item(kind, task, parsed, f"{_how(relaxed, strict)}: {error}" if error else "").model_copy(
         update={"failed_calls": 0})

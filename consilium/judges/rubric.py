@@ -15,17 +15,15 @@ from importlib import resources
 from importlib.metadata import EntryPoint, entry_points
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.judges.kinds import Scoring, ScoringKind, scoring_kind
 from consilium.log import get_logger
-
-if TYPE_CHECKING:
-    from consilium.judges.kinds import ScoringKind
 
 __all__ = [
     "COMPONENTS",
@@ -35,7 +33,6 @@ __all__ = [
     "Criterion",
     "Flag",
     "Rubric",
-    "Scoring",
     "analysis_rubric",
     "analysis_rubric_names",
     "builtin_rubric_names",
@@ -52,9 +49,6 @@ log = get_logger(__name__)
 #: or the board conclusion; answer: a Specialist Turn answer; differential: a ranked differential.
 Component = Literal["role_reasoning", "role_opinion", "conclusion", "answer", "differential"]
 COMPONENTS: tuple[str, ...] = ("role_reasoning", "role_opinion", "conclusion", "answer", "differential")
-
-Scoring = Literal["mean", "single", "weighted_decisions", "signed_criteria", "diagnosis_match"]
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -136,15 +130,14 @@ class Rubric(_Strict):
 
     @property
     def kind(self) -> ScoringKind:
-        """The strategy of the rubric's ``scoring`` (consilium/judges/kinds.py)."""
-        # Imported here: the strategies build judge calls from rubrics, so their module imports this one.
-        from consilium.judges.kinds import scoring_kind
-
+        """What the rubric's ``scoring`` kind needs and decides (consilium/judges/kinds.py)."""
         return scoring_kind(self.scoring)
 
     @property
     def components(self) -> list[str]:
-        return self.kind.components(self)
+        """The components the rubric scores, in :data:`COMPONENTS` order."""
+        fixed = self.kind.fixed_components
+        return list(fixed) if fixed else [c for c in COMPONENTS if any(c in crit.components for crit in self.criteria)]
 
 
 def parse_rubric(text: str, origin: str) -> Rubric:

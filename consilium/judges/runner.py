@@ -1,10 +1,12 @@
 """The judge runner: one call per (component, criterion), concurrently, at temperature 0; the
 four-decision rubric's four scores come from one call with one schema (opentumorboard.txt App. C.3).
 
-The rubric's scoring kind (kinds.py) says which calls each component needs and how their answers
-and items are read; tasks.py builds the calls, asking.py makes them in the judge's decoding order (decoding.py:
-constrained from the first attempt, or the paper's repairs then one constrained attempt; then not
-evaluable: a score is never guessed), and the judgement is written here.
+Judging reads in one pass, a module a stage, each keyed by the rubric's scoring kind (kinds.py): the rubric
+(rubric.py) → the calls each component needs (tasks.py) → their prompts (prompting.py) → each call asked in the
+judge's decoding order (asking.py, decoding.py: constrained from the first attempt, or the paper's repairs then
+one constrained attempt; then not evaluable: a score is never guessed) → its answer checked (answers.py) and read
+into an item (parsing.py) → each component's scores (component_scores.py, aggregate.py); the judgement is
+written here.
 """
 
 from __future__ import annotations
@@ -18,15 +20,16 @@ from consilium.cases import Case
 from consilium.graphs.registry import protocol_of
 from consilium.judges.aggregate import aggregate, overlap_metrics
 from consilium.judges.answers import Scope
-from consilium.judges.asking import ask, not_evaluable
+from consilium.judges.asking import ask
 from consilium.judges.components import component_texts, leading_diagnosis, missing_turn_reference, turn_reference
 from consilium.judges.decoding import JudgeDecoding, decoding_models, resolve_decoding
 from consilium.judges.kinds import ScoringKind
+from consilium.judges.parsing import not_evaluable
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
-from consilium.judges.tasks import JudgeInputs, JudgeTask
+from consilium.judges.tasks import JudgeInputs, JudgeTask, judge_tasks
 from consilium.models import CallRecorder, ChatModel, GenerationSettings
 from consilium.traces.schema import TraceBase, UsageSummary
 
@@ -73,7 +76,7 @@ def reference_for(rubric: Rubric, case: Case, reference_answer: str | None = Non
 def _tasks(kind: ScoringKind, inputs: JudgeInputs, texts: dict[str, str], components: list[str]) -> list[JudgeTask]:
     """The calls for every component asked for that the trace has, as the rubric's scoring kind makes them."""
     return [task for component in components if component in texts
-            for task in kind.tasks(inputs, component, texts[component])]
+            for task in judge_tasks(kind, inputs, component, texts[component])]
 
 
 def _no_reference(rubric: Rubric, tasks: list[JudgeTask], reason: str | None = None) -> list[JudgementItem]:

@@ -1,8 +1,9 @@
-"""One judge call to make: what it scores, the request, and the inputs every call of a trace is built from.
+"""The judge calls a component needs: what each scores, its request, and the inputs every call of a trace is
+built from.
 
-A scoring kind (:mod:`consilium.judges.kinds`) decides which calls a component needs; each is built
-here the same way: the rubric as the system message, case, reference and candidate as tagged,
-escaped sections (:func:`consilium.judges.prompting.judge_messages`), the kind's task last, at the
+The rubric's scoring kind (:mod:`consilium.judges.kinds`) decides which calls (:func:`judge_tasks`, one builder
+per kind); each is built the same way: the rubric as the system message, case, reference and candidate as
+tagged, escaped sections (:func:`consilium.judges.prompting.judge_messages`), the kind's task last, at the
 judge's settings, tagged ``judge`` with ``component:criterion`` as its role.
 """
 
@@ -10,18 +11,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from consilium.cases import Case
-from consilium.judges.answers import Scope
-from consilium.judges.prompting import judge_messages
+from consilium.graphs.registry import protocol_of
+from consilium.judges.answers import (
+    MATCH,
+    SIGNED,
+    Scope,
+    criterion_schema,
+    decision_scope,
+    decisions_schema,
+    partial_decisions,
+)
+from consilium.judges.components import ranked_candidates
+from consilium.judges.kinds import ScoringKind
+from consilium.judges.prompting import (
+    criterion_task,
+    decisions_task,
+    diagnosis_task,
+    judge_messages,
+    signed_task,
+    turn_inputs,
+    whole_case_task,
+)
 from consilium.judges.rubric import Rubric
 from consilium.judges.slides import judge_slides
+from consilium.judges.whole_case import fit_whole_case
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
+from consilium.models.tokens import context_window
 from consilium.traces.schema import TraceBase
 
-__all__ = ["Answer", "JudgeInputs", "JudgeTask", "SharedCall"]
+__all__ = ["Answer", "JudgeInputs", "JudgeTask", "SharedCall", "judge_tasks"]
 
 #: A validated answer (None: it stayed invalid) and the last validation error.
 Answer = tuple[dict[str, Any] | None, str]
@@ -86,3 +109,86 @@ class JudgeInputs:
                                settings=self.settings, schema=schema,
                                tag=CallTag(stage="judge", role=f"{component}:{criterion}"))
         return JudgeTask(component, criterion, request, detail)
+
+
+def _per_criterion(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """One call per criterion of the rubric, answered with a score (or not evaluable) and its flags."""
+    rubric, trace = inputs.rubric, inputs.trace
+    schema = criterion_schema(rubric)
+    criteria = rubric.criteria_for(component)
+    extra, note, about = turn_inputs(trace, inputs.case, inputs.reference_answer) if component == "answer" \
+        else ((), "", {})
+    # ai-consilium.txt Table 29 (L260): the whole-case scores are judged on every stage; the record
+    # is fitted once, to the longest of their tasks, so the three see the same one.
+    whole = {c.id: whole_case_task(rubric, c, component) for c in criteria if c.whole_case}
+    stages = protocol_of(trace).whole_case_record(trace) if whole and trace is not None else []
+    if stages:
+        sections, record = fit_whole_case(
+            stages, partial(judge_messages, rubric, inputs.case_text, inputs.reference, text,
+                            max(whole.values(), key=len)),
+            context_window(inputs.model), inputs.settings.max_tokens, inputs.max_repairs)
+        unfit = None if record["fits"] is not False else (
+            f"the whole case does not fit the judge's context of {record['context_tokens']} tokens even "
+            f"with the earlier stages shortened (about {record['prompt_tokens_estimate']} prompt tokens, "
+            f"room for {record['prompt_room']})")
+    tasks = []
+    for criterion in criteria:
+        detail = {"weight": criterion.weight, "whole_case": criterion.whole_case, **about}
+        if criterion.id in whole and stages:
+            tasks.append(replace(inputs.task(component, criterion.id, text, whole[criterion.id], schema,
+                                             {**detail, "whole_case_input": record}, sections), unfit=unfit))
+        elif criterion.id in whole and trace is not None:
+            # A protocol without a deliberation (the single-specialist baseline) has no record to judge
+            # the whole case on: not evaluable, unsent, rather than judged on the answer alone.
+            name = protocol_of(trace).name
+            tasks.append(replace(inputs.task(component, criterion.id, text, whole[criterion.id], schema, detail),
+                                 unfit=f"the {name} trace has no deliberation record (panel, opinions, report "
+                                       "versions, review rounds) to judge the whole case on"))
+        else:
+            tasks.append(inputs.task(component, criterion.id, text,
+                                     note + criterion_task(rubric, criterion, component), schema, detail, extra))
+    return tasks
+
+
+def _decisions(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """The four-decision rubric: one call, one schema for the four scores (opentumorboard.txt App. C.3 L186),
+    one item per dimension, in the scope protocol the case allows (App. E.2 L194)."""
+    rubric, case = inputs.rubric, inputs.case
+    scope, locked = decision_scope(inputs.scope, case, f"case {case.id}")
+    call = inputs.task(component, "decisions", text, decisions_task(rubric, component, scope, locked),
+                       decisions_schema(rubric, locked, scope == "frozen"), {})
+    once = SharedCall(partial_decisions(rubric, locked, scope == "frozen"))
+    return [replace(call, criterion=c.id, once=once, detail={
+        "weight": c.weight, "scope": scope, "locked": c.id in locked}) for c in rubric.criteria_for(component)]
+
+
+def _signed(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """NPCBench: one call per criterion of the case's own rubric."""
+    case = inputs.case
+    # The criterion is case text: it goes in its own data section, never in the task.
+    return [inputs.task(component, crit.id, text, signed_task(component, crit.kind, crit.weight), SIGNED,
+                        {"kind": crit.kind, "weight": crit.weight}, (("criterion", crit.text),))
+            for crit in (case.reference.rubric if case.reference else [])]
+
+
+def _diagnosis(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """Neural-MedBench: one call per candidate diagnosis."""
+    rubric = inputs.rubric
+    if component != "differential":
+        return [inputs.task(component, "final_conclusion", text, diagnosis_task(rubric), MATCH,
+                            {"rank": 1, "candidate": text})]
+    # pass@1 is the leading diagnosis, pass@k adds the differential (neural-medbench.txt L249, L403).
+    return [inputs.task(component, f"rank_{rank}", item, diagnosis_task(rubric, rank, source == "final_opinion"),
+                        MATCH, {"rank": rank, "candidate": item, "source": source})
+            for rank, (source, item) in enumerate(ranked_candidates(inputs.leading, text, inputs.k), 1)]
+
+
+#: Each scoring kind's calls, by its name (kinds.py).
+_BUILDERS: dict[str, Callable[[JudgeInputs, str, str], list[JudgeTask]]] = {
+    "mean": _per_criterion, "single": _per_criterion, "weighted_decisions": _decisions, "signed_criteria": _signed,
+    "diagnosis_match": _diagnosis}
+
+
+def judge_tasks(kind: ScoringKind, inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """The calls a component's ``text`` needs, as the rubric's scoring ``kind`` makes them."""
+    return _BUILDERS[kind.name](inputs, component, text)

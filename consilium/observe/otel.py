@@ -47,7 +47,7 @@ def tracer() -> Tracer:
     require_otel()
     from opentelemetry import trace
 
-    from consilium import __version__
+    from consilium.version import __version__
 
     return trace.get_tracer("consilium", __version__)
 

@@ -6,18 +6,18 @@ this project's. A label is read as qualifiers plus a head noun ("cardiac" +
 "radiologist"): the head decides the discipline, a surgical head ("surgeon",
 "surgery") keeps the label among surgical categories, and ties are broken by the
 categories' descriptions, never by their order in the catalogue.
+
+It reads the catalogue through the two small shapes below, so the catalogue builds on this module and
+never the other way round.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from consilium.roles.catalogue import Catalogue, RoleCategory
-
-__all__ = ["LabelTerms", "best_category", "canonical", "label_terms", "stem"]
+__all__ = ["Categories", "Category", "LabelTerms", "Practice", "best_category", "canonical", "label_terms", "stem"]
 
 # Role nouns that say nothing about the specialty; "surgeon" is not one of them.
 GENERIC = frozenset({
@@ -75,6 +75,36 @@ def label_terms(text: str) -> LabelTerms:
 Practice = Literal["medical", "surgical", "both"]
 
 
+class Category(Protocol):
+    """What the matcher reads of a category (``consilium.roles.catalogue.RoleCategory``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def aliases(self) -> list[str]: ...
+    @property
+    def practice(self) -> Practice: ...
+
+
+C = TypeVar("C", bound=Category)
+
+
+class Categories(Protocol[C]):
+    """What the matcher reads of the catalogue (``consilium.roles.catalogue.Catalogue``)."""
+
+    @property
+    def categories(self) -> list[C]: ...
+    @property
+    def spelling(self) -> list[tuple[str, str]]: ...
+    @property
+    def surgical_fallback(self) -> str: ...
+    def get(self, category_id: str) -> C: ...
+
+
 class _Score(NamedTuple):
     kind_ok: bool        # the category practises what the label's head says (surgical or not)
     head: bool           # the label's head noun is among the matched words
@@ -83,7 +113,7 @@ class _Score(NamedTuple):
     described: int       # label words found in the category's description (the tie-break by meaning)
 
 
-def _score(terms: LabelTerms, category: RoleCategory, aliases: list[frozenset[str]],
+def _score(terms: LabelTerms, category: Category, aliases: list[frozenset[str]],
            described: frozenset[str]) -> _Score | None:
     best: tuple[bool, float, int] | None = None
     for alias in aliases:
@@ -100,10 +130,10 @@ def _score(terms: LabelTerms, category: RoleCategory, aliases: list[frozenset[st
     return _Score(kind_ok, head, share, matched, in_description)
 
 
-def best_category(catalogue: Catalogue, label: str) -> RoleCategory:
+def best_category(catalogue: Categories[C], label: str) -> C:
     """The category for a label that matched no alias exactly (see the module docstring)."""
     terms = label_terms(canonical(label, catalogue.spelling))
-    ranked: list[tuple[_Score, str, RoleCategory]] = []
+    ranked: list[tuple[_Score, str, C]] = []
     for category in catalogue.categories:
         aliases = [_stems(canonical(a, catalogue.spelling).split()) for a in [category.name, *category.aliases]]
         described = _stems(canonical(category.description, catalogue.spelling).split())

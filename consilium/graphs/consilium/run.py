@@ -5,37 +5,51 @@ format (ai-consilium.txt, Fig. 2a and 5a); its calls are copied into that
 format's trace so every trace is complete and replays on its own. Once the
 panel is assigned the formats are independent, so the second starts then and
 both run side by side: against a server, a case takes the time of one format.
+A person at the table (human_run.py) comes in as a :class:`Seat`: this module names what it needs of one, and
+the checkpointed run that provides it builds on this module, not the other way round.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from consilium.agents.records import AssignedRole, Format
 from consilium.cases import Case
 from consilium.graphs.base import RunModels, config_record, run_recorded, start_run
 from consilium.graphs.consilium.config import ConsiliumConfig
 from consilium.graphs.consilium.graph import RECURSION_LIMIT, ConsiliumContext, consilium_graph
+from consilium.graphs.consilium.seat import HumanRecord
 from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.running import Latest
 from consilium.models import CallRecord, CallRecorder, UsageLedger, for_run
 from consilium.models.wrappers import work_item
 
-if TYPE_CHECKING:
-    from consilium.graphs.consilium.human_run import HumanRun
-
-__all__ = ["run_case", "run_format"]
+__all__ = ["Seat", "run_case", "run_format"]
 
 #: Told the assigned panel and the calls that assigned it, as soon as a run has them.
 RolesListener = Callable[[list[AssignedRole], list[CallRecord]], None]
 
 
+class Seat(Protocol):
+    """What a format's run needs of a person's seat (``human_run.HumanRun``): the role asked for, the calls
+    to start from, a checkpointed way through the graph, and the person's part of the trace."""
+
+    requested: str
+
+    def restore(self, fmt: Format, recorder: CallRecorder, shared: list[CallRecord] | None) -> None: ...
+
+    async def follow(self, fmt: Format, state: Latest, context: ConsiliumContext, recorder: CallRecorder, *,
+                     on_step: Callable[[dict[str, Any], dict[str, Any]], None]) -> None: ...
+
+    def record(self, values: dict[str, Any]) -> HumanRecord | None: ...
+
+
 async def run_format(case: Case, fmt: Format, models: RunModels, config: ConsiliumConfig, *, run_id: str,
                      shared_roles: list[AssignedRole] | None = None,
                      shared_calls: list[CallRecord] | None = None,
-                     on_roles: RolesListener | None = None, human: HumanRun | None = None) -> Trace:
+                     on_roles: RolesListener | None = None, human: Seat | None = None) -> Trace:
     """Run the graph for one format. A model failure is recorded in the trace (status ``failed``). With
     ``human``, a person plays one member, in a checkpointed run that may pause (human_run.py)."""
     recorder = CallRecorder(UsageLedger(config.budget_tokens))
@@ -79,7 +93,7 @@ async def run_format(case: Case, fmt: Format, models: RunModels, config: Consili
 async def run_case(case: Case, formats: list[Format], models: RunModels, config: ConsiliumConfig, *,
                    run_id: str, shared_roles: list[AssignedRole] | None = None,
                    shared_calls: list[CallRecord] | None = None,
-                   on_trace: Callable[[Trace], None] | None = None, human: HumanRun | None = None) -> list[Trace]:
+                   on_trace: Callable[[Trace], None] | None = None, human: Seat | None = None) -> list[Trace]:
     """Every format of one case, side by side once the panel is assigned: by the first format's run, or
     before (``shared_roles``, from a finished trace). ``on_trace`` gets each trace as soon as it is done."""
     if not formats:

@@ -19,10 +19,9 @@ from consilium.graphs.consilium.trace import Trace
 from consilium.judges.answers import criterion_schema
 from consilium.judges.asking import ask
 from consilium.judges.decoding import decoding_models, resolve_decoding
-from consilium.judges.prompting import judge_prompt_hash
+from consilium.judges.prompting import criterion_task, judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem, read_judgement
 from consilium.judges.rubric import Rubric, analysis_rubric
-from consilium.judges.task_text import criterion_task
 from consilium.judges.tasks import JudgeInputs
 from consilium.models import CallRecorder, ChatModel, GenerationSettings
 from consilium.reports.networks.uptake import Dissent, Uptake, overlap_share, word_overlap
