@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from consilium.cases import Case
+from consilium.cases import Case, load_case
 from consilium.cases.opentumorboard import read_opentumorboard
+from consilium.cli import main
 from consilium.errors import UserError
 
 ROLES = ["Medical Oncologist", "Moderator", "Clinical Trial Specialist", "Nurse Navigator", "Radiation Oncologist"]
@@ -139,3 +140,29 @@ def test_a_bad_file_is_refused_naming_it(tmp_path: Path, content: bytes, message
 def test_a_folder_without_released_files_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="holds no OpenTumorBoard file"):
         read_opentumorboard(tmp_path)
+
+
+def test_cases_import_opentumorboard_writes_case_files_that_load(data: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cases"
+    assert main(["cases", "import", "opentumorboard", str(data), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote 6 cases to {out}"
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["rec3-case_6.yaml", *[f"sim_{n:06d}.yaml" for n in range(1, 6)]]
+    loaded = load_case(out / "sim_000001.yaml")
+    assert loaded.question is None and loaded.reference is not None and len(loaded.reference.answers) == 2
+    assert main(["cases", "validate", str(out)]) == 0
+    # A second import into the folder is refused, nothing rewritten.
+    before = (out / "sim_000001.yaml").read_bytes()
+    assert main(["cases", "import", "opentumorboard", str(data), "--out", str(out)]) == 2
+    assert (out / "sim_000001.yaml").read_bytes() == before
+
+
+def test_cases_import_opentumorboard_refuses_a_bad_line_with_nothing_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "task2_test.jsonl").write_text("{}\n", encoding="utf-8")
+    out = tmp_path / "cases"
+    assert main(["cases", "import", "opentumorboard", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "task2_test.jsonl:1: field 'video_dir' (or 'video_uid') must name the recording" in err
+    assert "Traceback" not in err and not out.exists()

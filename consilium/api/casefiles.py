@@ -13,8 +13,9 @@ from consilium.api.options import options_of
 from consilium.api.sync import off_loop, sync_twin
 from consilium.cases import CaseProblem, case_files, load_case, validate_case_file
 
-__all__ = ["CaseCheck", "ImportOptions", "aimport_agentclinic", "aimport_table", "avalidate_cases",
-           "collect_case_files", "import_agentclinic", "import_table", "validate_cases"]
+__all__ = ["CaseCheck", "ImportOptions", "aimport_agentclinic", "aimport_opentumorboard", "aimport_table",
+           "avalidate_cases", "collect_case_files", "import_agentclinic", "import_opentumorboard", "import_table",
+           "validate_cases"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,20 @@ async def aimport_table(file: str | Path, mapping: str | Path, options: ImportOp
 
 
 import_table = sync_twin(aimport_table)
+
+
+async def aimport_opentumorboard(source: str | Path, options: ImportOptions | None = None, *,
+                                 slides: str | Path | None = None, **changes: Any) -> list[Path]:
+    """OpenTumorBoard's released data (a ``data/`` folder or one file: task1, task2, the test_inputs manifests,
+    gzip or not) → one tumor-board case file per recorded case (docs/opentumorboard.md); ``slides``: the
+    folder the image manifests' slide paths are relative to. A bad line stops the import before anything is
+    written. Returns the files written."""
+    from consilium.cases.opentumorboard import read_opentumorboard
+    from consilium.cases.writing import write_cases
+
+    chosen = options_of(ImportOptions, options, changes)
+    cases = await off_loop(read_opentumorboard, Path(source), Path(slides) if slides is not None else None)
+    return await off_loop(write_cases, cases, chosen.out, chosen.fmt, force=chosen.force)
+
+
+import_opentumorboard = sync_twin(aimport_opentumorboard)

@@ -52,6 +52,22 @@ def register(subparsers: Any) -> None:
     )
     _add_force(agentclinic)
     agentclinic.set_defaults(func=run_import_agentclinic)
+    otb = sources.add_parser(
+        "opentumorboard",
+        help="OpenTumorBoard's released data (task1, task2, test_inputs; gzip or not) -> one tumor-board case each",
+        description="Convert OpenTumorBoard's released data folder (or one of its files) into tumor-board case "
+        "files: each recorded case with its summary, slides, the board's conclusion and every answered question "
+        "as reference answers (docs/opentumorboard.md).",
+    )
+    otb.add_argument("source", metavar="DATA", help="the dataset's data/ folder, or one of its .jsonl(.gz) files")
+    otb.add_argument("--out", required=True, metavar="DIR", help="directory for the case files")
+    otb.add_argument("--slides", metavar="DIR", help="folder of the slide images (the README's 'slides' link); "
+                                                     "without it the slides are captions only")
+    otb.add_argument(
+        "--format", dest="fmt", choices=("json", "yaml"), default="yaml", help="case file format (default: yaml)"
+    )
+    _add_force(otb)
+    otb.set_defaults(func=run_import_opentumorboard)
     table = sources.add_parser(
         "table",
         help="your own JSON, JSONL or CSV table -> one case file per good record, as a mapping file says",
@@ -111,3 +127,13 @@ def run_import_table(args: argparse.Namespace) -> int:
     tail += f"; {failed} record{'' if failed == 1 else 's'} failed" if failed else ""
     print(f"wrote {written} case{'' if written == 1 else 's'} to {args.out}{tail}")
     return 2 if failed else 0
+
+
+def run_import_opentumorboard(args: argparse.Namespace) -> int:
+    """Import OpenTumorBoard's released data; a malformed record stops the import before anything is written."""
+    from consilium.api.casefiles import ImportOptions, import_opentumorboard
+
+    written = import_opentumorboard(args.source, ImportOptions(out=args.out, fmt=args.fmt, force=args.force),
+                                    slides=args.slides)
+    print(f"wrote {len(written)} case{'' if len(written) == 1 else 's'} to {args.out}")
+    return 0
