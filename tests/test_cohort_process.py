@@ -139,7 +139,7 @@ def test_a_cohort_without_judges_makes_its_first_call_without_judging_or_reporti
     tables and figures before its first call, nor LangChain's chat model class (a model of ours is not one).
     (rich is loaded there, by httpx's command-line module that the LangGraph SDK's httpx brings in; consilium's
     own modules leave it alone: tests/test_startup.py.)"""
-    assert {"consilium.cli.cohort_finish", "consilium.models.wrappers.observed"} <= first_call_modules
+    assert {"consilium.cohort.finish", "consilium.models.wrappers.observed"} <= first_call_modules
     unused = ("consilium.calibration", "consilium.reports", "consilium.judges.many", "consilium.judges.jury",
               "consilium.judges.runner", "consilium.judges.aggregate", "consilium.judges.coverage",
               "langchain_core.language_models.chat_models")

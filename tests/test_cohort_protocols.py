@@ -59,7 +59,7 @@ def test_consilium_and_single_run_side_by_side_replay_and_resume(
     assert all(r["rounds"] == "" for r in rows if r["protocol"] == "single")
     assert all(r["rounds"] == "2" for r in rows if r["protocol"] == "consilium")
     settings = manifest(run_dir)["settings"]
-    assert isinstance(settings, dict) and manifest(run_dir)["schema_version"] == "1.3"
+    assert isinstance(settings, dict) and manifest(run_dir)["schema_version"] == "1.4"
     assert settings["protocols"] == ["consilium", "single"]
     assert settings["variants"] == ["free-form", "structured"]  # each protocol runs those of its own
     assert "max_rounds" in settings["configs"]["consilium"] and "max_rounds" not in settings["configs"]["single"]
@@ -138,7 +138,7 @@ def test_a_one_protocol_manifest_of_version_1_2_reads_and_resumes(
     assert "2 arms (2 completed, 0 failed, 1 resumed)" in capsys.readouterr().out
     assert victim.is_file()
     upgraded = manifest(run_dir)
-    assert upgraded["schema_version"] == "1.3"
+    assert upgraded["schema_version"] == "1.4"
     assert upgraded["settings"]["protocols"] == ["consilium"]  # type: ignore[index]
     assert upgraded["settings"]["variants"] == ["free-form"]  # type: ignore[index]
     assert main(["cohort", "--resume", str(run_dir), "--protocol", "consilium,single"]) == 2

@@ -328,7 +328,7 @@ def test_traces_are_sharded_by_a_hash_of_the_case_id(tmp_path: Path) -> None:
         assert arm["trace"] == f"arms/{folder}/{shard}/{arm['case_id']}.{arm['format']}.trace.json"
         assert (run_dir / arm["trace"]).is_file()
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert (manifest["schema_version"], manifest["layout"]) == ("1.3", "sharded")
+    assert (manifest["schema_version"], manifest["layout"]) == ("1.4", "sharded")
     assert sorted(manifest["traces"]) == sorted(a["trace"] for a in arms)
 
 
@@ -361,7 +361,7 @@ def test_an_old_flat_cohort_still_resumes(tmp_path: Path, capsys: pytest.Capture
     assert "8 arms (8 completed, 0 failed, 7 resumed)" in capsys.readouterr().out
     assert victim.is_file() and not list(run_dir.glob("arms/*/*/*.trace.json"))  # still flat
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert (manifest["schema_version"], manifest["layout"]) == ("1.3", "flat")
+    assert (manifest["schema_version"], manifest["layout"]) == ("1.4", "flat")
     arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
     assert all((run_dir / a["trace"]).is_file() and a["trace"].count("/") == 2 for a in arms)
 

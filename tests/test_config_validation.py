@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from consilium.cli import build_parser, main
-from consilium.cli.options import ModelConfigFile, flag_name, run_config
+from consilium.cli.options import ModelConfigFile
+from consilium.spec.run_settings import flag_name, run_config
 from consilium.cohort.experiment import load_experiment
 from consilium.datafiles import load_data_file
 from consilium.errors import UserError

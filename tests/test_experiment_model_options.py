@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from consilium.cli.cohort_plan import resume_plan
+from consilium.cli.cohort_cmd import study_from_args
+from consilium.cohort.plan_resume import resume_plan
 from support.scripts import Scripted
 
 from consilium.cli import build_parser, main
@@ -80,7 +81,7 @@ def test_each_panel_model_is_priced_by_its_own_prices_and_a_resume_keeps_them(tm
     victim.unlink()
     assert main(["cohort", "--resume", str(run_dir)]) == 0
     assert all(call["prices"] == PRICES["panel-b"] for call in _calls(victim))
-    plan = resume_plan(build_parser().parse_args(["cohort", "--resume", str(run_dir)]))
+    plan = resume_plan(study_from_args(build_parser().parse_args(["cohort", "--resume", str(run_dir)])), run_dir)
     own, first = plan.options_for(spec_b), plan.options_for(settings["models"][0])
     assert (own.token_param, own.omit_settings, own.prices_spec) == ("max_completion_tokens", ("temperature",), spec_b)
     assert first.prices_spec == settings["models"][0] and first.token_param is None

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from consilium.cli import build_parser, main
-from consilium.cli.cohort_plan import resume_plan
+from consilium.cli.cohort_cmd import study_from_args
+from consilium.cohort.plan_resume import resume_plan
 from consilium.models.pricing import Prices
 
 PRICES = {"input": 2.5, "cached_input": 1.25, "output": 10.0}
@@ -80,7 +81,7 @@ def test_a_resumed_arm_keeps_the_prices_and_the_request_shape(tmp_path: Path, mo
     assert (run_dir / rerun["trace"]).resolve() == victim.resolve()
     assert all(r["cost_usd"] and float(r["cost_usd"]) > 0 for r in rows)
     # What the resume builds its models with: the options that have no flag come from the manifest.
-    plan = resume_plan(build_parser().parse_args(["cohort", "--resume", str(run_dir)]))
+    plan = resume_plan(study_from_args(build_parser().parse_args(["cohort", "--resume", str(run_dir)])), run_dir)
     assert plan.options.prices == Prices(**PRICES) and plan.options.prices_spec == model["prices_spec"]
     assert (plan.options.token_param, plan.options.omit_settings) == ("max_completion_tokens", ("temperature", "top_p"))
 

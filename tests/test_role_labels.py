@@ -14,7 +14,8 @@ from consilium import aio
 from consilium.agents import moderator
 from consilium.agents.schemas import RoleLabels
 from consilium.cli import build_parser, main
-from consilium.cli.cohort_plan import new_plan
+from consilium.cli.cohort_cmd import study_from_args
+from consilium.cohort.plan import new_plan
 from consilium.cli.labels import default_role_labels
 from consilium.cli.simulate_run import config_of as _config
 from consilium.graphs.consilium.config import ConsiliumConfig, ConsiliumRecord
@@ -146,7 +147,7 @@ def test_a_cohort_resolves_the_default_and_takes_the_flag(tmp_path: Path) -> Non
     def configs(*argv: str) -> set[str]:
         args = build_parser().parse_args(["cohort", "--cases", str(ROOT / "examples" / "cases"), "--protocol",
                                           "consilium,single", "--out", str(tmp_path), *argv])
-        return {config.role_labels for config in new_plan(args).configs.values()}
+        return {config.role_labels for config in new_plan(study_from_args(args)).configs.values()}
 
     assert configs("--model", "embedded") == {"catalogue"}
     assert configs("--model", "scripted:x.json") == {"free"}

@@ -1,30 +1,32 @@
 """The library's cohorts: every (case, model, protocol, variant) arm run, optionally judged, as ``consilium
 cohort`` runs them, and a folder of traces judged as ``consilium judge RUN_DIR`` judges it (docs/api.md).
 
-A cohort is planned by the command line's own planner (consilium/cli/cohort_plan.py) from the flags its
-typed arguments stand for, and run by the same ``run_plan``: the same run folder, manifest, ``arms.csv``,
-``arms.jsonl``, resume and judging. Its arguments are what the plan is made of, so an error names the flag
-an argument stands for (``--cases: required …``), as on the command line.
+A cohort is a study spec (consilium/spec/study.py): :func:`arun_cohort`'s keywords are the spec's fields,
+its signature made from them, so an option added to the spec is a keyword here too. The library plans it
+(consilium/cohort/plan.py, or consilium/cohort/plan_resume.py for ``resume``) and runs it
+(consilium/cohort/execute.py): the same run folder, manifest, ``arms.csv``, ``arms.jsonl``, resume and judging
+as the command line, which calls :func:`arun_cohort` too. An error names the flag a field stands for
+(``--cases: required …``), as on the command line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from consilium.api.runs import JudgeModels, judge_setups
-from consilium.api.sync import run_sync as _sync
+from consilium.api.sync import sync_twin
 from consilium.cases import Case
-from consilium.cli import build_parser
-from consilium.cli.cohort_execute import run_plan, sorted_rows
-from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import judgement_path, trace_files
 from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
-from consilium.cohort.protocols import protocol_list
+from consilium.cohort.execute import run_plan, sorted_rows
+from consilium.cohort.plan import Plan, new_plan
+from consilium.cohort.plan_resume import resume_plan
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
@@ -36,12 +38,11 @@ from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.judges.runner import AnyTrace
 from consilium.models.factory import ModelOptions
-from consilium.models.refs import parse_refs
 from consilium.spec.manifest import CohortManifest, read_manifest
+from consilium.spec.study import StudySpec, study_of
 
-__all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "run_cohort"]
-
-Names = str | Sequence[str]
+__all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "plan_cohort", "resume_line", "run_cohort",
+           "run_study", "study_keywords", "with_spec_keywords"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class CohortResult:
     run_dir: Path
     rows: list[dict[str, Any]]
     counts: dict[str, int]
+    exit_code: int = 0  # 1 when an arm failed (the command's exit status)
 
     @property
     def manifest(self) -> CohortManifest:
@@ -65,119 +67,88 @@ class CohortResult:
         return path if path.is_file() else None
 
 
-def _names(value: Names | None) -> list[str] | None:
-    return None if value is None else [value] if isinstance(value, str) else list(value)
-
-
-def _model_specs(models: Any) -> list[str] | None:
-    """The panel's specs; none at all, or a model object (a cohort's arms name their model by spec, and
-    resume rebuilds it from there), is a :class:`UserError`."""
-    given = None if models is None else [models] if isinstance(models, str) or not isinstance(
-        models, Sequence) else list(models)
-    if given is not None and not given:
-        raise UserError("models: give at least one model spec")
-    objects = sorted({type(m).__name__ for m in given or [] if not isinstance(m, str)})
+def _model_specs(models: Any) -> Any:
+    """The panel's specs as given; a model object (a cohort's arms name their model by spec, and resume rebuilds
+    it from there) is a :class:`UserError`."""
+    given = [models] if isinstance(models, str) or not isinstance(models, Sequence) else list(models)
+    objects = sorted({type(m).__name__ for m in given if not isinstance(m, str)})
     if objects:
         raise UserError(f"models: run_cohort takes model spec strings (e.g. 'openai:gpt-4o-mini', "
                         f"'langchain:MODULE:FACTORY'), not a {', '.join(objects)} object")
-    return given
+    return models
 
 
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise UserError(f"{name}: must be positive, got {value!r}")
+def study_keywords(cases: str | Path | None, keywords: dict[str, Any]) -> StudySpec:
+    """The spec the API's keywords give (None: not given)."""
+    values = {name: value for name, value in {"cases": cases, **keywords}.items()
+              if value is not None and value is not False}
+    if "models" in values:
+        values["models"] = _model_specs(values["models"])
+    return study_of(values)
 
 
-def _cohort_flags(cases: str | Path | None, *, models: Names | None, moderator: str | None, protocols: Names | None,
-                  formats: Names | None, modes: Names | None, config: str | Path | None, seed: int | None,
-                  temperature: float | None, max_rounds: int | None, wall_limit: float | None,
-                  role_labels: str | None, judges: Names | None, judge_model: Names | None, scope: Scope | None,
-                  experiment: str | Path | None, out: str | Path | None, concurrency: int | None,
-                  limit: int | None, resume: str | Path | None, sample: int | None = None,
-                  allow_missing_reference: bool = False, judge_decoding: JudgeDecoding | None = None) -> Any:
-    """The ``cohort`` command line the arguments stand for: the parser's defaults, then each argument given."""
-    for name, value in (("concurrency", concurrency), ("limit", limit), ("sample", sample),
-                        ("max_rounds", max_rounds), ("wall_limit", wall_limit)):
-        _positive(name, value)
-    args = build_parser().parse_args(["cohort"])
-    panel = _model_specs(models)
-    given: dict[str, Any] = {
-        "cases": cases, "config": config, "experiment": experiment, "out": out, "resume": resume,
-        "model": panel[0] if panel else None, "moderator_model": moderator,
-        "seed": seed, "temperature": temperature, "max_rounds": max_rounds, "wall_limit": wall_limit,
-        "role_labels": role_labels, "scope": scope, "concurrency": concurrency, "limit": limit, "sample": sample,
-        "judge_decoding": judge_decoding,
-        "formats": ",".join(_names(formats) or []) or None, "modes": ",".join(_names(modes) or []) or None,
-    }
-    for name in ("cases", "config", "experiment", "out", "resume"):
-        if given[name] is not None:
-            given[name] = Path(given[name])
-    for name, value in given.items():
-        if value is not None:
-            setattr(args, name, value)
-    args.extra_model = panel[1:] if panel else []
-    args.allow_missing_reference = allow_missing_reference
-    # Several: a jury, as --judge-model given for each (docs/judges.md, Juries); each as the manifest records it
-    # (consilium/models/refs.py), so a resume names it in the form the cohort kept; one judge twice is refused.
-    jury = [ref.record for ref in parse_refs(_names(judge_model) or [], flag="judge_model")]
-    args.judge_model, args.jury_models = (jury[0] if jury else None), jury[1:]
-    args.judge = _names(judges) or []
-    if protocols is not None:
-        args.protocol = protocol_list(",".join(_names(protocols) or []), flag="--protocol")
-    return args
+def plan_cohort(spec: StudySpec, *, experiment: str | Path | None = None, resume: str | Path | None = None) -> Plan:
+    """The plan of the cohort ``spec`` describes (over the ``experiment`` file), or of the cohort in ``resume``
+    finished with its own study (``spec`` may say it again; only what a resume may change may differ)."""
+    exp = Path(experiment) if experiment is not None else None
+    if resume is not None:
+        return resume_plan(spec, Path(resume), exp)
+    return new_plan(spec, exp)
 
 
-def _planned_and_run(args: Any) -> CohortResult:
-    plan = resume_plan(args) if args.resume is not None else new_plan(args)
+def resume_line(plan: Plan) -> str | None:
+    """What a resume says first: how much of its plan the folder holds (``resuming: partial cohort: 8 of 40
+    planned arms finished (status: aborted: …); 32 planned arms missing``). Read before the folder is locked: a
+    killed cohort's manifest still says running, and only the lock no one holds tells it from a live one,
+    which the lock then refuses (so nothing is said of it here)."""
+    if plan.manifest is None:
+        return None
+    from consilium.reports.partial import partial_line, partial_of  # the report's modules: a resume's only
+
+    done = partial_of(plan.run_dir)
+    return None if done is None or done.status == "running" else f"resuming: {partial_line(done)}"
+
+
+def run_study(spec: StudySpec, *, experiment: str | Path | None = None,
+              resume: str | Path | None = None) -> CohortResult:
+    """The cohort ``spec`` describes, planned and run in this thread (the command line's call; :func:`arun_cohort`
+    runs it on a worker thread)."""
+    plan = plan_cohort(spec, experiment=experiment, resume=resume)
     kept: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    run_plan(plan, kept)
+    code = run_plan(plan, kept, resuming=resume_line(plan))
     rows = sorted_rows(kept)
-    return CohortResult(run_dir=plan.run_dir, rows=rows, counts=counts(rows))
+    return CohortResult(run_dir=plan.run_dir, rows=rows, counts=counts(rows), exit_code=code)
 
 
-async def arun_cohort(cases: str | Path | None = None, *, models: Names | None = None,
-                      moderator: str | None = None, protocols: Names | None = None, formats: Names | None = None,
-                      modes: Names | None = None, config: str | Path | None = None, seed: int | None = None,
-                      temperature: float | None = None, max_rounds: int | None = None,
-                      wall_limit: float | None = None, role_labels: str | None = None, judges: Names | None = None,
-                      judge_model: Names | None = None, scope: Scope | None = None,
-                      experiment: str | Path | None = None, out: str | Path | None = None,
-                      concurrency: int | None = None, limit: int | None = None,
-                      resume: str | Path | None = None, sample: int | None = None,
-                      allow_missing_reference: bool = False,
-                      judge_decoding: JudgeDecoding | None = None) -> CohortResult:
-    """Run a cohort as ``consilium cohort`` does (each argument is the flag of its name: ``models`` the
-    ``--model`` and ``--extra-model`` specs, ``protocols`` ``--protocol``, ``judges`` ``--judge``, ``config``
-    a ``--config`` file, ``experiment`` an experiment file, ``resume`` a run folder to finish, ``sample`` N
-    cases drawn with ``seed``) and return its folder, its arms.csv rows and counts. A failed arm is a row
-    with status ``failed``, not an exception."""
-    args = _cohort_flags(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
-                         modes=modes, config=config, seed=seed, temperature=temperature, max_rounds=max_rounds,
-                         wall_limit=wall_limit, role_labels=role_labels, judges=judges, judge_model=judge_model,
-                         scope=scope, experiment=experiment, out=out, concurrency=concurrency, limit=limit,
-                         resume=resume, sample=sample, allow_missing_reference=allow_missing_reference,
-                         judge_decoding=judge_decoding)
+async def arun_cohort(cases: str | Path | None = None, *, experiment: str | Path | None = None,
+                      resume: str | Path | None = None, **study: Any) -> CohortResult:
+    """Run a cohort as ``consilium cohort`` does and return its folder, its arms.csv rows and counts. The
+    keywords are the study spec's fields (consilium/spec/study.py: ``models`` the panel's specs, ``protocols``,
+    ``formats``, ``judges`` the rubrics, ``judge_model`` the judge or a jury, ``config`` a run-settings file,
+    ``sample`` N cases drawn with ``seed``, …); ``experiment`` an experiment file under them, ``resume`` a run
+    folder to finish. A failed arm is a row with status ``failed``, not an exception."""
+    spec = study_keywords(cases, study)
     # The cohort runs its own event loop (as the CLI's does): on a worker thread, in the caller's context.
-    return await asyncio.to_thread(contextvars.copy_context().run, _planned_and_run, args)
+    return await asyncio.to_thread(contextvars.copy_context().run, _run, spec, experiment, resume)
 
 
-def run_cohort(cases: str | Path | None = None, *, models: Names | None = None, moderator: str | None = None,
-               protocols: Names | None = None, formats: Names | None = None, modes: Names | None = None,
-               config: str | Path | None = None, seed: int | None = None, temperature: float | None = None,
-               max_rounds: int | None = None, wall_limit: float | None = None, role_labels: str | None = None,
-               judges: Names | None = None, judge_model: Names | None = None, scope: Scope | None = None,
-               experiment: str | Path | None = None, out: str | Path | None = None,
-               concurrency: int | None = None, limit: int | None = None,
-               resume: str | Path | None = None, sample: int | None = None,
-               allow_missing_reference: bool = False,
-               judge_decoding: JudgeDecoding | None = None) -> CohortResult:
-    """:func:`arun_cohort`, from plain code or a notebook."""
-    return _sync(arun_cohort(cases, models=models, moderator=moderator, protocols=protocols, formats=formats,
-                             modes=modes, config=config, seed=seed, temperature=temperature,
-                             max_rounds=max_rounds, wall_limit=wall_limit, role_labels=role_labels, judges=judges,
-                             judge_model=judge_model, scope=scope, experiment=experiment, out=out,
-                             concurrency=concurrency, limit=limit, resume=resume, sample=sample,
-                             allow_missing_reference=allow_missing_reference, judge_decoding=judge_decoding))
+def _run(spec: StudySpec, experiment: str | Path | None, resume: str | Path | None) -> CohortResult:
+    return run_study(spec, experiment=experiment, resume=resume)
+
+
+def with_spec_keywords(func: Callable[..., Any]) -> None:
+    """``func``'s signature as its callers see it (``inspect.signature``, help(), a notebook): its own
+    parameters but ``**study``, then each field of the study spec as a keyword, so a field added to the spec
+    is a keyword of every function that takes a study."""
+    own = [p for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    named = {p.name for p in own}
+    fields = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=field.annotation)
+              for name, field in StudySpec.model_fields.items() if name not in named]
+    func.__signature__ = inspect.signature(func).replace(parameters=[*own, *fields])  # type: ignore[attr-defined]
+
+
+with_spec_keywords(arun_cohort)
+run_cohort = sync_twin(arun_cohort)
 
 
 async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
@@ -191,7 +162,8 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     prompt) made is refused unless ``force``; a cohort folder's ``judgements.csv`` is rebuilt to match.
     ``judge_decoding`` is the judge's decoding order (``--judge-decoding``; None: the rubric's pin, else the
     backend's default; docs/judges.md, Decoding order)."""
-    _positive("concurrency", concurrency)
+    if concurrency <= 0:
+        raise UserError(f"concurrency: must be positive, got {concurrency!r}")
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     unknown = [c for c in components or [] if c not in used.components]
     if unknown:
@@ -223,12 +195,4 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     return [finished[position] for position in sorted(finished)]
 
 
-def judge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rubric, *, judge_model: JudgeModels,
-              components: Sequence[str] | None = None, reference_answer: str | None = None,
-              scope: Scope | None = None, concurrency: int = 4,
-              options: ModelOptions | None = None, force: bool = False,
-              judge_decoding: JudgeDecoding | None = None) -> list[Judgement]:
-    """:func:`ajudge_run`, from plain code or a notebook."""
-    return _sync(ajudge_run(paths, rubric, judge_model=judge_model, components=components,
-                            reference_answer=reference_answer, scope=scope, concurrency=concurrency,
-                            options=options, force=force, judge_decoding=judge_decoding))
+judge_run = sync_twin(ajudge_run)

@@ -74,7 +74,8 @@ def _options(args: argparse.Namespace, cohort: Cohort) -> ModelOptions:
     """The cohort's way to its models (the manifest's settings), as a resume reaches them."""
     s = cohort.manifest.settings
     kept = argparse.Namespace(
-        model_config=None, base_url=base_url_for_resume(args, cohort.manifest, os.environ.get("OPENAI_BASE_URL")),
+        model_config=None,
+        base_url=base_url_for_resume(args.base_url, cohort.manifest, os.environ.get("OPENAI_BASE_URL")),
         schema_dialect=s.model.schema_dialect, http_client=s.model.http_client, concurrency=None,
         timeout=s.model.timeout, max_attempts=s.model.max_attempts, retry_base_delay=s.model.retry_base_delay,
         no_cache=args.no_cache or s.model.no_cache, cache_path=Path(s.model.cache_path) if s.model.cache_path else None)

@@ -15,7 +15,6 @@ from consilium.cli.options import (
     model_options,
     model_spec,
     positive_int,
-    run_config,
 )
 from consilium.fileio import make_folder
 from consilium.graphs.base import RunModels
@@ -27,6 +26,7 @@ from consilium.models import ChatModel
 from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.redact import clip
+from consilium.spec.run_settings import run_config
 from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 
 __all__ = ["register", "run_board_command", "run_turn_command"]

@@ -1,31 +1,31 @@
 """``consilium cohort``: every (case, model, protocol, variant) arm of a cohort, optionally judged.
 
-This module is the command line; the plan is made in consilium/cli/cohort_plan.py, run here in
-consilium/cli/cohort_execute.py (or beyond this process: consilium/cli/cohort_scale_cmd.py), and
-judged and closed in consilium/cli/cohort_finish.py.
+This module is the command line: its flags are read into the study spec (consilium/spec/study.py: each field
+names its flag, so :func:`study_from_args` reads them all alike), and the library runs it
+(consilium/api/cohorts.py ``run_study``; beyond this process: consilium/cli/cohort_scale_cmd.py).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from consilium.cli.cohort_execute import run_plan
-from consilium.cli.cohort_plan import new_plan, resume_plan
 from consilium.cli.judge_cmd import add_decoding_argument, add_scope_argument
 from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import (
     add_model_arguments,
     add_otel_argument,
     finite_float,
+    model_spec,
     positive_float,
     positive_int,
 )
 from consilium.cohort.protocols import protocol_list
 from consilium.errors import UserError
-from consilium.models.refs import parse_refs
+from consilium.spec.study import StudySpec, option_of, study_of
 
-__all__ = ["protocol_arg", "register", "run"]
+__all__ = ["SOURCES", "protocol_arg", "register", "run", "study_from_args"]
 
 
 def protocol_arg(text: str) -> list[str]:
@@ -103,24 +103,54 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cohort_merge_cmd.register(parser)
 
 
-def _jury(args: argparse.Namespace) -> None:
-    """``--judge-model`` given several times: the first is ``judge_model``, the others ``jury_models``, each as
-    the manifest records it (a model config file by its absolute path: consilium/models/refs.py); the same
-    judge twice is refused."""
-    given = args.judge_model if isinstance(args.judge_model, list) else [args.judge_model] if args.judge_model else []
-    records = [ref.record for ref in parse_refs(given, flag="--judge-model")]
-    args.judge_model, args.jury_models = (records[0] if records else None), records[1:]
+#: The cohort's flags that are not fields of the study: where it comes from or goes, and what to do with it.
+SOURCES = ("experiment", "resume", "estimate", "like", "otel", "extra_model")
+
+
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def study_from_args(args: argparse.Namespace) -> StudySpec:
+    """The study the flags give: each spec field from the flag it names (consilium/spec/study.py), a flag not
+    given left out. ``--model`` with ``--extra-model`` is the panel; ``--formats a,b`` a list."""
+    values: dict[str, Any] = {}
+    for name in StudySpec.model_fields:
+        flag = option_of(name).flag
+        value = getattr(args, _dest(flag), None) if flag is not None else None
+        if name == "models" and (value or args.extra_model):
+            value = [value or model_spec(args), *args.extra_model]
+        elif name in ("formats", "modes") and isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        elif name == "shard" and value is not None:
+            value = str(value)
+        if value is not None and value is not False and value != []:
+            values[name] = value
+    return study_of(values, by="flag")
 
 
 def run(args: argparse.Namespace) -> int:
+    from consilium.api.cohorts import run_study
     from consilium.cli import cohort_scale_cmd  # --shard, --ray: the same plan, run beyond this process
 
-    _jury(args)
     if args.estimate or args.like is not None:
-        from consilium.cli.cohort_estimate import check_estimate_flags, run_estimate
-
         check_estimate_flags(args)
-        return run_estimate(args)
+        from consilium.cohort.estimate_plan import estimate_study
+        from consilium.cohort.estimate_table import estimate_lines
+
+        print("\n".join(estimate_lines(estimate_study(study_from_args(args), args.experiment, args.like))))
+        return 0
     if cohort_scale_cmd.wanted(args):
         return cohort_scale_cmd.run(args)
-    return run_plan(resume_plan(args) if args.resume is not None else new_plan(args))
+    return run_study(study_from_args(args), experiment=args.experiment, resume=args.resume).exit_code
+
+
+def check_estimate_flags(args: argparse.Namespace) -> None:
+    """``--like`` only with ``--estimate``; ``--estimate`` plans a new cohort, in this process."""
+    if getattr(args, "like", None) is not None and not args.estimate:
+        raise UserError("--like: only with --estimate (it names the cohort an estimate is made from)")
+    if args.estimate:
+        for flag, given in (("--resume", args.resume), ("--shard", getattr(args, "shard", None)),
+                            ("--ray", getattr(args, "ray", None))):
+            if given is not None:
+                raise UserError(f"--estimate: estimates a new cohort before it runs; not with {flag}")

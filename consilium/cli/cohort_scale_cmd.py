@@ -3,7 +3,7 @@
 ``--shard`` runs the cases of one partition (consilium/cohort/shard.py) as an ordinary local cohort
 whose manifest records the shard; ``cohort merge`` joins the shards. ``--ray`` runs the partitions as
 Ray tasks (consilium/cohort/ray_run.py) and writes here, from each arm streamed back, the run folder a
-local cohort writes. Both take the plan from the local cohort (consilium/cli/cohort_plan.py), so a flag
+local cohort writes. Both take the plan from the local cohort (consilium/cohort/plan.py), so a flag
 means the same with and without them, and a resume of either folder is an ordinary ``--resume``.
 """
 
@@ -18,21 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from consilium import aio
-from consilium.cli.cohort_execute import (
-    arm_count,
-    execute,
-    open_manifest,
-    prepare,
-    record_abort,
-    resume_line,
-    sorted_rows,
-)
-from consilium.cli.cohort_finish import finish
-from consilium.cli.cohort_plan import Plan, new_plan, resume_plan
+from consilium.api.cohorts import plan_cohort, resume_line
+from consilium.cli.cohort_cmd import study_from_args
 from consilium.cohort import ray_run
 from consilium.cohort.arms import CohortArm
+from consilium.cohort.execute import arm_count, execute, open_manifest, prepare, record_abort, sorted_rows
+from consilium.cohort.finish import finish
 from consilium.cohort.index import INDEX_FIELDS
 from consilium.cohort.lock import RunLock
+from consilium.cohort.plan import Plan
 from consilium.cohort.rows import ARM_COLUMNS, row_key
 from consilium.cohort.shard import Shard
 from consilium.cohort.tables import append_jsonl, write_csv
@@ -82,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     address: str | None = getattr(args, "ray", None)
     if address is not None:
         ray_run.require_ray()  # before anything is read or written
-    plan = _shard_plan(resume_plan(args) if args.resume is not None else new_plan(args),
+    plan = _shard_plan(plan_cohort(study_from_args(args), experiment=args.experiment, resume=args.resume),
                        getattr(args, "shard", None))
     if address is not None and plan.settings.moderator_model:
         raise UserError("--moderator-model: not with --ray (each Ray worker opens the panel models alone); run "

@@ -8,23 +8,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BACKEND_CONCURRENCY", "CONCURRENCY_HELP", "DEFAULT_CONCURRENCY", "add_concurrency_argument",
-           "default_concurrency"]
+from consilium.spec.connection import BACKEND_CONCURRENCY, DEFAULT_CONCURRENCY
 
-#: Model calls in flight by default, by the spec's backend: a server takes many, an in-process llama.cpp
-#: context one (it serves one call at a time: more would only queue), anything else (scripted, replay, a
-#: plugin) the general default. Resolved here alone (:func:`default_concurrency`); a cohort's manifest
-#: records what it ran with (``settings.concurrency``).
-BACKEND_CONCURRENCY: dict[str, int] = {"embedded": 1, "gguf": 1, "openai": 16, "vllm": 16}
-DEFAULT_CONCURRENCY = 4
+__all__ = ["CONCURRENCY_HELP", "add_concurrency_argument"]
+
 CONCURRENCY_HELP = (", ".join(f"{name} {n}" for name, n in BACKEND_CONCURRENCY.items())
                     + f", others {DEFAULT_CONCURRENCY}")
-
-
-def default_concurrency(*specs: str) -> int:
-    """The calls in flight that suit the specs' backends: the smallest, so a slow backend is never flooded."""
-    return min((BACKEND_CONCURRENCY.get(spec.partition(":")[0], DEFAULT_CONCURRENCY) for spec in specs),
-               default=DEFAULT_CONCURRENCY)
 
 
 class _Deprecated(argparse.Action):

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from consilium import aio
 from consilium.cases import Case
-from consilium.cli.concurrency import default_concurrency
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
+from consilium.spec.connection import default_concurrency
 from consilium.cohort.progress import ItemProgress
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic

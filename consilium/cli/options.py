@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel
 
-from consilium.cli.concurrency import DEFAULT_CONCURRENCY, add_concurrency_argument, default_concurrency
-from consilium.datafiles import first_error, load_data_file, read_data_file
+from consilium.cli.concurrency import add_concurrency_argument
+from consilium.datafiles import load_data_file
 from consilium.errors import UserError
 from consilium.models.backends.http_transports import HTTP_CLIENTS
 from consilium.models.backends.openai_compat import DIALECTS
@@ -22,11 +20,11 @@ from consilium.models.factory import SPEC_HELP, ModelOptions, build_ref
 from consilium.models.protocol import ChatModel
 from consilium.models.reasoning import TOKEN_PARAMS
 from consilium.models.refs import parse_model_ref
-from consilium.models.wrappers import RetryPolicy
+from consilium.spec.connection import DEFAULT_CONCURRENCY, connection_options, default_concurrency
 
-__all__ = ["FLAG_NAMES", "ModelConfigFile", "add_model_arguments", "add_otel_argument", "add_run_arguments",
-           "build_named", "finite_float", "flag_name", "fraction", "model_options", "model_spec", "named_label",
-           "non_negative_float", "non_negative_int", "positive_float", "positive_int", "run_config", "show_help"]
+__all__ = ["ModelConfigFile", "add_model_arguments", "add_otel_argument", "add_run_arguments",
+           "build_named", "finite_float", "fraction", "model_options", "model_spec", "named_label",
+           "non_negative_float", "non_negative_int", "positive_float", "positive_int", "show_help"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -96,38 +94,24 @@ def named_label(args: argparse.Namespace, model: ChatModel) -> str:
 
 
 def model_options(args: argparse.Namespace, **overrides: object) -> ModelOptions:
-    config = _model_file(args) or ModelConfigFile.model_construct(spec="")  # no file: every setting unset
-    base_url = config.base_url if not isinstance(config.base_url, list) else ",".join(config.base_url)
-    values: dict[str, object] = {
-        "base_url": args.base_url or base_url,
-        "schema_dialect": args.schema_dialect or config.schema_dialect or "json_schema",
-        "http_client": args.http_client or config.http_client or "aiohttp",
-        "max_concurrency": getattr(args, "concurrency", None) or config.max_concurrency
+    """The options the model flags (and a ``--model-config`` file under them) give
+    (consilium/spec/connection.py)."""
+    config = _model_file(args)
+    several = isinstance(args.model, list) and len(args.model) > 1
+    # One model named by the flag is the model the file configures (its spec given on the command line); of
+    # several (a jury), the one whose spec is the file's: a price list is one model's, never the first's.
+    priced = None
+    if config is not None and config.prices is not None:
+        priced = config.spec if several else model_spec(args)
+    return connection_options(
+        getattr(args, "model_config", None), priced=priced, base_url=args.base_url, schema_dialect=args.schema_dialect,
+        http_client=args.http_client, timeout=args.timeout, cache_path=args.cache_path,
+        token_param=getattr(args, "token_param", None), no_cache=bool(args.no_cache), max_attempts=args.max_attempts,
+        retry_base_delay=args.retry_base_delay,
+        max_concurrency=cast("int | None", overrides.pop("max_concurrency", None))
+        or getattr(args, "concurrency", None) or (config.max_concurrency if config else None)
         or (default_concurrency(model_spec(args)) if hasattr(args, "model_default") else DEFAULT_CONCURRENCY),
-        "timeout_s": args.timeout or config.timeout_s,
-        "cache_path": args.cache_path,
-        "token_param": getattr(args, "token_param", None) or config.token_param,
-        "omit_settings": tuple(config.omit_settings) if config.omit_settings is not None else None,
-    }
-    if config.prices is not None:  # the prices of the model the file configures, not of a moderator or extra model
-        # One model named by the flag is the model the file configures (its spec given on the command line); of
-        # several (a jury), the one whose spec is the file's: a price list is one model's, never the first's.
-        several = isinstance(args.model, list) and len(args.model) > 1
-        values.update(prices=config.prices, prices_spec=config.spec if several else model_spec(args))
-    if config.api_key_env:
-        key = os.environ.get(config.api_key_env)
-        if not key:
-            raise UserError(f"{args.model_config}: api_key_env: ${config.api_key_env} is not set")
-        values["api_key"] = key
-    if args.no_cache:
-        values["cache"] = False
-    if args.max_attempts or args.retry_base_delay is not None:
-        default = RetryPolicy()
-        values["retry"] = RetryPolicy(max_attempts=args.max_attempts or default.max_attempts,
-                                      base_delay_s=default.base_delay_s if args.retry_base_delay is None
-                                      else args.retry_base_delay)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return ModelOptions.from_env(**values)
+        **overrides)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, config_file: str, max_tokens: dict[str, int]) -> None:
@@ -200,66 +184,3 @@ def _checked(text: str, kind: Callable[[str], N], ok: Callable[[N], bool], what:
     if not ok(value):
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
-
-
-FLAG_NAMES: dict[str, str] = {"timeout_s": "--timeout", "wall_limit_s": "--wall-limit"}
-"""Run-config fields whose flag is not the field's name with dashes (``max_rounds`` is ``--max-rounds``)."""
-
-
-def flag_name(field: str) -> str:
-    """The flag that sets run-config ``field``, as the user types it."""
-    return FLAG_NAMES.get(field, "--" + field.replace("_", "-"))
-
-
-def run_config(model: type[C], path: Path | None, flags: dict[str, Any], *, known_only: bool = False) -> C:
-    """Run settings: the defaults, then a YAML file (``--config``), then flags given on the command line.
-
-    ``flags`` is keyed by field. The file is checked on its own first, so a problem names the file and
-    field; a problem the flags bring in names the flag (see :func:`flag_name`). ``known_only`` takes
-    only the file's keys that ``model`` has (a cohort of several protocols, each taking its own share,
-    has checked that every key belongs to one of them: consilium/cohort/protocols.py).
-    """
-    values: dict[str, Any] = {}
-    if path is not None:
-        loaded = read_data_file(path, "config") or {}
-        if not isinstance(loaded, dict):
-            raise UserError(f"{path}: a config file must be a mapping of settings")
-        if known_only:
-            loaded = {key: value for key, value in loaded.items() if key in model.model_fields}
-            stages = getattr(model, "STAGE_TOKENS", None)
-            if stages and isinstance(loaded.get("max_tokens"), dict):  # its own stages' budgets, by stage
-                loaded["max_tokens"] = {k: v for k, v in loaded["max_tokens"].items() if k in stages}
-        try:
-            model.model_validate(loaded)
-        except ValidationError as exc:
-            raise UserError(f"{path}: {first_error(exc)}") from None
-        values.update(loaded)
-    given = {key: value for key, value in flags.items() if value is not None}
-    if "max_tokens" in given and isinstance(given["max_tokens"], int) and not isinstance(given["max_tokens"], bool):
-        stages = {**model.model_fields["max_tokens"].get_default(call_default_factory=True),
-                  **values.get("max_tokens", {})}
-        given["max_tokens"] = {stage: given["max_tokens"] for stage in stages}
-    try:
-        return model.model_validate({**values, **given})
-    except ValidationError as exc:
-        raise UserError(_flag_error(model, values, given, exc.errors()[0])) from None
-
-
-def _flag_error(model: type[BaseModel], values: dict[str, Any], given: dict[str, Any], err: ErrorDetails) -> str:
-    """``--flag: reason`` for a flag's bad value, or ``--flag: field.path: reason`` when the flag's value
-    clashes with another field (``--min-roles 7`` against the default max_roles)."""
-    where = ".".join(str(p) for p in err["loc"])
-    field = str(err["loc"][0]) if err["loc"] else ""
-    if field in given:
-        rest = ".".join(str(p) for p in err["loc"][1:])
-        return f"{flag_name(field)}: {rest + ': ' if rest else ''}{err['msg']}"
-
-    def still_fails(without: str) -> bool:
-        try:
-            model.model_validate({**values, **{k: v for k, v in given.items() if k != without}})
-        except ValidationError as exc:
-            return any(e["loc"] == err["loc"] and e["type"] == err["type"] for e in exc.errors())
-        return False
-
-    culprits = [key for key in given if not still_fails(key)] or list(given)
-    return f"{', '.join(flag_name(k) for k in culprits)}: {where + ': ' if where else ''}{err['msg']}"

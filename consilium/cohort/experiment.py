@@ -21,12 +21,11 @@ from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
 from consilium.judges.rubric import load_rubric
 from consilium.models.refs import CONFIG_SUFFIXES
+from consilium.spec.study import FILE_SPECS
 
-__all__ = ["FILE_SPECS", "MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
+__all__ = ["MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
            "judge_specs", "load_experiment", "replicate_seeds"]
 
-#: Model specs whose argument is a file (resolved against the experiment file's folder, recorded absolute).
-FILE_SPECS = ("scripted", "gguf", "replay")
 
 #: A model as an experiment names it: a spec, or a mapping of ``spec`` and a model config file's options
 #: (``base_url``, ``schema_dialect``, …; consilium/cli/options.py ``ModelConfigFile``, checked there).
@@ -114,15 +113,8 @@ def _resolved(entry: ModelEntry, base: Path, where: str) -> ModelEntry:
 
 
 def _jury(entries: list[ModelEntry], base: Path, where: str) -> list[ModelEntry]:
-    """A jury's judges, resolved; none, or one given twice (its vote would count twice), is refused."""
-    if not entries:
-        raise UserError(f"{where}: an empty list (name one judge model, or several for a jury)")
-    resolved = [_resolved(entry, base, f"{where}.{i}") for i, entry in enumerate(entries)]
-    specs = [_judge_ref(entry) for entry in resolved]  # the same model on two servers: two judges
-    for i, spec in enumerate(specs):
-        if spec in specs[:i]:
-            raise UserError(f"{where}.{i}: {spec} given twice (each judge of a jury once)")
-    return resolved
+    """A jury's judges, resolved (the study spec refuses none, or one given twice: consilium/spec/study.py)."""
+    return [_resolved(entry, base, f"{where}.{i}") for i, entry in enumerate(entries)]
 
 
 def _once(values: list[str], path: Path, field: str, what: str) -> None:

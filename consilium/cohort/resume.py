@@ -1,15 +1,18 @@
-"""``cohort --resume RUN_DIR``: the cohort's own settings, and a refusal of any flag that disagrees.
+"""``cohort --resume RUN_DIR``: the cohort's own study, and a refusal of any field given again that disagrees.
 
-A resumed cohort takes everything from its manifest. A flag given again must say the same thing
-(it may, so a scheduler can rerun the original command line with ``--resume`` added); a flag that
-says otherwise is refused with one line naming it, before anything runs, since arms made under two
-settings would be mixed in one table.
+A resumed cohort takes everything from its manifest. A resume is the same study (consilium/spec/study.py): a
+field given again must say the same thing (it may, so a scheduler can rerun the original command line with
+``--resume`` added), but for those that may differ (``MAY_DIFFER``: concurrency, out, ray); one that says
+otherwise is refused with one line naming its flag, before anything runs, since arms made under two settings
+would be mixed in one table. Each field is held to what the cohort ran with (:data:`KEPT`, read from the
+manifest's settings, so a cohort that took a default is held to that default), else to the spec the manifest
+stores; a few are compared their own way (variants, the panel, files, the jury, the server URL).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +22,15 @@ from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
 from consilium.models.refs import parse_refs
 from consilium.redact import MASK, redact_url
-from consilium.spec.manifest import CohortManifest
+from consilium.spec.manifest import CohortManifest, CohortSettings
+from consilium.spec.study import MAY_DIFFER, StudySpec, option_of
 
-__all__ = ["base_url_for_resume", "refuse_changed_experiment", "refuse_conflicts", "url_given_again"]
+__all__ = ["KEPT", "base_url_for_resume", "refuse_changed_experiment", "refuse_conflicts", "url_given_again"]
 
 
 def _conflict(flag: str, given: Any, kept: Any, run_dir: Path) -> UserError:
     return UserError(f"{flag}: {given!r} differs from the resumed cohort's {kept!r} ({run_dir}/manifest.json); "
                      "a resumed cohort keeps its settings (start a new cohort to change them)")
-
-
-def _jury_given(args: Any) -> str | None:
-    """The judges ``--judge-model`` names (one, or each of a jury, in order), to hold against the manifest's
-    judge and jury: a changed, added or dropped judge of a jury is a changed setting."""
-    if args.judge_model is None:
-        return None
-    return ", ".join([args.judge_model, *getattr(args, "jury_models", [])])
 
 
 def _records(s: Any) -> list[str]:
@@ -80,95 +76,120 @@ def _same_configs(values: dict[str, Any], manifest: CohortManifest) -> str | Non
     return None
 
 
-def _kept(manifest: CohortManifest, key: str) -> Any:
-    """A run setting every protocol has (``timeout_s``, ``wall_limit_s``), as the cohort kept it."""
-    s = manifest.settings
-    return s.configs.get(s.protocols[0], {}).get(key)
-
-
 def _kept_any(manifest: CohortManifest, key: str) -> Any:
     """A run setting as the first protocol of the cohort that has it kept it."""
     s = manifest.settings
     return next((s.configs[n][key] for n in s.protocols if key in s.configs.get(n, {})), None)
 
 
-def refuse_conflicts(args: argparse.Namespace, manifest: CohortManifest, run_dir: Path, *,
-                     protocols: list[str] | None, variants: dict[str, list[str]] | None, specs: list[str] | None,
-                     experiment: Any | None, config_values: dict[str, Any] | None,
-                     model_options: Any | None = None, moderator: str | None = None) -> None:
-    """Raise a :class:`UserError` naming the first flag given on the command line that disagrees with
-    the manifest. The caller parses the flags (so a malformed one is reported as for a new cohort);
-    ``variants`` holds the protocols whose variant flag was given, ``config_values`` a --config file's."""
+def _first(key: str, default: Any = None) -> Callable[[CohortSettings], Any]:
+    """A run setting every protocol has (``timeout_s``, ``wall_limit_s``), as the cohort's first protocol kept it."""
+    return lambda s: s.configs.get(s.protocols[0], {}).get(key) or default
+
+
+def _any(key: str) -> Callable[[CohortSettings], Any]:
+    """A run setting as the first protocol of the cohort that has it kept it."""
+    return lambda s: next((s.configs[n][key] for n in s.protocols if key in s.configs.get(n, {})), None)
+
+
+def _model(key: str) -> Callable[[CohortSettings], Any]:
+    return lambda s: getattr(s.model, key)
+
+
+#: Spec field → what the cohort ran with, read from its settings (a field the cohort ran with its default for
+#: is held to what that default was). A field not here is held to the spec the manifest stores, where it has one.
+KEPT: dict[str, Callable[[CohortSettings], Any]] = {
+    "cases": lambda s: s.cases, "limit": lambda s: s.limit, "sample": lambda s: s.sample.n if s.sample else None,
+    "protocols": lambda s: s.protocols, "moderator": lambda s: s.moderator_model,
+    "seed": _any("seed"), "temperature": _any("temperature"), "max_rounds": _any("max_rounds"),
+    "wall_limit": _first("wall_limit_s"), "role_labels": _first("role_labels", "free"),
+    "judges": lambda s: s.judges, "scope": lambda s: s.judge_scope, "judge_decoding": lambda s: s.judge_decoding,
+    "schema_dialect": _model("schema_dialect"), "http_client": _model("http_client"),
+    "token_param": _model("token_param"), "timeout": _first("timeout_s"), "max_attempts": _model("max_attempts"),
+    "retry_base_delay": _model("retry_base_delay"), "cache_path": _model("cache_path"),
+    "no_cache": _model("no_cache"), "shard": lambda s: s.shard,
+}
+#: How a given value is compared (the manifest keeps the cases' path absolute).
+_GIVEN: dict[str, Callable[[Any], Any]] = {"cases": lambda v: str(Path(v).resolve()), "cache_path": str}
+#: Compared their own way below, or by the experiment file's SHA-256 (the file's own fields).
+_OWN_WAY = {"formats", "modes", "models", "config", "run", "judge_model", "base_url", "model_file", "replicates",
+            "seeds", "omit_settings", "prices", "api_key_env", "own_options"}
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A value as the message shows it: a protocol list as its flag takes it."""
+    return ",".join(value) if name == "protocols" and isinstance(value, list) else value
+
+
+def refuse_conflicts(given: StudySpec, manifest: CohortManifest, run_dir: Path, *, experiment: Any | None,
+                     variants: dict[str, list[str]] | None, config_values: dict[str, Any] | None,
+                     model_options: Any | None = None) -> None:
+    """Raise a :class:`UserError` naming (by its flag) the first field of ``given`` that disagrees with the
+    cohort. The caller parses what needs parsing (so a malformed file is reported as for a new cohort):
+    ``experiment`` the file given again (consilium/cohort/study_sources.py ``Sourced``), ``variants`` the
+    protocols whose variant flag was given, ``config_values`` a --config file's, ``model_options`` a
+    --model-config file's."""
     s = manifest.settings
-    refuse_changed_experiment(args.experiment, manifest, run_dir)
-    if args.out is not None and Path(args.out).resolve() != run_dir.resolve().parent:
-        raise _conflict("--out", str(args.out), str(run_dir.resolve().parent), run_dir)
-    if args.cases is not None and str(Path(args.cases).resolve()) != s.cases:
-        raise _conflict("--cases", str(args.cases), s.cases, run_dir)
-    if protocols is not None and protocols != s.protocols:
-        raise _conflict("--protocol", ",".join(protocols), ",".join(s.protocols), run_dir)
+    refuse_changed_experiment(Path(experiment.given_path) if experiment is not None else None, manifest, run_dir)
     if experiment is not None:
-        if experiment.protocols != s.protocols:
-            raise _conflict("--experiment", f"protocol {','.join(experiment.protocols)}", ",".join(s.protocols),
-                            run_dir)
-        key = _same_configs(experiment.run, manifest)
-        if key is not None:
-            raise _conflict("--experiment", f"run.{key}: {experiment.run[key]!r}", _kept_any(manifest, key), run_dir)
-        if not args.judge and experiment.judges and experiment.judges != s.judges:
-            raise _conflict("--experiment", f"judges {experiment.judges}", s.judges, run_dir)
-        jury = ", ".join(judge_specs(experiment)) or None
-        if args.judge_model is None and jury and not _same_jury(judge_specs(experiment), _records(s)):
-            raise _conflict("--experiment", f"judge_model {jury}", _jury_kept(s), run_dir)
+        _refuse_experiment(experiment.experiment, given, manifest, run_dir)
+    for name, value in given.given().items():
+        if name in MAY_DIFFER or name in _OWN_WAY:
+            continue
+        if name in KEPT:
+            kept = KEPT[name](s)
+        elif manifest.spec is not None and name in manifest.spec.given():
+            kept = getattr(manifest.spec, name)
+        else:
+            continue
+        value = _GIVEN.get(name, lambda v: v)(value)
+        if value != kept and not (name == "no_cache" and not value):
+            raise _conflict(option_of(name).flag or name, _shown(name, value), _shown(name, kept), run_dir)
     for name, chosen in (variants or {}).items():
         if chosen != s.variants_of(name):
             raise _conflict(get_protocol(name).variant_flag, ",".join(chosen), ",".join(s.variants_of(name)), run_dir)
-    if specs is not None:
-        if specs[0] != s.models[0]:
-            raise _conflict("--model", specs[0], s.models[0], run_dir)
-        if args.extra_model and specs[1:] != s.models[1:]:
-            raise _conflict("--extra-model", specs[1:], s.models[1:], run_dir)
+    if given.models is not None:
+        if given.models[0] != s.models[0]:
+            raise _conflict("--model", given.models[0], s.models[0], run_dir)
+        if len(given.models) > 1 and given.models[1:] != s.models[1:]:
+            raise _conflict("--extra-model", given.models[1:], s.models[1:], run_dir)
     if config_values:
         key = _same_configs(config_values, manifest)
         if key is not None:
-            raise _conflict(f"--config {args.config}" if args.config else "--config", f"{key}: "
-                            f"{config_values[key]!r}", _kept_any(manifest, key), run_dir)
-    simple = {"--concurrency": (args.concurrency, s.concurrency), "--limit": (args.limit, s.limit),
-              "--sample": (getattr(args, "sample", None), s.sample.n if s.sample else None),
-              "--judge": (args.judge or None, s.judges),
-              "--scope": (args.scope, s.judge_scope),
-              "--judge-decoding": (getattr(args, "judge_decoding", None), s.judge_decoding),
-              "--wall-limit": (args.wall_limit, _kept(manifest, "wall_limit_s")),
-              "--timeout": (args.timeout, _kept(manifest, "timeout_s")),
-              "--moderator-model": (moderator, s.moderator_model),
-              **{flag: (getattr(args, dest, None), _kept_any(manifest, dest))
-                 for flag, dest in (("--seed", "seed"), ("--temperature", "temperature"),
-                                    ("--max-rounds", "max_rounds"))},
-              "--role-labels": (getattr(args, "role_labels", None), _kept(manifest, "role_labels") or "free"),
-              "--schema-dialect": (args.schema_dialect, s.model.schema_dialect),
-              "--http-client": (args.http_client, s.model.http_client),
-              "--token-param": (getattr(args, "token_param", None), s.model.token_param),
-              "--max-attempts": (args.max_attempts, s.model.max_attempts),
-              "--retry-base-delay": (args.retry_base_delay, s.model.retry_base_delay),
-              "--cache-path": (str(args.cache_path) if args.cache_path else None, s.model.cache_path),
-              "--no-cache": (True if args.no_cache else None, s.model.no_cache)}
-    for flag, (given, kept) in simple.items():
-        if given is not None and given != kept:
-            raise _conflict(flag, given, kept, run_dir)
-    if args.judge_model is not None and not _same_jury([args.judge_model, *getattr(args, "jury_models", [])],
-                                                       _records(s)):
-        raise _conflict("--judge-model", _jury_given(args), _jury_kept(s), run_dir)
-    if args.base_url is not None and redact_url(args.base_url) != (s.model.base_url or ""):
-        raise _conflict("--base-url", redact_url(args.base_url), s.model.base_url, run_dir)
+            raise _conflict(f"--config {given.config}", f"{key}: {config_values[key]!r}", _kept_any(manifest, key),
+                            run_dir)
+    if given.judge_model is not None and not _same_jury(given.judge_model, _records(s)):
+        raise _conflict("--judge-model", ", ".join(given.judge_model), _jury_kept(s), run_dir)
+    if given.base_url is not None and redact_url(given.base_url) != (s.model.base_url or ""):
+        raise _conflict("--base-url", redact_url(given.base_url), s.model.base_url, run_dir)
     if model_options is not None:  # what a --model-config file (with the flags beside it) says
-        given = {"base_url": redact_url(model_options.base_url) if model_options.base_url else None,
-                 "schema_dialect": model_options.schema_dialect, "http_client": model_options.http_client,
-                 "timeout": model_options.timeout_s, "token_param": model_options.token_param,
-                 "prices": model_options.prices,
-                 "omit_settings": None if model_options.omit_settings is None else list(model_options.omit_settings)}
-        for key, value in given.items():
-            kept = getattr(s.model, key)
-            if kept is not None and value != kept:
-                raise _conflict(f"--model-config {args.model_config}", f"{key}: {value!r}", kept, run_dir)
+        _refuse_model_file(given, model_options, s, run_dir)
+
+
+def _refuse_experiment(file: Any, given: StudySpec, manifest: CohortManifest, run_dir: Path) -> None:
+    """An experiment file given again must name the cohort's protocols, run settings and judges."""
+    s = manifest.settings
+    if file.protocols != s.protocols:
+        raise _conflict("--experiment", f"protocol {','.join(file.protocols)}", ",".join(s.protocols), run_dir)
+    key = _same_configs(file.run, manifest)
+    if key is not None:
+        raise _conflict("--experiment", f"run.{key}: {file.run[key]!r}", _kept_any(manifest, key), run_dir)
+    if not given.judges and file.judges and file.judges != s.judges:
+        raise _conflict("--experiment", f"judges {file.judges}", s.judges, run_dir)
+    jury = ", ".join(judge_specs(file)) or None
+    if given.judge_model is None and jury and not _same_jury(judge_specs(file), _records(s)):
+        raise _conflict("--experiment", f"judge_model {jury}", _jury_kept(s), run_dir)
+
+
+def _refuse_model_file(given: StudySpec, options: Any, s: CohortSettings, run_dir: Path) -> None:
+    said = {"base_url": redact_url(options.base_url) if options.base_url else None,
+            "schema_dialect": options.schema_dialect, "http_client": options.http_client,
+            "timeout": options.timeout_s, "token_param": options.token_param, "prices": options.prices,
+            "omit_settings": None if options.omit_settings is None else list(options.omit_settings)}
+    for key, value in said.items():
+        kept = getattr(s.model, key)
+        if kept is not None and value != kept:
+            raise _conflict(f"--model-config {given.model_file}", f"{key}: {value!r}", kept, run_dir)
 
 
 def refuse_changed_experiment(given: Path | None, manifest: CohortManifest, run_dir: Path) -> None:
@@ -193,10 +214,10 @@ def refuse_changed_experiment(given: Path | None, manifest: CohortManifest, run_
                         "runs the experiment it started with: restore the file, or start a new cohort")
 
 
-def base_url_for_resume(args: argparse.Namespace, manifest: CohortManifest, env_url: str | None) -> str | None:
+def base_url_for_resume(given: str | None, manifest: CohortManifest, env_url: str | None) -> str | None:
     """The server URL to resume with: the manifest's, or — when its credentials were masked — the
-    flag's or the environment's, which must match it once masked."""
-    return url_given_again(manifest.settings.model.base_url, args.base_url, env_url, "the cohort's")
+    one given again or the environment's, which must match it once masked."""
+    return url_given_again(manifest.settings.model.base_url, given, env_url, "the cohort's")
 
 
 def url_given_again(kept: str | None, given: str | None, env_url: str | None, whose: str) -> str | None:

@@ -15,6 +15,10 @@ of its replicates (``settings.seeds``); both are optional, absent from a cohort 
 ``omit_settings``, ``prices`` and the spec they price); absent, as in a manifest written before them, the
 models are built as the defaults say (the model name's request rule, no prices); ``settings.model_options``
 holds the same for each later panel model that carries its own (an experiment file's ``models.<i>``).
+Version 1.4 stores the study spec the cohort was started from (consilium/spec/study.py: what was given, by
+flags, an experiment file or the API's keywords) and its hash (``spec_hash``, SHA-256 of what a resume must
+keep); a 1.3 manifest is upgraded on read with none (``spec: null``): its resume holds each field to the
+settings it ran with.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from consilium.datafiles import first_error
@@ -33,6 +37,7 @@ from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import get_protocol
 from consilium.models.pricing import Prices
 from consilium.spec.manifest_upgrades import MANIFEST_STEPS, settings_before_their_fields
+from consilium.spec.study import StudySpec
 from consilium.traces.io import _git_revision, package_versions
 from consilium.traces.versions import upgrade
 
@@ -40,7 +45,7 @@ __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "Experi
            "OwnModelOptions", "load_manifest", "new_manifest", "read_manifest", "write_cohort_manifest"]
 
 MANIFEST = "manifest.json"
-COHORT_MANIFEST_VERSION = "1.3"
+COHORT_MANIFEST_VERSION = "1.4"
 
 
 class ModelSettings(BaseModel):
@@ -156,7 +161,7 @@ class CohortSettings(BaseModel):
 class CohortManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.3"] = "1.3"
+    schema_version: Literal["1.4"] = "1.4"
     kind: Literal["cohort"] = "cohort"
     run_id: str
     layout: Literal["sharded", "flat"] = Field(
@@ -174,6 +179,19 @@ class CohortManifest(BaseModel):
     traces: list[str] = Field(default_factory=list, description="trace files, relative to the run folder")
     counts: dict[str, int] = Field(default_factory=dict, description="arms: completed, failed, resumed")
     error: str | None = Field(default=None, description="why the cohort was aborted")
+    spec: StudySpec | None = Field(default=None, description="the study as given (None: a cohort made before "
+                                   "the spec was kept)")
+    spec_hash: str | None = Field(default=None, description="SHA-256 of the spec's study (StudySpec.digest)")
+
+    @field_validator("spec_hash")
+    @classmethod
+    def _hashed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """The hash is the spec's: a spec edited by hand is not the study the cohort ran."""
+        spec = info.data.get("spec")
+        if (spec.digest() if spec is not None else None) != value:
+            raise PydanticCustomError("spec_hash", "does not match the spec (the spec was changed after the cohort "
+                                      "started)")
+        return value
 
 
 def write_cohort_manifest(run_dir: Path, manifest: CohortManifest) -> Path:
@@ -181,14 +199,15 @@ def write_cohort_manifest(run_dir: Path, manifest: CohortManifest) -> Path:
     return write_text_atomic(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 
 
-def new_manifest(run_id: str, command: list[str], settings: CohortSettings, seed: int) -> CohortManifest:
+def new_manifest(run_id: str, command: list[str], settings: CohortSettings, seed: int,
+                 spec: StudySpec | None = None) -> CohortManifest:
     now = datetime.now(UTC).isoformat()
     first = settings.protocols[0]
     config = {**settings.configs[first], "protocol": first, "variants": settings.variants,
               "models": settings.models, "cases": settings.cases}
     return CohortManifest(run_id=run_id, status="running", created_at=now, updated_at=now, command=command,
                           settings=settings, config=config, seed=seed, git_revision=_git_revision(),
-                          versions=package_versions())
+                          versions=package_versions(), spec=spec, spec_hash=spec.digest() if spec else None)
 
 
 def read_manifest(run_dir: Path) -> CohortManifest:
@@ -217,6 +236,6 @@ def load_manifest(path: Path, *, what: str = "not a cohort folder") -> CohortMan
     data = upgrade(data, current=COHORT_MANIFEST_VERSION, steps=MANIFEST_STEPS, where=str(path))
     data = settings_before_their_fields(data)
     try:
-        return CohortManifest.model_validate(data)
+        return CohortManifest.model_validate(data, context={"stored": True})
     except ValidationError as exc:
         raise UserError(f"{path}: {first_error(exc)}") from None

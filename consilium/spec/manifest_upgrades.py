@@ -35,7 +35,13 @@ def _manifest_1_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.3"}
 
 
-MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1), "1.2": ("1.3", _manifest_1_2)}
+def _manifest_1_3(data: dict[str, Any]) -> dict[str, Any]:
+    """1.3 → 1.4: a 1.3 cohort kept no study spec; its resume holds each field to the settings it ran with."""
+    return {**data, "schema_version": "1.4", "spec": None, "spec_hash": None}
+
+
+MANIFEST_STEPS: dict[str, tuple[str, Step]] = {"1.1": ("1.2", _manifest_1_1), "1.2": ("1.3", _manifest_1_2),
+                                               "1.3": ("1.4", _manifest_1_3)}
 
 
 def _judge_decoding(settings: dict[str, Any]) -> dict[str, Any]:

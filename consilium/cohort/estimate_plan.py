@@ -1,26 +1,25 @@
-"""``consilium cohort … --estimate [--like RUN_DIR]``: the cohort's plan, estimated and printed, and nothing
-run or written (docs/cohorts.md, "Estimating a cohort"). The plan is the one a run would make
-(consilium/cli/cohort_plan.py), so a bad flag or file is refused as it would be, and no run folder is made;
+"""``consilium cohort … --estimate [--like RUN_DIR]``: the cohort's plan, estimated, and nothing run or written
+(docs/cohorts.md, "Estimating a cohort"). The plan is the one a run would make (consilium/cohort/plan.py), so
+a bad field or file is refused as it would be, and no run folder is made;
 each model is checked as the run's opening would check it (a known backend, its extra installed, its file
 there), without loading a model or reaching a server."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from consilium.cli.cohort_plan import Plan, new_plan
-from consilium.cohort.estimate import CohortShape, estimate
+from consilium.cohort.estimate import CohortEstimate, CohortShape, estimate
 from consilium.cohort.estimate_like import read_prior
-from consilium.cohort.estimate_table import estimate_lines
+from consilium.cohort.plan import Plan, new_plan
 from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
 from consilium.models.backends.registry import resolve_spec
 from consilium.models.factory import ModelOptions, open_backend
 from consilium.models.pricing import Prices
 from consilium.models.refs import parse_model_ref
+from consilium.spec.study import StudySpec
 
-__all__ = ["check_estimate_flags", "check_model", "plan_shape", "run_estimate"]
+__all__ = ["check_model", "estimate_study", "plan_shape"]
 
 
 def _prices(spec: str, options: ModelOptions) -> Prices | None:
@@ -64,20 +63,8 @@ def plan_shape(plan: Plan) -> CohortShape:
                        moderator=s.moderator_model, replicates=max(len(s.seeds or []), 1))
 
 
-def check_estimate_flags(args: argparse.Namespace) -> None:
-    """``--like`` only with ``--estimate``; ``--estimate`` plans a new cohort, in this process."""
-    if getattr(args, "like", None) is not None and not args.estimate:
-        raise UserError("--like: only with --estimate (it names the cohort an estimate is made from)")
-    if args.estimate:
-        for flag, given in (("--resume", args.resume), ("--shard", getattr(args, "shard", None)),
-                            ("--ray", getattr(args, "ray", None))):
-            if given is not None:
-                raise UserError(f"--estimate: estimates a new cohort before it runs; not with {flag}")
-
-
-def run_estimate(args: argparse.Namespace) -> int:
-    """Print the estimate of the cohort the flags describe; no model is built or called, nothing written."""
-    plan = new_plan(args)
-    prior = read_prior(args.like) if args.like is not None else None  # checked before anything is counted
-    print("\n".join(estimate_lines(estimate(plan_shape(plan), prior))))
-    return 0
+def estimate_study(spec: StudySpec, experiment: Path | None = None, like: Path | None = None) -> CohortEstimate:
+    """The estimate of the cohort ``spec`` describes; no model is built or called, nothing written."""
+    plan = new_plan(spec, experiment)
+    prior = read_prior(like) if like is not None else None  # checked before anything is counted
+    return estimate(plan_shape(plan), prior)

@@ -1,6 +1,6 @@
 """Running a planned cohort in this process: its arms and models prepared, its manifest opened under the
 run folder's lock, every arm run with a progress bar (or one line per arm in a batch job's log), and
-arms.csv kept complete row by row; consilium/cli/cohort_finish.py then judges and closes it."""
+arms.csv kept complete row by row; consilium/cohort/finish.py then judges and closes it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from consilium import aio
-from consilium.cli.cohort_finish import finish
 from consilium.cohort.arms import CohortArm, check_arm_paths, replicated
+from consilium.cohort.finish import finish
 from consilium.cohort.index import INDEX_FIELDS, ArmIndex
 from consilium.cohort.lock import RunLock, clean_temp_files
 from consilium.cohort.progress import ArmTally, ItemProgress
@@ -28,9 +28,9 @@ from consilium.models.refs import parse_model_ref
 from consilium.spec.manifest import CohortManifest, new_manifest, write_cohort_manifest
 
 if TYPE_CHECKING:
-    from consilium.cli.cohort_plan import Plan
+    from consilium.cohort.plan import Plan
 
-__all__ = ["execute", "open_manifest", "prepare", "record_abort", "resume_line", "run_plan"]
+__all__ = ["execute", "open_manifest", "prepare", "record_abort", "run_plan", "sorted_rows"]
 
 log = get_logger(__name__)
 
@@ -49,19 +49,6 @@ def prepare(plan: Plan) -> tuple[list[CohortArm], dict[str, ChatModel], ChatMode
     return arms, models, judge
 
 
-def resume_line(plan: Plan) -> str | None:
-    """What a resume says first: how much of its plan the folder holds (``resuming: partial cohort: 8 of 40
-    planned arms finished (status: aborted: …); 32 planned arms missing``). Read before this process locks the
-    folder: a killed cohort's manifest still says running, and only the lock no one holds tells it from a live
-    one, which the lock then refuses (so nothing is said of it here)."""
-    if plan.manifest is None:
-        return None
-    from consilium.reports.partial import partial_line, partial_of  # the report's modules: a resume's only
-
-    done = partial_of(plan.run_dir)
-    return None if done is None or done.status == "running" else f"resuming: {partial_line(done)}"
-
-
 def open_manifest(plan: Plan) -> CohortManifest:
     """Under the run's lock: the run log attached, a resumed folder's temp files cleaned, and the
     manifest written as running before any call, so a killed cohort has its settings."""
@@ -72,7 +59,7 @@ def open_manifest(plan: Plan) -> CohortManifest:
         manifest = plan.manifest.model_copy(update={"status": "running", "error": None})
     else:
         seed = plan.configs[plan.settings.protocols[0]].seed
-        manifest = new_manifest(plan.run_dir.name, list(sys.argv), plan.settings, seed)
+        manifest = new_manifest(plan.run_dir.name, list(sys.argv), plan.settings, seed, plan.spec)
     write_cohort_manifest(plan.run_dir, manifest)
     return manifest
 
@@ -150,11 +137,12 @@ def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], jud
     return finish(plan, manifest, lambda: sorted_rows(rows), judge, started)
 
 
-def run_plan(plan: Plan, kept: dict[tuple[str, str, str, int], dict[str, Any]] | None = None) -> int:
-    """A planned cohort run here, as ``consilium cohort`` runs it: models opened before the folder is made,
-    the manifest written under the folder's lock, and a stop recorded in it (the CLI and the Python API)."""
+def run_plan(plan: Plan, kept: dict[tuple[str, str, str, int], dict[str, Any]] | None = None, *,
+             resuming: str | None = None) -> int:
+    """A planned cohort run here: models opened before the folder is made, the manifest written under the
+    folder's lock, and a stop recorded in it; ``resuming``, the line a resume says first (how much of the plan
+    the folder holds), is printed once the lock is held."""
     arms, models, judge = prepare(plan)
-    resuming = resume_line(plan)
     make_folder(plan.run_dir)
     with RunLock(plan.run_dir):
         if resuming is not None:

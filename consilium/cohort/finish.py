@@ -22,7 +22,7 @@ from consilium.models.refs import parse_model_ref
 from consilium.spec.manifest import CohortManifest, write_cohort_manifest
 
 if TYPE_CHECKING:
-    from consilium.cli.cohort_plan import Plan
+    from consilium.cohort.plan import Plan
     from consilium.judges.cost import JudgeCost
     from consilium.judges.record import Judgement
     from consilium.judges.rubric import Rubric
