@@ -4,40 +4,27 @@ baseline, ``--protocol single``) on a case and write one trace per format."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from consilium import aio
 from consilium.agents.records import FORMATS
 from consilium.cases import Case, load_case
-from consilium.spec.run_settings import flag_name, run_config
-from consilium.cli.labels import add_role_labels_argument, with_role_labels
-from consilium.cli.options import (
-    add_model_arguments,
-    add_run_arguments,
-    model_options,
-    model_spec,
-    positive_int,
-)
+from consilium.cli.labels import add_role_labels_argument
+from consilium.cli.options import add_model_arguments, add_run_arguments, model_options, model_spec, positive_int
 from consilium.cli.simulate_human import add_human_arguments, run_human
+from consilium.cli.simulate_run import DEFAULTS, config_of, finish, with_defaults
 from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.graphs.base import RunModels
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS
-from consilium.graphs.registry import AnyProtocol, chosen_variants, get_protocol, protocol_of, protocols, variant_kinds
+from consilium.graphs.registry import AnyProtocol, chosen_variants, get_protocol, protocols, variant_kinds
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
-from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.traces.config import RunConfig
-from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
+from consilium.traces.io import new_run_id
 from consilium.traces.schema import TraceBase
 
-__all__ = ["DEFAULTS", "finish", "print_summary", "register", "run", "with_defaults"]
-
-#: The flags of simulate whose default is not "not given": the parser leaves them None, so that a flag typed
-#: with its default value is told apart from one left out (``--resume`` refuses any flag typed with a value other
-#: than the run's own), and :func:`with_defaults` fills them in.
-DEFAULTS: dict[str, object] = {"format": "both", "protocol": "consilium", "out": Path("runs")}
+__all__ = ["format_protocols", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,24 +69,6 @@ def format_protocols() -> list[str]:
     return [name for name, p in protocols().items() if p.variants and p.variant_flag == "--formats"]
 
 
-def _config(args: argparse.Namespace, protocol: AnyProtocol) -> RunConfig:
-    flags = {"max_rounds": args.max_rounds, "min_roles": args.min_roles, "max_roles": args.max_roles,
-             "seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "budget_tokens": args.budget_tokens, "timeout_s": args.timeout, "wall_limit_s": args.wall_limit,
-             "role_labels": args.role_labels}
-    fields = protocol.config_model.model_fields
-    for key, value in flags.items():
-        if value is not None and key not in fields:
-            raise UserError(f"{flag_name(key)}: not a setting of protocol {protocol.name!r}")
-    config = run_config(protocol.config_model, args.config, {k: v for k, v in flags.items() if k in fields})
-    return with_role_labels(config, args.moderator_model or model_spec(args))
-
-
-def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with each flag of :data:`DEFAULTS` that was not given set to its default."""
-    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k, None) is None}})
-
-
 def run(args: argparse.Namespace) -> int:
     if args.human is not None or args.answers is not None or args.resume is not None:
         return run_human(args)  # a person at the table: checkpointed, resumable (cli/simulate_human.py)
@@ -111,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if protocol.uses_slides or not protocol.variants:
         raise UserError(f"--protocol: {protocol.name!r} is not run by simulate (see `consilium board` and "
                         "`consilium turn`)")
-    config = _config(args, protocol)
+    config = config_of(args, protocol)
     formats = (list(FORMATS) if args.format == "both" else [args.format]) if protocol.variant_kind == "formats" \
         else chosen_variants(protocol, getattr(args, f"variants_{protocol.variant_kind}"))
     other = [k.flag for k in variant_kinds().values() if getattr(args, f"variants_{k.kind}", None) is not None
@@ -128,18 +97,6 @@ def run(args: argparse.Namespace) -> int:
     return finish(args, protocol, run_id, case, traces, config)
 
 
-def finish(args: argparse.Namespace, protocol: AnyProtocol, run_id: str, case: Case, traces: list[TraceBase],
-           config: RunConfig) -> int:
-    """Write the traces and the manifest, print each trace's summary; the exit code."""
-    paths = [write_trace(trace_path(args.out, run_id, case.id, protocol.arm_variant(protocol.variant(t))), t)
-             for t in traces]
-    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv,
-                   config=traces[0].config.model_dump(mode="json"), traces=paths, seed=config.seed)
-    for trace, path in zip(traces, paths, strict=True):
-        print_summary(trace, path)
-    return 0 if all(t.status == "completed" for t in traces) else 1
-
-
 async def _run(protocol: AnyProtocol, case: Case, formats: list[str], models: RunModels, config: RunConfig,
                run_id: str) -> list[TraceBase]:
     try:
@@ -148,21 +105,3 @@ async def _run(protocol: AnyProtocol, case: Case, formats: list[str], models: Ru
         await models.panel.aclose()
         if models.moderator is not models.panel:
             await models.moderator.aclose()
-
-
-def print_summary(trace: TraceBase, path: Path) -> None:
-    protocol = protocol_of(trace)
-    print(f"== {trace.case_id} · {protocol.arm_variant(protocol.variant(trace))} · {trace.model} · {trace.status}")
-    for line in protocol.summary(trace):
-        print(f"  {line}")
-    print("  tokens by stage (input / output / calls · cost, unknown without prices):")
-    costs = stage_costs(trace)
-    for stage, usage in trace.usage.by_stage.items():
-        print(f"    {stage:<16} {usage.input_tokens:>7} / {usage.output_tokens:>6} / {usage.calls:>3}"
-              f" · {format_usd(costs.get(stage))}")
-    total = trace.usage.total
-    mark = " (estimated)" if total.estimated else ""
-    print(f"    {'total':<16} {total.input_tokens:>7} / {total.output_tokens:>6} / {total.calls:>3}"
-          f" · {format_usd(trace_cost(trace))}{mark}")
-    print(f"  wall time: {trace.wall_s:.1f} s")
-    print(f"  trace: {path}")

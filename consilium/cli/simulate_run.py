@@ -9,10 +9,11 @@ from pathlib import Path
 
 from consilium.cases import Case
 from consilium.cli.labels import with_role_labels
-from consilium.cli.options import flag_name, model_spec, run_config
+from consilium.cli.options import model_spec
 from consilium.errors import UserError
 from consilium.graphs.registry import AnyProtocol, protocol_of
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
+from consilium.spec.run_settings import flag_name, run_config
 from consilium.traces.config import RunConfig
 from consilium.traces.io import trace_path, write_manifest, write_trace
 from consilium.traces.schema import TraceBase
