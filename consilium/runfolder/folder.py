@@ -18,7 +18,7 @@ from consilium.fileio import write_text_atomic
 from consilium.graphs.arms import arm_protocol
 from consilium.graphs.registry import read_trace
 from consilium.judges.record import Judgement, read_judgement
-from consilium.runfolder import layout
+from consilium.runfolder import frames, layout, records
 from consilium.runfolder.owned import Kind, check_ours
 from consilium.runfolder.rows import ArmRow, JudgementRow, R, read_rows, rows_csv
 from consilium.traces.schema import TraceBase
@@ -178,31 +178,21 @@ class RunFolder:
         check_ours(path, kind)
         return write_text_atomic(path, text)
 
-    # Frames (pandas is imported by these only: the CLI starts without it).
+    # Rows of its records, and frames (pandas is imported when a frame is made: the CLI starts without it).
     def arms_frame(self) -> pd.DataFrame:
-        from consilium.runfolder.frames import arms_frame
-
-        return arms_frame(self)
+        return frames.arms_frame(self)
 
     def calls_frame(self) -> pd.DataFrame:
-        from consilium.runfolder.frames import calls_frame
-
-        return calls_frame(self)
+        return frames.calls_frame(self)
 
     def judgements_frame(self) -> pd.DataFrame:
-        from consilium.runfolder.frames import judgements_frame
-
-        return judgements_frame(self)
+        return frames.judgements_frame(self)
 
     def call_rows(self) -> list[dict[str, Any]]:
         """Every model call of the folder's arms, the panel's and the judges' (:func:`.records.call_rows`)."""
-        from consilium.runfolder.records import call_rows
-
-        return call_rows(self)
+        return records.call_rows(self)
 
     def judgement_rows(self) -> list[JudgementRow]:
         """Every judge item of the folder's completed arms, from the records beside their traces (the
         source of truth: a judging after the cohort counts), else from ``judgements.csv``."""
-        from consilium.runfolder.records import judgement_rows
-
-        return judgement_rows(self)
+        return records.judgement_rows(self)

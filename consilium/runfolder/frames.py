@@ -11,13 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from consilium.errors import UserError
-from consilium.runfolder.records import CALL_COLUMNS, call_rows
+from consilium.runfolder.records import CALL_COLUMNS, Folder, call_rows
 from consilium.runfolder.rows import ArmRow, JudgementRow
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from consilium.runfolder.folder import RunFolder
 
 __all__ = ["arms_frame", "calls_frame", "judgements_frame"]
 
@@ -35,17 +33,17 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...] = ()) -> pd.Data
     return frame
 
 
-def arms_frame(folder: RunFolder) -> pd.DataFrame:
+def arms_frame(folder: Folder) -> pd.DataFrame:
     """One row per arm of ``arms.csv``, a failed one included (its status ``failed``, its error kept)."""
     return _frame([r.cells() for r in folder.arms()], tuple(ArmRow.model_fields))
 
 
-def calls_frame(folder: RunFolder) -> pd.DataFrame:
+def calls_frame(folder: Folder) -> pd.DataFrame:
     """One row per model call (:func:`.records.call_rows`)."""
     return _frame(call_rows(folder), CALL_COLUMNS)
 
 
-def judgements_frame(folder: RunFolder) -> pd.DataFrame:
+def judgements_frame(folder: Folder) -> pd.DataFrame:
     """One row per judge item (:meth:`RunFolder.judgement_rows`): a not-evaluable item is a row whose
     ``not_evaluable`` is True and whose score is missing."""
     return _frame([r.cells() for r in folder.judgement_rows()], tuple(JudgementRow.model_fields))

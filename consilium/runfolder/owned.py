@@ -1,9 +1,10 @@
 """What a run folder may replace: a file of the kind it writes there, never another.
 
-A run folder's writer replaces a table or a record only when the file in its place is a plain file
-that reads as one of its own kind (a trace, a judgement record, a table whose header starts with
-``case_id``); a symbolic link, a folder, or a file of anything else (a user's notes saved as
-``arms.csv``) is refused with one line naming it, and nothing is written.
+The package's one ownership rule (:func:`consilium.fileio.in_the_way`) with the run folder's marks: a
+run folder's files carry no mark of their own, so a file's kind is its mark (a trace, a judgement record,
+a table whose header starts with ``case_id``, a manifest). A symbolic link, a folder, or a file of
+anything else in its place (a user's notes saved as ``arms.csv``) stands in the way: one line naming it,
+nothing written.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from consilium.errors import UserError
+from consilium.fileio import Mark, in_the_way
 
 __all__ = ["Kind", "check_ours"]
 
@@ -47,11 +49,13 @@ def _is_kind(path: Path, kind: Kind) -> bool:
 
 def check_ours(path: Path, kind: Kind) -> None:
     """Refuse to replace ``path`` unless it is absent or a plain file of ``kind`` (:class:`UserError`)."""
-    if path.is_symlink():
-        raise UserError(f"{path}: is a symbolic link; a run folder replaces only its own plain files "
-                        "(nothing was written)")
-    if not path.exists():
-        return
-    if not path.is_file() or not _is_kind(path, kind):
-        raise UserError(f"{path}: exists and is not a {kind} this run folder wrote; it is left alone "
+
+    def read_mark(found: Path) -> Mark | None:
+        return {} if _is_kind(found, kind) else None
+
+    for way in in_the_way([path], {}, read_mark):
+        if path.is_symlink():
+            raise UserError(f"{path}: is a symbolic link; a run folder replaces only its own plain files "
+                            "(nothing was written)")
+        raise UserError(f"{path}: exists and is not a {kind} this run folder wrote ({way.why}); it is left alone "
                         "(nothing was written)")

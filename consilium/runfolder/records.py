@@ -4,16 +4,27 @@ and replicate."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-from consilium.judges.record import JudgementItem
+from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import load_rubric, rubric_names
 from consilium.runfolder.rows import ArmRow, JudgementRow
+from consilium.traces.schema import TraceBase
 
-if TYPE_CHECKING:
-    from consilium.runfolder.folder import RunFolder
+__all__ = ["CALL_COLUMNS", "Folder", "call_rows", "judgement_rows", "out_of_scope"]
 
-__all__ = ["CALL_COLUMNS", "call_rows", "judgement_rows", "out_of_scope"]
+
+class Folder(Protocol):
+    """What these rows read of a :class:`~consilium.runfolder.folder.RunFolder`."""
+
+    def arms(self, *, named: bool = True) -> list[ArmRow]: ...
+    def judgements(self) -> list[JudgementRow]: ...
+    def judgement_rows(self) -> list[JudgementRow]: ...
+    def trace_location(self, recorded: str) -> Path: ...
+    def read_trace(self, path: Path) -> TraceBase: ...
+    def judgements_of(self, trace: Path) -> list[tuple[Path, Judgement]]: ...
+    def relative(self, path: Path) -> str: ...
 
 #: One row per model call: the arm's keys, then the call's own (``source``: ``panel`` or ``judge:<rubric>``).
 CALL_COLUMNS = ("case_id", "model", "protocol", "format", "replicate", "status", "source", "index", "stage", "role",
@@ -31,11 +42,11 @@ def _whole_case(rubric: str) -> dict[str, bool]:
     return {c.id: c.whole_case for c in load_rubric(rubric).criteria} if rubric in rubric_names() else {}
 
 
-def _traced(folder: RunFolder, *, completed: bool) -> list[ArmRow]:
+def _traced(folder: Folder, *, completed: bool) -> list[ArmRow]:
     return [arm for arm in folder.arms() if arm.trace and (arm.completed or not completed)]
 
 
-def judgement_rows(folder: RunFolder) -> list[JudgementRow]:
+def judgement_rows(folder: Folder) -> list[JudgementRow]:
     """One row per judge item of a completed arm: from the judgement records when there is any, else
     ``judgements.csv``'s rows (a not-evaluable item is a row with ``not_evaluable`` and no score)."""
     rows: list[JudgementRow] = []
@@ -58,7 +69,7 @@ def judgement_rows(folder: RunFolder) -> list[JudgementRow]:
     return rows if found else folder.judgements()
 
 
-def call_rows(folder: RunFolder) -> list[dict[str, Any]]:
+def call_rows(folder: Folder) -> list[dict[str, Any]]:
     """One row per model call of every arm with a trace, a failed one's included (the calls it made before
     it failed): the panel's, from its trace, and each judge's, from its judgement records; a call whose answer
     was not used keeps its ``error``."""
