@@ -166,3 +166,25 @@ def test_cases_import_opentumorboard_refuses_a_bad_line_with_nothing_written(
     err = capsys.readouterr().err
     assert "task2_test.jsonl:1: field 'video_dir' (or 'video_uid') must name the recording" in err
     assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize(("role", "category"), [("Moderator", "board_moderator"),
+                                                ("Clinical Trial Specialist", "clinical_trials"),
+                                                ("Nurse Navigator", "nurse_navigation")])
+def test_a_turn_is_put_to_every_role_the_official_prompt_names(data: Path, tmp_path: Path, role: str,
+                                                               category: str) -> None:
+    out = tmp_path / "cases"
+    assert main(["cases", "import", "opentumorboard", str(data), "--out", str(out)]) == 0
+    case = load_case(out / "sim_000001.yaml")
+    assert case.reference is not None
+    question = case.reference.answers[0].question
+    script = tmp_path / "turn.json"
+    script.write_text(json.dumps({"model": "scripted-turn", "rules": [
+        {"stage": "specialist_turn", "responses": [{"answer": "Screen her for the open trial first."}]}]}))
+    runs = tmp_path / "runs"
+    assert main(["turn", "--case", str(out / "sim_000001.yaml"), "--model", f"scripted:{script}", "--out",
+                 str(runs), "--role", role, "--question", question]) == 0
+    [path] = list(runs.glob("*/*.trace.json"))
+    trace = json.loads(path.read_text())
+    assert (trace["role"], trace["role_category"], trace["status"]) == (role, category, "completed")
+    assert question in json.dumps(trace["calls"][0]["messages"])  # the recorded question, not a made-up one
