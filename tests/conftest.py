@@ -6,6 +6,7 @@ may reach 127.0.0.1 / ::1 only, for servers the test itself started).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from support.board_cohort import build_board_cohort
 from support.cohort_fixture import build_cohort
 from support.cohorts import cohort_fixture, copy_cohort
 from support.isolation import isolate
+from support.localserver import llama_server
 from support.panel_judged_cohort import build_panel_judged_cohort
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -101,3 +103,15 @@ def ray_cluster() -> Iterator[Any]:
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def embedded_server_url() -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server running the embedded model on 127.0.0.1, started once per
+    session (per xdist worker) for the openai: and LangChain backends' tests; its base URL."""
+    if importlib.util.find_spec("llama_cpp.server") is None:
+        pytest.skip("llama-cpp-python[server] is not installed")
+    from consilium.models.backends.llama import embedded_model_path
+
+    with llama_server(embedded_model_path(), n_ctx=2048) as url:
+        yield url

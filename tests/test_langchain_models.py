@@ -6,7 +6,6 @@ against llama-cpp-python's server running the embedded model."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel, G
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, SecretStr
-from support.localserver import llama_server
 
 import consilium
 from consilium.cli import main
@@ -237,20 +235,10 @@ class Triage(BaseModel):
     admit: bool
 
 
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    if importlib.util.find_spec("llama_cpp.server") is None:
-        pytest.skip("llama-cpp-python[server] is not installed")
-    from consilium.models.backends.llama import embedded_model_path
-
-    with llama_server(embedded_model_path(), n_ctx=2048) as url:
-        yield url
-
-
 @pytest.mark.localhost
 def test_chat_openai_against_the_local_server_answers_free_form_and_structured(
-        server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONSILIUM_TEST_LLAMA_URL", server_url)
+        embedded_server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONSILIUM_TEST_LLAMA_URL", embedded_server_url)
     settings = GenerationSettings(max_tokens=48, temperature=0.0, seed=0, timeout_s=60)
     plain = ModelRequest(messages=(Message(role="user", content="Name one organ of the human body."),),
                          settings=settings, tag=CallTag(stage="check", role="plain"))

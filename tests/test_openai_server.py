@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 from collections.abc import Iterator
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
-from support.localserver import free_port, llama_server
+from support.localserver import free_port
 
 from consilium.cli import main
 from consilium.errors import ModelError
@@ -35,16 +34,6 @@ class Triage(BaseModel):
     admit: bool
 
 
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    if importlib.util.find_spec("llama_cpp.server") is None:
-        pytest.skip("llama-cpp-python[server] is not installed")
-    from consilium.models.backends.llama import embedded_model_path
-
-    with llama_server(embedded_model_path(), n_ctx=2048) as url:
-        yield url
-
-
 def _options(url: str, http_client: str = "aiohttp") -> ModelOptions:
     return ModelOptions(base_url=url, cache=False, schema_dialect="json_object", retry=FAST_RETRY,
                         http_client=http_client)
@@ -60,9 +49,9 @@ def _closed_port_url() -> str:
 
 @pytest.mark.localhost
 @TRANSPORTS
-async def test_plain_call_returns_text_and_reported_usage(server_url: str, http_client: str) -> None:
+async def test_plain_call_returns_text_and_reported_usage(embedded_server_url: str, http_client: str) -> None:
     recorder = CallRecorder()
-    model = for_run(build_model("openai:any-name", _options(server_url, http_client)), recorder)
+    model = for_run(build_model("openai:any-name", _options(embedded_server_url, http_client)), recorder)
     try:
         response = await model.generate(ModelRequest(
             messages=(Message(role="user", content="Name one organ of the human body."),),
@@ -83,9 +72,9 @@ async def test_plain_call_returns_text_and_reported_usage(server_url: str, http_
 
 @pytest.mark.localhost
 @TRANSPORTS
-async def test_structured_call_returns_validated_parsed_value(server_url: str, http_client: str) -> None:
+async def test_structured_call_returns_validated_parsed_value(embedded_server_url: str, http_client: str) -> None:
     recorder = CallRecorder()
-    model = for_run(build_model("openai:local", _options(server_url, http_client)), recorder)
+    model = for_run(build_model("openai:local", _options(embedded_server_url, http_client)), recorder)
     schema = OutputSchema.from_model(Triage)
     try:
         response = await model.generate(ModelRequest(
@@ -104,8 +93,8 @@ async def test_structured_call_returns_validated_parsed_value(server_url: str, h
 
 @pytest.mark.localhost
 @TRANSPORTS
-def test_models_check_cli(server_url: str, http_client: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["models", "check", "--model", "openai:local", "--base-url", server_url,
+def test_models_check_cli(embedded_server_url: str, http_client: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["models", "check", "--model", "openai:local", "--base-url", embedded_server_url,
                  "--schema-dialect", "json_object", "--max-tokens", "16", "--http-client", http_client])
     out, err = capsys.readouterr()
     assert code == 0, err
