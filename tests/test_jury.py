@@ -28,6 +28,7 @@ from support.jury_fixture import (
     judge_script,
     panel_script,
 )
+from support.scripts import Scripted
 
 from consilium.cli import main
 from consilium.graphs.registry import read_trace
@@ -417,24 +418,22 @@ PLANS = {"A": "Lobectomy.", "B": "Staging first, then lobectomy and adjuvant che
 
 
 def _board_panel(key: str) -> dict[str, Any]:
-    turns = [{"stage": "board_turn", "role": "board", "contains": f"CASE-{case}", "response": (
-        "<discussion>\n<turn 1> Moderator: Staging?\n<turn 2> Radiologist: Early.\n</discussion>\n"
-        f"<conclusion>{plan}{EXTRA[key]} ({key}-answer)</conclusion>")} for case, plan in PLANS.items()]
-    return {"model": PANELS[key], "rules": [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Medical oncologist", "justification": "x"},
-                                              "supporting": [{"label": "Radiologist", "justification": "y"}]}},
-        *turns]}
+    script = Scripted(PANELS[key]).roles("Medical oncologist", "Radiologist", justification=("x", "y"))
+    for case, plan in PLANS.items():
+        script.rule("board_turn", where={"role": "board", "contains": f"CASE-{case}"}, response=(
+            "<discussion>\n<turn 1> Moderator: Staging?\n<turn 2> Radiologist: Early.\n</discussion>\n"
+            f"<conclusion>{plan}{EXTRA[key]} ({key}-answer)</conclusion>"))
+    return script.build()
 
 
 def _four_judge(name: str) -> dict[str, Any]:
-    rules = []
+    script = Scripted(JUDGES[name])
     for (case, panel), scores in FOUR_SCORES[name].items():
         answer: dict[str, Any] = {d: "high" if s is None else s for d, s in zip(DIMS, scores, strict=True)}
-        rules.append({"stage": "judge", "contains_all": [f"CASE-{case}", f"{panel}-answer"],
-                      "json": {**answer, "rationale": "r"}})
+        script.judge({**answer, "rationale": "r"}, where={"contains_all": [f"CASE-{case}", f"{panel}-answer"]})
         if None in scores:  # the repair requests quote neither marker: the same invalid dimension again
-            rules.append({"stage": "judge", "json": {**answer, "rationale": "r"}})
-    return {"model": JUDGES[name], "rules": rules}
+            script.judge({**answer, "rationale": "r"})
+    return script.build()
 
 
 @pytest.fixture(scope="module")

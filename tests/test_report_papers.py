@@ -127,41 +127,39 @@ def transcript(conclusion: str) -> str:
 
 
 def board_script(model: str) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [
-        {"stage": "role_assignment", "json": {"primary": {"label": "Medical oncologist", "justification": "x"},
-                                              "supporting": [{"label": "Radiologist", "justification": "y"}]}},
-        {"stage": "board_turn", "role": "moderator", "round": 1,
-         "json": {"action": "ask", "speaker": "Radiologist", "message": "Radiology?"}},
-        {"stage": "board_turn", "role": "moderator", "round": 3,
-         "json": {"action": "ask", "speaker": "Medical oncologist", "message": "Oncology?"}},
-        {"stage": "board_turn", "role": "moderator",
-         "json": {"action": "close", "speaker": "Radiologist", "message": "Thank you."}}]
+    script = (Scripted(f"model-{model}")
+              .roles("Medical oncologist", "Radiologist", justification=("x", "y"))
+              .rule("board_turn", where={"role": "moderator", "round": 1},
+                    json={"action": "ask", "speaker": "Radiologist", "message": "Radiology?"})
+              .rule("board_turn", where={"role": "moderator", "round": 3},
+                    json={"action": "ask", "speaker": "Medical oncologist", "message": "Oncology?"})
+              .rule("board_turn", where={"role": "moderator"},
+                    json={"action": "close", "speaker": "Radiologist", "message": "Thank you."}))
     for case in ("t1", "t2", "t3"):
         agents = CONCLUSIONS.get((model, "agents", case))
-        rules.append({"stage": "conclusion", "contains": f"casemark-{case}",
-                      **({"json": {"conclusion": agents}} if agents else {"fail": "model"})})
-        rules.append({"stage": "board_turn", "role": "board", "contains": f"casemark-{case}",
-                      "response": transcript(CONCLUSIONS[(model, "single", case)])})
+        if agents:
+            script.rule("conclusion", where={"contains": f"casemark-{case}"}, json={"conclusion": agents})
+        else:
+            script.fail("conclusion", where={"contains": f"casemark-{case}"})
+        script.rule("board_turn", where={"role": "board", "contains": f"casemark-{case}"},
+                    response=transcript(CONCLUSIONS[(model, "single", case)]))
     # A repair request names no case: the invalid meeting (b, single, t1) is written again as it was.
-    rules.append({"stage": "board_turn", "role": "board", "response": transcript(CONCLUSIONS[(model, "single", "t1")])})
-    rules.append({"stage": "board_turn", "response": "I agree with the plan."})
-    return {"model": f"model-{model}", "rules": rules}
+    script.rule("board_turn", where={"role": "board"}, response=transcript(CONCLUSIONS[(model, "single", "t1")]))
+    return script.rule("board_turn", response="I agree with the plan.").build()
 
 
 def board_judge() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("judge")
     for key, aligned in ALIGN.items():
-        rules.append({"stage": "judge", "role": "conclusion:conclusion_alignment", "contains": key,
-                      "json": {"rationale": "r", "score": aligned}})
+        script.score(aligned, item="conclusion:conclusion_alignment", where={"contains": key})
     # The four scores come in one answer (opentumorboard.txt App. C.3 L186); None: an invalid value there.
     answers = {key: {**{d: s if s is not None else "high" for d, s in zip(DIMS, scores, strict=True)},
                      "rationale": "r"} for key, scores in DECIDE.items()}
     for key, answer in answers.items():
-        rules.append({"stage": "judge", "role": "conclusion:decisions", "contains": key, "json": answer})
+        script.judge(answer, item="conclusion:decisions", where={"contains": key})
     # The invalid answer is also the answer to the repair request and to the schema-constrained retry.
     [invalid] = [a for a in answers.values() if "high" in a.values()]
-    rules.append({"stage": "judge", "role": "conclusion:decisions", "contains": "could not be used", "json": invalid})
-    return {"model": "judge", "rules": rules}
+    return script.judge(invalid, item="conclusion:decisions", where={"contains": "could not be used"}).build()
 
 
 @pytest.fixture(scope="module")
@@ -410,31 +408,28 @@ def panel_script(model: str) -> dict[str, Any]:
 
 
 def consilium_judge() -> dict[str, Any]:
-    rules: list[dict[str, Any]] = []
+    script = Scripted("judge")
     invalid = {"explanation": "x"}  # no criteria_met: not the schema
     for (model, fmt, case), met in MET.items():
         for cid in CRITERIA:
             answer = invalid if met is None and cid == "r2" else \
                 {"explanation": "x", "criteria_met": cid in (met or set())}
-            rules.append({"stage": "judge", "role": f"conclusion:{cid}", "contains": in_text(model, fmt, case),
-                          "json": answer})
-    rules.append({"stage": "judge", "role": "conclusion:r2", "contains": "could not be used", "json": invalid})
+            script.judge(answer, item=f"conclusion:{cid}", where={"contains": in_text(model, fmt, case)})
+    script.judge(invalid, item="conclusion:r2", where={"contains": "could not be used"})
     for (model, fmt, case), matched in MATCH.items():
-        rules.append({"stage": "judge", "role": "conclusion:final_conclusion", "contains": in_text(model, fmt, case),
-                      "json": {"rationale": "r", "match": matched}})
+        script.judge({"rationale": "r", "match": matched}, item="conclusion:final_conclusion",
+                     where={"contains": in_text(model, fmt, case)})
     for (model, case), lead in LEADING.items():
-        rules.append({"stage": "judge", "role": "differential:rank_1", "contains": verdict(model, case),
-                      "json": {"rationale": "r", "match": lead} if lead is not None else {"rationale": "r"}})
+        script.judge({"rationale": "r", "match": lead} if lead is not None else {"rationale": "r"},
+                     item="differential:rank_1", where={"contains": verdict(model, case)})
     for (model, case), ranks in DIFFERENTIAL.items():
         for rank, match in enumerate(ranks, 1):
             # rank 1 is the leading diagnosis, so the differential's items are ranks 2, 3, 4
-            rules.append({"stage": "judge", "role": f"differential:rank_{rank + 1}",
-                          "contains": f"Dx {model}{case} r{rank}",
-                          "json": {"rationale": "r", "match": match} if match is not None else {"rationale": "r"}})
+            script.judge({"rationale": "r", "match": match} if match is not None else {"rationale": "r"},
+                         item=f"differential:rank_{rank + 1}", where={"contains": f"Dx {model}{case} r{rank}"})
     for rank in (1, 2):  # the repairs of model b's invalid k2 answers (leading diagnosis, differential r1)
-        rules.append({"stage": "judge", "role": f"differential:rank_{rank}", "contains": "could not be used",
-                      "json": {"rationale": "r"}})
-    return {"model": "judge", "rules": rules}
+        script.judge({"rationale": "r"}, item=f"differential:rank_{rank}", where={"contains": "could not be used"})
+    return script.build()
 
 
 @pytest.fixture(scope="module")
@@ -686,21 +681,21 @@ def r_in_text(model: str, fmt: str, case: str, replicate: int) -> str:
 
 
 def r_panel(model: str) -> dict[str, Any]:
-    rules = [r for r in panel_script(model)["rules"] if r["stage"] != "synthesis"]
+    script = Scripted(f"model-{model}").extend([r for r in panel_script(model)["rules"] if r["stage"] != "synthesis"])
     for replicate, seed in enumerate(SEEDS):
         for case in R_CASES:
-            where = {"stage": "synthesis", "seed": seed, "contains": marker(case)}
+            where = {"seed": seed, "contains": marker(case)}
             if r_failed(model, case, replicate):
-                rules.append({**where, "fail": "model"})
+                script.fail("synthesis", where=where)
                 continue
             differential = "\n".join(f"{d}. Dx {model}{case}R{replicate} d{d}" for d in (1, 2))
-            rules.append({**where, "json": synthesis_report(r_verdict(model, case, replicate), differential)})
-    return {"model": f"model-{model}", "rules": rules}
+            script.synthesis(synthesis_report(r_verdict(model, case, replicate), differential), where=where)
+    return script.build()
 
 
 def r_judge() -> dict[str, Any]:
     invalid_signed, invalid_match = {"explanation": "x"}, {"rationale": "r"}
-    rules: list[dict[str, Any]] = []
+    script = Scripted("judge")
     for model, fmt, case, replicate in r_arms():
         if case == "q3" or r_failed(model, case, replicate):
             continue
@@ -708,20 +703,19 @@ def r_judge() -> dict[str, Any]:
         for cid in CRITERIA:
             answer = invalid_signed if met is None and cid == "r2" else \
                 {"explanation": "x", "criteria_met": cid in (met or set())}
-            rules.append({"stage": "judge", "role": f"conclusion:{cid}", "contains": text, "json": answer})
-        rules.append({"stage": "judge", "role": "conclusion:final_conclusion", "contains": text,
-                      "json": {"rationale": "r", "match": r_match(model, fmt, case, replicate)}})
+            script.judge(answer, item=f"conclusion:{cid}", where={"contains": text})
+        script.judge({"rationale": "r", "match": r_match(model, fmt, case, replicate)},
+                     item="conclusion:final_conclusion", where={"contains": text})
         if fmt == "structured":
             leading, *items = r_ranks(model, case, replicate)
-            rules.append({"stage": "judge", "role": "differential:rank_1",
-                          "contains": r_verdict(model, case, replicate),
-                          "json": invalid_match if leading is None else {"rationale": "r", "match": leading}})
-            rules += [{"stage": "judge", "role": f"differential:rank_{d + 1}",
-                       "contains": f"Dx {model}{case}R{replicate} d{d}", "json": {"rationale": "r", "match": match}}
-                      for d, match in enumerate(items, 1)]
-    rules += [{"stage": "judge", "role": "conclusion:r2", "contains": "could not be used", "json": invalid_signed},
-              {"stage": "judge", "role": "differential:rank_1", "contains": "could not be used", "json": invalid_match}]
-    return {"model": "judge", "rules": rules}
+            script.judge(invalid_match if leading is None else {"rationale": "r", "match": leading},
+                         item="differential:rank_1", where={"contains": r_verdict(model, case, replicate)})
+            for d, match in enumerate(items, 1):
+                script.judge({"rationale": "r", "match": match}, item=f"differential:rank_{d + 1}",
+                             where={"contains": f"Dx {model}{case}R{replicate} d{d}"})
+    return (script.judge(invalid_signed, item="conclusion:r2", where={"contains": "could not be used"})
+                  .judge(invalid_match, item="differential:rank_1", where={"contains": "could not be used"})
+                  .build())
 
 
 @pytest.fixture(scope="module")
