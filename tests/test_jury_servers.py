@@ -25,8 +25,8 @@ from support.localserver import HOST, JsonHandler, QuietServer, serving
 from support.networks_runs import simulate_varied
 from support.scripts import STRUCTURED_REPORT, Scripted, sections
 
+from consilium.api.modelcheck import PROBE_CODE
 from consilium.cli import main
-from consilium.cli.models_cmd import PROBE_CODE
 from consilium.errors import UserError
 from consilium.judges.record import read_judgement
 

@@ -25,11 +25,13 @@ WHERE = {
     "reports": ["ReportOptions", "Reported", "areport", "report"],
     "folders": ["ExportOptions", "Exported", "JuryOptions", "JuryReport", "MergeOptions", "Merged", "ViewOptions",
                 "Viewed", "aexport", "ajury", "amerge_shards", "aschema", "aview", "export", "jury", "merge_shards",
-                "schema", "schemas"],
+                "schema", "schemas", "view"],
     "networks": ["AnalyzeOptions", "Analyzed", "aanalyze", "analyze"],
     "casefiles": ["CaseCheck", "ImportOptions", "aimport_agentclinic", "aimport_table", "avalidate_cases",
                   "import_agentclinic", "import_table", "validate_cases"],
     "replays": ["ReplayOptions", "Replayed", "ReplayedTraces", "areplay_traces", "replay_traces"],
+    "judging": ["JudgeOptions", "JudgedFolder", "JudgedTrace", "ajudge_folder", "judge_folder"],
+    "modelcheck": ["CheckOptions", "ModelCheck", "acheck_model", "check_model"],
 }
 _MODULE = {name: module for module, names in WHERE.items() for name in names}
 

@@ -22,7 +22,8 @@ from typing import Any
 from consilium.api.runs import JudgeModels, judge_setups
 from consilium.api.sync import sync_twin
 from consilium.cases import Case
-from consilium.cli.judge_cmd import judgement_path, trace_files
+from consilium.api.judging import trace_files
+from consilium.runfolder.layout import judgement_path
 from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cohort.execute import run_plan, sorted_rows
 from consilium.cohort.plan import Plan, new_plan

@@ -26,8 +26,9 @@ def options_of(kind: type[Opts], given: Opts | None, changes: dict[str, Any]) ->
     unknown = [name for name in changes if name not in names]
     if unknown:
         raise UserError(f"{unknown[0]}: not an option ({kind.__name__} has {', '.join(names)})")
-    base = given if given is not None else kind()
-    return dataclasses.replace(base, **changes) if changes else base  # type: ignore[type-var]
+    if given is None:
+        return kind(**changes)
+    return dataclasses.replace(given, **changes) if changes else given  # type: ignore[type-var]
 
 
 def draws(bootstrap: object) -> int:

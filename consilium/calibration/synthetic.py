@@ -1,6 +1,6 @@
 """Synthetic physician ratings and judgements with known answers, for checking the statistics.
 
-    python -m consilium.calibration.synthetic OUT_DIR [--cases 110] [--judge perfect|off-by-one|biased|noisy]
+    consilium calibrate synthetic OUT_DIR [--cases 110] [--judge perfect|off-by-one|biased|noisy] [--seed 0]
 
 Writes ``OUT_DIR/ratings.csv`` (two physicians) and ``OUT_DIR/judgements/*.judge.ai-consilium.json``
 for the AI Consilium criteria 1–8 of the ``conclusion`` component. The true score of each item is
@@ -10,7 +10,6 @@ on a fifth of the items; the judge follows the chosen behaviour.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 from datetime import UTC, datetime
@@ -67,18 +66,3 @@ def make_synthetic(out: Path, *, cases: int = 110, judge: str = "perfect", seed:
     writer.writerows(rows)
     ratings = write_text_atomic(out / "ratings.csv", buffer.getvalue())
     return ratings, folder
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="synthetic ratings and judgements with known answers")
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--cases", type=int, default=110)
-    parser.add_argument("--judge", choices=JUDGES, default="perfect")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    ratings, folder = make_synthetic(args.out, cases=args.cases, judge=args.judge, seed=args.seed)
-    print(f"ratings: {ratings}\njudgements: {folder}")
-
-
-if __name__ == "__main__":
-    main()

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from consilium import aio
-from consilium.cases import load_case
-from consilium.cli.labels import add_role_labels_argument, with_role_labels
+from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import (
     add_model_arguments,
     add_run_arguments,
@@ -16,18 +13,11 @@ from consilium.cli.options import (
     model_spec,
     positive_int,
 )
-from consilium.fileio import make_folder
-from consilium.graphs.base import RunModels
 from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
-from consilium.graphs.board.slides import slide_images
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
-from consilium.log import attach_run_log
-from consilium.models import ChatModel
-from consilium.models.factory import build_model
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.redact import clip
 from consilium.spec.run_settings import run_config
-from consilium.traces.io import new_run_id, trace_path, write_manifest, write_trace
 
 __all__ = ["register", "run_board_command", "run_turn_command"]
 
@@ -71,66 +61,29 @@ def _config(args: argparse.Namespace) -> BoardConfig:
     return run_config(BoardConfig, args.config, flags)
 
 
-async def _closing(*models: ChatModel) -> None:
-    for model in dict.fromkeys(models):
-        await model.aclose()
-
-
 def run_board_command(args: argparse.Namespace) -> int:
-    from consilium.graphs.board.run import run_board  # LangGraph on use: `--help` stays light
+    from consilium.api.meetings import MeetingOptions, board_meeting
 
-    case = load_case(args.case)
-    config = with_role_labels(_config(args), args.moderator_model or model_spec(args))
-    images = slide_images(case, args.case)
-    options = model_options(args)
-    panel = build_model(model_spec(args), options)
-    moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
-
-    async def go() -> BoardTrace:
-        try:
-            return await run_board(case, args.mode, RunModels(panel=panel, moderator=moderator), config,
-                                   run_id=run_id, images=images)
-        finally:
-            await _closing(panel, moderator)
-
-    run_id = new_run_id(case.id)
-    attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
-    trace = aio.run(go())
-    path = write_trace(trace_path(args.out, run_id, case.id, f"board-{args.mode}"), trace)
-    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config.model_dump(mode="json"),
-                   traces=[path], seed=config.seed)
-    _print_board(trace, path)
-    return 0 if trace.status == "completed" else 1
+    done = board_meeting(args.case, args.mode, MeetingOptions(
+        out=args.out, model=model_spec(args), moderator=args.moderator_model, config=_config(args),
+        model_options=model_options(args)))
+    _print_board(done.trace, done.path)
+    return 0 if done.completed else 1
 
 
 def run_turn_command(args: argparse.Namespace) -> int:
-    from consilium.graphs.board.run import resolve_role, run_turn  # LangGraph on use: `--help` stays light
+    from consilium.api.meetings import MeetingOptions, specialist_turn
 
-    case = load_case(args.case)
-    config = _config(args)
-    resolve_role(args.role)  # an unknown specialty is refused before any model is loaded
-    images = slide_images(case, args.case)
-    model = build_model(model_spec(args), model_options(args))
-
-    async def go() -> TurnTrace:
-        try:
-            return await run_turn(case, args.role, args.question, model, config, run_id=run_id, images=images)
-        finally:
-            await model.aclose()
-
-    run_id = new_run_id(case.id)
-    attach_run_log(make_folder(args.out / run_id))  # an unwritable --out is refused before any call
-    trace = aio.run(go())
-    path = write_trace(trace_path(args.out, run_id, case.id, "turn"), trace)
-    write_manifest(args.out / run_id, run_id=run_id, command=sys.argv, config=trace.config.model_dump(mode="json"),
-                   traces=[path], seed=config.seed)
+    done = specialist_turn(args.case, args.role, args.question, MeetingOptions(
+        out=args.out, model=model_spec(args), config=_config(args), model_options=model_options(args)))
+    trace = done.trace
     print(f"== {trace.case_id} · Specialist Turn · {trace.role} [{trace.role_category}] · {trace.model} · "
           f"{trace.status}")
     print(f"  question: {trace.question}")
     print(f"  answer: {trace.answer}" if trace.answer is not None else f"  error: {trace.error}")
     _print_usage(trace)
-    print(f"  trace: {path}")
-    return 0 if trace.status == "completed" else 1
+    print(f"  trace: {done.path}")
+    return 0 if done.completed else 1
 
 
 def _print_usage(trace: BoardTrace | TurnTrace) -> None:

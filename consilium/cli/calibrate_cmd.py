@@ -1,4 +1,5 @@
-"""``consilium calibrate agreement|isotonic|evolve``: judges against physician ratings."""
+"""``consilium calibrate agreement|isotonic|evolve|synthetic``: judges against physician ratings (and synthetic
+ratings with known answers to check the statistics)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from consilium.cli.evolve_cmd import register_evolve
 
     register_evolve(commands, _shared, positive_int)
+    synthetic = commands.add_parser("synthetic", help="synthetic ratings and judgements with known answers, for "
+                                                      "checking the statistics")
+    synthetic.add_argument("out", type=Path, metavar="OUT_DIR")
+    synthetic.add_argument("--cases", type=positive_int, default=110, help="cases (default 110)")
+    synthetic.add_argument("--judge", choices=("perfect", "off-by-one", "biased", "noisy"), default="perfect",
+                           help="how the synthetic judge scores (default perfect)")
+    synthetic.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    synthetic.set_defaults(func=run_synthetic)
+
+
+def run_synthetic(args: argparse.Namespace) -> int:
+    from consilium.calibration.synthetic import make_synthetic
+
+    ratings, folder = make_synthetic(args.out, cases=args.cases, judge=args.judge, seed=args.seed)
+    print(f"ratings: {ratings}\njudgements: {folder}")
+    return 0
 
 
 
