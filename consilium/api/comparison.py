@@ -17,7 +17,7 @@ from consilium.cohort.progress import ItemProgress
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-from consilium.graphs.registry import protocols
+from consilium.graphs.registry import baselines, protocols
 from consilium.judges.coverage import coverage_table, coverage_warnings
 from consilium.reports.compare import (
     CohortData,
@@ -59,11 +59,8 @@ from consilium.reports.partial import (
 )
 from consilium.runfolder.layout import JUDGEMENTS_CSV
 
-__all__ = ["BASELINES", "CompareOptions", "Compared", "acompare", "baseline_tables", "compare", "coverage_section",
+__all__ = ["CompareOptions", "Compared", "acompare", "baseline_tables", "compare", "coverage_section",
            "markdown_table", "replicate_tables", "tables_of", "with_protocol"]
-
-#: The protocol a cohort's arms are compared with: the single-specialist baseline (MedAgentBoard).
-BASELINES = {"consilium": "single"}
 
 
 @dataclass(frozen=True)
@@ -211,7 +208,7 @@ def baseline_tables(parts: list[CohortData], *, bootstrap: int,
     """The protocol − baseline table of each protocol whose baseline's arms are in the folder too."""
     by_name = {part.protocol: part for part in parts}
     tables = {}
-    for name, baseline in BASELINES.items():
+    for name, baseline in baselines().items():  # as each protocol declares (Protocol.analyses.baseline)
         if name in by_name and baseline in by_name:
             tables[f"{name}_vs_{baseline}"] = (
                 replicate_note(f"{name}_vs_{baseline}",

@@ -30,7 +30,7 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
     stages = ("role_assignment", "opinion", "synthesis", "vote", "revision")
     variants = FORMATS
     analyses = Analyses(
-        baseline="single",
+        baseline="single",  # compare's consilium − single: the single-specialist baseline (MedAgentBoard)
         completed_columns={"model": None, "trace": None, "stop_reason": None, "rounds": int, "r1_dissent": float},
         optional_columns=frozenset({"r1_dissent"}),
         supports=frozenset({"networks", "ablation", "human_seat"}))

@@ -145,7 +145,7 @@ class ScriptedModel:
         last_user = users[-1] if users else ""
         given = request.output_schema.json_schema if request.output_schema is not None else None
         schema = json.dumps(given) if given is not None else ""
-        rules = list(enumerate(self.script.rules))
+        rules: list[tuple[int | tuple[str, int], ScriptRule]] = list(enumerate(self.script.rules))
         if self.script.declared_rules:  # keyed apart from the file's own rules, for their ``times``
             rules += [((request.tag.stage, i), ScriptRule.model_validate(r))
                       for i, r in enumerate(scripted_rules(request.tag.stage))]
