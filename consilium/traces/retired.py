@@ -5,12 +5,9 @@ each in one line. The modes are data here, so nothing else asks which version a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from consilium.traces.schema import TraceBase
-
-__all__ = ["RETIRED", "RETIRED_SETTINGS", "Retired", "replay_refusal", "retired_setting"]
+__all__ = ["RETIRED", "RETIRED_SETTINGS", "ReadRecord", "Retired", "replay_refusal", "retired_setting"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +29,13 @@ RETIRED: tuple[Retired, ...] = (
 )
 
 
+class ReadRecord(Protocol):
+    """A record as the reader made it (traces/schema.py TraceBase): it knows where it was read from."""
+
+    @property
+    def origin(self) -> tuple[str, str]: ...
+
+
 def _at(record: Any, path: str) -> Any:
     for name in path.split("."):
         record = record.get(name) if isinstance(record, dict) else getattr(record, name, None)
@@ -51,7 +55,7 @@ def retired_setting(key: str, value: Any) -> str | None:
     return None
 
 
-def replay_refusal(trace: TraceBase) -> str | None:
+def replay_refusal(trace: ReadRecord) -> str | None:
     """The one line refusing to replay ``trace`` when it ran a retired mode, naming its file and the schema
     version that file was written as; None when it replays."""
     needs = [f"{mode.field.removeprefix('config.')}: {mode.value}" for mode in RETIRED

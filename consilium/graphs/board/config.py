@@ -44,11 +44,11 @@ class TurnRecord(BoardConfig, ConfigRecord):
 
     RECORD_ONLY: ClassVar[tuple[str, ...]] = ("prompts", "images")
 
-    # What older runs recorded (consilium/traces/retired.py): they read, and no longer run.
-    discussion: Literal["open", "alternating"] = Field(
+    # Wider than the run's: a record reads the retired values older runs used (consilium/traces/retired.py).
+    discussion: Literal["open", "alternating"] = Field(  # type: ignore[assignment]
         default="open", description="open: the moderator may pass the floor; alternating: moderator and "
                                     "specialist strictly alternated (board traces before schema 1.3)")
-    floor_schema: Literal["union", "flat"] = Field(
+    floor_schema: Literal["union", "flat"] = Field(  # type: ignore[assignment]
         default="union", description="the open floor's moderator answer schema: union, or flat (one object, the "
                                      "rules checked after decoding: open-floor board traces before schema 1.6)")
     images: list[str] = Field(default_factory=list, description="the slide image files the run was given")

@@ -120,7 +120,8 @@ class ConsiliumConfig(RunConfig):
 class ConsiliumRecord(ConsiliumConfig, ConfigRecord):
     """A consilium trace's ``config``: the run's settings and the hashes of the prompts it used."""
 
-    lengths: Literal["shared", "legacy"] = Field(
+    # Wider than the run's: a record reads the retired value an older run used (consilium/traces/retired.py).
+    lengths: Literal["shared", "legacy"] = Field(  # type: ignore[assignment]
         default="shared", description="shared: one length budget for both formats; legacy: the unequal caps of "
                                       "traces recorded before it (structured sections 800 characters, free-form "
                                       "unchecked), which read but no longer replay")

@@ -112,11 +112,14 @@ def _brief(role: AssignedRole) -> dict[str, Any]:
             "justification": role.justification}
 
 
-def opinion_from_answer(answer: Any, role: AssignedRole, fmt: Format, budget_chars: int) -> Opinion:
-    """The member's opinion from the person's answer, under the checks a model's opinion meets."""
+def opinion_from_answer(answer: Any, role: AssignedRole, fmt: Format, budget_chars: int | None) -> Opinion:
+    """The member's opinion from the person's answer, under the checks a model's opinion meets (``budget_chars``
+    None: all but the length budget, which is the run's, for the checks made before it)."""
     if fmt == "free-form":
         if not isinstance(answer, str) or not answer.strip():
             raise AnswerInvalid(None, "give the opinion as text")
+        if budget_chars is None:
+            return Opinion(role=role.id, text=answer.strip())
         try:
             text = free_text_schema("FreeFormOpinion", budget_chars).validate(answer)
         except OutputInvalid as exc:
@@ -130,6 +133,9 @@ def opinion_from_answer(answer: Any, role: AssignedRole, fmt: Format, budget_cha
     missing = [name for name in OPINION_SECTIONS if not str(answer.get(name) or "").strip()]
     if missing:
         raise AnswerInvalid(missing[0], f"missing (a structured opinion has {', '.join(OPINION_SECTIONS)})")
+    if budget_chars is None:
+        sections = {name: str(answer[name]).strip() for name in OPINION_SECTIONS}
+        return Opinion(role=role.id, text=render_sections(sections), sections=sections)
     try:
         parsed = opinion_schema(budget_chars).validate(json.dumps({k: str(v) for k, v in answer.items()}))
     except OutputInvalid as exc:
