@@ -20,7 +20,6 @@ from consilium.version import __version__
 __all__ = ["__version__", *_api]
 
 
-
 def __getattr__(name: str) -> Any:
     if name in _api:
         from consilium import api

@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--protocol: {protocol.name!r} is not run by simulate (see `consilium board` and "
                         "`consilium turn`)")
     config = config_of(args, protocol)
-    formats = (list(FORMATS) if args.format == "both" else [args.format]) if protocol.variant_kind == "formats" \
+    formats: list[str] = (list(FORMATS) if args.format == "both" else [args.format]) \
+        if protocol.variant_kind == "formats" \
         else chosen_variants(protocol, getattr(args, f"variants_{protocol.variant_kind}"))
     other = [k.flag for k in variant_kinds().values() if getattr(args, f"variants_{k.kind}", None) is not None
              and k.kind != protocol.variant_kind]
