@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "consilium"
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "redact", "natural", "version", "stages"),
-    ("fileio", "log", "aio", "datafiles", "stats"),
+    ("fileio", "log", "aio", "datafiles", "stats", "otb"),
     ("models", "observe"),
     ("roles", "cases"),
     ("agents", "traces"),
