@@ -85,7 +85,8 @@ def test_a_1_0_board_trace_reads_as_the_alternating_meeting_it_ran_under_the_fir
     assert trace.validation is not None and trace.validation.rules == "1"
     assert trace.validation.repetition is None and trace.validation.repetition_penalty == 0.0
     assert all(t.floor is None and t.responds_to is None for t in trace.turns)
-    assert trace.turns[0].role == "Moderator" and trace.stop_reason and trace.conclusion
+    assert trace.status == "completed" and trace.turns[0].role == "Moderator" and trace.stop_reason
+    assert trace.conclusion
 
 
 def test_the_1_3_records_read_with_todays_modes_and_the_1_5_open_floor_with_its_flat_schema() -> None:
@@ -278,6 +279,19 @@ def test_a_new_run_is_refused_a_retired_mode_naming_it(config: type[Any], key: s
         config.model_validate({key: value})
 
 
+@pytest.mark.parametrize(("fixture", "key", "value"), [
+    (V1_0_CONSILIUM, "lengths", "legacy"), (V1_0_BOARD, "discussion", "alternating"),
+    (V1_5_OPEN, "floor_schema", "flat"),
+])
+def test_the_settings_of_a_retired_mode_are_refused_to_run_again(fixture: Path, key: str, value: str) -> None:
+    """What every re-run of a record (replay, ablation) runs with is its config's run settings: a retired mode's
+    are refused there in one line, whoever asks."""
+    with pytest.raises(UserError, match=rf"^config\.{key}: {value!r} \(.*\) is no longer run; older traces made "
+                                        r"with it still read$"):
+        read_trace(fixture).config.run_settings()
+    assert read_trace(V1_3_SINGLE).config.run_settings()["discussion"] == "open"
+
+
 def test_the_board_command_refuses_the_alternating_discussion_in_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
@@ -287,3 +301,44 @@ def test_the_board_command_refuses_the_alternating_discussion_in_one_line(
     assert err.count("\n") == 1 and "discussion: 'alternating' (the board's strict moderator-specialist " \
                                     "alternation) is no longer run" in err
     assert not (tmp_path / "runs").exists()
+
+
+# The resume validates the manifest's configs without turning a ValidationError into a one-line UserError
+# (consilium/cohort/plan_resume.py, resume_plan: "configs = {...model_validate(s.configs[name])...}"), so today the
+# refusal is an internal error; strict, so that the fix shows here as an unexpected pass.
+@pytest.mark.xfail(strict=True, reason="cohort resume reports an invalid manifest config as an internal error")
+def test_a_board_cohort_started_before_the_floor_schema_was_recorded_is_refused_on_resume(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cohort whose manifest and 1.5 traces predate ``floor_schema`` ran the flat moderator schema: its traces
+    read as flat, and so does its manifest, which this version no longer runs; a resume would run its last arm
+    under another schema than the others, so it is refused in one line naming the setting, nothing run."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("tumor-board-nsclc.yaml", "tumor-board-her2-breast.yaml"):
+        shutil.copy(BOARD_CASE.parent / name, cases / name)
+    assert main(["cohort", "--cases", str(cases), "--protocol", "board", "--model", PANEL,
+                 "--out", str(tmp_path / "runs")]) == 0
+    [run] = list((tmp_path / "runs").iterdir())
+    # Made old: no floor_schema in the manifest's board config or the traces, traces at 1.5, and the HER2
+    # meeting in agents mode not yet run (its trace and its row gone).
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["settings"]["configs"]["board"]["floor_schema"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for path in run.glob("arms/*/*/*.trace.json"):
+        trace = json.loads(path.read_text())
+        del trace["config"]["floor_schema"]
+        path.write_text(json.dumps({**trace, "schema_version": "1.5"}))
+    [last] = run.glob("arms/*/*/tumor-board-her2-breast.board-agents.trace.json")
+    last.unlink()
+    rows = (run / "arms.jsonl").read_text().splitlines()
+    kept = [row for row in rows if not ("tumor-board-her2-breast" in row and '"board-agents"' in row)]
+    assert len(kept) == len(rows) - 1
+    (run / "arms.jsonl").write_text("".join(f"{row}\n" for row in kept))
+    finished = [read_trace(p) for p in run.glob("arms/*/*/*.board-agents.trace.json")]
+    assert [t.config.floor_schema for t in finished] == ["flat"]
+    capsys.readouterr()
+    assert main(["cohort", "--resume", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "floor_schema: 'flat' (the board's open floor asked under one flat answer " \
+                                    "object) is no longer run" in err
+    assert not last.exists() and (run / "arms.jsonl").read_text().splitlines() == kept

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from consilium.agents.schemas import RoleLabels
+from consilium.errors import UserError
 from consilium.models import GenerationSettings
 from consilium.traces.retired import RETIRED_SETTINGS, retired_setting
 
@@ -117,5 +118,11 @@ class ConfigRecord(RunConfig):
         return list(type(self).model_fields)
 
     def run_settings(self) -> dict[str, Any]:
-        """The run's settings alone, as its protocol's config model takes them."""
-        return self.model_dump(exclude=set(self.RECORD_ONLY))
+        """The run's settings alone, as its protocol's config model takes them, to run them again (replay,
+        ablation); a retired mode cannot run again, a one-line :class:`UserError` naming it."""
+        settings = self.model_dump(exclude=set(self.RECORD_ONLY))
+        for key in RETIRED_SETTINGS:
+            why = retired_setting(key, settings.get(key))
+            if why:
+                raise UserError(f"config.{key}: {why}")
+        return settings
