@@ -86,12 +86,11 @@ def write_judge_columns(arms_csv: Path, rows: list[dict[str, Any]], costs: dict[
 def rewrite_judge_columns(run_dir: Path) -> Path | None:
     """A cohort folder's arms.csv with its judge columns worked out again from the judgement records now beside
     its arms' traces (after a judging of the folder); None without arms.csv."""
-    arms_csv = RunFolder(run_dir).arms_csv
-    if not arms_csv.is_file():
+    folder = RunFolder(run_dir)
+    if not folder.is_cohort:
         return None
-    with arms_csv.open(encoding="utf-8", newline="") as handle:
-        rows: list[dict[str, Any]] = list(csv.DictReader(handle))
-    return write_judge_columns(arms_csv, rows, recorded_costs(run_dir, rows))
+    rows = [row.cells() for row in folder.arms(named=False)]  # typed: written back as the same text
+    return write_judge_columns(folder.arms_csv, rows, recorded_costs(run_dir, rows))
 
 
 def _tokens(usage: Usage) -> str:

@@ -7,8 +7,6 @@ through the same functions."""
 
 from __future__ import annotations
 
-import csv
-import itertools
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -35,20 +33,20 @@ def completeness_of(run_dir: Path) -> Completeness | None:
     try:
         rows = read_arms(run_dir, check=False)
     except UserError:
-        arms_csv = RunFolder(run_dir).arms_csv
-        done = cohort_completeness(run_dir, []) if _header_only(arms_csv) else None
+        folder = RunFolder(run_dir)
+        arms_csv = folder.arms_csv
+        done = cohort_completeness(run_dir, []) if _header_only(folder) else None
         if done is None:
             raise
         raise UserError(f"{arms_csv}: no arms: {done.summary()}; nothing to report yet") from None
     return cohort_completeness(run_dir, rows)
 
 
-def _header_only(path: Path) -> bool:
-    """Whether a CSV file is its header alone (arms.csv as a cohort starts it)."""
+def _header_only(folder: RunFolder) -> bool:
+    """Whether the folder's arms.csv is its header alone (as a cohort starts it)."""
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return len(list(itertools.islice(csv.reader(handle), 2))) == 1
-    except (OSError, UnicodeDecodeError, csv.Error):
+        return folder.is_cohort and not folder.arms(named=False)
+    except UserError:
         return False
 
 
