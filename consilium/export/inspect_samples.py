@@ -19,7 +19,6 @@ from consilium.export.rows import (
     answer_of,
     case_text,
     moderator_of,
-    out_of_scope,
     reference_of,
     rubric_of,
     scale_of,
@@ -29,6 +28,7 @@ from consilium.export.source import LoadedArm, OpenedRun
 from consilium.graphs.registry import protocol_of
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.models import CallRecord
+from consilium.runfolder.records import out_of_scope
 from consilium.traces.schema import TraceBase
 
 __all__ = ["inspect_model", "model_usage", "protocol_row", "sample_of", "score_name", "usage_of"]
