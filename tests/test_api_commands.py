@@ -63,7 +63,8 @@ def test_every_async_api_function_has_a_sync_twin_with_the_same_signature() -> N
     found = _async_functions()
     assert {"acompare", "areport", "aexport", "aview", "ajury", "aschema", "amerge_shards", "aanalyze",
             "avalidate_cases", "aimport_table", "aimport_agentclinic", "areplay_traces", "ajudge_folder",
-            "acheck_model", "arun", "aturn", "ajudge", "areplay"} <= set(found)
+            "acheck_model", "aboard_meeting", "aspecialist_turn", "aablate", "aagreement", "aisotonic", "arun", "aturn",
+            "ajudge", "areplay"} <= set(found)
     for name, coroutine in found.items():
         twin = getattr(api, name[1:], None)
         assert twin is not None and name[1:] in api.__all__, f"{name} has no sync twin"
@@ -225,3 +226,57 @@ def test_the_api_analyzes_a_run_by_word_overlap(tmp_path: Path) -> None:
     done = api.analyze(run_dir, api.AnalyzeOptions(out=tmp_path / "analysis"))
     assert done.analysis.arms == 1 and done.analysis.out == tmp_path / "analysis" and not done.judged
     assert done.analysis.judge_failed == 0 and (tmp_path / "analysis" / "categories.csv").is_file()
+
+
+# ---- calibration, ablation, the board, a model check --------------------------------------------------------------
+
+
+def test_the_api_calibrates_synthetic_ratings_counted_by_hand(tmp_path: Path) -> None:
+    """Two physicians rate every one of the eight criteria of every case: n is cases × 2 per criterion."""
+    from consilium.calibration.synthetic import make_synthetic
+
+    cases = 14
+    ratings, judgements = make_synthetic(tmp_path / "syn", cases=cases, judge="perfect", seed=2)
+    done = api.agreement(judgements, ratings=ratings, rubric="ai-consilium", bootstrap=30, seed=1)
+    criteria = {f"c{i}" for i in range(1, 9)}
+    per_criterion = [row for row in done.rows if row.criterion.replace("/", " ").split()[-1] in criteria]
+    assert [row.n for row in per_criterion] == [2 * cases] * 8
+    assert done.notes[0].startswith("rubric ai-consilium") and f"{8 * 2 * cases} paired" in done.notes[0]
+    assert all(path.is_file() for path in done.files)
+    fitted = api.isotonic(judgements, api.IsotonicOptions(ratings=ratings, rubric="ai-consilium", train_fraction=0.5))
+    assert fitted.path.is_file() and fitted.report.is_file() and len(fitted.calibration.criteria) == 8
+    with pytest.raises(UserError, match=r"^--train-fraction: must be between 0 and 1$"):
+        api.IsotonicOptions(train_fraction=1.0)
+
+
+def test_the_api_ablates_a_cohort_pair_by_pair(tmp_path: Path) -> None:
+    """Both formats of one case, swept over two round caps: 2 × 2 ablated arms, every call reused."""
+    result = api.run_cohort(str(ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"), models=PANEL,
+                            out=tmp_path)
+    heard: list[str] = []
+    done = api.ablate(result.run_dir, api.AblateOptions(kind="max-rounds", max_rounds=(1, 2), bootstrap=20,
+                                                        on_arm=lambda arm: heard.append(arm.condition.name)))
+    assert done.arms == 4 == len(heard) and sorted(set(heard)) == ["max-rounds-1", "max-rounds-2"]
+    assert done.new == 0 and done.reused > 0 and done.not_ablated is None
+    assert done.out == result.run_dir / "ablate" / "max-rounds" / "run-1" and done.out.is_dir()
+    with pytest.raises(UserError, match=r"^--moderator-model: only --kind moderator changes the moderator$"):
+        api.ablate(result.run_dir, kind="leave-one-out", moderator_model=PANEL)
+
+
+def test_the_api_holds_a_board_meeting_and_a_specialist_turn(tmp_path: Path) -> None:
+    case = ROOT / "examples" / "cases" / "tumor-board-nsclc.yaml"
+    meeting = api.board_meeting(case, "agents", out=tmp_path / "board", model=PANEL)
+    assert meeting.completed and meeting.path.name == "tumor-board-nsclc.board-agents.trace.json"
+    assert (meeting.path.parent / "manifest.json").is_file() and meeting.trace.mode == "agents"
+    turn = api.specialist_turn(case, "Radiation oncologist", "Is the patient a candidate?", out=tmp_path / "turn",
+                               model=PANEL)
+    assert turn.path.name == "tumor-board-nsclc.turn.trace.json" and turn.trace.role == "Radiation oncologist"
+    with pytest.raises(UserError):
+        api.specialist_turn(case, "Astrologer", "?", out=tmp_path / "never", model=PANEL)
+    assert not (tmp_path / "never").exists()  # refused before a folder or a model
+
+
+def test_the_api_checks_a_model_and_says_the_scripted_backend_does_not_enforce(tmp_path: Path) -> None:
+    done = api.check_model(PANEL, max_tokens=40)
+    roles = [call.role for call in done.recorder.calls]
+    assert roles[:2] == ["plain", "structured"] and not done.enforcement.declared and not done.failed

@@ -37,7 +37,7 @@ RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles"), ("traces", "agents"),
                      ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
-                     ("__main__", "cli"), ("__init__", "api"), ("api", "cli"), ("cli", "api"),
+                     ("__main__", "cli"), ("__init__", "api"), ("cli", "api"),
                      ("runfolder", "spec")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}

@@ -34,7 +34,7 @@ NOT_YET: dict[str, str] = {
     "cohort/execute.py": "the cohort's arms.csv / arms.jsonl writer, moving into the library this round",
     "cohort/finish.py": "the cohort's judging and judgements.csv writer, moving into the library this round",
     "cli/cohort_scale_cmd.py": "the Ray cohort's arms.csv / arms.jsonl writer, moving into the library this round",
-    "cli/judge_replace.py": "judgements.csv's rebuild after a re-judging, moving to the one ownership rule this round",
+    "cohort/rejudging.py": "judgements.csv's rebuild after a re-judging, moving to the one ownership rule this round",
     "cli/simulate_human.py": "the human seat's run (which formats a seat has finished), owned by the judges' engineer",
 }
 

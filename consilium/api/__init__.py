@@ -32,6 +32,10 @@ WHERE = {
     "replays": ["ReplayOptions", "Replayed", "ReplayedTraces", "areplay_traces", "replay_traces"],
     "judging": ["JudgeOptions", "JudgedFolder", "JudgedTrace", "ajudge_folder", "judge_folder"],
     "modelcheck": ["CheckOptions", "ModelCheck", "acheck_model", "check_model"],
+    "meetings": ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "board_meeting", "specialist_turn"],
+    "ablating": ["AblateOptions", "Ablated", "aablate", "ablate"],
+    "calibrating": ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagreement", "agreement",
+                    "aisotonic", "isotonic"],
 }
 _MODULE = {name: module for module, names in WHERE.items() for name in names}
 

@@ -24,7 +24,7 @@ from consilium.api.sync import sync_twin
 from consilium.cases import Case
 from consilium.api.judging import trace_files
 from consilium.runfolder.layout import judgement_path
-from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
+from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cohort.execute import run_plan, sorted_rows
 from consilium.cohort.plan import Plan, new_plan
 from consilium.cohort.plan_resume import resume_plan

@@ -113,7 +113,7 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
     does; bad input (no judge, a component the rubric does not score, a frozen scope without labels, another
     judge's judgements without ``force``) is refused before a judge is asked."""
     from consilium.calibration.isotonic import load_calibration
-    from consilium.cli.judge_replace import check_replace, judge_label, rebuild_judgements_csv
+    from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
     from consilium.cohort.progress import ItemProgress
     from consilium.fileio import write_text_atomic
     from consilium.graphs.registry import read_trace
