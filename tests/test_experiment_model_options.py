@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from consilium.cli.cohort_cmd import study_from_args
-from consilium.cohort.plan_resume import resume_plan
 from support.scripts import Scripted
 
 from consilium.cli import build_parser, main
+from consilium.cli.cohort_study import study_from_args
+from consilium.cohort.plan_resume import resume_plan
 
 PRICES = {"panel-a": {"input": 2.5, "cached_input": 1.25, "output": 10.0},
           "panel-b": {"input": 0.5, "cached_input": 0.5, "output": 1.5}}

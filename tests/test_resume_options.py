@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from consilium.cli import build_parser, main
-from consilium.cli.cohort_cmd import study_from_args
+from consilium.cli.cohort_study import study_from_args
 from consilium.cohort.plan_resume import resume_plan
 from consilium.models.pricing import Prices
 

@@ -15,7 +15,7 @@ import yaml
 
 import consilium
 from consilium.cli import build_parser, main
-from consilium.cli.cohort_cmd import SOURCES, study_from_args
+from consilium.cli.cohort_study import SOURCES, study_from_args
 from consilium.cohort.study_sources import study_from_experiment
 from consilium.errors import UserError
 from consilium.spec.manifest import load_manifest

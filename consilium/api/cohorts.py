@@ -17,30 +17,25 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from consilium.api.runs import JudgeModels, judge_setups
 from consilium.api.sync import sync_twin
-from consilium.cases import Case
-from consilium.api.judging import trace_files
-from consilium.runfolder.layout import judgement_path
-from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
 from consilium.cohort.execute import run_plan, sorted_rows
 from consilium.cohort.plan import Plan, new_plan
 from consilium.cohort.plan_resume import resume_plan
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
-from consilium.fileio import write_text_atomic
-from consilium.graphs.registry import read_trace
-from consilium.judges.answers import Scope, check_scope
-from consilium.judges.decoding import JudgeDecoding
-from consilium.judges.many import judge_files
-from consilium.judges.record import Judgement
-from consilium.judges.rubric import Rubric, load_rubric
-from consilium.judges.runner import AnyTrace
-from consilium.models.factory import ModelOptions
 from consilium.spec.manifest import CohortManifest, read_manifest
 from consilium.spec.study import StudySpec, study_of
+
+if TYPE_CHECKING:  # the judges load where a run folder is judged: a cohort without judges starts without them
+    from consilium.api.runs import JudgeModels
+    from consilium.judges.answers import Scope
+    from consilium.judges.decoding import JudgeDecoding
+    from consilium.judges.record import Judgement
+    from consilium.judges.rubric import Rubric
+    from consilium.judges.runner import AnyTrace
+    from consilium.models.factory import ModelOptions
 
 __all__ = ["CohortResult", "ajudge_run", "arun_cohort", "judge_run", "plan_cohort", "resume_line", "run_cohort",
            "run_study", "study_keywords", "with_spec_keywords"]
@@ -163,6 +158,17 @@ async def ajudge_run(paths: str | Path | Sequence[str | Path], rubric: str | Rub
     prompt) made is refused unless ``force``; a cohort folder's ``judgements.csv`` is rebuilt to match.
     ``judge_decoding`` is the judge's decoding order (``--judge-decoding``; None: the rubric's pin, else the
     backend's default; docs/judges.md, Decoding order)."""
+    from consilium.api.judging import trace_files
+    from consilium.api.runs import judge_setups
+    from consilium.cases import Case
+    from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
+    from consilium.fileio import write_text_atomic
+    from consilium.graphs.registry import read_trace
+    from consilium.judges.answers import check_scope
+    from consilium.judges.many import judge_files
+    from consilium.judges.rubric import Rubric, load_rubric
+    from consilium.runfolder.layout import judgement_path
+
     if concurrency <= 0:
         raise UserError(f"concurrency: must be positive, got {concurrency!r}")
     used = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)

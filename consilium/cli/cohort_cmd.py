@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
+from consilium.cli.cohort_study import study_from_args
 from consilium.cli.judge_cmd import add_decoding_argument, add_scope_argument
 from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import (
     add_model_arguments,
     add_otel_argument,
     finite_float,
-    model_spec,
     positive_float,
     positive_int,
 )
 from consilium.cohort.protocols import protocol_list
+from consilium.cohort.shard import Shard
 from consilium.errors import UserError
-from consilium.spec.study import StudySpec, option_of, study_of
 
-__all__ = ["SOURCES", "protocol_arg", "register", "run", "study_from_args"]
+__all__ = ["protocol_arg", "register", "run", "shard_arg"]
 
 
 def protocol_arg(text: str) -> list[str]:
@@ -34,6 +33,14 @@ def protocol_arg(text: str) -> list[str]:
         return protocol_list(text, flag="--protocol")
     except UserError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--protocol: ")) from None
+
+
+def shard_arg(text: str) -> Shard:
+    """argparse type for ``--shard``: a bad value is argparse's one-line error, exit 2."""
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,7 +98,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="with --estimate: take the rounds and tokens per call from this earlier cohort's "
                              "traces and judgements (default: the protocols' bounds, as a range)")
     from consilium.cli import cohort_merge_cmd
-    from consilium.cohort.shard import shard_arg
 
     parser.add_argument("--shard", type=shard_arg, default=None, metavar="I/N",
                         help="run only shard I of N of the cases (by a hash of the case id); join the N shard "
@@ -101,32 +107,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                              "(default: $RAY_ADDRESS, else a local Ray); needs pip install consilium[ray]")
     parser.set_defaults(func=run)
     cohort_merge_cmd.register(parser)
-
-
-#: The cohort's flags that are not fields of the study: where it comes from or goes, and what to do with it.
-SOURCES = ("experiment", "resume", "estimate", "like", "otel", "extra_model")
-
-
-def _dest(flag: str) -> str:
-    return flag.removeprefix("--").replace("-", "_")
-
-
-def study_from_args(args: argparse.Namespace) -> StudySpec:
-    """The study the flags give: each spec field from the flag it names (consilium/spec/study.py), a flag not
-    given left out. ``--model`` with ``--extra-model`` is the panel; ``--formats a,b`` a list."""
-    values: dict[str, Any] = {}
-    for name in StudySpec.model_fields:
-        flag = option_of(name).flag
-        value = getattr(args, _dest(flag), None) if flag is not None else None
-        if name == "models" and (value or args.extra_model):
-            value = [value or model_spec(args), *args.extra_model]
-        elif name in ("formats", "modes") and isinstance(value, str):
-            value = [part.strip() for part in value.split(",") if part.strip()]
-        elif name == "shard" and value is not None:
-            value = str(value)
-        if value is not None and value is not False and value != []:
-            values[name] = value
-    return study_of(values, by="flag")
 
 
 def run(args: argparse.Namespace) -> int:

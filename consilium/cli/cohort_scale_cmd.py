@@ -19,7 +19,7 @@ from typing import Any
 
 from consilium import aio
 from consilium.api.cohorts import plan_cohort, resume_line
-from consilium.cli.cohort_cmd import study_from_args
+from consilium.cli.cohort_study import study_from_args
 from consilium.cohort import ray_run
 from consilium.cohort.arms import CohortArm
 from consilium.cohort.execute import arm_count, execute, open_manifest, prepare, record_abort, sorted_rows

@@ -8,13 +8,12 @@ whichever other cases it holds, and on whichever machine (docs/scale.md, "Shards
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["Shard", "partition", "partition_of", "shard_arg"]
+__all__ = ["Shard", "partition", "partition_of"]
 
 T = TypeVar("T")
 
@@ -43,14 +42,6 @@ class Shard:
 
     def holds(self, case_id: str) -> bool:
         return partition_of(case_id, self.count) == self.index - 1
-
-
-def shard_arg(text: str) -> Shard:
-    """argparse type for ``--shard``: a bad value is argparse's one-line error, exit 2."""
-    try:
-        return Shard.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def partition_of(case_id: str, count: int) -> int:

@@ -135,9 +135,13 @@ class StudySpec(BaseModel):
 
     @field_validator("protocols", "formats", "modes", "judges", "models", "judge_model", mode="before")
     @classmethod
-    def _listed(cls, value: Any) -> Any:
-        """One name is a list of one; ``a,b`` (a flag's form) is two (models and judges keep their commas)."""
-        return [value] if isinstance(value, str) else list(value) if isinstance(value, tuple) else value
+    def _listed(cls, value: Any, info: ValidationInfo) -> Any:
+        """One name is a list of one; of protocols and variants, ``a,b`` (a flag's form) is two (a model's spec
+        or a judge's may hold a comma)."""
+        if isinstance(value, str):
+            split = info.field_name in ("protocols", "formats", "modes")
+            return [part.strip() for part in value.split(",") if part.strip()] if split else [value]
+        return list(value) if isinstance(value, tuple) else value
 
     @field_validator("models")
     @classmethod
