@@ -335,7 +335,7 @@ def test_a_board_cohort_started_before_the_floor_schema_was_recorded_is_refused_
     assert len(kept) == len(rows) - 1
     (run / "arms.jsonl").write_text("".join(f"{row}\n" for row in kept))
     finished = [read_trace(p) for p in run.glob("arms/*/*/*.board-agents.trace.json")]
-    assert [t.config.floor_schema for t in finished] == ["flat"]
+    assert [t.config["floor_schema"] for t in finished] == ["flat"]
     capsys.readouterr()
     assert main(["cohort", "--resume", str(run)]) == 2
     err = capsys.readouterr().err
