@@ -136,9 +136,13 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _cell(row: dict[str, Any], column: str) -> str:
+    value = row.get(column)
+    return "" if value is None else str(value)
+
+
 def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (str(row.get("case_id", "")), str(row.get("model_spec", "")), str(row.get("format", "")),
-            str(row.get("replicate", "")))
+    return _cell(row, "case_id"), _cell(row, "model_spec"), _cell(row, "format"), _cell(row, "replicate")
 
 
 def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
@@ -148,7 +152,8 @@ def _arm_rows(shards: list[ShardFolder]) -> list[dict[str, Any]]:
     rows = []
     for folder in shards:
         had = {_key(row): list(row) for row in _jsonl_rows(folder.run.arms_jsonl)}
-        for row in _csv_rows(folder.run.arms_csv):
+        typed = folder.run.arms(named=False) if folder.run.is_cohort else []
+        for row in (arm.cells() for arm in typed):  # typed, written back as the same text
             keys = had.get(_key(row))  # arms.jsonl's own fields are not arms.csv columns
             keys = [*keys, *JUDGE_COLUMNS] if keys else keys
             rows.append(with_protocol({k: row[k] for k in keys if k in row} if keys else row))

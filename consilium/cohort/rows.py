@@ -89,4 +89,4 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """A manifest's counts: arms, completed, failed (any other status) and resumed."""
     completed = sum(r["status"] == "completed" for r in rows)
     return {"arms": len(rows), "completed": completed, "failed": len(rows) - completed,
-            "resumed": sum(str(r.get("resumed")) == "True" for r in rows)}
+            "resumed": sum(r.get("resumed") is True for r in rows)}
