@@ -79,7 +79,9 @@ def cohorts(fixture_cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> I
                    [j for j in judged if (j["case_id"], j["model"], j["format"]) not in keys])
         manifest = json.loads((stopped / "manifest.json").read_text())
         (stopped / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
-        yield {"complete": complete, "stopped": stopped, "spec_of": spec_of, "tmp": tmp}
+        # the fixture cohort's judge script, beside its cases (tests/support/cohort_fixture.py's build_cohort)
+        judge = fixture_cohort.parents[1] / "judge.json"
+        yield {"complete": complete, "stopped": stopped, "spec_of": spec_of, "tmp": tmp, "judge": judge}
 
 
 #: What a command printed: its exit code, stdout and stderr.
@@ -467,8 +469,8 @@ def test_jury_ablate_and_calibrate_of_a_partial_cohort_say_so_and_mark_their_tab
 
     folder = _copy(cohorts, "jury")  # judged again by a jury of two: the fixture's judge, and a copy of it
     other = tmp / "judge-copy.json"
-    other.write_text(json.dumps({**json.loads((tmp / "judge.json").read_text()), "model": "fixture-judge-2"}))
-    assert main(["judge", str(folder), "--rubric", "ai-consilium", "--judge-model", f"scripted:{tmp / 'judge.json'}",
+    other.write_text(json.dumps({**json.loads(cohorts["judge"].read_text()), "model": "fixture-judge-2"}))
+    assert main(["judge", str(folder), "--rubric", "ai-consilium", "--judge-model", f"scripted:{cohorts['judge']}",
                  "--judge-model", f"scripted:{other}", "--no-cache", "--force"]) == 0
     capsys.readouterr()
     assert main(["jury", str(folder), "--rubric", "ai-consilium"]) == 0
