@@ -22,7 +22,7 @@ from consilium.errors import UserError
 from consilium.judges.answers import Scope, check_scope
 from consilium.judges.rubric import Rubric, load_rubric
 from consilium.models.factory import ModelOptions
-from consilium.models.refs import parse_refs
+from consilium.models.refs import parse_model_ref
 from consilium.redact import redact_url
 from consilium.spec.connection import connection_options, default_concurrency, model_file
 from consilium.spec.manifest import CaseSample, CohortManifest, CohortSettings, ModelSettings, OwnModelOptions
@@ -127,7 +127,8 @@ def new_plan(given: StudySpec, experiment: Path | None = None) -> Plan:
     judges = spec.judges or []
     if judges and not spec.judge_model:
         raise UserError("--judge-model: a judged cohort needs a judge model (never the panel's by default)")
-    jury = parse_refs(spec.judge_model or [], flag="--judge-model")  # each judge as the manifest records it
+    # each judge as the manifest records it (the spec has refused one given twice)
+    jury = [parse_model_ref(record, flag="--judge-model") for record in spec.judge_model or []]
     rubrics = [load_rubric(name, flag="--judge") for name in judges]
     chosen = {case.id for case in cases}
     places = [(where, case) for where, case in case_places(spec.cases, [case for case, _ in everything])

@@ -19,10 +19,10 @@ from consilium.graphs.registry import get_protocol
 from consilium.judges.answers import check_scope
 from consilium.judges.rubric import load_rubric
 from consilium.models.refs import held_to, parse_refs
-from consilium.spec.connection import connection_options
+from consilium.spec.connection import connection_options, model_file
 from consilium.spec.manifest import CohortManifest, CohortSettings, read_manifest
 from consilium.spec.run_settings import run_config
-from consilium.spec.study import StudySpec
+from consilium.spec.study import StudySpec, absolute_spec
 
 __all__ = ["resume_plan"]
 
@@ -46,6 +46,9 @@ def _refuse_changes(given: StudySpec, experiment: Path | None, manifest: CohortM
         split_settings(config_values, s.protocols, f"{given.config}: ")
         for name in s.protocols:
             run_config(get_protocol(name).config_model, given.config, {}, known_only=True)
+    if given.model_file is not None and given.models is None:  # the file names the first panel model
+        config_file = model_file(given.model_file)
+        given = given.model_copy(update={"models": [absolute_spec(config_file.spec)] if config_file else None})
     file_options = connection_options(given.model_file, priced=None, base_url=given.base_url,
                                       schema_dialect=given.schema_dialect, http_client=given.http_client,
                                       timeout=given.timeout, token_param=given.token_param,
