@@ -29,6 +29,8 @@ from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.rubric import Rubric
 from consilium.judges.runner import JudgeSetup
 from consilium.models import ChatModel
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import judgements_of
 from consilium.spec.manifest import MANIFEST
 
 __all__ = ["check_replace", "judge_label", "judgement_rows", "rebuild_judgements_csv"]
@@ -90,16 +92,16 @@ def rebuild_judgements_csv(run_dir: Path) -> Path | None:
     the file's rubric order, then new rubrics by name; within a rubric, arms.csv's order), and arms.csv's judge
     columns with it (consilium/cohort/spend.py), so that both say what the files say after a re-judging; None
     when ``run_dir`` is not a cohort (no manifest, no arms.csv)."""
-    arms = run_dir / "arms.csv"
+    arms = RunFolder(run_dir).arms_csv
     if not (run_dir / MANIFEST).is_file() or not arms.is_file():
         return None
     rewrite_judge_columns(run_dir)
     rows = [r for r in _csv(arms) if r.get("trace") and r.get("status") == "completed"]
-    order = list(dict.fromkeys(r["rubric"] for r in _csv(run_dir / "judgements.csv") if r.get("rubric")))
+    order = list(dict.fromkeys(r["rubric"] for r in _csv(RunFolder(run_dir).judgements_csv) if r.get("rubric")))
     found: dict[str, list[tuple[dict[str, str], Judgement, Path]]] = {}
     for row in rows:
         trace = run_dir / row["trace"]
-        for path in sorted(trace.parent.glob(trace.name.removesuffix(".trace.json") + ".judge.*.json")):
+        for path in judgements_of(trace):
             judgement = read_judgement(path)
             found.setdefault(judgement.rubric, []).append((row, judgement, path))
     replicates = any(r.get("replicate") not in (None, "") for r in rows)
@@ -113,4 +115,4 @@ def rebuild_judgements_csv(run_dir: Path) -> Path | None:
             replicate = {"replicate": row["replicate"]} if replicates and row.get("replicate") else {}
             table += judgement_rows(judgement, model=row["model"], protocol=row["protocol"], variant=row["format"],
                                     replicate=replicate, judgement_file=relative(path, run_dir), jury=jury)
-    return write_csv(run_dir / "judgements.csv", table, fields=columns)
+    return write_csv(RunFolder(run_dir).judgements_csv, table, fields=columns)
