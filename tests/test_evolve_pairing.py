@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from support.corpus_evolve import CASES, HEADER, build_judged, evolve_argv, mark, write_scripts
 
+from consilium.api.evolving import table5_csv
 from consilium.calibration.evolution_results import Candidate, CriterionResult, Evaluation, RepeatResult
 from consilium.calibration.evolve import REEVALUATION_SEED_OFFSET, Item, evolve_criterion, rated_items
 from consilium.calibration.isotonic import split_cases
 from consilium.calibration.pairs import load_judgements
 from consilium.calibration.ratings import load_ratings
 from consilium.cli import main
-from consilium.cli.evolve_cmd import table5_csv
 from consilium.graphs.consilium.trace import Trace
 from consilium.judges.rubric import load_rubric
 from consilium.judges.runner import JudgeSetup

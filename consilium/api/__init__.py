@@ -34,6 +34,7 @@ WHERE = {
     "modelcheck": ["CheckOptions", "ModelCheck", "acheck_model", "check_model"],
     "meetings": ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "board_meeting", "specialist_turn"],
     "ablating": ["AblateOptions", "Ablated", "aablate", "ablate"],
+    "evolving": ["EvolveOptions", "Evolved", "aevolve", "evolve", "table5_csv"],
     "calibrating": ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagreement", "agreement",
                     "aisotonic", "isotonic"],
 }

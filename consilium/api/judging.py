@@ -15,6 +15,7 @@ from consilium.api.options import as_path, options_of
 from consilium.api.sync import sync_twin
 from consilium.cases import Case
 from consilium.errors import UserError
+from consilium.judges.answers import Scope
 from consilium.judges.decoding import JudgeDecoding
 from consilium.judges.record import Judgement
 from consilium.judges.rubric import Rubric
@@ -48,7 +49,7 @@ class JudgeOptions:
     max_repairs: int = 2
     k: int = 5
     reference_answer: str | None = None
-    scope: str | None = None
+    scope: Scope | None = None
     judge_decoding: JudgeDecoding | None = None
     calibration: Path | None = None
     force: bool = False
@@ -113,8 +114,8 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
     does; bad input (no judge, a component the rubric does not score, a frozen scope without labels, another
     judge's judgements without ``force``) is refused before a judge is asked."""
     from consilium.calibration.isotonic import load_calibration
-    from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
     from consilium.cohort.progress import ItemProgress
+    from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
     from consilium.fileio import write_text_atomic
     from consilium.graphs.registry import read_trace
     from consilium.judges.aggregate import summarise

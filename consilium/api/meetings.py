@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from consilium.api.options import options_of
 from consilium.api.sync import sync_twin
@@ -48,8 +48,8 @@ class Meeting:
         return bool(self.trace.status == "completed")
 
 
-async def aboard_meeting(case_file: str | Path, mode: str = "agents", options: MeetingOptions | None = None,
-                         **changes: Any) -> Meeting:
+async def aboard_meeting(case_file: str | Path, mode: Literal["agents", "single"] = "agents",
+                         options: MeetingOptions | None = None, **changes: Any) -> Meeting:
     """A tumor-board meeting on the case in ``mode`` (``agents`` or ``single``): an unwritable ``out`` is refused
     before any model call; a model's failure is recorded in the trace (status ``failed``)."""
     from consilium.agents.labels import with_role_labels

@@ -27,7 +27,7 @@ T = TypeVar("T")
 async def off_loop(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """``func`` (file and CPU work: reading a run folder, a bootstrap) on a worker thread, in the caller's
     context, so the coroutine of an API function that does such work keeps a running loop serving."""
-    return await asyncio.to_thread(contextvars.copy_context().run, func, *args, **kwargs)
+    return await asyncio.to_thread(contextvars.copy_context().run, functools.partial(func, *args, **kwargs))
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
