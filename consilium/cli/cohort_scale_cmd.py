@@ -34,6 +34,7 @@ from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import get_logger
 from consilium.models import ChatModel
+from consilium.runfolder.folder import RunFolder
 from consilium.spec.manifest import MANIFEST, CohortManifest
 
 __all__ = ["run", "wanted"]
@@ -133,7 +134,7 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
                     raise UserError(f"{row['trace']}: a worker's trace path points outside {run_dir}")
                 write_text_atomic(target, text)
             if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
-                append_jsonl(run_dir / "arms.jsonl", row)
+                append_jsonl(RunFolder(run_dir).arms_jsonl, row)
             row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}  # arms.jsonl's own
             rows[row_key(row)] = row
             log.info("arm_finished", case=row["case_id"], model=row["model_spec"], format=row["format"],
@@ -142,5 +143,5 @@ def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, 
             print(f"[{len(rows)}/{total}] {row['case_id']} · {row['format']} · {row['model_spec']}: "
                   f"{row['status']}{note}", file=sys.stderr, flush=True)
     finally:
-        write_csv(run_dir / "arms.csv", table(), fields=ARM_COLUMNS)
+        write_csv(RunFolder(run_dir).arms_csv, table(), fields=ARM_COLUMNS)
     return finish(plan, manifest, table, judge, started, f" on Ray ({len(parts)} partitions)")

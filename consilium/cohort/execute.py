@@ -25,6 +25,7 @@ from consilium.log import attach_run_log, get_logger
 from consilium.models import ChatModel
 from consilium.models.factory import build_model, build_ref
 from consilium.models.refs import parse_model_ref
+from consilium.runfolder.folder import RunFolder
 from consilium.spec.manifest import CohortManifest, new_manifest, write_cohort_manifest
 
 if TYPE_CHECKING:
@@ -98,13 +99,13 @@ def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], jud
     # a bar on a terminal; a batch job's log shows one line per arm, with the bar's counts
     progress = ItemProgress("arms", total, tail="failed 0 · 0 tokens", transient=True)
     # arms.csv grows row by row as arms finish (complete at every moment), then is rewritten sorted.
-    arms_log = CsvLog(run_dir / "arms.csv", (*ARM_COLUMNS, *variant_columns(s.protocols),
+    arms_log = CsvLog(RunFolder(run_dir).arms_csv, (*ARM_COLUMNS, *variant_columns(s.protocols),
                                              *(REPLICATE_COLUMNS if s.seeds is not None else ())))
 
     def on_done(row: dict[str, Any]) -> None:
         key = row_key(row)
         if not row.get("resumed"):  # a resumed arm's row is in arms.jsonl already
-            append_jsonl(run_dir / "arms.jsonl", row)
+            append_jsonl(RunFolder(run_dir).arms_jsonl, row)
         row = {k: v for k, v in row.items() if k not in INDEX_FIELDS}
         tally.add(row, rows.get(key))
         rows[key] = row
@@ -120,7 +121,7 @@ def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], jud
     resumed = plan.manifest is not None
     cohort = CohortRun(run_dir=run_dir, run_id=run_id, configs=plan.configs, on_done=on_done,
                        layout=manifest.layout,
-                       index=ArmIndex.read(run_dir / "arms.jsonl") if resumed else ArmIndex())
+                       index=ArmIndex.read(RunFolder(run_dir).arms_jsonl) if resumed else ArmIndex())
 
     async def go() -> None:
         try:
@@ -133,7 +134,7 @@ def execute(plan: Plan, arms: list[CohortArm], models: dict[str, ChatModel], jud
         with arms_log, progress:
             aio.run(go())
     finally:
-        write_csv(run_dir / "arms.csv", sorted_rows(rows), fields=ARM_COLUMNS)  # the arms finished, even if stopped
+        write_csv(RunFolder(run_dir).arms_csv, sorted_rows(rows), fields=ARM_COLUMNS)  # the arms done, if stopped
     return finish(plan, manifest, lambda: sorted_rows(rows), judge, started)
 
 

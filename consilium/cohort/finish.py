@@ -19,6 +19,8 @@ from consilium.log import log_file
 from consilium.models import ChatModel
 from consilium.models.factory import build_ref
 from consilium.models.refs import parse_model_ref
+from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.layout import judgement_path
 from consilium.spec.manifest import CohortManifest, write_cohort_manifest
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ def finish(plan: Plan, manifest: CohortManifest, table: Callable[[], list[dict[s
     """After the arms (run here or on Ray, ``where`` says which): judge the completed ones, mark the
     manifest completed with its traces and counts, print the summary; 1 when some arm failed."""
     run_dir = plan.run_dir
-    arms_csv = run_dir / "arms.csv"
+    arms_csv = RunFolder(run_dir).arms_csv
     costs: dict[str, list[JudgeCost]] = {}  # each judged arm's judge calls, by its trace (as arms.csv names it)
     judged = _judge(table(), plan, run_dir, judge, costs) if judge is not None else []
     done_rows = table()
@@ -96,10 +98,10 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     columns: tuple[str, ...] = (*JUDGEMENT_COLUMNS[:4], "replicate", *JUDGEMENT_COLUMNS[4:]) if replicate \
         else JUDGEMENT_COLUMNS
     columns += JURY_COLUMNS if jury else ()  # the verdict's judges, those left out, its tie (docs/judges.md, Juries)
-    csv_log = CsvLog(run_dir / "judgements.csv", columns)
+    csv_log = CsvLog(RunFolder(run_dir).judgements_csv, columns)
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
-        out = path.with_name(path.name.removesuffix(".trace.json") + f".judge.{rubric.name}.json")
+        out = judgement_path(path, rubric.name)
         write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
         costs.setdefault(relative(path, run_dir), []).extend(judge_costs(judgement))
         judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
@@ -129,8 +131,8 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
 
     with csv_log:
         aio.run(go())
-    path = write_csv(run_dir / "judgements.csv", [row for position in sorted(tables) for row in tables[position]],
-                     fields=columns)
+    path = write_csv(RunFolder(run_dir).judgements_csv,
+                     [row for position in sorted(tables) for row in tables[position]], fields=columns)
     # Per rubric and component: judged, not evaluable, the commonest reasons; a rubric of which nothing
     # could be judged is a warning on stderr, never a rubric silently missing from the tables.
     print_coverage(judging_coverage(judgements, [r.name for r in plan.rubrics]))
