@@ -25,6 +25,7 @@ from consilium.cohort.plan import Plan, new_plan
 from consilium.cohort.plan_resume import resume_plan
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
+from consilium.runfolder.folder import RunFolder
 from consilium.spec.manifest import CohortManifest, read_manifest
 from consilium.spec.study import StudySpec, study_of
 
@@ -59,7 +60,7 @@ class CohortResult:
     @property
     def judgements_csv(self) -> Path | None:
         """``judgements.csv``, when the cohort was judged."""
-        path = self.run_dir / "judgements.csv"
+        path = RunFolder(self.run_dir).judgements_csv
         return path if path.is_file() else None
 
 
