@@ -31,7 +31,6 @@ NOT_YET: dict[str, str] = {
     "spec/manifest.py": "the manifest model names its own file; the run folder, beside it, reads the name from it",
     "traces/io.py": "below the run folder: simulate's and Studio's single-run writer (the graphs' dev.py use it)",
     "judges/board_reward.py": "below the run folder (judges): the board reward's record beside its trace",
-    "cli/simulate_human.py": "the human seat's run (which formats a seat has finished), owned by the judges' engineer",
 }
 
 

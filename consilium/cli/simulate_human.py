@@ -37,6 +37,7 @@ from consilium.graphs.registry import get_protocol
 from consilium.log import attach_run_log
 from consilium.models.factory import build_model
 from consilium.redact import redact_url
+from consilium.runfolder.layout import trace_glob
 from consilium.traces.io import new_run_id
 
 __all__ = ["add_human_arguments", "run_human"]
@@ -261,7 +262,7 @@ def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespac
                         "again; start the run again")
     _check_unchanged(args, saved)
     formats = list(FORMATS) if values.get("format") in (None, "both") else [values["format"]]
-    if all(any(run_dir.glob(f"*.{fmt}.trace.json")) for fmt in formats):
+    if all(any(run_dir.glob(trace_glob(fmt))) for fmt in formats):
         raise UserError(f"{run_dir}: --resume: the run is already finished (every format's trace is there); "
                         f"`consilium replay {run_dir}` reproduces it")
     if args.human is not None and " ".join(args.human.split()) != " ".join(str(values["human"]).split()):

@@ -26,7 +26,7 @@ from consilium.spec.manifest import MANIFEST
 
 __all__ = ["ABLATIONS", "ABLATION_RECORD", "ARMS_CSV", "ARMS_JSONL", "JUDGEMENTS_CSV", "MANIFEST", "RUN_MARKERS",
            "TRACE_SUFFIX", "is_trace", "judgement_files", "judgement_path", "judgements_of", "own_files",
-           "trace_files", "trace_name", "trace_of_judgement", "trace_stem"]
+           "trace_files", "trace_glob", "trace_name", "trace_of_judgement", "trace_stem"]
 
 ARMS_CSV = "arms.csv"
 ARMS_JSONL = "arms.jsonl"
@@ -45,6 +45,11 @@ ABLATIONS = "ablate"
 def trace_name(case_id: str, variant: str) -> str:
     """A trace's file name: ``<case>.<variant>.trace.json`` (``variant`` may carry a replicate's ``.r2``)."""
     return f"{case_id}.{variant}{TRACE_SUFFIX}"
+
+
+def trace_glob(variant: str) -> str:
+    """The pattern of every trace of ``variant`` in a folder (``*.free-form.trace.json``)."""
+    return trace_name("*", variant)
 
 
 def is_trace(path: str | Path) -> bool:
