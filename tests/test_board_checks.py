@@ -10,7 +10,6 @@ import pytest
 
 from consilium.cli import main
 from consilium.graphs.board.repetition import (
-    NGRAM,
     RUN_FREE,
     RUN_FULL,
     SHARE_FREE,
@@ -51,7 +50,9 @@ def test_two_turns_on_one_line_fail_the_turn_line_syntax() -> None:
     text = VALID.replace("no distant disease.\n<turn 3>", "no distant disease. <turn 3>").replace(
         "<turn 4>", "<turn 3>")
     report = validate_transcript(text)  # numbered 1, 2, 3, 3: the old check read turns 1, 2, 3 and passed
-    assert "turn_line_syntax" in [c.name for c in report.failed] and report.exact == 0
+    # The official turn syntax does not look inside a turn's text, so officially the transcript is exact
+    # (format rules "3"); the diagnostic still names the fault.
+    assert "turn_line_syntax" in [c.name for c in report.failed] and report.exact == 1
     assert "two turns on one line" in report.failed[0].detail
 
 
@@ -119,21 +120,27 @@ def _meeting(texts: list[str], roles: tuple[str, str] = ("Moderator", "Radiologi
 
 
 # The repetition penalty (App. E.2: "minus a repetition penalty that rises linearly with the longest repeated
-# run and the repeated n-gram fraction"; the constants are ours, consilium/graphs/board/repetition.py and
-# docs/board.md).
-def test_fifty_identical_turns_lose_the_whole_format_score() -> None:
+# run and the repeated n-gram fraction"). From format rules "3" the report's penalty is the official one
+# (consilium/otb/penalties.py: tokens incl. markup; the most frequent 4-gram's share of the tail, penalised from
+# .15 to .50 once it occurs 12 times); rules "2"'s own measures (consilium/graphs/board/repetition.py) are
+# tested below on their own.
+def test_fifty_identical_turns_are_penalised_by_their_repeated_4gram_share() -> None:
     report = validate_transcript(_meeting(["We should proceed with surgery after restaging."] * 50))
-    assert report.exact == 1 and report.repetition is not None
-    assert report.repetition.repeated_turns == 49 and report.repetition.longest_repeated_run == 49
-    assert report.repetition.repeated_ngram_share > 0.9
-    assert report.repetition_penalty == 1.0 and report.score == 0.0
+    # Tokens: "discussion", 50 lines of 10 ("turn", N, the role, 7 words), "discussion", then the conclusion's 11
+    # ("conclusion", 9 words, "conclusion"): 513. "we should proceed with" occurs 50 times: share 200/513.
+    # No block of 1-8 tokens repeats back to back (each line has its own number): the run term is 0.
+    share = 50 * 4 / 513
+    assert report.exact == 1 and report.repetition is None and report.official is not None
+    assert report.official["format_repetition_ngram_fraction"] == pytest.approx(share, abs=1e-12)
+    assert report.repetition_penalty == pytest.approx((share - 0.15) / 0.35, abs=1e-12)
+    assert report.score == pytest.approx(1 - (share - 0.15) / 0.35, abs=1e-12)
 
 
 def test_a_varied_meeting_has_no_repetition_penalty() -> None:
     report = validate_transcript(VALID)
-    assert report.repetition is not None and report.repetition.ngram == NGRAM
-    assert (report.repetition.repeated_turns, report.repetition.longest_repeated_run) == (0, 0)
-    assert report.repetition.repeated_ngram_share == 0.0
+    assert report.repetition is None and report.official is not None
+    assert report.official["format_repetition_detected"] == 0.0
+    assert report.official["format_repetition_max_run"] == 1.0
     assert report.repetition_penalty == 0.0 and report.score == 1.0
 
 
@@ -155,8 +162,13 @@ def test_the_penalty_rises_linearly_with_the_run_and_the_share() -> None:
 
 
 def test_penalties_add_and_the_score_is_floored_at_minus_one() -> None:
-    report = validate_transcript(_meeting(["Same words every time, again and again."] * 20), response_tokens=8192)
-    assert report.repetition_penalty == 1.0 and report.overlength_penalty == 1.0 and report.score == -1.0
+    # A leading space fails the envelope and the outer-whitespace check: dense .75, exact 0, base .1875.
+    # Tokens: 1 + 20·10 + 1 + 11 = 213; "same words every time" 20 times: share 80/213 (official rules "3").
+    report = validate_transcript(" " + _meeting(["Same words every time, again and again."] * 20),
+                                 response_tokens=8192)
+    assert report.repetition_penalty == pytest.approx((80 / 213 - 0.15) / 0.35, abs=1e-12)
+    assert report.overlength_penalty == 1.0 and 0.1875 - report.repetition_penalty - 1.0 < -1.0
+    assert report.score == -1.0 and report.failure_reason == 0
 
 
 def test_a_trace_written_before_the_repetition_fields_still_reads() -> None:

@@ -32,7 +32,9 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: trace may carry ``human``, the seat a person took (absent: no person sat in).
 #: 1.6: a board run's ``config.floor_schema``, the open floor's moderator answer schema ("union"; "flat" for older
 #: traces, which asked under one flat object).
-SCHEMA_VERSION = "1.6"
+#: 1.7: a board trace's ``validation`` is the official App. E.2 format score (format ``rules`` "3"), with its
+#: ``failure_reason`` and every official field (``official``); a board run's config gains ``cut_off`` and ``preset``.
+SCHEMA_VERSION = "1.7"
 
 
 class UsageSummary(BaseModel):
@@ -58,7 +60,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.6"] = "1.6"
+    schema_version: Literal["1.7"] = "1.7"
     run_id: str
     case_id: str
     case_hash: str

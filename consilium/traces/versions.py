@@ -108,10 +108,19 @@ def _trace_1_5(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.6"}
 
 
+def _trace_1_6(data: dict[str, Any]) -> dict[str, Any]:
+    """1.6 → 1.7: a board trace's validation gains the official format score's ``failure_reason`` and fields, and
+    its config ``cut_off`` and ``preset``. Nothing changes but the version: an older validation keeps its recorded
+    numbers under its own ``rules`` (no official fields, failure reason 0), its run retried a cut-off answer
+    (``cut_off: retry``) and had no preset. A 1.6 reader refuses these fields, hence a version of their own."""
+    return {**data, "schema_version": "1.7"}
+
+
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
                                             "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3),
-                                            "1.4": ("1.5", _trace_1_4), "1.5": ("1.6", _trace_1_5)}
+                                            "1.4": ("1.5", _trace_1_4), "1.5": ("1.6", _trace_1_5),
+                                            "1.6": ("1.7", _trace_1_6)}
 
 
 def _judgement_1_0(data: dict[str, Any]) -> dict[str, Any]:

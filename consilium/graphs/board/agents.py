@@ -16,7 +16,7 @@ from consilium.agents.records import AssignedRole
 from consilium.errors import IncompleteAnswerError, ModelOutputError
 from consilium.graphs.board.moderator_schema import MODERATOR, answer_schema, pass_offered
 from consilium.graphs.board.transcript import Turn, one_line, split_sentences
-from consilium.graphs.board.validate import validate_transcript
+from consilium.graphs.board.validate import diagnostics
 from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
 
@@ -207,9 +207,11 @@ async def write_conclusion(call: BoardCall, roles: list[AssignedRole], turns: li
 
 
 def _transcript_check(text: str) -> str:
-    report = validate_transcript(text.strip())
-    if report.exact != 1:
-        problems = "; ".join(f"{c.name}: {c.detail}" for c in report.failed)
+    """A transcript is sent back until every diagnostic check passes (stricter than the official score's exact
+    credit, consilium/graphs/board/validate.py)."""
+    failed = [c for c in diagnostics(text.strip()) if not c.passed]
+    if failed:
+        problems = "; ".join(f"{c.name}: {c.detail}" for c in failed)
         raise OutputInvalid(f"the transcript breaks the format ({problems})")
     return text.strip()
 

@@ -34,6 +34,13 @@ class BoardConfig(RunConfig):
                                      "floor's rules; board traces before schema 1.6 read as flat, which no longer "
                                      "runs)")
     min_roles: int = Field(default=2, ge=1)
+    cut_off: Literal["retry", "score"] = Field(
+        default="retry", description="an answer cut off at max_tokens: retry asks again with twice the room, then "
+                                     "fails the stage; score keeps it, as the official evaluation does, and the "
+                                     "format score fails it (-1) (traces before this setting read as retry)")
+    preset: Literal["otb-paper"] | None = Field(
+        default=None, description="the generation preset the settings came from (graphs/board/presets.py); "
+                                  "settings given beside it override its values")
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
                                                 + "); a stage left out keeps its default")

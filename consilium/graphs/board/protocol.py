@@ -9,6 +9,7 @@ from consilium.cases import Case
 from consilium.graphs.base import Analyses, OnTrace, Protocol, RunModels
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.graphs.board.validate import FAILURES, FormatReport
 from consilium.graphs.view import Block, Heading, Note, Table, Text
 from consilium.models.backends.replay import ReplayModel
 from consilium.models.wrappers import WrapperModel
@@ -36,7 +37,8 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
         supports=frozenset({"networks"}))
     compared_fields = ("status", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation")
     prompt_packages = ("consilium.graphs.board",)
-    row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty")
+    row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty",
+                   "overlength_penalty", "format_failure_reason")
     uses_slides = True
 
     def variant(self, trace: BoardTrace) -> str:
@@ -71,6 +73,17 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
                                BoardConfig.model_validate(trace.config.run_settings()), run_id=trace.run_id,
                                images=tuple(trace.config.images))
 
+    def compared(self, recorded: BoardTrace, replayed: BoardTrace) -> tuple[str, ...]:
+        """A trace recorded under older format rules replays on what both rule versions share: the transcript
+        the checks read (its validation was scored by the old rules)."""
+        if _rules(recorded) == _rules(replayed):
+            return self.compared_fields
+        return tuple(name for name in self.compared_fields if name != "validation")
+
+    def replay_note(self, recorded: BoardTrace, replayed: BoardTrace) -> str:
+        old, new = _rules(recorded), _rules(replayed)
+        return "" if old == new else f"validation not compared: recorded under format rules {old}, replayed under {new}"
+
     def row(self, trace: BoardTrace) -> dict[str, Any]:
         validation = trace.validation
         return {
@@ -80,6 +93,8 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
             "format_dense": validation.dense if validation else "",
             "format_score": validation.score if validation else "",
             "repetition_penalty": validation.repetition_penalty if validation else "",
+            "overlength_penalty": validation.overlength_penalty if validation else "",
+            "format_failure_reason": validation.failure_reason if validation else "",
         }
 
     def components(self, trace: BoardTrace) -> dict[str, str]:
@@ -93,6 +108,7 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
             blocks.append(Table(("check", "passed", "detail"),
                                 tuple((c.name, "yes" if c.passed else "no", c.detail)
                                       for c in trace.validation.checks)))
+            blocks.append(Note(_score_line(trace.validation)))
         blocks += [Note(note, emphasis=True) for note in trace.notes]
         return blocks
 
@@ -130,6 +146,18 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
 
     def view(self, trace: TurnTrace) -> list[Block]:
         return [Heading("Question"), Text(trace.question), Heading(f"Answer ({trace.role})"), Text(trace.answer or "")]
+
+
+def _rules(trace: BoardTrace) -> str | None:
+    return trace.validation.rules if trace.validation is not None else None
+
+
+def _score_line(report: FormatReport) -> str:
+    """The format score beside the diagnostics: a failed check need not lower the official score."""
+    failure = f"; fails closed: {FAILURES.get(report.failure_reason, report.failure_reason)}" \
+        if report.failure_reason else ""
+    return (f"Format score {report.score:.4f} (rules {report.rules}: dense {report.dense:.4f}, exact {report.exact}, "
+            f"repetition -{report.repetition_penalty:.4f}, overlength -{report.overlength_penalty:.4f}{failure})")
 
 
 class _AsSeenBy(WrapperModel):

@@ -16,11 +16,11 @@ from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.graphs.board.transcript import Transcript, parse_transcript
 from consilium.graphs.board.validate import validate_transcript
 from consilium.graphs.running import Latest
-from consilium.models import CallRecorder, ChatModel, for_run
+from consilium.models import CallRecord, CallRecorder, ChatModel, for_run
 from consilium.models.wrappers import work_item
 from consilium.roles.catalogue import load_catalogue
 
-__all__ = ["resolve_role", "run_board", "run_turn", "slide_captions", "slide_images"]
+__all__ = ["resolve_role", "response_facts", "run_board", "run_turn", "slide_captions", "slide_images"]
 
 Mode = Literal["agents", "single"]
 
@@ -50,8 +50,9 @@ async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConf
 async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
                      images: tuple[str, ...]) -> BoardTrace:
     recorder = CallRecorder()
-    panel = for_run(models.panel, recorder, max_repairs=config.max_repairs)
-    chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs)
+    keep_cut_off = config.cut_off == "score"
+    panel = for_run(models.panel, recorder, max_repairs=config.max_repairs, accept_truncated=keep_cut_off)
+    chair = for_run(models.moderator, recorder, max_repairs=config.max_repairs, accept_truncated=keep_cut_off)
     captions = slide_captions(case)
     (sent, sent_captions), notes = _image_policy(models.panel, images, captions)
     # The moderator and the conclusion writer get the slides by their own model's image support, not the panel's.
@@ -89,11 +90,7 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
         # A meeting stopped by a failed call keeps what was said; one stopped by the wall clock, nothing.
         kept = not outcome.error or (turns and not outcome.timed_out)
         transcript = Transcript(turns=turns, conclusion=conclusion or "").render() if kept else ""
-    # E.2's overlength penalty reads the response's length: in single mode the final transcript is the
-    # last meeting call's answer; earlier repair attempts are not part of it.
-    attempts = [c for c in recorder.calls if c.stage == "board_turn"]
-    output_tokens = attempts[-1].usage.output_tokens if mode == "single" and attempts else None
-    validation = validate_transcript(transcript, response_tokens=output_tokens) if transcript else None
+    validation = validate_transcript(transcript, **response_facts(mode, recorder.calls)) if transcript else None
     return BoardTrace(
         **outcome.trace_fields(case, run_id=run_id, model=models.panel.model_id,
                                config=_config(config, images, mode=mode, moderator_model=models.moderator.model_id)),
@@ -101,6 +98,23 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
         validation=validation, images_sent=bool(sent),
         moderator_images_sent=bool(chair_sent) if mode == "agents" and images else None, notes=notes,
     )
+
+
+def response_facts(mode: Mode, calls: list[CallRecord]) -> dict[str, Any]:
+    """What the official format score reads of the response besides its text (docs/board.md): whether it was
+    cut off (the final meeting call's finish reason), its length and the generation's length limit. In single
+    mode the response is the last meeting call's answer (earlier repair attempts are not part of it) under that
+    call's max_tokens; in agents mode the transcript is assembled, its length the output tokens of every turn
+    and conclusion call whose answer was used, with no one call's limit (the overlength ramp ends at 8,192)."""
+    meeting = [c for c in calls if c.stage in ("board_turn", "conclusion")]
+    if not meeting:
+        return {}
+    final = meeting[-1]
+    if mode == "single":
+        length, limit = final.usage.output_tokens, final.settings.max_tokens
+    else:
+        length, limit = sum(c.usage.output_tokens for c in meeting if c.error is None), None
+    return {"truncated": final.finish_reason == "length", "response_tokens": length, "length_limit": limit}
 
 
 def resolve_role(label: str) -> str:
@@ -117,7 +131,7 @@ async def run_turn(case: Case, role: str, question: str, model: ChatModel, confi
                    images: tuple[str, ...] = ()) -> TurnTrace:
     category = resolve_role(role)
     recorder = CallRecorder()
-    answerer = for_run(model, recorder, max_repairs=config.max_repairs)
+    answerer = for_run(model, recorder, max_repairs=config.max_repairs, accept_truncated=config.cut_off == "score")
     (sent, captions), notes = _image_policy(model, images, slide_captions(case))
     context = TurnContext(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"), captions),
                           role, question)

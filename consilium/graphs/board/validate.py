@@ -1,17 +1,16 @@
-"""The format checks of a board transcript (opentumorboard.txt, App. E.2) and its format scores.
+"""The format checks of a board transcript (opentumorboard.txt, App. E.2) and its official format score.
 
-E.2 names the checks: the two blocks in order, turn-line syntax, consecutive
-numbering, at least two roles with the moderator speaking first, a conclusion
-of two to four sentences, and no stray whitespace. Here the roles check is
-split in two (at least two roles; moderator first) and the last check also
-refuses text outside the blocks, so there are seven. ``exact`` is 1 only when
-every check holds; ``dense`` gives partial credit, which E.2 does not weight,
-so each check counts equally (passed / 7). ``score`` is E.2's
-``0.25·dense + 0.75·exact − repetition penalty − overlength penalty`` (the latter
-0 up to 6,144 response tokens, rising linearly to 1 at 8,192), floored at −1.
-E.2 gives the repetition penalty's shape (linear in the longest repeated run and
-the repeated n-gram fraction) but not its constants; ours are in
-:mod:`consilium.graphs.board.repetition`.
+The numbers (``dense``, ``exact``, ``score``, the repetition and overlength penalties and the failure reason) are
+the App. E.2 format score as the authors' reward code computes it (:mod:`consilium.otb.format_score`: six
+weighted checks, fractional credit, fail-closed penalties for a truncated response, a severe loop, no block or a
+single block), fed the truncation flag and the response's length and length limit from the trace. Every field of
+the official ``format_details`` is kept in ``official``.
+
+The seven ``checks`` are the diagnostics the viewer shows: which rule a transcript broke and why, in E.2's
+words (the two blocks in order, turn-line syntax, consecutive numbering, at least two roles, the moderator
+first, a conclusion of two to four sentences, no stray text). They are stricter than the official checks
+(roles and moderator-first are reported, not scored, officially; a doubled space is stray here, not there), so a
+failed check need not lower the score; a single-mode transcript is repaired until they all pass.
 """
 
 from __future__ import annotations
@@ -20,10 +19,11 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from consilium.graphs.board.repetition import Repetition, measure_repetition, repetition_penalty
-from consilium.graphs.board.transcript import TURN_LINE, TURN_TAG, parse_transcript, split_sentences
+from consilium.graphs.board.repetition import Repetition
+from consilium.graphs.board.transcript import TURN_LINE, TURN_TAG, split_sentences
+from consilium.otb.format_score import format_score
 
-__all__ = ["CHECKS", "Check", "FormatReport", "overlength_penalty", "validate_transcript"]
+__all__ = ["CHECKS", "FAILURES", "FORMAT_RULES", "Check", "FormatReport", "diagnostics", "validate_transcript"]
 
 CHECKS = ("blocks_in_order", "turn_line_syntax", "consecutive_numbering", "at_least_two_roles",
           "moderator_first", "conclusion_two_to_four_sentences", "no_stray_text")
@@ -46,8 +46,13 @@ class Check(BaseModel):
 
 
 #: The version of the format checks and score: 2 added the repetition penalty, the final-transcript
-#: overlength count and the stricter turn-line and sentence rules (App. E.2).
-FORMAT_RULES = "2"
+#: overlength count and the stricter turn-line and sentence rules (App. E.2); 3 takes the numbers from the
+#: official format score (consilium/otb/format_score.py), the checks staying as diagnostics.
+FORMAT_RULES = "3"
+
+
+#: The official failure reasons (consilium/otb/format_score.py Failure), as the viewer names them.
+FAILURES: dict[int, str] = {1: "truncated", 2: "severe repetition", 3: "no block", 4: "one block only"}
 
 
 class FormatReport(BaseModel):
@@ -60,7 +65,14 @@ class FormatReport(BaseModel):
     score: float
     # Added with format rules "2"; traces written before it read with no penalty and no measures.
     repetition_penalty: float = 0.0
+    #: Rules "2"'s own repetition measures (consilium/graphs/board/repetition.py); None from rules "3" on, whose
+    #: measures are the official ones in ``official``.
     repetition: Repetition | None = None
+    # Added with format rules "3"; older reports read with 0 and no official fields.
+    #: The official failure reason: 0 none, 1 truncated, 2 severe repetition, 3 no block, 4 one block.
+    failure_reason: int = 0
+    #: Every field of the official ``format_details`` (consilium.otb.format_score.FormatScore.fields).
+    official: dict[str, float] | None = None
     #: Which version of the checks made this report: "1" for traces older than schema 1.2 (set when they
     #: are read, consilium/traces/versions.py); such a trace reads but no longer replays (traces/retired.py).
     rules: str = FORMAT_RULES
@@ -68,12 +80,6 @@ class FormatReport(BaseModel):
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
-
-
-def overlength_penalty(response_tokens: int | None) -> float:
-    if not response_tokens or response_tokens <= 6144:
-        return 0.0
-    return min(1.0, (response_tokens - 6144) / (8192 - 6144))
 
 
 def _turn_line(line: str) -> tuple[re.Match[str] | None, str]:
@@ -125,7 +131,21 @@ def _stray(text: str, shaped: bool, conclusion: str, body: str) -> str:
     return ""
 
 
-def validate_transcript(text: str, *, response_tokens: int | None = None) -> FormatReport:
+def validate_transcript(text: str, *, truncated: bool = False, response_tokens: int | None = None,
+                        length_limit: int | None = None) -> FormatReport:
+    """The diagnostics and the official format score of ``text``: ``truncated`` whether the response was cut off
+    (its final call's finish reason), ``response_tokens`` its length and ``length_limit`` the generation's
+    budget, in tokens, as the trace records them (None: unknown, no overlength penalty)."""
+    official = format_score(text, truncated=truncated, length=response_tokens, limit=length_limit)
+    fields = official.fields()
+    return FormatReport(checks=diagnostics(text), dense=official.serialization.dense,
+                        exact=int(official.serialization.exact), overlength_penalty=official.overlong_penalty,
+                        repetition_penalty=official.repetition.penalty, failure_reason=int(official.failure),
+                        score=official.score, official=fields)
+
+
+def diagnostics(text: str) -> list[Check]:
+    """The seven checks, each with why it failed."""
     strict = _SHAPE.match(text)
     loose = strict or _LOOSE.search(text)
     blocks = text.count("<discussion>") == 1 and text.count("<conclusion>") == 1 and loose is not None
@@ -141,19 +161,4 @@ def validate_transcript(text: str, *, response_tokens: int | None = None) -> For
                         "" if 2 <= sentences <= 4 else f"the conclusion has {sentences} sentence(s)"))
     stray = _stray(text, strict is not None, conclusion, body)
     checks.append(Check(name="no_stray_text", passed=not stray, detail=stray))
-    passed = sum(c.passed for c in checks)
-    dense = round(passed / len(checks), 6)
-    exact = int(passed == len(checks))
-    penalty = overlength_penalty(response_tokens)
-    repetition = _repetition(text)
-    repeats = repetition_penalty(repetition)
-    return FormatReport(checks=checks, dense=dense, exact=exact, overlength_penalty=penalty,
-                        repetition_penalty=repeats, repetition=repetition,
-                        score=round(max(-1.0, 0.25 * dense + 0.75 * exact - repeats - penalty), 6))
-
-
-def _repetition(text: str) -> Repetition:
-    parsed = parse_transcript(text)
-    if parsed is None:  # no blocks to read turns from: the words of the whole text
-        return measure_repetition([], re.sub(r"<[^<>\n]*>", " ", text))
-    return measure_repetition([t.text for t in parsed.turns], parsed.conclusion)
+    return checks
