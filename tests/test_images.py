@@ -144,18 +144,17 @@ def test_the_clinical_equivalence_judge_gets_the_slides_it_can_read(tmp_path: Pa
     assert judgement.calls
     for call in judgement.calls:
         message = user_message(call)
-        if vision:  # App. C.1: each slide as its image followed by its caption (escaped case text)
+        # The authors' layout (consilium/judges/otb_layout.py): the task is in the system message, the data alone
+        # in the user message, the slides as the released <image> caption lines.
+        assert len(call.messages) == 2 and "<task>" not in message.content
+        assert message.content.rstrip().endswith("</CANDIDATE_ANSWER>")
+        if vision:  # App. C.1: each slide as its image followed by its caption
             assert message.images == (ct, pet)
-            assert message.captions == ("<case>\nSlide 1: Staging CT, axial.\n</case>",
-                                        "<case>\nSlide 6: PET-CT, coronal.\n</case>")
-            # image parts follow their message's text, so the task comes in a last message of its own:
-            # it still follows every piece of case text, captions included, so none of it can pose as the task
-            assert len(call.messages) == 3 and "<task>" not in message.content
-            assert call.messages[-1].content.startswith("<task>") and not call.messages[-1].images
+            assert message.captions == ("Slide 1: Staging CT, axial.", "Slide 6: PET-CT, coronal.")
         else:
             assert message.images == () and message.captions == ()
-            assert len(call.messages) == 2 and message.content.rstrip().endswith("</task>")
-        assert "Slide 1: Staging CT, axial." in message.content
+        assert "<SLIDE_DESCRIPTIONS>\n<image> Staging CT, axial.\n<image> Axial CT" in message.content
+        assert "\n<image> PET-CT, coronal.\n</SLIDE_DESCRIPTIONS>" in message.content
     assert judgement.notes == ([] if vision else [
         "2 slide image(s) not sent: judge model scripted-judge does not accept images; the captions were sent"])
 

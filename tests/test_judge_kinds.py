@@ -22,11 +22,11 @@ def test_each_kind_decides_what_the_chains_decided() -> None:
     facts = {name: (k.needs_reference, k.criteria_from_case, k.takes_scope, k.evolvable) for name, k in KINDS.items()}
     assert facts == {"mean": (False, False, False, True), "single": (True, False, False, True),
                      "weighted_decisions": (True, False, True, True), "signed_criteria": (True, True, False, False),
-                     "diagnosis_match": (True, False, False, False)}
+                     "diagnosis_match": (True, False, False, False), "consistency": (True, False, True, False)}
     components = {name: load_rubric(name).components for name in builtin_rubric_names()}
     assert components == {"ai-consilium": ["role_reasoning", "role_opinion", "conclusion"],
                           "nmb-diagnosis-match": ["conclusion", "differential"],
                           "npc-signed-criteria": ["conclusion", "answer"],
                           "otb-clinical-equivalence": ["answer"], "otb-conclusion-alignment": ["conclusion"],
-                          "otb-four-decision": ["conclusion"]}
+                          "otb-consistency": ["conclusion"], "otb-four-decision": ["conclusion"]}
     assert all(load_rubric(name).kind is scoring_kind(load_rubric(name).scoring) for name in builtin_rubric_names())

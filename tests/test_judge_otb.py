@@ -112,9 +112,11 @@ def test_frozen_scope_locks_an_absent_dimension_and_ignores_an_answer_on_it(tmp_
     assert schema is not None and schema.json_schema is not None
     properties = schema.json_schema["properties"]
     assert properties["clinical_trial"] == {"type": "integer", "enum": [-1]}
-    # The labelling found the other three decided: in scope, so the judge may not mark them -1 (E.2 L194).
-    assert properties["therapy"] == {"type": "integer", "enum": [1, 2, 3, 4, 5]}
-    assert '"clinical_trial": -1, "rationale"' in seen[0].messages[-1].content
+    # The labelling found the other three decided: in scope, so the judge may not mark them -1 (E.2 L194), and
+    # scores them 0-5 as the authors' reward code does (training/verl_otb/reward.py).
+    assert properties["therapy"] == {"type": "integer", "minimum": 0, "maximum": 5}
+    # the authors' layout: the task is in the system message, the user message holds the data alone
+    assert '"clinical_trial": -1, "rationale"' in seen[0].messages[0].content
     summary = record.aggregates["conclusion"]
     assert summary["scope"] == "frozen" and summary["locked"] == ["clinical_trial"]
     answered = dict(zip(DIMS, scores, strict=True))
@@ -218,7 +220,7 @@ def test_conclusion_alignment_in_the_papers_nested_schema(tmp_path: Path) -> Non
     inner = schema.json_schema["properties"]["conclusion_alignment"]
     assert list(schema.json_schema["properties"]) == ["conclusion_alignment"]
     assert list(inner["properties"]) == ["score", "rationale"] and inner["required"] == ["score", "rationale"]
-    task = seen[0].messages[-1].content
+    task = seen[0].messages[0].content  # the authors' layout: the task is in the system message
     assert '{"conclusion_alignment": {"score": 1 | 2 | 3 | 4 | 5, "rationale": "..."}}' in task
     assert task.index("Give the score first") < task.index("Answer with one JSON object")
     # the flat layout, in either key order, reads to the same score

@@ -88,10 +88,11 @@ def test_the_judge_gets_question_role_and_the_reference_answer_to_that_question(
             (adjuvant, "Should she receive   ADJUVANT therapy after lobectomy?", "Medical oncologist", ANSWERS[0]),
             (mri, "Is brain MRI needed before surgery?", "Neuroradiologist", ANSWERS[1])]:
         [call] = record.calls
+        # the authors' layout (consilium/judges/otb_layout.py): the data alone, the task in the system message
         user = call.messages[-1].content
-        assert section(user, "question") == question and section(user, "role").startswith(role)
-        assert section(user, "reference") == answer["answer"]  # this question's answer, not the other's
-        assert "question" in call.messages[0].content and "<question>" in user.split("<task>")[1]
+        assert section(user, "QUESTION") == question and section(user, "TARGET_SPECIALIST_ROLE") == role
+        assert section(user, "REFERENCE_EXPERT_ANSWER") == answer["answer"]  # this question's, not the other's
+        assert "<QUESTION>" in call.messages[0].content and "<task>" not in user
         assert record.items[0].score == 4.0 and record.items[0].detail["reference_answer"].startswith(
             "reference.answers.")
     assert adjuvant.items[0].detail["reference_answer"] == "reference.answers.0"
@@ -151,7 +152,7 @@ def test_question_and_role_reach_the_judge_and_rouge_l_uses_the_given_answer(tmp
     given = ANSWERS[1]["answer"]
     [record] = judged(tmp_path, out, "--reference-answer", given).values()
     user = record.calls[0].messages[-1].content
-    assert section(user, "question") == "Is brain MRI needed before surgery?"
-    assert section(user, "role") == "Neuroradiologist (catalogue category: radiology)"
+    assert section(user, "QUESTION") == "Is brain MRI needed before surgery?"
+    assert section(user, "TARGET_SPECIALIST_ROLE") == "Neuroradiologist"  # the authors' layout names the role
     assert record.overlap["rouge_l"]["against"] == "--reference-answer"
     assert abs(record.overlap["rouge_l"]["f1"] - rouge_l_f1(given, TURN_ANSWERS["MRI"])) < 1e-6

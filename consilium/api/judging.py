@@ -56,6 +56,8 @@ class JudgeOptions:
     timeout_s: float = 120.0
     model_options: ModelOptions | None = None
     cli: bool = False
+    #: ``STAGE=PATH``: a user's own system prompt for a judging stage (consilium/judges/prompt_files.py).
+    prompt_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calibration", as_path(self.calibration))
@@ -120,8 +122,10 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
     from consilium.graphs.registry import read_trace
     from consilium.judges.aggregate import summarise
     from consilium.judges.answers import check_scope
+    from consilium.judges.board_reward import record_board_reward
     from consilium.judges.coverage import judging_coverage
     from consilium.judges.many import judge_files
+    from consilium.judges.prompt_files import judge_stages, read_prompt_files
     from consilium.judges.rubric import load_rubric
     from consilium.judges.runner import JudgeSetup
     from consilium.models import GenerationSettings
@@ -141,6 +145,8 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
         raise UserError(f"{'--component' if chosen.cli else 'components'}: rubric {rubric.name} does not score "
                         f"{', '.join(unknown)} (it scores {', '.join(rubric.components)})")
     calibration = load_calibration(chosen.calibration, rubric.name) if chosen.calibration else None
+    prompts = read_prompt_files(chosen.prompt_files, judge_stages(rubric), "--prompt-file" if chosen.cli else
+                                "prompt_files")
     files = trace_files(given)
     # Only a frozen scope with a four-decision rubric needs every case before judging: read one at a time.
     check_scope(chosen.scope, [rubric], ((f"{path} (case {trace.case_id})", Case.model_validate(trace.case))
@@ -157,13 +163,14 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
                                                                       max_tokens=chosen.max_tokens,
                                                                       timeout_s=chosen.timeout_s),
                              max_repairs=chosen.max_repairs, k=chosen.k, reference_answer=chosen.reference_answer,
-                             scope=chosen.scope, name=spec.name, decoding=chosen.judge_decoding)
+                             scope=chosen.scope, name=spec.name, decoding=chosen.judge_decoding, prompts=prompts)
                   for spec, model in zip(specs, models, strict=True)]
 
         def done(position: int, path: Path, trace: AnyTrace, used: Rubric, judgement: Judgement) -> None:
             if chosen.calibration is not None:
                 judgement = _calibrate(judgement, calibration, chosen.calibration)
             out = write_text_atomic(judgement_path(path, used.name), judgement.model_dump_json(indent=2) + "\n")
+            record_board_reward(path, trace, used.name, judgement_path)  # a board's match and reward, once judged
             # its calls are in its file; the summary keeps models apart and counts a failed run's missing answer
             finished[position] = JudgedTrace(path, out, judgement.model_copy(update={"calls": []}), _arm(trace, used))
             spent[0] += judgement.usage.total.calls

@@ -55,6 +55,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="isotonic calibration file from `calibrate isotonic` to apply to the scores")
     parser.add_argument("--force", action="store_true",
                         help="replace judgements another judge model, jury or judge prompt made (refused otherwise)")
+    parser.add_argument("--prompt-file", action="append", default=[], metavar="STAGE=PATH",
+                        help="your own system prompt for a judging stage (the rubric's name, or otb-scope for the "
+                             "frozen scope's call), sent verbatim and recorded by hash (docs/judges.md)")
     parser.set_defaults(func=run)
 
 
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         rubric=args.rubric, judges=tuple(specs), components=tuple(args.component) if args.component else None,
         max_tokens=args.max_tokens, max_repairs=args.max_repairs, k=args.k, reference_answer=args.reference_answer,
         scope=args.scope, judge_decoding=args.judge_decoding, calibration=args.calibration, force=args.force,
-        timeout_s=args.timeout or 120.0, model_options=options, cli=True))
+        timeout_s=args.timeout or 120.0, model_options=options, cli=True, prompt_files=tuple(args.prompt_file)))
     rubric = done.rubric
     judged_by = (f"judge model {done.models[0]}" if len(done.models) == 1 else
                  f"jury of {len(done.models)} judges: {', '.join(done.models)}")

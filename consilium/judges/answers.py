@@ -9,9 +9,11 @@ canonical value here, before the runner reads it. Where the paper requires a rat
 repair loop like any other.
 
 The four-decision rubric has two scope protocols (App. E.2 L194): ``frozen`` locks every dimension
-the case's candidate-blind labelling (``reference.decisions``, null = absent) leaves absent to −1
-in the schema the judge fills and ignores any answer on it; ``judge`` lets the judge decide scope
-from the reference conclusion with the full schema.
+the candidate-blind labelling leaves absent (scope_labels.py: the case's ``reference.decisions`` or a scope
+call's labels) to −1 in the schema the judge fills and ignores any answer on it, and scores every other
+0-5 as the authors' reward code does (the rubric's ``frozen_scale``); ``judge`` lets the judge decide scope
+from the reference conclusion with the full schema (the evaluation's −1, 1-5). The consistency judge
+(``otb-consistency``, consistency_answer.py) answers the authors' consistency schema, always under the frozen scope.
 
 Answers that do not depend on the rubric (NPCBench's criterion met, Neural-MedBench's diagnosis match) are
 pydantic models, each sent as a compact closed schema (:func:`closed_object_schema`).
@@ -34,9 +36,10 @@ from consilium.judges.scope import OUT_OF_SCOPE
 from consilium.models import OutputSchema
 from consilium.models.structured import OutputInvalid, extract_json
 
-__all__ = ["MATCH", "SCOPES", "SIGNED", "CriterionMet", "DiagnosisMatch", "Scope", "check_scope",
-           "closed_object_schema", "criterion_schema", "criterion_shape", "decision_scope", "decisions_schema",
-           "decisions_shape", "partial_decisions"]
+__all__ = ["MATCH", "SCOPES", "SIGNED", "CriterionMet", "DiagnosisMatch", "Scope", "check_scope", "closed_object",
+           "closed_object_schema", "closed_schema_example", "criterion_schema", "criterion_shape", "decision_scope",
+           "decisions_schema", "decisions_shape", "integer_property", "need_rationale", "partial_decisions",
+           "rationale_property", "validate_answer"]
 
 Scope = Literal["frozen", "judge"]
 SCOPES: tuple[Scope, ...] = ("frozen", "judge")
@@ -51,12 +54,12 @@ def _score_property(rubric: Rubric) -> dict[str, Any]:
     return {"enum": scale + (["not_evaluable"] if rubric.not_evaluable else [])}
 
 
-def _rationale_property(rubric: Rubric) -> dict[str, Any]:
+def rationale_property(rubric: Rubric) -> dict[str, Any]:
     minimum = {"minLength": 1} if rubric.answer.rationale_required else {}
     return {"type": "string", **minimum, "maxLength": rubric.rationale_max_chars}
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def closed_object(properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
 
 
@@ -64,8 +67,8 @@ def _flat(rubric: Rubric, score_key: str, score_first: bool) -> dict[str, Any]:
     """The flat layout: score and rationale in the order asked, the flags after the score."""
     score = {score_key: _score_property(rubric)}
     flags = {flag.id: {"type": "boolean"} for flag in rubric.flags}
-    rationale = {"rationale": _rationale_property(rubric)}
-    return _object({**score, **flags, **rationale} if score_first else {**rationale, **score, **flags})
+    rationale = {"rationale": rationale_property(rubric)}
+    return closed_object({**score, **flags, **rationale} if score_first else {**rationale, **score, **flags})
 
 
 def _requested(rubric: Rubric) -> dict[str, Any]:
@@ -75,7 +78,7 @@ def _requested(rubric: Rubric) -> dict[str, Any]:
         return _flat(rubric, shape.score_key, shape.score_first)
     inner = _flat(rubric.model_copy(update={"flags": []}), shape.score_key, shape.score_first)
     flags = {flag.id: {"type": "boolean"} for flag in rubric.flags}
-    return _object({shape.nest: inner, **flags})
+    return closed_object({shape.nest: inner, **flags})
 
 
 @functools.lru_cache(maxsize=64)
@@ -83,7 +86,7 @@ def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(schema_json))
 
 
-def _validate(schema: dict[str, Any], value: Any, name: str) -> None:
+def validate_answer(schema: dict[str, Any], value: Any, name: str) -> None:
     try:
         _validator(json.dumps(schema, sort_keys=True)).validate(value)
     except jsonschema.ValidationError as exc:
@@ -91,7 +94,7 @@ def _validate(schema: dict[str, Any], value: Any, name: str) -> None:
         raise OutputInvalid(f"the JSON does not match the {name} schema: {where}: {exc.message}") from None
 
 
-def _need_rationale(rubric: Rubric, rationale: Any, where: str, name: str) -> None:
+def need_rationale(rubric: Rubric, rationale: Any, where: str, name: str) -> None:
     if rubric.answer.rationale_required and isinstance(rationale, str) and not rationale.strip():
         raise OutputInvalid(f"the JSON does not match the {name} schema: {where}: the rationale is empty; "
                             "write the rationale the rubric asks for")
@@ -105,14 +108,14 @@ def _read_criterion(rubric: Rubric, name: str, requested: dict[str, Any], flat: 
     shape = rubric.answer
     in_requested = isinstance(value, dict) and (shape.nest in value if shape.nest else shape.score_key in value)
     if in_requested or requested == flat or not (isinstance(value, dict) and "score" in value):
-        _validate(requested, value, name)
+        validate_answer(requested, value, name)
         inner = value[shape.nest] if shape.nest else value
         where = f"{shape.nest}.rationale" if shape.nest else "rationale"
-        _need_rationale(rubric, inner["rationale"], where, name)
+        need_rationale(rubric, inner["rationale"], where, name)
         flags = {flag.id: value[flag.id] for flag in rubric.flags}
         return {"rationale": inner["rationale"], "score": inner[shape.score_key], **flags}
-    _validate(flat, value, name)
-    _need_rationale(rubric, value["rationale"], "rationale", name)
+    validate_answer(flat, value, name)
+    need_rationale(rubric, value["rationale"], "rationale", name)
     return dict(value)
 
 
@@ -143,25 +146,32 @@ def criterion_shape(rubric: Rubric) -> str:
 
 # --- the four-decision rubric: four scores in one call --------------------------------------------------
 
-def decision_scope(requested: Scope | None, case: Case, where: str) -> tuple[Scope, frozenset[str]]:
-    """The scope protocol used for this case and the dimensions it locks to −1. Without ``requested``:
-    frozen when the case labels its decisions, judge otherwise. ``where`` names the case's file."""
-    decisions = case.reference.decisions if case.reference else None
-    if requested == "frozen" and decisions is None:
-        raise UserError(f"{where}: reference.decisions: --scope frozen needs the case's candidate-blind labelling "
-                        "of the four decisions (null = absent), and this case has none; use --scope judge")
-    if decisions is None or requested == "judge":
-        return "judge", frozenset()
-    return "frozen", frozenset(name for name, text in decisions.model_dump().items() if text is None)
+def decision_scope(requested: Scope | None, case: Case, always_frozen: bool = False) -> Scope:
+    """The scope protocol a case is judged under: ``requested``, else frozen when the case labels its decisions
+    (``reference.decisions``) and judge otherwise; ``always_frozen``: a rubric judged under a frozen scope only
+    (the consistency judge). A frozen scope the case does not label is labelled by a candidate-blind call
+    (frozen_scope.py)."""
+    if always_frozen or requested == "frozen":
+        return "frozen"
+    if requested == "judge":
+        return "judge"
+    return "frozen" if case.reference is not None and case.reference.decisions is not None else "judge"
 
 
 def check_scope(requested: Scope | None, rubrics: Iterable[Rubric], cases: Iterable[tuple[str, Case]]) -> None:
-    """Before anything is judged: ``--scope frozen`` with a four-decision rubric needs every case to
-    label its decisions; the first that does not is a one-line :class:`UserError` naming its file."""
+    """Before anything is judged: a frozen scope is labelled from the reference conclusion, so ``--scope frozen``
+    with a four-decision rubric needs every case without its own labels (``reference.decisions``) to have one;
+    the first that has not is a one-line :class:`UserError` naming its file."""
     if requested != "frozen" or not any(r.kind.takes_scope for r in rubrics):
         return
     for where, case in cases:
-        decision_scope(requested, case, where)
+        reference = case.reference
+        if reference is not None and reference.decisions is not None:
+            continue
+        if reference is None or not (reference.conclusion or "").strip():
+            raise UserError(f"{where}: reference.decisions: --scope frozen needs the four decisions labelled, by "
+                            "the case or by a candidate-blind call on its reference.conclusion, and this case has "
+                            "neither; use --scope judge")
 
 
 def _allowed(rubric: Rubric, locked: frozenset[str], frozen: bool, dimension: str) -> list[int]:
@@ -170,12 +180,22 @@ def _allowed(rubric: Rubric, locked: frozenset[str], frozen: bool, dimension: st
     decided against) is in scope, so it may not be marked −1 either; the judge protocol allows both."""
     if dimension in locked:
         return [OUT_OF_SCOPE]
-    return [s for s in rubric.scale if s != OUT_OF_SCOPE] if frozen else list(rubric.scale)
+    if frozen:  # the authors' reward code scores a decision in scope 0-5 (``frozen_scale``)
+        return list(rubric.frozen_scale or [s for s in rubric.scale if s != OUT_OF_SCOPE])
+    return list(rubric.scale)
+
+
+def integer_property(allowed: list[int]) -> dict[str, Any]:
+    """An integer property: a range as the authors' frozen schemas write it where the scores run on without a
+    gap from 0, else the enumeration (the evaluation schema's ``[-1, 1, 2, 3, 4, 5]``)."""
+    if len(allowed) > 1 and allowed[0] == 0 and allowed == list(range(allowed[0], allowed[-1] + 1)):
+        return {"type": "integer", "minimum": allowed[0], "maximum": allowed[-1]}
+    return {"type": "integer", "enum": allowed}
 
 
 def _decisions_json(rubric: Rubric, locked: frozenset[str], frozen: bool = False) -> dict[str, Any]:
-    dims = {c.id: {"type": "integer", "enum": _allowed(rubric, locked, frozen, c.id)} for c in rubric.criteria}
-    return _object({**dims, "rationale": _rationale_property(rubric)})
+    dims = {c.id: integer_property(_allowed(rubric, locked, frozen, c.id)) for c in rubric.criteria}
+    return closed_object({**dims, "rationale": rationale_property(rubric)})
 
 
 def _read_decisions(rubric: Rubric, locked: frozenset[str], frozen: bool, name: str, text: str) -> dict[str, Any]:
@@ -183,11 +203,11 @@ def _read_decisions(rubric: Rubric, locked: frozenset[str], frozen: bool, name: 
     reads −1 whatever was written there, and what was written is kept in ``ignored``."""
     value = extract_json(text)
     if not isinstance(value, dict):
-        _validate(_decisions_json(rubric, locked, frozen), value, name)
+        validate_answer(_decisions_json(rubric, locked, frozen), value, name)
     ignored = {dim: value[dim] for dim in sorted(locked) if dim in value and value[dim] != OUT_OF_SCOPE}
     value = {**value, **dict.fromkeys(locked, OUT_OF_SCOPE)}
-    _validate(_decisions_json(rubric, locked, frozen), value, name)
-    _need_rationale(rubric, value["rationale"], "rationale", name)
+    validate_answer(_decisions_json(rubric, locked, frozen), value, name)
+    need_rationale(rubric, value["rationale"], "rationale", name)
     return {"scores": {c.id: value[c.id] for c in rubric.criteria}, "rationale": value["rationale"],
             "ignored": ignored}
 
@@ -202,6 +222,12 @@ def decisions_schema(rubric: Rubric, locked: frozenset[str], frozen: bool = Fals
 
 def decisions_shape(rubric: Rubric, locked: frozenset[str], frozen: bool = False) -> str:
     return _example(_decisions_json(rubric, locked, frozen))
+
+
+def closed_schema_example(schema: OutputSchema) -> str:
+    """A JSON schema's object as a prompt shows it, keys in the schema's order."""
+    assert schema.json_schema is not None
+    return _example(schema.json_schema)
 
 
 def partial_decisions(rubric: Rubric, locked: frozenset[str],

@@ -11,16 +11,18 @@ of times. Then the item is recorded as not evaluable with the reason. A score is
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from consilium.errors import BudgetExceededError, ModelError, ModelOutputError
 from consilium.judges.kinds import ScoringKind
 from consilium.judges.parsing import not_evaluable, read_item
 from consilium.judges.record import JudgementItem
 from consilium.judges.tasks import Answer, JudgeTask
-from consilium.models import ChatModel
+from consilium.models import ChatModel, ModelRequest
 from consilium.models.protocol import enforces_schemas
 
-__all__ = ["ask"]
+__all__ = ["answer_of", "ask", "how_asked", "unplaced"]
 
 _PLACE = re.compile(r"^stage \S+ \(role [^,]*, round [^)]*\): ")
 _ATTEMPTS = re.compile(r"^invalid \S+ output after \d+ attempts: ")  # the reason says it already
@@ -44,22 +46,37 @@ def _how(relaxed: ChatModel | None, strict: ChatModel) -> str:
         " (this backend does not enforce it)"
 
 
-async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> Answer:
-    """The validated answer (None when it stayed invalid, or what ``task.once`` salvages of it) and
-    the last validation error."""
-    schema = task.request.output_schema
+async def answer_of(relaxed: ChatModel | None, strict: ChatModel, request: ModelRequest,
+                    salvage: Callable[[str], dict[str, Any] | None] | None = None) -> Answer:
+    """The validated answer to ``request`` in the judge's decoding order (None when it stayed invalid, or
+    what ``salvage`` reads of it) and the last validation error; a failed call raises."""
+    schema = request.output_schema
     assert schema is not None
     error, last_text = "", ""
-    attempts = [(strict, task.request)]
+    attempts = [(strict, request)]
     if relaxed is not None:
-        attempts.insert(0, (relaxed, task.request.model_copy(update={"schema_": schema.unenforced()})))
-    for model, request in attempts:
+        attempts.insert(0, (relaxed, request.model_copy(update={"schema_": schema.unenforced()})))
+    for model, asked in attempts:
         try:
-            return (await model.generate(request)).parsed, ""
+            return (await model.generate(asked)).parsed, ""
         except ModelOutputError as exc:
             error, last_text = _ATTEMPTS.sub("", _unplaced(str(exc)), count=1), exc.last_text
-    salvaged = task.once.salvage(last_text) if task.once and task.once.salvage else None
-    return salvaged, error
+    return (salvage(last_text) if salvage else None), error
+
+
+async def _answer(relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> Answer:
+    """The task's answer (what ``task.once`` salvages of one that stayed invalid) and the last error."""
+    return await answer_of(relaxed, strict, task.request, task.once.salvage if task.once else None)
+
+
+def unplaced(message: str) -> str:
+    """An error message without the call's place (see :func:`_unplaced`)."""
+    return _unplaced(message)
+
+
+def how_asked(relaxed: ChatModel | None, strict: ChatModel) -> str:
+    """How the last attempt was asked (see :func:`_how`)."""
+    return _how(relaxed, strict)
 
 
 async def ask(kind: ScoringKind, relaxed: ChatModel | None, strict: ChatModel, task: JudgeTask) -> JudgementItem:

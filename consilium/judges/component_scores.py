@@ -77,6 +77,33 @@ def _diagnosis_match(rubric: Rubric, items: list[JudgementItem], not_evaluable: 
     return {"matches": matches, "match": matches[0] if matches and not not_evaluable else None}
 
 
+def _consistency(rubric: Rubric, items: list[JudgementItem], not_evaluable: int, k: int) -> dict[str, Any]:
+    """The authors' consistency judge (training/verl_otb/reward.py, its consistency scores): ``consistency`` is
+    discussion_conclusion_consistency / 5, the reward's term; ``plan`` the unweighted mean of s/5 over the
+    decisions in scope; the judge's own ``match`` = (.45 plan + .25 quality/5 + .15 consistency/5 + .15
+    grounding/5) × .7 where consistency ≤ 1 × .6 on a major contradiction × .3 on an unsafe addition."""
+    scores = {i.criterion: i.score for i in items}
+    flags = {name: value for i in items for name, value in i.flags.items()}
+    decisions = [i for i in items if i.detail.get("decision")]
+    in_scope = [i for i in decisions if not i.detail.get("locked")]
+    whole = ("discussion_quality", "discussion_conclusion_consistency", "grounding_and_safety")
+    known = not not_evaluable and all(scores.get(name) is not None for name in whole)
+    out: dict[str, Any] = {"scores": scores, "scope": "frozen",
+                           "locked": sorted(i.criterion for i in decisions if i.detail.get("locked")),
+                           "in_scope": sorted(i.criterion for i in in_scope), **flags,
+                           "plan": None, "consistency": None, "match": None}
+    if not known:
+        return out
+    quality, consistency, grounding = (float(scores[name] or 0) / 5 for name in whole)
+    plan = sum(float(i.score or 0) / 5 for i in in_scope) / len(in_scope) if in_scope else 0.0
+    capped = float(scores[whole[1]] or 0) <= 1  # discussion_conclusion_consistency 0 or 1
+    multiplier = (0.7 if capped else 1.0) * (0.6 if flags.get("major_contradiction") else 1.0) * \
+        (0.3 if flags.get("unsafe_addition") else 1.0)
+    raw = 0.45 * plan + 0.25 * quality + 0.15 * consistency + 0.15 * grounding
+    return {**out, "plan": plan, "consistency": consistency, "match_raw": raw, "multiplier": multiplier,
+            "match": raw * multiplier}
+
+
 def pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | None:
     """pass@k when the first k candidates decide it: a match among them, or all of them judged without
     one; None when a candidate there is not evaluable and no match comes before it (a judge failure
@@ -91,7 +118,7 @@ def pass_at(ranked: list[JudgementItem], matches: list[bool], k: int) -> bool | 
 #: Each scoring kind's scores, by its name (kinds.py).
 _SCORES: dict[str, Callable[[Rubric, list[JudgementItem], int, int], dict[str, Any]]] = {
     "mean": _mean, "single": _single, "weighted_decisions": _weighted_decisions,
-    "signed_criteria": _signed_criteria, "diagnosis_match": _diagnosis_match}
+    "signed_criteria": _signed_criteria, "diagnosis_match": _diagnosis_match, "consistency": _consistency}
 
 
 def component_scores(rubric: Rubric, items: list[JudgementItem], not_evaluable: int, k: int) -> dict[str, Any]:

@@ -5,6 +5,8 @@
 * ``weighted_decisions`` (OpenTumorBoard C.3): one call, four scores, one item per dimension.
 * ``signed_criteria`` (NPCBench): one call per criterion of the case's own rubric, met or not.
 * ``diagnosis_match`` (Neural-MedBench): one call per candidate diagnosis, match or not; pass@k.
+* ``consistency`` (the OpenTumorBoard authors' consistency judge, ``training/verl_otb/reward.py``): one call on a
+  board's discussion and conclusion under the frozen scope, seven scores and two flags, one item per score.
 
 How a kind judges is one entry per stage, keyed by its name: the calls a component needs (tasks.py), how
 an answer becomes an item (parsing.py) and how a component's items become its scores (component_scores.py).
@@ -18,7 +20,7 @@ from typing import Literal
 
 __all__ = ["KINDS", "Scoring", "ScoringKind", "scoring_kind"]
 
-Scoring = Literal["mean", "single", "weighted_decisions", "signed_criteria", "diagnosis_match"]
+Scoring = Literal["mean", "single", "weighted_decisions", "signed_criteria", "diagnosis_match", "consistency"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class ScoringKind:
     criteria_from_case: bool = False
     #: Whether ``--scope`` (the four-decision scope protocols) applies.
     takes_scope: bool = False
+    #: Whether it is judged under a frozen scope whatever ``--scope`` says.
+    always_frozen: bool = False
     #: Whether each criterion has instructions of its own that ``calibrate evolve`` can rewrite.
     evolvable: bool = True
     #: The components it scores whatever the rubric's criteria say (the case's own criteria apply to the
@@ -47,7 +51,8 @@ KINDS: dict[str, ScoringKind] = {kind.name: kind for kind in (
     ScoringKind("weighted_decisions", takes_scope=True),
     ScoringKind("signed_criteria", criteria_from_case=True, evolvable=False,
                 fixed_components=("conclusion", "answer")),
-    ScoringKind("diagnosis_match", evolvable=False))}
+    ScoringKind("diagnosis_match", evolvable=False),
+    ScoringKind("consistency", takes_scope=True, always_frozen=True, evolvable=False))}
 
 
 def scoring_kind(name: str) -> ScoringKind:

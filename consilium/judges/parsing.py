@@ -60,10 +60,21 @@ def _match(task: JudgeTask, parsed: dict[str, Any], error: str) -> JudgementItem
     return JudgementItem(**_base(task), score=1.0 if answer.match else 0.0, rationale=answer.rationale)
 
 
+def _consistency(task: JudgeTask, parsed: dict[str, Any], error: str) -> JudgementItem:
+    """One score of the consistency judge's answer; its two flags go with discussion_conclusion_consistency,
+    the score the reward reads, so each board counts them once."""
+    base = _base(task)
+    if task.criterion in parsed["ignored"]:  # a decision the frozen scope leaves absent: its answer is not read
+        base["detail"] = {**task.detail, "ignored_answer": parsed["ignored"][task.criterion]}
+    flags = parsed["flags"] if task.criterion == "discussion_conclusion_consistency" else {}
+    return JudgementItem(**base, score=float(parsed["scores"][task.criterion]), rationale=parsed["rationale"],
+                         flags=flags)
+
+
 #: Each scoring kind's reader, by its name (kinds.py).
 _READERS: dict[str, Callable[[JudgeTask, dict[str, Any], str], JudgementItem]] = {
     "mean": _criterion, "single": _criterion, "weighted_decisions": _decision, "signed_criteria": _met,
-    "diagnosis_match": _match}
+    "diagnosis_match": _match, "consistency": _consistency}
 
 
 def read_item(kind: ScoringKind, task: JudgeTask, parsed: dict[str, Any], error: str) -> JudgementItem:

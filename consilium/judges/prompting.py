@@ -94,18 +94,32 @@ def judge_sentences() -> JudgeSentences:
     return JudgeSentences.model_validate(yaml.safe_load(text))
 
 
-def judge_prompt_hash(rubric: Rubric) -> str:
+def judge_prompt_hash(rubric: Rubric, system: str | None = None) -> str:
     """sha256 (12 hex) of the rubric and every judge prompt file: the templates and their sentences.
 
     The hash names what the judge was asked, so the rubric's ``decoding`` pin is left out: it says how the
     calls are decoded, which every judgement records apart (``Judgement.decoding``), and a rubric made
-    before the field existed keeps its hash (its records are not refused as made with another prompt)."""
-    digest = hashlib.sha256(rubric.model_dump_json(exclude={"decoding"}).encode("utf-8"))
-    folder = resources.files("consilium.judges").joinpath("prompts")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".md", ".yaml")):
-            digest.update(entry.read_bytes())
+    before the field existed keeps its hash (its records are not refused as made with another prompt). ``system``:
+    a user's own system prompt replacing consilium's (``--prompt-file``), which enters the hash."""
+    # Fields added since a rubric's hash was first recorded enter it only where the rubric sets them, so a
+    # rubric that does not keeps its hash; the OpenTumorBoard layout's prompt files (prompts/otb/) enter the
+    # hash of the rubrics in that layout only.
+    unset = {name for name, default in _LATER_FIELDS.items() if getattr(rubric, name) == default}
+    digest = hashlib.sha256(rubric.model_dump_json(exclude={"decoding", *unset}).encode("utf-8"))
+    folders = [resources.files("consilium.judges").joinpath("prompts")]
+    if rubric.layout == "otb":
+        folders.append(folders[0].joinpath("otb"))
+    for folder in folders:
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith((".md", ".yaml")):
+                digest.update(entry.read_bytes())
+    if system is not None:
+        digest.update(b"\0system\0" + system.encode("utf-8"))
     return digest.hexdigest()[:12]
+
+
+#: Rubric fields added after hashes were recorded, with the value that leaves them out of the hash.
+_LATER_FIELDS: dict[str, object] = {"layout": "consilium", "frozen_scale": None}
 
 
 def _preamble(rubric: Rubric) -> str:
@@ -171,16 +185,18 @@ def whole_case_task(rubric: Rubric, criterion: Criterion, component: str) -> str
     return f"{load_judge_prompt('whole_case')}\n\n{criterion_task(rubric, criterion, component)}"
 
 
-def decisions_task(rubric: Rubric, component: str, scope: Scope, locked: frozenset[str]) -> str:
-    """The four-decision task (opentumorboard.txt App. C.3 L184): every dimension in one answer."""
+def decisions_task(rubric: Rubric, component: str, scope: Scope, locked: frozenset[str],
+                   scope_text: str | None = None) -> str:
+    """The four-decision task (opentumorboard.txt App. C.3 L184): every dimension in one answer; ``scope_text``:
+    the scope's sentence where the layout has its own (otb_prompting.py)."""
     said = judge_sentences()
     dimensions = "\n".join(said.dimension.format(id=c.id, name=c.name, definition=c.definition.strip())
                            for c in rubric.criteria_for(component))
-    if scope == "frozen":
+    if scope_text is None and scope == "frozen":
         fixed = ", ".join(c.id for c in rubric.criteria if c.id in locked)
         scope_text = said.scope_frozen + (said.scope_frozen_locked.format(locked=fixed) if fixed else
                                           said.scope_frozen_none)
-    else:
+    elif scope_text is None:
         scope_text = said.scope_judge
     return load_judge_prompt("four_decision").format(
         component=component, dimensions=dimensions, anchors=anchors_text(rubric, rubric.criteria[0]),

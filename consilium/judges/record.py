@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
+from consilium.judges.scope_labels import FrozenScope
 from consilium.models import CallRecord, GenerationSettings
 from consilium.traces.schema import UsageSummary
 
@@ -110,6 +111,17 @@ class Judgement(BaseModel):
                                                                "text-only judge model cannot read")
     jury: list[JuryMember] | None = Field(default=None, description="the judges of a jury (null: one judge); each "
                                                                     "item's score is then the jury's verdict")
+    frozen_scope: FrozenScope | None = Field(
+        default=None, description="the decisions' frozen scope the judgement was made under (consilium/judges/"
+                                  "scope_labels.py): the labels, whether the case gave them or a candidate-blind "
+                                  "judge call (or the scope cache) did; null: none (the judge decided scope)")
+    response_format: dict[str, float | str] | None = Field(
+        default=None, description="a board response's OpenTumorBoard format score (every official format_details "
+                                  "field and its failure's name), for the rubrics in the authors' layout; a "
+                                  "response that fails it is not judged. null: not scored")
+    prompt_files: dict[str, str] = Field(
+        default_factory=dict, description="stage → sha256 (12 hex) of the user's own prompt file that replaced "
+                                          "consilium's system prompt there (--prompt-file); empty: consilium's own")
     usage: UsageSummary
     calls: list[CallRecord]
     started_at: str
@@ -167,9 +179,9 @@ def _rubric_scale(name: str) -> list[int] | None:
     from consilium.judges.rubric import analysis_rubric, analysis_rubric_names, load_rubric, rubric_names
 
     if name not in rubric_names():
-        return list(analysis_rubric(name).scale) if name in analysis_rubric_names() else None
+        return list(analysis_rubric(name).scores) if name in analysis_rubric_names() else None
     try:
-        return list(load_rubric(name).scale)
+        return list(load_rubric(name).scores)
     except UserError:  # a broken plugin is reported where it is used; its scores are read unchecked here
         return None
 

@@ -44,6 +44,9 @@ __all__ = [
 
 log = get_logger(__name__)
 
+#: The out-of-scope score (consilium/judges/scope.py), which a frozen scale never holds.
+OUT_OF_SCOPE_SCORE = -1
+
 #: What a judge can score. role_reasoning / role_opinion: the primary role's structured
 #: opinion without / with only its final conclusion; conclusion: the final report (consilium)
 #: or the board conclusion; answer: a Specialist Turn answer; differential: a ranked differential.
@@ -101,6 +104,13 @@ class Rubric(_Strict):
                                                           "caption (opentumorboard.txt App. C.1); else captions only")
     answer: AnswerShape = Field(default_factory=AnswerShape, description="the answer's layout, as the "
                                                           "paper's output schema lays it out")
+    layout: Literal["consilium", "otb"] = Field(
+        default="consilium", description="the judge messages' layout: consilium's tagged sections with the task in "
+                                         "the user message, or the OpenTumorBoard authors' upper-case tags with the "
+                                         "data alone in the user message (consilium/judges/otb_layout.py)")
+    frozen_scale: list[int] | None = Field(
+        default=None, description="the scores an in-scope dimension takes under a frozen scope, where they differ "
+                                  "from the scale's (the authors' reward code takes 0-5); null: the scale's")
     decoding: Literal["constrained", "paper"] | None = Field(
         default=None, description="pins the judge's decoding order (consilium/judges/decoding.py): paper for a "
                                   "rubric whose paper judged schema-free first; null: the backend's default")
@@ -115,15 +125,22 @@ class Rubric(_Strict):
         if sorted(set(self.scale)) != sorted(self.scale) or not self.scale:
             raise ValueError("scale must list distinct scores")
         for criterion in self.criteria:
-            unknown = sorted(set(criterion.anchors) - set(self.scale))
+            unknown = sorted(set(criterion.anchors) - set(self.scores))
             if unknown:
                 raise ValueError(f"criterion {criterion.id}: anchors for scores outside the scale: {unknown}")
+        if self.frozen_scale is not None and (OUT_OF_SCOPE_SCORE in self.frozen_scale or not self.frozen_scale):
+            raise ValueError("frozen_scale lists the in-scope scores: not empty, without -1")
         unknown = sorted(set(self.scale_anchors) - set(self.scale))
         if unknown:
             raise ValueError(f"scale_anchors outside the scale: {unknown}")
         if not self.kind.criteria_from_case and not self.criteria:
             raise ValueError("a rubric needs criteria (only signed_criteria takes them from the case)")
         return self
+
+    @property
+    def scores(self) -> list[int]:
+        """Every score an item may hold: the scale's and the frozen scale's."""
+        return sorted({*self.scale, *(self.frozen_scale or ())})
 
     def criteria_for(self, component: str) -> list[Criterion]:
         return [c for c in self.criteria if component in c.components]

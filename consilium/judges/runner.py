@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from consilium.cases import Case
 from consilium.graphs.registry import protocol_of
@@ -23,11 +25,15 @@ from consilium.judges.answers import Scope
 from consilium.judges.asking import ask
 from consilium.judges.components import component_texts, leading_diagnosis, missing_turn_reference, turn_reference
 from consilium.judges.decoding import JudgeDecoding, decoding_models, resolve_decoding
+from consilium.judges.frozen_scope import ScopeFailure
 from consilium.judges.kinds import ScoringKind
+from consilium.judges.otb_prompting import prompt_sha
+from consilium.judges.otb_steps import SCOPE_STAGE, board_format, format_failure, format_record, scope_of, unjudged
 from consilium.judges.parsing import not_evaluable
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem
 from consilium.judges.rubric import Rubric
+from consilium.judges.scope_labels import FrozenScope
 from consilium.judges.slides import judge_slides
 from consilium.judges.tasks import JudgeInputs, JudgeTask, judge_tasks
 from consilium.models import CallRecorder, ChatModel, GenerationSettings
@@ -54,6 +60,11 @@ class JudgeSetup:
     name: str | None = None
     #: The decoding order asked for (``--judge-decoding``); None: the rubric's pin, else the backend's default.
     decoding: JudgeDecoding | None = None
+    #: A user's own system prompts (``--prompt-file STAGE=PATH``), by stage: a rubric's name, or ``otb-scope`` for
+    #: the candidate-blind scope call; each replaces consilium's system prompt there, and is recorded by hash.
+    prompts: Mapping[str, str] = field(default_factory=dict)
+    #: The frozen scope cache's folder; None: ``otb-scope/`` beside the response cache (frozen_scope.py).
+    scope_cache: Path | None = None
 
 
 def reference_for(rubric: Rubric, case: Case, reference_answer: str | None = None) -> str | None:
@@ -96,14 +107,28 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     order = resolve_decoding(setup.model, setup.decoding, rubric.decoding)
     relaxed, strict = decoding_models(setup.model, recorder, setup.max_repairs, order)
     kind = rubric.kind
+    started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
+    system = setup.prompts.get(rubric.name)
+    used = {stage: text for stage, text in setup.prompts.items() if stage == rubric.name or
+            (stage == SCOPE_STAGE and kind.takes_scope)}
+    # The authors' code judges no board response that fails its format, and fixes scope before any candidate.
+    fmt = board_format(rubric, trace)
+    failed = format_failure(fmt, trace.case_id) if fmt is not None and fmt.failure else None
+    scope = None if failed else await scope_of(rubric, setup.scope, case, reference, relaxed, strict, setup.settings,
+                                               setup.model.model_id, setup.scope_cache, setup.prompts.get(SCOPE_STAGE))
+    frozen = scope if isinstance(scope, FrozenScope) else None
     inputs = JudgeInputs(rubric=rubric, case=case, case_text=case.render(), reference=reference or "", trace=trace,
                          model=setup.model, settings=setup.settings, max_repairs=setup.max_repairs, k=setup.k,
-                         scope=setup.scope, reference_answer=setup.reference_answer, leading=leading_diagnosis(trace))
-    tasks = _tasks(kind, inputs, texts, wanted)
-    started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
+                         scope=setup.scope, reference_answer=setup.reference_answer, leading=leading_diagnosis(trace),
+                         frozen=frozen, system_prompt=system)
+    blocked = failed or (scope.reason if isinstance(scope, ScopeFailure) else None)
+    tasks = [] if blocked else _tasks(kind, inputs, texts, wanted)
     # Criterion rubrics (AI Consilium) judge against the case; their reference only informs one
     # criterion, so a case without one is still judged. The others compare with the reference.
-    if (reference is None and kind.needs_reference) or (kind.criteria_from_case and not tasks):
+    if blocked:
+        items = unjudged(rubric, [c for c in wanted if c in texts], blocked,
+                         scope.failed_calls if isinstance(scope, ScopeFailure) else None)
+    elif (reference is None and kind.needs_reference) or (kind.criteria_from_case and not tasks):
         items = _no_reference(rubric, tasks, missing_turn_reference(case) if answer is None and
                               protocol.question(trace) is not None and rubric.reference == "answer" else None) or [
             JudgementItem(component=c, criterion="*", score=None, not_evaluable=True,
@@ -120,7 +145,9 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
         trace=trace_name, trace_kind=protocol.name, trace_run_id=trace.run_id, case_id=trace.case_id,
         variant=protocol.variant(trace) if protocol.variants else None, rubric=rubric.name,
         rubric_version=rubric.version, rubric_source=rubric.source, judge_model=setup.model.model_id,
-        settings=setup.settings, decoding=order, prompt_hash=judge_prompt_hash(rubric), items=items,
+        settings=setup.settings, decoding=order, prompt_hash=judge_prompt_hash(rubric, system), items=items,
+        frozen_scope=frozen, response_format=format_record(fmt) if fmt is not None else None,
+        prompt_files=prompt_sha(used),
         notes=list(judge_slides(rubric, trace, case, setup.model).notes),  # slides a text-only judge was not sent
         aggregates=aggregate(rubric, items, setup.k), overlap=overlap_metrics(case, texts, answer),
         usage=UsageSummary.from_ledger(recorder.ledger), calls=sorted(recorder.calls, key=lambda c: c.index),

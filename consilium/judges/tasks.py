@@ -22,12 +22,14 @@ from consilium.judges.answers import (
     SIGNED,
     Scope,
     criterion_schema,
-    decision_scope,
     decisions_schema,
     partial_decisions,
 )
 from consilium.judges.components import ranked_candidates
+from consilium.judges.consistency_answer import consistency_schema
 from consilium.judges.kinds import ScoringKind
+from consilium.judges.otb_layout import consistency_user
+from consilium.judges.otb_prompting import consistency_task, frozen_scope_text, otb_messages, otb_system, turn_note
 from consilium.judges.prompting import (
     criterion_task,
     decisions_task,
@@ -38,10 +40,12 @@ from consilium.judges.prompting import (
     whole_case_task,
 )
 from consilium.judges.rubric import Rubric
+from consilium.judges.scope_labels import DIMENSIONS, FrozenScope
 from consilium.judges.slides import judge_slides
 from consilium.judges.whole_case import fit_whole_case
-from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
+from consilium.models import CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.tokens import context_window
+from consilium.otb.serialization import conclusion_of, discussion_of
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Answer", "JudgeInputs", "JudgeTask", "SharedCall", "judge_tasks"]
@@ -97,6 +101,10 @@ class JudgeInputs:
     scope: Scope | None
     reference_answer: str | None
     leading: str | None = None
+    #: The frozen scope the case is judged under (scope_labels.py); None: the judge decides scope.
+    frozen: FrozenScope | None = None
+    #: A user's own system prompt replacing consilium's for this rubric (``--prompt-file``); None: consilium's.
+    system_prompt: str | None = None
 
     def task(self, component: str, criterion: str, candidate: str, task: str, schema: OutputSchema,
              detail: dict[str, Any], extra: Sequence[tuple[str, str]] = ()) -> JudgeTask:
@@ -104,9 +112,16 @@ class JudgeInputs:
         (``extra``: more of them); ``task`` is this project's wording alone, so no model text can pose as
         the judge's instructions."""
         slides = judge_slides(self.rubric, self.trace, self.case, self.model).message_fields()  # App. C.1
-        request = ModelRequest(messages=judge_messages(self.rubric, self.case_text, self.reference, candidate, task,
-                                                       extra, **slides),
-                               settings=self.settings, schema=schema,
+        if self.rubric.layout == "otb":  # the authors' layout: the data alone in the user message
+            messages = otb_messages(self.rubric, self.case, self.trace, self.reference, component, candidate, task,
+                                    slides["images"], slides["captions"], self.system_prompt)
+        else:
+            messages = judge_messages(self.rubric, self.case_text, self.reference, candidate, task, extra, **slides)
+        return self.request(component, criterion, messages, schema, detail)
+
+    def request(self, component: str, criterion: str, messages: tuple[Message, ...], schema: OutputSchema,
+                detail: dict[str, Any]) -> JudgeTask:
+        request = ModelRequest(messages=messages, settings=self.settings, schema=schema,
                                tag=CallTag(stage="judge", role=f"{component}:{criterion}"))
         return JudgeTask(component, criterion, request, detail)
 
@@ -118,6 +133,8 @@ def _per_criterion(inputs: JudgeInputs, component: str, text: str) -> list[Judge
     criteria = rubric.criteria_for(component)
     extra, note, about = turn_inputs(trace, inputs.case, inputs.reference_answer) if component == "answer" \
         else ((), "", {})
+    if rubric.layout == "otb" and note:  # the question and role travel in the layout's own sections
+        extra, note = (), turn_note()
     # ai-consilium.txt Table 29 (L260): the whole-case scores are judged on every stage; the record
     # is fitted once, to the longest of their tasks, so the three see the same one.
     whole = {c.id: whole_case_task(rubric, c, component) for c in criteria if c.whole_case}
@@ -153,9 +170,12 @@ def _per_criterion(inputs: JudgeInputs, component: str, text: str) -> list[Judge
 def _decisions(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
     """The four-decision rubric: one call, one schema for the four scores (opentumorboard.txt App. C.3 L186),
     one item per dimension, in the scope protocol the case allows (App. E.2 L194)."""
-    rubric, case = inputs.rubric, inputs.case
-    scope, locked = decision_scope(inputs.scope, case, f"case {case.id}")
-    call = inputs.task(component, "decisions", text, decisions_task(rubric, component, scope, locked),
+    rubric = inputs.rubric
+    scope: Scope = "frozen" if inputs.frozen is not None else "judge"
+    locked = inputs.frozen.locked if inputs.frozen is not None else frozenset()
+    own = frozen_scope_text(locked, [c.id for c in rubric.criteria]) if scope == "frozen" and \
+        rubric.layout == "otb" else None  # in scope 0-5, as the authors' reward code scores it
+    call = inputs.task(component, "decisions", text, decisions_task(rubric, component, scope, locked, own),
                        decisions_schema(rubric, locked, scope == "frozen"), {})
     once = SharedCall(partial_decisions(rubric, locked, scope == "frozen"))
     return [replace(call, criterion=c.id, once=once, detail={
@@ -183,10 +203,35 @@ def _diagnosis(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask
             for rank, (source, item) in enumerate(ranked_candidates(inputs.leading, text, inputs.k), 1)]
 
 
+def _consistency(inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
+    """The authors' consistency judge: one call on the board's own discussion and conclusion (its transcript, read
+    as their reward code reads it) under the frozen scope, one item per score (training/verl_otb/reward.py)."""
+    rubric, frozen = inputs.rubric, inputs.frozen
+    assert frozen is not None, "the consistency judge is asked under a frozen scope only"
+    transcript = str(getattr(inputs.trace, "transcript", "") or "")
+    discussion, conclusion = discussion_of(transcript), conclusion_of(transcript)
+    reference_discussion = inputs.case.metadata.get("reference_discussion")
+    user = consistency_user(inputs.case, {name: frozen.labels[name] for name in DIMENSIONS},
+                            reference_discussion if isinstance(reference_discussion, str) else "",
+                            inputs.reference, discussion or "", conclusion or "")
+    system = inputs.system_prompt if inputs.system_prompt is not None else \
+        otb_system(rubric, consistency_task(rubric, frozen.locked), "consistency")
+    call = inputs.request(component, "consistency", (Message(role="system", content=system),
+                                                     Message(role="user", content=user)),
+                          consistency_schema(rubric, frozen.locked), {})
+    once = SharedCall()
+    unfit = None if discussion is not None and conclusion is not None else (
+        "the consistency judge reads a board's discussion and conclusion, and this trace has "
+        f"{'no transcript' if not transcript else 'not exactly one of each block'}")
+    return [replace(call, criterion=c.id, once=once, unfit=unfit, detail={
+        "scope": "frozen", "locked": c.id in frozen.locked, "decision": c.id in DIMENSIONS})
+        for c in rubric.criteria]
+
+
 #: Each scoring kind's calls, by its name (kinds.py).
 _BUILDERS: dict[str, Callable[[JudgeInputs, str, str], list[JudgeTask]]] = {
     "mean": _per_criterion, "single": _per_criterion, "weighted_decisions": _decisions, "signed_criteria": _signed,
-    "diagnosis_match": _diagnosis}
+    "diagnosis_match": _diagnosis, "consistency": _consistency}
 
 
 def judge_tasks(kind: ScoringKind, inputs: JudgeInputs, component: str, text: str) -> list[JudgeTask]:
