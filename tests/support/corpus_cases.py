@@ -1,6 +1,6 @@
-"""Bad case and settings files for the bad-input corpus (tests/test_bad_inputs.py merges ``CORPUS``).
+"""Bad case and settings files for the bad-input corpus (tests/cli/test_bad_inputs.py merges ``CORPUS``).
 
-``BAD_CASES`` is shared with tests/test_case_input.py, which checks that ``cases validate`` reports
+``BAD_CASES`` is shared with tests/cases/test_case_input.py, which checks that ``cases validate`` reports
 each of them the same way ``simulate --case`` refuses it.
 """
 

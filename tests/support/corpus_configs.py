@@ -1,6 +1,6 @@
 """Bad run configs, experiment files, model configs and flag values.
 
-Merged into tests/test_bad_inputs.py: each must exit 2 with one line naming the file and field, or the
+Merged into tests/cli/test_bad_inputs.py: each must exit 2 with one line naming the file and field, or the
 flag as the user typed it, before anything runs or is written.
 """
 

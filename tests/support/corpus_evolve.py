@@ -1,5 +1,5 @@
 """A judged folder for `calibrate evolve` (two panel models × two formats × four cases), and the bad
-inputs of `calibrate evolve` (merged into tests/test_bad_inputs.py): each is one line on stderr and
+inputs of `calibrate evolve` (merged into tests/cli/test_bad_inputs.py): each is one line on stderr and
 exit 2, with nothing written.
 
 The panel's final report reads ``Plan <PA|PB>-<FF|ST>.`` (model and format), and each case's text

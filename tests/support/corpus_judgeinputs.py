@@ -1,4 +1,4 @@
-"""Bad ``reference.answers`` lists for the bad-input corpus (tests/test_bad_inputs.py merges ``CORPUS``):
+"""Bad ``reference.answers`` lists for the bad-input corpus (tests/cli/test_bad_inputs.py merges ``CORPUS``):
 each is one line naming the case file and the field."""
 
 from __future__ import annotations

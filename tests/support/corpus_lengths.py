@@ -1,6 +1,6 @@
 """Bad length budgets in a run config or an experiment.
 
-Merged into tests/test_bad_inputs.py: each must exit 2 with one line naming the file and field, before
+Merged into tests/cli/test_bad_inputs.py: each must exit 2 with one line naming the file and field, before
 anything runs or is written.
 """
 

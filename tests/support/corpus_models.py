@@ -1,6 +1,6 @@
 """Bad scripted-model files (the model layer's own input, its finish_reason included).
 
-Merged into tests/test_bad_inputs.py: each must exit 2 with one line naming the file and field.
+Merged into tests/cli/test_bad_inputs.py: each must exit 2 with one line naming the file and field.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad inputs of the four-decision scope (merged into tests/test_bad_inputs.py): each is
+"""Bad inputs of the four-decision scope (merged into tests/cli/test_bad_inputs.py): each is
 one line on stderr and exit 2, with nothing written."""
 
 from __future__ import annotations

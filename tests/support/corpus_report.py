@@ -1,5 +1,5 @@
 """Bad inputs of `report` on folders of cohorts and mixed-protocol cohorts (merged into
-tests/test_bad_inputs.py): each is one line on stderr and exit 2, with nothing written."""
+tests/cli/test_bad_inputs.py): each is one line on stderr and exit 2, with nothing written."""
 
 from __future__ import annotations
 

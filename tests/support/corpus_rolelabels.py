@@ -1,4 +1,4 @@
-"""Bad ``role_labels`` values, merged into tests/test_bad_inputs.py: each exits 2 with one
+"""Bad ``role_labels`` values, merged into tests/cli/test_bad_inputs.py: each exits 2 with one
 line naming the flag or the config file and field, and writes nothing."""
 
 from __future__ import annotations

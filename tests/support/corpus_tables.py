@@ -1,4 +1,4 @@
-"""Bad mapping files and tables for ``cases import table`` (tests/test_bad_inputs.py merges ``CORPUS``).
+"""Bad mapping files and tables for ``cases import table`` (tests/cli/test_bad_inputs.py merges ``CORPUS``).
 
 Each stops the import before anything is written, with one line naming the mapping or data file and the field.
 """

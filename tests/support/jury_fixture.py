@@ -1,5 +1,5 @@
 """The jury tests' shared inputs: three cases, two scripted panel models and three scripted judges that
-disagree by design (tests/test_jury.py, tests/test_jury_cohort.py). The tests read these constants to work
+disagree by design (tests/judges/test_jury.py, tests/judges/test_jury_cohort.py). The tests read these constants to work
 out the expected verdicts and agreement by hand."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LangChain chat models for tests/test_langchain_models.py, built on langchain-core's fake chat models.
+"""LangChain chat models for tests/models/test_langchain_models.py, built on langchain-core's fake chat models.
 
 The factories are what a spec names: ``--model langchain:support.langchain_fakes:panel`` (tests/ is on sys.path).
 Each plays one structured consilium on a case that reaches consensus in round 1: the role assignment,

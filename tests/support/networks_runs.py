@@ -1,4 +1,4 @@
-"""Runs the network tests analyse (tests/test_networks.py): a scripted cohort of
+"""Runs the network tests analyse (tests/reports/test_networks.py): a scripted cohort of
 copied cases, and one free-form consilium of the varied panel (tests/fixtures/networks/varied-panel.yaml)."""
 
 from __future__ import annotations
