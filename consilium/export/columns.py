@@ -2,7 +2,7 @@
 
 Types are named as Arrow names them (``string``, ``int64``, ``float64``, ``bool``); every column may be
 null, and its type never depends on the values (an empty table, or a column of nulls, has the same
-schema). docs/export.md lists the same columns; tests/test_export.py checks that it does.
+schema). docs/export.md lists the same columns; tests/export/test_export.py checks that it does.
 """
 
 from __future__ import annotations
