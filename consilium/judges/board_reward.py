@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.fileio import write_text_atomic
+from consilium.judges.otb_steps import response_format
 from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.scope_labels import DIMENSIONS
 from consilium.otb.format_score import format_score
@@ -55,7 +56,7 @@ def _judged(judgements: Mapping[str, Judgement]) -> Judged | str:
 
 def board_reward(trace: TraceBase, judgements: Mapping[str, Judgement]) -> dict[str, Any]:
     """The reward record of a board trace from its judgements by rubric name."""
-    fmt = format_score(str(getattr(trace, "transcript", "") or ""))
+    fmt = response_format(trace) or format_score("")
     base: dict[str, Any] = {"case_id": trace.case_id, "trace_run_id": trace.run_id,
                             "format_score": fmt.score, "format_failure": fmt.failure.name.lower(),
                             "judgements": {name: j.trace for name, j in sorted(judgements.items())}}

@@ -2,9 +2,10 @@
 nothing that fails it (``training/verl_otb/reward.py``: a truncated, severely repetitive or block-less response
 skips every judge call), and fix the decisions' scope before any candidate is read (frozen_scope.py).
 
-A board's response is its transcript (``<discussion>…</discussion>`` and ``<conclusion>…</conclusion>``), scored by
-:func:`consilium.otb.format_score.format_score`. The gate applies to a rubric in the authors' layout that judges a
-board's conclusion; a format failure leaves every item not evaluable, with the failure named, and no call asked.
+A board's response is its transcript (``<discussion>…</discussion>`` and ``<conclusion>…</conclusion>``),
+scored by :func:`consilium.otb.format_score.format_score` with its truncation, length and limit as the board
+recorded them. The gate applies to a rubric in the authors' layout that judges a board's conclusion; a format
+failure leaves every item not evaluable, with the failure named, and no call asked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from consilium.models import ChatModel, GenerationSettings
 from consilium.otb.format_score import FormatScore, format_score
 from consilium.traces.schema import TraceBase
 
-__all__ = ["SCOPE_STAGE", "board_format", "format_failure", "format_record", "scope_of", "unjudged"]
+__all__ = ["SCOPE_STAGE", "board_format", "format_failure", "format_record", "response_format", "scope_of",
+           "unjudged"]
 
 log = get_logger(__name__)
 
@@ -30,13 +32,25 @@ log = get_logger(__name__)
 SCOPE_STAGE = "otb-scope"
 
 
+def response_format(trace: TraceBase | None) -> FormatScore | None:
+    """A board response's format score, fed what the board recorded of the response besides its text (its
+    truncation, its length and length limit, in the official fields of its format report); None for a trace
+    with no transcript."""
+    transcript = getattr(trace, "transcript", None)
+    if not isinstance(transcript, str):
+        return None
+    official = getattr(getattr(trace, "validation", None), "official", None) or {}
+    length, limit = int(official.get("valid_response_length", 0)), int(official.get("response_length_limit", 0))
+    return format_score(transcript, truncated=bool(official.get("response_truncated", 0.0)),
+                        length=length or None, limit=limit or None)
+
+
 def board_format(rubric: Rubric, trace: TraceBase | None) -> FormatScore | None:
     """The board response's format score, for a rubric in the authors' layout that judges a board's conclusion;
     None for any other rubric or trace."""
-    transcript = getattr(trace, "transcript", None)
-    if rubric.layout != "otb" or "conclusion" not in rubric.components or not isinstance(transcript, str):
+    if rubric.layout != "otb" or "conclusion" not in rubric.components:
         return None
-    return format_score(transcript)
+    return response_format(trace)
 
 
 def format_record(fmt: FormatScore) -> dict[str, float | str]:
