@@ -17,7 +17,6 @@ from consilium.errors import UserError
 from consilium.graphs.registry import protocol_of, read_trace
 from consilium.judges.record import Judgement
 from consilium.runfolder.folder import RunFolder
-from consilium.spec.manifest import read_manifest
 from consilium.traces.schema import TraceBase
 
 __all__ = ["Arm", "LoadedArm", "OpenedRun", "open_run"]
@@ -123,7 +122,7 @@ def _open_cohort(folder: RunFolder) -> OpenedRun:
                          created_at=first.started_at if first else "", updated_at=None, status="completed",
                          error=None, dataset=run_dir.name, dataset_location=None, judge_model=None,
                          git_revision=None, versions=first.versions if first else {}, command=[], arms=arms)
-    manifest = read_manifest(run_dir)
+    manifest = folder.manifest()
     cases = manifest.settings.cases
     return OpenedRun(folder=folder, path=run_dir, kind="cohort", run_id=manifest.run_id, created_at=manifest.created_at,
                      updated_at=manifest.updated_at, status=manifest.status, error=manifest.error,

@@ -21,6 +21,7 @@ from consilium.judges.record import Judgement, read_judgement
 from consilium.runfolder import frames, layout, records
 from consilium.runfolder.owned import Kind, check_ours
 from consilium.runfolder.rows import ArmRow, JudgementRow, R, read_rows, rows_csv
+from consilium.spec.manifest import CohortManifest, read_manifest
 from consilium.traces.schema import TraceBase
 
 if TYPE_CHECKING:
@@ -163,6 +164,10 @@ class RunFolder:
             if judgement.trace == trace.name:  # a record names the trace it scored
                 found.append((file, judgement))
         return found
+
+    def manifest(self) -> CohortManifest:
+        """A cohort's manifest, typed and upgraded from an older version (consilium/spec/manifest.py)."""
+        return read_manifest(self.path)
 
     def manifest_data(self) -> dict[str, Any]:
         """The manifest as plain JSON (a cohort's typed model: :func:`consilium.spec.manifest.read_manifest`)."""

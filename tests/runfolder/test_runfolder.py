@@ -125,6 +125,14 @@ def test_arms_read_as_typed_rows_with_the_failed_arm(cohort: Path) -> None:
     assert one.model == FAILED[0]
 
 
+def test_the_manifest_reads_typed_with_the_cohorts_counts(cohort: Path) -> None:
+    manifest = RunFolder.open(cohort).manifest()
+    assert manifest.run_id == cohort.name and manifest.status == "completed"
+    arms = len(MODELS) * len(FORMATS) * len(CASES)
+    assert manifest.counts == {"arms": arms, "completed": arms - 1, "failed": 1, "resumed": 0}
+    assert RunFolder.open(cohort).manifest_data()["run_id"] == cohort.name
+
+
 def test_typed_rows_round_trip_to_the_same_table(cohort: Path, tmp_path: Path) -> None:
     copy = RunFolder.open(shutil.copytree(cohort, tmp_path / "copy"))
     header = tuple(next(csv.reader((cohort / "arms.csv").open(encoding="utf-8"))))
