@@ -87,19 +87,16 @@ ablate = sync_twin(aablate)
 def _options(options: AblateOptions, cohort: Cohort) -> ModelOptions:
     """The cohort's way to its models (the manifest's settings), as a resume reaches them."""
     s = cohort.manifest.settings
-    overrides: dict[str, object] = {}
-    if s.model.api_key_env:
-        key = os.environ.get(s.model.api_key_env)
-        if not key:
-            raise UserError(f"{cohort.run_dir}: the cohort's key comes from ${s.model.api_key_env}, which is not set")
-        overrides["api_key"] = key
+    key = os.environ.get(s.model.api_key_env) if s.model.api_key_env else None
+    if s.model.api_key_env and not key:
+        raise UserError(f"{cohort.run_dir}: the cohort's key comes from ${s.model.api_key_env}, which is not set")
     return connection_options(
         None, priced=None,
         base_url=base_url_for_resume(options.base_url, cohort.manifest, os.environ.get("OPENAI_BASE_URL")),
         schema_dialect=s.model.schema_dialect, http_client=s.model.http_client, timeout=s.model.timeout,
         cache_path=Path(s.model.cache_path) if s.model.cache_path else None,
         no_cache=options.no_cache or s.model.no_cache, max_attempts=s.model.max_attempts,
-        retry_base_delay=s.model.retry_base_delay, max_concurrency=options.concurrency or s.concurrency, **overrides)
+        retry_base_delay=s.model.retry_base_delay, max_concurrency=options.concurrency or s.concurrency, api_key=key)
 
 
 def _rubrics(options: AblateOptions, cohort: Cohort) -> list[Rubric]:
