@@ -12,14 +12,15 @@ consilium − single differences of a cohort holding both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from consilium.api.comparison import baseline_tables, coverage_section, replicate_tables
 from consilium.api.options import as_path, draws, options_of
 from consilium.api.sync import off_loop, sync_twin
 from consilium.cohort.tables import write_csv
+from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.board.protocol import BOARD
 from consilium.reports.compare import deliberates, scores_table, table3, table7
@@ -27,6 +28,7 @@ from consilium.reports.consilium.cost import cost_by_case, cost_by_stage, cost_p
 from consilium.reports.consilium.replicates import replicate_note
 from consilium.reports.figures import write_figures
 from consilium.reports.figures.cost import write_cost_figure
+from consilium.reports.otb_leaderboard import read_leaderboard
 from consilium.reports.papers.otb import ALIGNMENT
 from consilium.reports.papers.per_case import known_cases
 from consilium.reports.papers.responses import judged_responses
@@ -41,21 +43,27 @@ from consilium.reports.partial import (
 from consilium.reports.sources import CohortPart, cohort_parts
 from consilium.reports.summary import Table, board_figure, board_tables, judged_tables, markdown
 
-__all__ = ["ReportOptions", "Reported", "areport", "report"]
+__all__ = ["STYLES", "ReportOptions", "Reported", "areport", "report"]
+
+STYLES = ("consilium", "otb-leaderboard")
 
 
 @dataclass(frozen=True)
 class ReportOptions:
     """``consilium report``'s options: the report folder (default ``RUN_DIR/report``), and the bootstrap's
-    draws and seed (the NPCBench score interval, the replicate and consilium − single tables)."""
+    draws and seed (the NPCBench score interval, the replicate and consilium − single tables); ``style``
+    ``otb-leaderboard`` adds the OpenTumorBoard leaderboard's summary (consilium/reports/otb_leaderboard.py)."""
 
     out: Path | None = None
     bootstrap: int = 10_000
     seed: int = 0
+    style: Literal["consilium", "otb-leaderboard"] = "consilium"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", as_path(self.out))
         draws(self.bootstrap)
+        if self.style not in STYLES:
+            raise UserError(f"style: {self.style!r} is not one of {', '.join(STYLES)}")
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ class Reported:
     markdown: str
     summary: str
     partial: bool = False
+    leaderboard: tuple[Path, ...] = ()  # style otb-leaderboard: summary.json and its tables
 
 
 async def areport(run_dir: str | Path, options: ReportOptions | None = None, **changes: Any) -> Reported:
@@ -77,7 +86,7 @@ async def areport(run_dir: str | Path, options: ReportOptions | None = None, **c
     folder, written under ``out`` (default ``RUN_DIR/report``). Every cohort is read and checked before
     anything is written. Run on a worker thread (the bootstrap is CPU work)."""
     chosen = options_of(ReportOptions, options, changes)
-    return await off_loop(_report, Path(run_dir), chosen)
+    return await off_loop(_leaderboard if chosen.style == "otb-leaderboard" else _report, Path(run_dir), chosen)
 
 
 report = sync_twin(areport)
@@ -190,6 +199,17 @@ def _report(run_dir: Path, options: ReportOptions) -> Reported:
     report = write_text_atomic(out / "report.md", "\n".join(md) + "\n")
     return Reported(report=report, csvs=paths, figures=figures, markdown="\n".join(md) + "\n",
                     summary="\n".join(md[: md.index(f"## {figures_title}")]), partial=partial)
+
+
+def _leaderboard(run_dir: Path, options: ReportOptions) -> Reported:
+    """Style otb-leaderboard: its files beside the default report of RUN_DIR's cohorts (none for a folder of
+    Specialist Turns alone); everything, its files' places included, read and checked before anything is written."""
+    board = read_leaderboard(run_dir, options.out or run_dir / "report")
+    if not board.cohorts:
+        paths = board.write()
+        return Reported(report=paths[-1], csvs=paths[1:3], figures=[], markdown=board.page, summary=board.page,
+                        leaderboard=tuple(paths))
+    return replace(_report(run_dir, replace(options, style="consilium")), leaderboard=tuple(board.write()))
 
 
 def _partial_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,13 +19,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--bootstrap", type=positive_int, default=10000,
                         help="bootstrap resamples for the NPCBench score interval (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--style", choices=("consilium", "otb-leaderboard"), default="consilium",
+                        help="otb-leaderboard: also summary.json and otb_leaderboard.csv/.md, the OpenTumorBoard "
+                             "leaderboard's summary of the board arms and Specialist Turns (default consilium)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from consilium.api.reports import ReportOptions, report
 
-    done = report(args.run_dir, ReportOptions(out=args.out, bootstrap=args.bootstrap, seed=args.seed))
+    done = report(args.run_dir, ReportOptions(out=args.out, bootstrap=args.bootstrap, seed=args.seed,
+                                              style=args.style))
     print(done.summary)
     print(f"report: {done.report}\ntables: {', '.join(p.name for p in done.csvs)}")
+    if done.leaderboard:
+        print(f"leaderboard: {', '.join(p.name for p in done.leaderboard)}")
     return 1 if done.partial else 0  # written, but of a cohort that lacks arms or did not complete
