@@ -14,6 +14,7 @@ from typing import Any, Literal
 from consilium.api.options import options_of
 from consilium.api.sync import sync_twin
 from consilium.graphs.board.config import BoardConfig
+from consilium.graphs.board.presets import PRESETS, PresetName
 from consilium.models.factory import ModelOptions
 
 __all__ = ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "board_meeting", "specialist_turn"]
@@ -22,8 +23,10 @@ __all__ = ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "b
 @dataclass(frozen=True)
 class MeetingOptions:
     """The run folder's parent (``out``), the panel's model spec, the moderator's (default: the panel's), the
-    board's settings (role labels, unless set, as the moderator's model defaults to), the models' options
-    (default: from the environment), and the command recorded in the manifest (default: this process's)."""
+    board's settings (role labels, unless set, as the moderator's model defaults to), a generation ``preset``
+    (``otb-paper``: its values under every setting ``config`` was not given, and its board mode when none is
+    given; graphs/board/presets.py), the models' options (default: from the environment), and the command
+    recorded in the manifest (default: this process's)."""
 
     out: Path = Path("runs")
     model: str = "embedded"
@@ -31,6 +34,14 @@ class MeetingOptions:
     config: BoardConfig = field(default_factory=BoardConfig)
     model_options: ModelOptions | None = None
     command: tuple[str, ...] = ()
+    preset: PresetName | None = None
+
+    @property
+    def settings(self) -> BoardConfig:
+        """``config`` under the preset, the settings given in it overriding the preset's."""
+        if self.preset is None:
+            return self.config
+        return BoardConfig.model_validate({**self.config.model_dump(exclude_unset=True), "preset": self.preset})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -48,10 +59,11 @@ class Meeting:
         return bool(self.trace.status == "completed")
 
 
-async def aboard_meeting(case_file: str | Path, mode: Literal["agents", "single"] = "agents",
+async def aboard_meeting(case_file: str | Path, mode: Literal["agents", "single"] | None = None,
                          options: MeetingOptions | None = None, **changes: Any) -> Meeting:
-    """A tumor-board meeting on the case in ``mode`` (``agents`` or ``single``): an unwritable ``out`` is refused
-    before any model call; a model's failure is recorded in the trace (status ``failed``)."""
+    """A tumor-board meeting on the case in ``mode`` (``agents`` or ``single``; default agents, or the preset's):
+    an unwritable ``out`` is refused before any model call; a model's failure is recorded in the trace (status
+    ``failed``)."""
     from consilium.agents.labels import with_role_labels
     from consilium.cases import load_case
     from consilium.graphs.base import RunModels
@@ -61,7 +73,8 @@ async def aboard_meeting(case_file: str | Path, mode: Literal["agents", "single"
 
     chosen = options_of(MeetingOptions, options, changes)
     case = load_case(Path(case_file))
-    config = with_role_labels(chosen.config, chosen.moderator or chosen.model)
+    config = with_role_labels(chosen.settings, chosen.moderator or chosen.model)
+    mode = mode or (PRESETS[config.preset].mode if config.preset else "agents")
     images = slide_images(case, Path(case_file))
     shared = chosen.model_options or ModelOptions.from_env()
     panel = build_model(chosen.model, shared)
@@ -92,10 +105,10 @@ async def aspecialist_turn(case_file: str | Path, role: str, question: str, opti
     model = build_model(chosen.model, chosen.model_options or ModelOptions.from_env())
     run_id = _run_folder(chosen, case.id)
     try:
-        trace = await run_turn(case, role, question, model, chosen.config, run_id=run_id, images=images)
+        trace = await run_turn(case, role, question, model, chosen.settings, run_id=run_id, images=images)
     finally:
         await model.aclose()
-    return _written(chosen, run_id, case.id, "turn", trace, chosen.config.seed)
+    return _written(chosen, run_id, case.id, "turn", trace, trace.config.seed)
 
 
 def _run_folder(options: MeetingOptions, case_id: str) -> str:

@@ -14,6 +14,7 @@ from consilium.cli.options import (
     positive_int,
 )
 from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
+from consilium.graphs.board.presets import PRESETS
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
 from consilium.redact import clip
@@ -26,14 +27,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--case", required=True, type=Path, help="case file (.json, .yaml)")
     add_model_arguments(parser)
     add_run_arguments(parser, config_file="configs/board.yaml", max_tokens=BOARD_MAX_TOKENS)
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                        help="otb-paper: as OpenTumorBoard's authors ran the open models (one call, temperature 0, "
+                             "seed 0, max_tokens 65536 for a board and 8192 for a turn, no repair, a cut-off answer "
+                             "kept and scored); flags given beside it override it (docs/opentumorboard.md)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     board = sub.add_parser("board", help="simulate a tumor-board meeting on a case and write its trace")
     _common(board)
-    board.add_argument("--mode", choices=["agents", "single"], default="agents",
+    board.add_argument("--mode", choices=["agents", "single"], default=None,
                        help="agents: a moderator and specialist agents, turn by turn; single: one call writes "
-                            "the whole meeting (default: agents)")
+                            "the whole meeting (default: agents; the preset's, with --preset)")
     board.add_argument("--max-turns", type=positive_int, default=None, help="turn limit (agents mode; default 12)")
     board.add_argument("--discussion", choices=["open", "alternating"], default=None,
                        help="agents mode: open lets the moderator pass the floor for a direct reply and closes at "
@@ -55,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _config(args: argparse.Namespace) -> BoardConfig:
     flags = {"seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "timeout_s": args.timeout, "wall_limit_s": args.wall_limit}
+             "timeout_s": args.timeout, "wall_limit_s": args.wall_limit, "preset": args.preset}
     for name in ("max_turns", "min_roles", "max_roles", "discussion", "role_labels"):
         flags[name] = getattr(args, name, None)
     return run_config(BoardConfig, args.config, flags)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from consilium.graphs.board.presets import PresetName, preset_values
 from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
 __all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "TurnRecord"]
@@ -38,12 +39,18 @@ class BoardConfig(RunConfig):
         default="retry", description="an answer cut off at max_tokens: retry asks again with twice the room, then "
                                      "fails the stage; score keeps it, as the official evaluation does, and the "
                                      "format score fails it (-1) (traces before this setting read as retry)")
-    preset: Literal["otb-paper"] | None = Field(
+    preset: PresetName | None = Field(
         default=None, description="the generation preset the settings came from (graphs/board/presets.py); "
                                   "settings given beside it override its values")
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
                                                 + "); a stage left out keeps its default")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        """A named preset's values under every setting not given beside it (graphs/board/presets.py)."""
+        return preset_values(data, cls.STAGE_TOKENS) if isinstance(data, dict) else data
 
 
 class TurnRecord(BoardConfig, ConfigRecord):
