@@ -10,7 +10,6 @@ before anything is written.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -112,7 +111,7 @@ def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Pa
 def run_id(run_dir: Path) -> str:
     """The cohort's run id, as its manifest records it (else its folder's name): the pages' run mark."""
     try:
-        recorded = json.loads(RunFolder(run_dir).manifest_path.read_text(encoding="utf-8")).get("run_id")
-    except (OSError, ValueError, AttributeError):
+        recorded = RunFolder(run_dir).manifest_data().get("run_id")
+    except UserError:  # no manifest, or not a readable one
         recorded = None
     return recorded if isinstance(recorded, str) and recorded else run_dir.resolve().name
