@@ -158,7 +158,8 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
     try:
         if not chosen.force:  # another judge's judgements are results: never replaced without a word
             check_replace((judgement_path(path, rubric.name) for path in files), rubric,
-                          judge_label(models, [r.name for r in specs]), flag="--force" if chosen.cli else "force=True")
+                          judge_label(models, [r.name for r in specs]), flag="--force" if chosen.cli else "force=True",
+                          system=prompts.get(rubric.name))
         setups = [JudgeSetup(model=model, settings=GenerationSettings(temperature=0.0, seed=0,
                                                                       max_tokens=chosen.max_tokens,
                                                                       timeout_s=chosen.timeout_s),

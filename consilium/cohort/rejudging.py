@@ -48,11 +48,12 @@ def _judgement_mark(path: Path) -> dict[str, str]:
     return {"judge_model": str(made["judge_model"]), "prompt_hash": str(made["prompt_hash"])}
 
 
-def check_replace(paths: Iterable[Path], rubric: Rubric, judge: str, *, flag: str) -> None:
+def check_replace(paths: Iterable[Path], rubric: Rubric, judge: str, *, flag: str, system: str | None = None) -> None:
     """:class:`UserError` naming the first judgement file among ``paths`` that another judge (or another
     judge prompt, by its hash) made; files that do not exist yet, and the same judge's, pass (a judgement's
-    mark: its judge and prompt hash, :func:`consilium.fileio.in_the_way`)."""
-    prompt = judge_prompt_hash(rubric)
+    mark: its judge and prompt hash, :func:`consilium.fileio.in_the_way`). ``system``: the user's own system
+    prompt for the rubric (``--prompt-file``), part of the prompt hash."""
+    prompt = judge_prompt_hash(rubric, system)
     for found in in_the_way(paths, {"judge_model": judge, "prompt_hash": prompt}, _judgement_mark)[:1]:
         path, mark = found.path, found.mark or {}
         if found.why == "not a file":

@@ -434,8 +434,16 @@ def test_judge_takes_prompt_files_and_writes_each_boards_reward(traces: dict[str
     match = 0.40 * 3 / 4 + 0.35 * decisions * 1 / 5 + 0.25 * decisions
     written = json.loads((tmp_path / "liver.otb-reward.json").read_text())
     assert written["match"] == pytest.approx(match) and written["reward"] == pytest.approx(match + 0.10)
-    before = sorted(p.name for p in tmp_path.iterdir())
+    # the same prompt file judges again without --force; another one is another judge prompt
+    again = ["judge", str(trace), "--rubric", "otb-four-decision", "--judge-model", f"scripted:{script}", "--scope",
+             "frozen", "--prompt-file"]
+    assert main([*again, f"otb-four-decision={prompt}"]) == 0
+    other = tmp_path / "other.txt"
+    other.write_text("Score them otherwise.")
     capsys.readouterr()
+    assert main([*again, f"otb-four-decision={other}"]) == 2
+    assert "with another judge prompt" in capsys.readouterr().err
+    before = sorted(p.name for p in tmp_path.iterdir())
     for bad, said in ((f"otb-consistency={prompt}", "unknown stage 'otb-consistency' (here: otb-four-decision, "
                                                      "otb-scope)"),
                       (f"otb-scope={tmp_path / 'missing.txt'}", "missing.txt: cannot be read"),
