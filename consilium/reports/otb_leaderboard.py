@@ -24,7 +24,7 @@ from typing import Any
 from consilium.errors import UserError
 from consilium.fileio import Mark, in_the_way, write_text_atomic
 from consilium.judges.record import Judgement, JudgementItem
-from consilium.otb.leaderboard import DECISIONS, Item, Rubric, summary
+from consilium.otb.leaderboard import DECISIONS, Item, Rubric, Status, summary
 from consilium.otb.rouge import rouge_l
 from consilium.reports.otb_responses import Response, Task, cohort_folders, responses
 from consilium.reports.summary import markdown
@@ -78,11 +78,12 @@ def official_scores(rubric: Rubric, judgement: Judgement) -> dict[str, Any] | No
 
 
 def leaderboard_items(found: list[Response], task: Task, rubric_name: str, rubric: Rubric) -> list[Item]:
+    """Each response of ``task`` as an item of the official rubric ``rubric`` (consilium's ``rubric_name``)."""
     items = []
     for response in (r for r in found if r.task == task):
         judgement = response.judgements.get(rubric_name)
         scores = official_scores(rubric, judgement) if judgement is not None and response.text else None
-        status = "format_failure" if not response.text else "judge_failure" if scores is None else "scored"
+        status: Status = "format_failure" if not response.text else "judge_failure" if scores is None else "scored"
         items.append(Item(response.model, status, scores, response.qa_type))
     return items
 
