@@ -14,21 +14,22 @@ from pydantic import BaseModel, ValidationError
 
 from consilium.cli import build_parser, main
 from consilium.cli.options import ModelConfigFile
-from consilium.spec.run_settings import flag_name, run_config
 from consilium.cohort.experiment import load_experiment
 from consilium.datafiles import load_data_file
 from consilium.errors import UserError
 from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
 from consilium.graphs.consilium.config import DEFAULT_MAX_TOKENS, ConsiliumConfig
+from consilium.spec.run_settings import flag_name, run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 # run settings with no flag: set in a --config file only (the length budgets are the protocol's, and
 # "lengths" exists for replaying traces recorded before them, as "floor_schema" for board traces before 1.6)
-# (panel and review are what consilium ablate changes, docs/ablations.md)
+# (panel and review are what consilium ablate changes, docs/ablations.md; cut_off, like max_repairs, is set by a
+# file or the otb-paper preset)
 FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths", "panel", "review",
-             "floor_schema"}
+             "floor_schema", "cut_off"}
 CONFIGS = (ConsiliumConfig, BoardConfig)
 
 
