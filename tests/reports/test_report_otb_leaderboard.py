@@ -118,6 +118,10 @@ def build(tmp: Path) -> Path:
                  "--judge", "otb-conclusion-alignment", "--judge", "otb-four-decision", "--judge-model", judge,
                  "--out", str(runs)])
     assert code == 1  # one arm failed
+    [cohort] = [p for p in runs.iterdir() if p.is_dir()]
+    status = {(r["model"], r["case_id"]): r["status"] for r in csv.DictReader((cohort / "arms.csv").open())}
+    # a's t3 board completed without a conclusion; b's t2 failed
+    assert (status[("model-a", "t3")], status[("model-b", "t2")]) == ("completed", "failed")
     turn_judge_spec = turn_judge().write(tmp / "turn-judge.json")
     for model in ("a", "b"):
         rules = Scripted(f"model-{model}")
@@ -144,7 +148,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("otb-leaderboard")
     with isolated(tmp):
         folder = build(tmp)
-        assert main(["report", str(folder), "--style", "otb-leaderboard"]) == 0
+        assert main(["report", str(folder), "--style", "otb-leaderboard", "--bootstrap", "200"]) == 0
     return folder
 
 
