@@ -106,12 +106,13 @@ def otb_messages(rubric: Rubric, case: Case, trace: TraceBase | None, reference:
     reads them, each sent followed by its caption from ``captions``, after the data (the official batch builder
     puts each image at its ``<image>`` mark, before its caption; the captions stay in <SLIDE_DESCRIPTIONS>)."""
     asked = protocol_of(trace).question(trace) if trace is not None and component == "answer" else None
+    layout: Layout = "board" if asked is None else "turn"
     if asked is not None:
         question, role, _category = asked
-        user, layout = turn_user(case, role, question, reference, candidate), "turn"
+        user = turn_user(case, role, question, reference, candidate)
     else:
-        user, layout = board_user(case, reference, candidate), "board"
-    text = system if system is not None else otb_system(rubric, task, layout)  # type: ignore[arg-type]
+        user = board_user(case, reference, candidate)
+    text = system if system is not None else otb_system(rubric, task, layout)
     return (Message(role="system", content=text),
             Message(role="user", content=user, images=images, captions=tuple(guard(c) for c in captions)))
 

@@ -109,14 +109,15 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     kind = rubric.kind
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     system = setup.prompts.get(rubric.name)
-    used = {stage: text for stage, text in setup.prompts.items() if stage == rubric.name or
-            (stage == SCOPE_STAGE and kind.takes_scope)}
     # The authors' code judges no board response that fails its format, and fixes scope before any candidate.
     fmt = board_format(rubric, trace)
     failed = format_failure(fmt, trace.case_id) if fmt is not None and fmt.failure else None
     scope = None if failed else await scope_of(rubric, setup.scope, case, reference, relaxed, strict, setup.settings,
                                                setup.model.model_id, setup.scope_cache, setup.prompts.get(SCOPE_STAGE))
     frozen = scope if isinstance(scope, FrozenScope) else None
+    # the user's prompts this judgement was made with: the rubric's, and the scope call's where one was made
+    used = {stage: text for stage, text in setup.prompts.items() if stage == rubric.name or
+            (stage == SCOPE_STAGE and (isinstance(scope, ScopeFailure) or (frozen and frozen.source == "judge")))}
     inputs = JudgeInputs(rubric=rubric, case=case, case_text=case.render(), reference=reference or "", trace=trace,
                          model=setup.model, settings=setup.settings, max_repairs=setup.max_repairs, k=setup.k,
                          scope=setup.scope, reference_answer=setup.reference_answer, leading=leading_diagnosis(trace),

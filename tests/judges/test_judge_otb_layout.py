@@ -404,6 +404,9 @@ def test_a_users_prompt_file_replaces_the_system_prompt_and_is_recorded_by_hash(
     assert record.prompt_hash != judge_prompt_hash(load_rubric("otb-four-decision"))
     plain = judge(traces["b"], "otb-four-decision", everything(), tmp_path / "other", scope="frozen")
     assert plain.prompt_files == {} and plain.prompt_hash == NOW["otb-four-decision"]
+    # a case that labels its decisions makes no scope call: the scope prompt was not used, and is not recorded
+    labelled = judge(traces["a"], "otb-four-decision", everything(), tmp_path, prompts={"otb-scope": scope})
+    assert labelled.prompt_files == {} and labelled.prompt_hash == NOW["otb-four-decision"]
 
 
 # --- the command ----------------------------------------------------------------------------------------------
