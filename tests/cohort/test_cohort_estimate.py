@@ -624,7 +624,8 @@ def test_the_bounds_and_like_count_every_repair_of_an_answer(prose_board: Path) 
     assert (row.calls.expected, row.calls.low, row.calls.high) == (3, 3, 3)
 
 
-# The alternating discussion's bounds went with it (a config asking for it is refused: tests/traces/test_old_records.py).
+# The alternating discussion's bounds went with it (a config asking for it is refused:
+# tests/traces/test_old_records.py).
 @pytest.mark.parametrize("max_turns", [5, 3])
 def test_a_short_boards_fewest_turns_are_what_its_limit_allows(tmp_path: Path, max_turns: int) -> None:
     """A moderator that closes as soon as it may (tests/graphs/test_board.py's): the meeting its turn limit and floor

@@ -1,4 +1,5 @@
-"""The wrapper base (models/wrappers/base.py) and a call tag's stage, one the protocols declared (consilium/stages.py)."""
+"""The wrapper base (models/wrappers/base.py) and a call tag's stage, one the protocols declared
+(consilium/stages.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A consilium cohort on the atrial-fibrillation consultation case whose reference holds signed criteria
 (npcbench.txt App. D.3: requirements with positive weights, major and minor errors), for the tests that work
-out NPCBench's and Neural-MedBench's numbers by hand (tests/reports/test_report_papers.py, tests/judges/test_npc_strict.py).
+out NPCBench's and Neural-MedBench's numbers by hand (tests/reports/test_report_papers.py,
+tests/judges/test_npc_strict.py).
 
 Each case is the example case under its own id, its presentation carrying ``casemark-<id>.`` for the scripted
 rules to match; the panel's rules seat the same three roles, which give their opinions and accept, and the
