@@ -1,5 +1,6 @@
 """Bad inputs of the board's discussion protocol (the moderator passes the floor), merged into
-tests/cli/test_bad_inputs.py: each exits 2 with one line naming the flag or the config file and field, and writes nothing."""
+tests/cli/test_bad_inputs.py: each exits 2 with one line naming the flag or the config file and field,
+and writes nothing."""
 
 from __future__ import annotations
 
