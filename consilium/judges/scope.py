@@ -26,9 +26,10 @@ def out_of_scope_score(rubric: Rubric) -> int | None:
 
 
 def scale_points(rubric: Rubric) -> list[int]:
-    """The points a score is read on: the rubric's scores (its scale and frozen scale) without its out-of-scope
-    score, in order."""
-    return sorted(s for s in rubric.scores if s != out_of_scope_score(rubric))
+    """The points a score is read on: the rubric's scale without its out-of-scope score, in order. A frozen
+    scope's own in-scope scores (``Rubric.frozen_scale``: the authors' reward code's 0) are the reward protocol's,
+    not the points physicians rate on, so agreement and calibration read the scale's points alone."""
+    return sorted(s for s in rubric.scale if s != out_of_scope_score(rubric))
 
 
 def in_scope(score: float | None, rubric: Rubric) -> float | None:
