@@ -122,7 +122,9 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
                          model=setup.model, settings=setup.settings, max_repairs=setup.max_repairs, k=setup.k,
                          scope=setup.scope, reference_answer=setup.reference_answer, leading=leading_diagnosis(trace),
                          frozen=frozen, system_prompt=system)
-    blocked = failed or (scope.reason if isinstance(scope, ScopeFailure) else None)
+    blocked = failed or (scope.reason if isinstance(scope, ScopeFailure) else None) or (
+        f"the case has no reference {rubric.reference} to fix the decisions' scope from"
+        if kind.always_frozen and frozen is None else None)
     tasks = [] if blocked else _tasks(kind, inputs, texts, wanted)
     # Criterion rubrics (AI Consilium) judge against the case; their reference only informs one
     # criterion, so a case without one is still judged. The others compare with the reference.

@@ -265,6 +265,7 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
     fixed set of values (an enum, a bounded integer score) the grammar allows exactly those, written as JSON."""
     pytest.importorskip("llama_cpp")
     from consilium.judges.answers import MATCH, SIGNED, criterion_schema, decisions_schema
+    from consilium.judges.consistency_answer import consistency_schema
     from consilium.judges.rubric import (
         Rubric,
         analysis_rubric,
@@ -275,10 +276,12 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
     from consilium.models.backends.llama_grammar import json_grammar
 
     def schemas(rubric: Rubric) -> list[dict[str, Any]]:
+        first = frozenset({c.id for c in rubric.criteria[:1]})
         if rubric.kind.name == "weighted_decisions":
-            first = frozenset({rubric.criteria[0].id})
             return [decisions_schema(rubric, locked, frozen).json_schema
                     for locked in (frozenset(), first) for frozen in (False, True)]
+        if rubric.kind.name == "consistency":  # always under a frozen scope, with or without an absent decision
+            return [consistency_schema(rubric, locked).json_schema for locked in (frozenset(), first)]
         return {"signed_criteria": [SIGNED.json_schema], "diagnosis_match": [MATCH.json_schema],
                 "mean": [criterion_schema(rubric).json_schema],
                 "single": [criterion_schema(rubric).json_schema]}[rubric.kind.name]
@@ -300,6 +303,7 @@ def test_every_shipped_rubrics_judge_schema_becomes_a_grammar_that_allows_only_i
     # The 1-5 scores of the two OpenTumorBoard single-score rubrics are bounded integers, not enums, in their schema.
     assert checked["otb-clinical-equivalence"] == [{"1", "2", "3", "4", "5"}]
     assert {"-1"} in checked["otb-four-decision"] and '"not_evaluable"' in checked["ai-consilium"][0]
+    assert {"-1"} in checked["otb-consistency"] and {"0", "1", "2", "3", "4", "5"} in checked["otb-consistency"]
 
 
 def test_a_cohort_made_before_the_order_was_kept_resumes_in_the_papers_order(

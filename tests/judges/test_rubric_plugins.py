@@ -130,7 +130,8 @@ def test_unknown_and_broken_plugin_rubrics_are_one_line_errors(tmp_path: Path) -
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines()[-1].endswith(
         "--rubric: unknown rubric 'nope' (built-in: ai-consilium, nmb-diagnosis-match, npc-signed-criteria, "
-        "otb-clinical-equivalence, otb-conclusion-alignment, otb-four-decision; plugins: demo-brevity, demo-broken, "
+        "otb-clinical-equivalence, otb-conclusion-alignment, otb-consistency, otb-four-decision; plugins: "
+        "demo-brevity, demo-broken, "
         "demo-made, demo-missing; or a rubric YAML file)")
     broken = consilium(site, "judge", str(run_dir), "--rubric", "demo-broken", "--judge-model", judge)
     assert broken.returncode == 2 and "Traceback" not in broken.stderr
