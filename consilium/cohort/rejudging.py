@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from consilium.cohort.finish import JUDGEMENT_COLUMNS, JURY_COLUMNS
 from consilium.cohort.arms import relative
+from consilium.cohort.finish import JUDGEMENT_COLUMNS, JURY_COLUMNS
 from consilium.cohort.spend import rewrite_judge_columns
 from consilium.cohort.tables import write_csv
 from consilium.errors import UserError
