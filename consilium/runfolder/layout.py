@@ -20,7 +20,7 @@ from __future__ import annotations
 import glob
 import os
 from fnmatch import fnmatchcase
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from consilium.spec.manifest import MANIFEST
 
@@ -56,7 +56,7 @@ def is_trace(path: str | Path) -> bool:
     return Path(path).name.endswith(TRACE_SUFFIX)
 
 
-def trace_stem(path: str | Path) -> str:
+def trace_stem(path: str | PurePath) -> str:
     """A trace's name without its suffix (``k1.free-form``), or a relative path's, as text."""
     return str(path).removesuffix(TRACE_SUFFIX)
 
