@@ -59,7 +59,8 @@ def board_reward(trace: TraceBase, judgements: Mapping[str, Judgement]) -> dict[
     fmt = response_format(trace) or format_score("")
     base: dict[str, Any] = {"case_id": trace.case_id, "trace_run_id": trace.run_id,
                             "format_score": fmt.score, "format_failure": fmt.failure.name.lower(),
-                            "judgements": {name: j.trace for name, j in sorted(judgements.items())}}
+                            "judgements": {name: {"judge_model": j.judge_model, "prompt_hash": j.prompt_hash}
+                                           for name, j in sorted(judgements.items())}}
     if fmt.failure:
         made = reward(fmt, None)
     else:

@@ -377,6 +377,8 @@ def test_each_board_gets_match_and_reward_from_its_three_judgements(traces: dict
     assert path == reward_path(failed) and path.name == "a-one-block.otb-reward.json"
     written = json.loads(path.read_text())
     assert (written["judged"], written["match"], written["reward"]) == (False, -0.2, pytest.approx(-0.275))
+    assert written["judgements"] == {name: {"judge_model": "scripted-judge", "prompt_hash": NOW[name]}
+                                     for name in rubrics}
     # the reward is defined on the frozen scope, and needs all three judges: said, with no number
     judged = {**made, "otb-four-decision": judge(traces["a"], "otb-four-decision", answers, tmp_path, scope="judge")}
     partial = board_reward(read_trace(traces["a"]), {k: v for k, v in judged.items() if k != "otb-consistency"})
