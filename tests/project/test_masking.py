@@ -146,7 +146,8 @@ def test_each_writer_path_masks_a_registered_key(tmp_path: Path, capsys: pytest.
     log = configure_logging(log_file=str(tmp_path / "consilium.log.jsonl"))
     assert log is not None
     get_logger("test").warning("an event", detail=text)
-    logging.shutdown()
+    for handler in logging.getLogger().handlers:  # flush, never close: pytest's capture shares the stream
+        handler.flush()
     logged = log.read_text()
     assert "an event" in logged
     for out in (written, printed, logged):
