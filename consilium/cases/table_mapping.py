@@ -102,8 +102,12 @@ class TableMapping(BaseModel):
             raise ValueError(f"{both[0]!r} is in both fields and values; give it one source")
         if "id" not in value:
             raise ValueError("id is required: each record needs its own case id (ids name the files)")
-        for name, field in Case.model_fields.items():
-            if field.is_required() and name not in value and name not in constants:
+        # A tumor board needs no question (consilium/cases/model.py); a mapping that may make one (kind from a
+        # column, or the constant tumor_board) leaves the question to each record's own check.
+        boards = "kind" in value or constants.get("kind") == "tumor_board"
+        required = [n for n, f in Case.model_fields.items() if f.is_required()] + ([] if boards else ["question"])
+        for name in required:
+            if name not in value and name not in constants:
                 raise ValueError(f"no source for the required case field {name!r}; add it to fields or values")
         return value
 

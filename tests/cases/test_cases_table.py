@@ -319,3 +319,19 @@ def test_reimporting_into_a_folder_with_the_same_cases_is_refused_unless_forced(
     assert main([*argv, "--format", "yaml", "--force"]) == 2
     assert "already holds t-1.json, case 't-1' in another file" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["t-1.json", "t-4.json"]
+
+
+def test_a_tumor_board_mapping_needs_no_question_and_a_gzipped_table_reads(tmp_path: Path) -> None:
+    """A board meets on the case: a mapping that makes tumor-board cases needs no question source; and a
+    table shipped as .jsonl.gz reads like the plain file."""
+    import gzip
+
+    rows = [r for r in RECORDS if r["Initial Presentation"]][:2]
+    table = tmp_path / "boards.jsonl.gz"
+    table.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    mapping = write_mapping(tmp_path, "fields:\n  id: {from: Number, prefix: b-}\n"
+                                      "  presentation: Initial Presentation\nvalues:\n  kind: tumor_board\n")
+    result = import_table(table, mapping, tmp_path / "out", fmt="yaml")
+    assert not result.problems
+    cases = [load_case(p) for p in sorted(result.written)]
+    assert [(c.id, c.kind, c.question) for c in cases] == [("b-1", "tumor_board", None), ("b-3", "tumor_board", None)]

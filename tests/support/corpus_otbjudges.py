@@ -29,13 +29,9 @@ def _cases(tmp: Path) -> Path:
 
 
 CORPUS: dict[str, Builder] = {
-    "judge --scope frozen without labelled decisions": lambda t: (
-        ["judge", str(_trace(t)), "--rubric", "otb-four-decision", "--scope", "frozen", "--judge-model", "embedded"],
-        f"{UNLABELLED_TRACE.name} (case diagnostic-myocarditis): reference.decisions: --scope frozen needs"),
-    "cohort --scope frozen without labelled decisions": lambda t: (
-        ["cohort", "--cases", str(_cases(t)), "--model", "scripted:x.json", "--judge", "otb-four-decision",
-         "--judge-model", "scripted:x.json", "--scope", "frozen"],
-        f"{UNLABELLED_CASE.name}: reference.decisions: --scope frozen needs"),
+    # --scope frozen on a case without hand-labelled decisions is no longer refused: a candidate-blind call
+    # labels them (tests/judges/test_judge_otb_layout.py::test_the_frozen_scope_is_labelled_blind_cached_per_
+    # reference_and_recorded).
     "judge --scope not a protocol": lambda t: (
         ["judge", str(t), "--rubric", "otb-four-decision", "--scope", "wide", "--judge-model", "embedded"],
         "--scope: invalid choice: 'wide'"),
