@@ -1,11 +1,18 @@
-"""What the OpenTumorBoard authors' code does before it judges a board: score the response's format and judge
-nothing that fails it (``training/verl_otb/reward.py``: a truncated, severely repetitive or block-less response
-skips every judge call), and fix the decisions' scope before any candidate is read (frozen_scope.py).
+"""What the OpenTumorBoard authors' code does before it judges a board: decide whether the response is judged
+at all, and fix the decisions' scope before any candidate is read (frozen_scope.py).
 
 A board's response is its transcript (``<discussion>…</discussion>`` and ``<conclusion>…</conclusion>``),
 scored by :func:`consilium.otb.format_score.format_score` with its truncation, length and limit as the board
-recorded them. The gate applies to a rubric in the authors' layout that judges a board's conclusion; a format
-failure leaves every item not evaluable, with the failure named, and no call asked.
+recorded them, and recorded with every judgement. The authors gate in two ways, and each rubric follows the
+code that produced its numbers:
+
+- the leaderboard's judges (conclusion alignment, four decisions: ``scripts/evaluation/judge``) judge every
+  response whose conclusion the official extraction finds (:func:`consilium.otb.extract.conclusion_text`);
+  one with none is a format failure, scored at the floor by the summary and never sent to a judge;
+- the reward's consistency judge (``training/verl_otb/reward.py``) judges nothing that fails the format
+  score (truncated, a severe loop, a missing block).
+
+Either way an unjudged response leaves every item not evaluable, with the reason named, and no call asked.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.scope_labels import FrozenScope
 from consilium.log import get_logger
 from consilium.models import ChatModel, GenerationSettings
+from consilium.otb.extract import conclusion_text
 from consilium.otb.format_score import FormatScore, format_score
 from consilium.traces.schema import TraceBase
 
@@ -58,10 +66,18 @@ def format_record(fmt: FormatScore) -> dict[str, float | str]:
     return {**fmt.fields(), "failure": fmt.failure.name.lower()}
 
 
-def format_failure(fmt: FormatScore, case_id: str) -> str:
-    """Why a response that fails the format is not judged; said in the log too."""
-    reason = (f"the response fails the OpenTumorBoard format ({fmt.failure.name.lower().replace('_', ' ')}, format "
-              f"score {fmt.score:g}): not judged, as the authors' code judges no such response")
+def format_failure(rubric: Rubric, fmt: FormatScore, transcript: str, case_id: str) -> str | None:
+    """Why the board response is not judged by ``rubric`` (None when it is); said in the log too."""
+    if rubric.kind.always_frozen:  # the reward's consistency judge: any format failure
+        if not fmt.failure:
+            return None
+        reason = (f"the response fails the OpenTumorBoard format ({fmt.failure.name.lower().replace('_', ' ')}, "
+                  f"format score {fmt.score:g}): not judged, as the authors' reward judges no such response")
+    elif conclusion_text(transcript):
+        return None
+    else:
+        reason = ("the response has no conclusion the official evaluation can extract: a format failure, not "
+                  "judged (the leaderboard scores it at the floor)")
     log.warning("otb_format_failure", case=case_id, failure=fmt.failure.name.lower(), format_score=fmt.score)
     return reason
 

@@ -109,9 +109,9 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     kind = rubric.kind
     started_at, started = datetime.now(UTC).isoformat(), time.perf_counter()
     system = setup.prompts.get(rubric.name)
-    # The authors' code judges no board response that fails its format, and fixes scope before any candidate.
+    # The authors' code judges a board response only as its gate allows (otb_steps), and fixes scope first.
     fmt = board_format(rubric, trace)
-    failed = format_failure(fmt, trace.case_id) if fmt is not None and fmt.failure else None
+    failed = format_failure(rubric, fmt, str(getattr(trace, "transcript", "")), trace.case_id) if fmt else None
     scope = None if failed else await scope_of(rubric, setup.scope, case, reference, relaxed, strict, setup.settings,
                                                setup.model.model_id, setup.scope_cache, setup.prompts.get(SCOPE_STAGE))
     frozen = scope if isinstance(scope, FrozenScope) else None

@@ -98,6 +98,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     [turn] = list((tmp / "turn").rglob("*.trace.json"))
     return {"a": a, "b": b, "turn": turn,
             "a-one-block": derived(a, "a-one-block", transcript=f"<conclusion>{CONCLUSION_A}</conclusion>"),
+            "a-no-conclusion": derived(a, "a-no-conclusion", transcript=f"<discussion>\n{DISCUSSION_A}\n</discussion>"),
             "b-one-sentence": derived(b, "b-one-sentence", transcript=(
                 f"<discussion>\n{DISCUSSION_B}\n</discussion>\n<conclusion>Resect the metastasis.</conclusion>")),
             "b-new-reference": derived(b, "b-new-reference", reference="Ablate the metastasis."),
@@ -327,33 +328,56 @@ def test_the_consistency_judge_asks_the_official_schema_in_the_official_layout(t
 
 # --- the format gate and the reward --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("rubric, items", [("otb-conclusion-alignment", 1), ("otb-four-decision", 4),
-                                           ("otb-consistency", 7)])
-def test_a_response_that_fails_the_format_is_not_judged(traces: dict[str, Path], tmp_path: Path, rubric: str,
-                                                         items: int) -> None:
+NO_CONCLUSION = ("the response has no conclusion the official evaluation can extract: a format failure, not judged "
+                 "(the leaderboard scores it at the floor)")
+FAILS_FORMAT = ("the response fails the OpenTumorBoard format (one block, format score -0.75): not judged, as the "
+                "authors' reward judges no such response")
+
+
+@pytest.mark.parametrize("trace, rubric, items, reason", [
+    # The leaderboard's judges skip only a response with no extractable conclusion (the summary floors it) ...
+    ("a-no-conclusion", "otb-conclusion-alignment", 1, NO_CONCLUSION),
+    ("a-no-conclusion", "otb-four-decision", 4, NO_CONCLUSION),
+    # ... the reward's consistency judge skips any response that fails the format score.
+    ("a-one-block", "otb-consistency", 7, FAILS_FORMAT)])
+def test_a_response_the_authors_would_not_judge_is_not_judged(traces: dict[str, Path], tmp_path: Path, trace: str,
+                                                              rubric: str, items: int, reason: str) -> None:
     answers = everything()
-    record = judge(traces["a-one-block"], rubric, answers, tmp_path)
+    record = judge(traces[trace], rubric, answers, tmp_path)
     assert answers.seen == [] and record.calls == []
     assert len(record.items) == items and all(i.not_evaluable for i in record.items)
-    assert {i.reason for i in record.items} == {
-        "the response fails the OpenTumorBoard format (one block, format score -0.75): not judged, as the "
-        "authors' code judges no such response"}
+    assert {i.reason for i in record.items} == {reason}
     assert record.aggregates["conclusion"]["not_evaluable"] == items
-    assert record.response_format is not None and record.response_format["failure"] == "one_block"
+    assert record.response_format is not None and record.response_format["failure"] == "one_block"  # either one
     assert record.response_format["format_score"] == -0.75 and record.response_format["format_failure_reason"] == 4
 
 
-def test_a_board_recorded_as_cut_off_is_not_judged_whatever_its_text(traces: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("rubric", ["otb-conclusion-alignment", "otb-four-decision"])
+def test_the_leaderboards_judges_judge_a_conclusion_the_official_extraction_finds(
+        traces: dict[str, Path], tmp_path: Path, rubric: str) -> None:
+    """A conclusion block alone fails the format score (-0.75) but the official evaluation still extracts and
+    judges its conclusion: so does consilium, recording the format beside the scores."""
+    answers = everything()
+    record = judge(traces["a-one-block"], rubric, answers, tmp_path)
+    assert answers.seen != [] and not any(i.not_evaluable for i in record.items)
+    assert record.response_format is not None and record.response_format["format_score"] == -0.75
+
+
+def test_a_board_recorded_as_cut_off_is_judged_but_takes_the_invalid_reward(traces: dict[str, Path],
+                                                                            tmp_path: Path) -> None:
     """The truncation the board recorded (its final call stopped at the length limit) fails the format at -1
-    although the text itself is well-formed; the reward is then -.20 + .10 x (-1)."""
+    although the text itself is well-formed. The leaderboard's judge still reads its extracted conclusion (the
+    official evaluation does not know the truncation), and the reward is -.20 + .10 x (-1) as the RL code gives
+    a response it never judges."""
     answers = everything()
     record = judge(traces["b-truncated"], "otb-conclusion-alignment", answers, tmp_path)
-    assert answers.seen == [] and record.items[0].not_evaluable
-    assert record.items[0].reason == ("the response fails the OpenTumorBoard format (truncated, format score -1): "
-                                      "not judged, as the authors' code judges no such response")
+    assert answers.seen != [] and not record.items[0].not_evaluable and record.items[0].score == 4.0
     assert record.response_format is not None and record.response_format["response_truncated"] == 1.0
+    assert record.response_format["format_score"] == -1.0 and record.response_format["format_failure_reason"] == 1
     made = board_reward(read_trace(traces["b-truncated"]), {"otb-conclusion-alignment": record})
     assert (made["judged"], made["match"], made["reward"]) == (False, -0.2, pytest.approx(-0.3))
+    consistency = judge(traces["b-truncated"], "otb-consistency", everything(), tmp_path)
+    assert all(i.not_evaluable for i in consistency.items)
 
 
 def test_each_board_gets_match_and_reward_from_its_three_judgements(traces: dict[str, Path], tmp_path: Path) -> None:
