@@ -172,8 +172,10 @@ def test_the_conclusion_alignment_judge_reads_the_slide_descriptions_only(tmp_pa
     [record] = run_dir.glob("*.judge.otb-conclusion-alignment.json")
     judgement = Judgement.model_validate_json(record.read_text())
     assert judgement.calls and judgement.notes == []
-    assert all(user_message(c).images == () and "Slide 1: Staging CT, axial." in user_message(c).content
-               for c in judgement.calls)
+    # The captions reach it in the released data's form (one "<image> caption" line each), in the official
+    # <SLIDE_DESCRIPTIONS> section (consilium/judges/otb_layout.py).
+    assert all(user_message(c).images == () and "<SLIDE_DESCRIPTIONS>\n<image> Staging CT, axial." in
+               user_message(c).content for c in judgement.calls)
 
 
 def test_a_text_only_scripted_model_refuses_image_parts(tmp_path: Path) -> None:
