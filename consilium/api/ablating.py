@@ -137,7 +137,7 @@ async def _ablate(run_dir: Path, options: AblateOptions) -> Ablated:
     specs = dict.fromkeys([*(a.model_spec for a in cohort.arms), *([s.moderator_model] if s.moderator_model else []),
                            *([options.moderator_model] if options.moderator_model else [])])
     models: dict[str, ChatModel] = {spec: build_model(spec, model_options) for spec in specs}
-    # The cohort's judges as it built them (consilium/cli/cohort_finish.py): each on its own server if it has
+    # The cohort's judges as it built them (consilium/cohort/finish.py): each on its own server if it has
     # one, named by its spec (and server).
     setups = [JudgeSetup(model=build_ref(ref, model_options), scope=s.judge_scope, name=ref.name,
                          decoding=s.judge_decoding) for ref in judges]

@@ -5,7 +5,7 @@ A table is started with its header (written atomically), then each finished arm 
 appends its rows with one ``write`` on a descriptor opened ``O_APPEND`` (never through a symbolic
 link), so the file is complete row by row at every moment: a cohort killed mid-way leaves every row
 it finished and no torn one. At the end the cohort rewrites the table atomically in its documented
-order (consilium/cli/cohort_execute.py).
+order (consilium/cohort/execute.py).
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ class ArmRow(Row):
 
 
 class JudgementRow(Row):
-    """One judge item of one arm: a line of ``judgements.csv`` (consilium/cli/cohort_finish.py writes it),
+    """One judge item of one arm: a line of ``judgements.csv`` (consilium/cohort/finish.py writes it),
     or an item of a judgement record beside its trace."""
 
     case_id: str
