@@ -137,8 +137,9 @@ class Protocol(ABC, Generic[T, C]):
     ``stages`` the stages its model calls are tagged with (consilium/stages.py: the usage tables list them, a call
     tagged otherwise is refused) and ``scripted`` the shipped scripted panel's answers for its own stages;
     ``variants`` are what one case is run in, of the kind ``variant_kind`` (a plural noun: ``formats``,
-    ``modes`` or its own; the kind names the cohort flag ``--<kind>``, the experiment file's field and the API
-    keyword); ``analyses`` which analyses apply; ``compared_fields`` what replay requires to come out identical.
+    ``modes`` or its own; the kind names simulate's flag ``--<kind>`` and the API's ``variants``; a cohort
+    selects only formats and modes so far, and runs every variant of another kind); ``analyses`` which analyses
+    apply; ``compared_fields`` what replay requires to come out identical.
     """
 
     name: ClassVar[str]

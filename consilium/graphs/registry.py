@@ -98,9 +98,9 @@ def cohort_protocols() -> list[str]:
 
 @dataclass(frozen=True)
 class VariantKind:
-    """One kind of variant (``formats``, ``modes`` or a plugin's own) and what follows from it: the cohort flag
-    ``--<kind>``, the experiment file's field ``<kind>`` and the API keyword ``<kind>``, whose values are the
-    variants of the protocols of this kind."""
+    """One kind of variant (``formats``, ``modes`` or a plugin's own) and what follows from it: simulate's flag
+    ``--<kind>``, whose values are the variants of the protocols of this kind. (A cohort's flags and experiment
+    fields select formats and modes only so far: a cohort runs every variant of a kind of its own.)"""
 
     kind: str
     protocols: tuple[str, ...]
