@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from consilium.cases import Case
 from consilium.cohort.cases import case_places, cases_exist, cohort_images, load_cohort_files
 from consilium.cohort.configs import config_file_settings, given_variants
@@ -14,6 +16,7 @@ from consilium.cohort.plan import Plan, own_model_options, refuse_on_ray
 from consilium.cohort.protocols import cohort_variants, split_settings
 from consilium.cohort.resume import base_url_for_resume, refuse_conflicts
 from consilium.cohort.study_sources import Sourced, study_from_experiment
+from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.graphs.registry import get_protocol
 from consilium.judges.answers import check_scope
@@ -85,8 +88,7 @@ def resume_plan(given: StudySpec, run_dir: Path, experiment: Path | None = None)
             what = "is new" if case_id not in s.case_hashes else "is gone" if case_id not in hashes else "changed"
             raise UserError(f"--resume: {s.cases}: case {case_id!r} {what} since the cohort started; a resumed "
                             "cohort runs the cases it started with")
-    configs = {name: get_protocol(name, flag=f"{run_dir}/manifest.json: settings.protocols").config_model
-               .model_validate(s.configs[name]) for name in s.protocols}
+    configs = {name: _resumed_config(run_dir, name, s.configs[name]) for name in s.protocols}
     rubrics = [load_rubric(name, flag="--judge") for name in s.judges]
     check_scope(s.judge_scope, rubrics, case_places(Path(s.cases), cases))
     # The options the arms ran with that have no flag: the request shape of a reasoning model, the prices.
@@ -126,3 +128,13 @@ def _started_with(everything: list[tuple[Case, Path | None]], s: CohortSettings)
         return everything
     by_id = {case.id: (case, file) for case, file in everything}
     return [by_id[case_id] for case_id in s.case_hashes if case_id in by_id]
+
+
+def _resumed_config(run_dir: Path, name: str, data: Any) -> Any:
+    """A protocol's run settings as the manifest recorded them; one this version no longer runs (a retired
+    mode, docs/traces.md) is the user's to know about, in one line naming the setting, nothing run."""
+    model = get_protocol(name, flag=f"{run_dir}/manifest.json: settings.protocols").config_model
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"{run_dir}/manifest.json: settings.configs.{name}: {first_error(exc)}") from None

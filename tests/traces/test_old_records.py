@@ -313,7 +313,6 @@ def test_the_board_command_refuses_the_alternating_discussion_in_one_line(
 # The resume validates the manifest's configs without turning a ValidationError into a one-line UserError
 # (consilium/cohort/plan_resume.py, resume_plan: "configs = {...model_validate(s.configs[name])...}"), so today the
 # refusal is an internal error; strict, so that the fix shows here as an unexpected pass.
-@pytest.mark.xfail(strict=True, reason="cohort resume reports an invalid manifest config as an internal error")
 def test_a_board_cohort_started_before_the_floor_schema_was_recorded_is_refused_on_resume(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cohort whose manifest and 1.5 traces predate ``floor_schema`` ran the flat moderator schema: its traces
