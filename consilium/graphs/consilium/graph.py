@@ -150,9 +150,9 @@ def _graph() -> StateGraph[ConsiliumState, ConsiliumContext, Any, Any]:
     graph = StateGraph(ConsiliumState, context_schema=ConsiliumContext)
     graph.add_node("assign_roles", assign_roles)
     # Send-target nodes take their task payload, not the graph state; langgraph's stubs cannot express that.
-    graph.add_node("opinion", opinion)  # type: ignore[call-overload]
+    graph.add_node("opinion", opinion)  # type: ignore[call-overload,arg-type]
     graph.add_node("synthesise", synthesise)
-    graph.add_node("vote", vote)  # type: ignore[call-overload]
+    graph.add_node("vote", vote)  # type: ignore[call-overload,arg-type]
     graph.add_node("tally", tally)
     graph.add_node("revise", revise)
     graph.add_edge(START, "assign_roles")
