@@ -18,7 +18,6 @@ as a ``reference.answers`` item with its role, ``qa_type`` and official id. The 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from pydantic import ValidationError
 from consilium.cases.loader import problems_from_validation
 from consilium.cases.model import Case, Slide
 from consilium.cases.reference import question_key
-from consilium.datafiles.text import read_text
+from consilium.datafiles.text import jsonl_objects
 from consilium.errors import UserError
 
 __all__ = ["read_opentumorboard", "source_files"]
@@ -61,29 +60,13 @@ class _Group:
 
 
 def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    try:
-        text = read_text(path)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read OpenTumorBoard JSONL: {exc}") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: each line must be a JSON object")
+    for where, row in jsonl_objects(path, "OpenTumorBoard JSONL"):
         if isinstance(row.get("conversations"), list):  # a ShareGPT manifest: the record is its metadata
-            images = row.get("images")
-            row = row.get("metadata")
-            if not isinstance(row, dict):
+            images, metadata = row.get("images"), row.get("metadata")
+            if not isinstance(metadata, dict):
                 raise UserError(f"{where}: a ShareGPT record's metadata must be an object")
-            row = {**row, "_images": images} if isinstance(images, list) else row
+            row = {**metadata, "_images": images} if isinstance(images, list) else metadata
         rows.append((where, row))
     return rows
 

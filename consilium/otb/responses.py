@@ -9,24 +9,14 @@ gzip (the released files ship both ways).
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from consilium.datafiles.text import jsonl_objects
 from consilium.errors import UserError
 from consilium.otb.extract import conclusion_text
 from consilium.otb.format_score import format_score
 from consilium.otb.rouge import rouge_l
-
-
-def open_text(path: Path) -> TextIO:
-    """A text file, or the gzip of one (by its ``.gz`` suffix); a missing file is the user's to fix."""
-    try:
-        return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
 
 
 def _field(row: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -50,22 +40,7 @@ def score_row(row: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def score_lines(path: Path) -> Iterator[dict[str, Any]]:
+def score_lines(path: Path) -> list[dict[str, Any]]:
     """One scored object per non-blank input line, in order; a bad line stops with its file and line number
-    (nothing is printed for a file that has one: the caller collects before printing)."""
-    with open_text(path) as handle:
-        try:
-            lines = list(handle)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise UserError(f"{path}: not a readable UTF-8 JSONL file ({exc})") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: each line must be a JSON object")
-        yield score_row(row, where)
+    (nothing is printed for a file that has one: every line is scored before any is printed)."""
+    return [score_row(row, where) for where, row in jsonl_objects(path, "a JSONL of responses")]

@@ -72,7 +72,7 @@ def test_one_gzip_file_imports_alone(data: Path) -> None:
      "task1_test.jsonl:1: field 'case_summary' must be non-empty text"),
     (json.dumps({"video_dir": "r", "case_id": "c"}).encode() + b"\n",
      "task1_test.jsonl:1: neither a Board Simulation record"),
-    (gzip.compress(b"{}", mtime=0)[:10], "cannot read OpenTumorBoard JSONL: not a complete gzip file"),
+    (gzip.compress(b"{}", mtime=0)[:10], "cannot be read as OpenTumorBoard JSONL (not a complete gzip file"),
 ])
 def test_a_bad_file_is_refused_naming_it(tmp_path: Path, content: bytes, message: str) -> None:
     name = "task1_test.jsonl.gz" if content.startswith(b"\x1f\x8b") else "task1_test.jsonl"

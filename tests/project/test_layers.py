@@ -20,8 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consilium"
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "redact", "natural", "version", "stages"),
-    ("fileio", "log", "aio", "datafiles", "stats", "otb"),
-    ("models", "observe"),
+    ("fileio", "log", "aio", "datafiles", "stats"),
+    ("models", "observe", "otb"),
     ("roles", "cases"),
     ("agents", "traces"),
     ("graphs",),
