@@ -26,7 +26,7 @@ demo: install
 	  "--rubric nmb-diagnosis-match --judge-model embedded  # score its diagnosis (about a minute)"
 
 dev: venv
-	$(PIP) -e '.[dev,ray,otel,studio,export,analysis]'
+	$(PIP) -e '.[dev,ray,otel,studio,export,analysis,postgres]'
 
 test: dev
 	$(BIN)/python -m pytest

@@ -27,9 +27,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("graphs",),
     ("judges",),
     ("spec", "runfolder"),
-    ("calibration", "reports", "cohort"),
+    ("calibration", "reports", "cohort", "study"),
     ("ablation",),
-    ("export",),
+    ("export", "web"),
     ("api", "cli", "__main__", "__init__"),
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
@@ -38,7 +38,8 @@ SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles")
                      ("reports", "cohort"), ("fileio", "errors"), ("log", "errors"),
                      ("aio", "errors"), ("datafiles", "errors"), ("redact", "errors"), ("datafiles", "fileio"),
                      ("__main__", "cli"), ("__init__", "api"), ("cli", "api"),
-                     ("runfolder", "spec")}
+                     ("runfolder", "spec"), ("study", "calibration"), ("study", "reports"),
+                     ("web", "export")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
 PROTOCOL_SHARED = {"base", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}
 PROTOCOL_TOP = {"registry", "replay", "arms", "dev"}
