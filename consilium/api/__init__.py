@@ -35,6 +35,7 @@ WHERE = {
     "meetings": ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "board_meeting", "specialist_turn"],
     "ablating": ["AblateOptions", "Ablated", "aablate", "ablate"],
     "evolving": ["EvolveOptions", "Evolved", "aevolve", "evolve", "table5_csv"],
+    "serving": ["Running", "ServeOptions", "aserve", "astart", "serve"],
     "calibrating": ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagreement", "agreement",
                     "aisotonic", "isotonic"],
 }

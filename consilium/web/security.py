@@ -1,0 +1,128 @@
+"""Who may see what, once for every page: sessions from login links, CSRF on every write, strict headers.
+
+A login link (``/login/<token>``: in the path, so the terminal that prints it does not mask it as a secret
+query value; the access log masks it instead) sets an HttpOnly, SameSite=Strict cookie and redirects: the server's
+administrator token (random per start, printed once by ``serve``) or a study's admin token opens every page; a
+rater's token opens that rater's queue only. Every write (any method but GET/HEAD) must carry the page's CSRF
+token in ``X-CSRF-Token`` and, when the browser sends one, an ``Origin`` of this server. Every response carries
+a strict Content Security Policy (no inline script or style), and the access log names the path only: a token
+in a query string never reaches a log.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from consilium.web.context import CONTEXT, WHO, Who
+
+__all__ = ["COOKIE", "CSP", "AccessLogger", "middleware", "register", "require_admin", "require_rater", "who"]
+
+COOKIE = "consilium_session"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+            "X-Frame-Options": "DENY", "Cross-Origin-Opener-Policy": "same-origin"}
+_SAFE = ("GET", "HEAD")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def identify(request: web.Request, token: str) -> Who:
+    """Who holds ``token``: the server's or a study's administrator, a study's rater, or nobody."""
+    context = request.app[CONTEXT]
+    if not token:
+        return Who()
+    if context.is_server_admin(token):
+        return Who("admin", token=token)
+    for study in context.studies():
+        if study.is_admin(token):
+            return Who("admin", study=study, token=token)
+        rater = study.rater_of(token)
+        if rater is not None:
+            return Who("rater", rater=rater, study=study, token=token)
+    return Who()
+
+
+@web.middleware
+async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    who_is = identify(request, request.cookies.get(COOKIE, ""))
+    request[WHO] = who_is
+    if request.method not in _SAFE:
+        _check_write(request, who_is)
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        response = exc
+    response.headers.update(_HEADERS)
+    if not request.path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-store")
+    if isinstance(response, web.HTTPException):
+        if response.status >= 400 and response.text is None:
+            response.text = f"{response.status}: {response.reason}"
+        raise response
+    return response
+
+
+def _check_write(request: web.Request, who_is: Who) -> None:
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise web.HTTPForbidden(text="403: a write from another origin")
+    given = request.headers.get("X-CSRF-Token", "")
+    expected = request.app[CONTEXT].csrf(who_is.token) if who_is.token else ""
+    if not expected or not hmac.compare_digest(given, expected):
+        raise web.HTTPForbidden(text="403: missing or wrong CSRF token (reload the page)")
+
+
+def who(request: web.Request) -> Who:
+    found: Who = request[WHO]
+    return found
+
+
+def require_admin(request: web.Request) -> Who:
+    """The administrator's session, else 403 (a rater never sees a browse page: it would unblind them)."""
+    found = who(request)
+    if found.kind != "admin":
+        raise web.HTTPForbidden(text="403: this page needs the administrator's link (printed by `consilium serve`)")
+    return found
+
+
+def require_rater(request: web.Request, rater: str) -> Who:
+    """That rater's own session (or the administrator's), else 403: no rater reads another's queue."""
+    found = who(request)
+    if found.kind == "admin" or (found.kind == "rater" and found.rater == rater):
+        return found
+    raise web.HTTPForbidden(text="403: not your queue")
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    token = request.match_info.get("token", "")
+    found = identify(request, token)
+    if found.kind is None:
+        raise web.HTTPForbidden(text="403: this link is not valid (mistyped, or revoked by the study's administrator)")
+    target = f"/rate/{found.rater}" if found.kind == "rater" else "/"
+    response = web.HTTPSeeOther(target)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+    raise response
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    response = web.HTTPSeeOther("/login")
+    response.del_cookie(COOKIE, path="/")
+    raise response
+
+
+def register(app: web.Application) -> None:
+    app.router.add_get("/login/{token}", login)
+    app.router.add_get("/login", login)
+    app.router.add_post("/logout", logout)
+
+
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: method, path (never the query: a login token sits there), status, time."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        path = "/login/…" if request.path.startswith("/login/") else request.path
+        self.logger.info("%s %s %s %.1f ms", request.method, path, response.status, time * 1000)
