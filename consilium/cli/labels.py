@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import get_args
 
-from consilium.agents.labels import default_role_labels, with_role_labels
 from consilium.agents.schemas import RoleLabels
 
-__all__ = ["add_role_labels_argument", "default_role_labels", "with_role_labels"]
+__all__ = ["add_role_labels_argument"]
 
 
 def add_role_labels_argument(parser: argparse.ArgumentParser) -> None:

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from consilium.agents.labels import with_role_labels
 from consilium.cases import Case
-from consilium.cli.labels import with_role_labels
 from consilium.cli.options import model_spec
 from consilium.errors import UserError
 from consilium.graphs.registry import AnyProtocol, protocol_of

@@ -49,7 +49,7 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     wall_limit_s: float | None = Field(default=None, gt=0, description="stop a run after this many seconds and "
                                                                         "record it as failed")
-    # Not given, the CLI sets it by the moderator's model (consilium/cli/labels.py), so a new trace records
+    # Not given, the CLI sets it by the moderator's model (consilium/agents/labels.py), so a new trace records
     # the value it ran with; a config recorded before the setting has no key and reads as free, as it ran.
     role_labels: RoleLabels = Field(
         default="free", description="how the moderator names the panel: catalogue (each label one of the role "

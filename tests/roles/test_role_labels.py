@@ -12,10 +12,10 @@ import pytest
 
 from consilium import aio
 from consilium.agents import moderator
+from consilium.agents.labels import default_role_labels
 from consilium.agents.schemas import RoleLabels
 from consilium.cli import build_parser, main
 from consilium.cli.cohort_study import study_from_args
-from consilium.cli.labels import default_role_labels
 from consilium.cli.simulate_run import config_of as _config
 from consilium.cohort.plan import new_plan
 from consilium.graphs.consilium.config import ConsiliumConfig, ConsiliumRecord
