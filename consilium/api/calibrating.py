@@ -16,13 +16,19 @@ __all__ = ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagr
            "isotonic"]
 
 
+def _source(ratings: Path | str) -> Path | str:
+    """``--ratings`` as a path, but a ``postgresql://`` URL (a rating study's database) kept as it is."""
+    return ratings if isinstance(ratings, str) and ratings.startswith(("postgresql://", "postgres://")) \
+        else Path(ratings)
+
+
 @dataclass(frozen=True)
 class AgreementOptions:
     """The physician ratings (.csv or .jsonl), the rubric, the bootstrap's draws and seed, the report folder
     (default ``JUDGEMENTS/calibration``), and, with jury judgements, the judge whose scores to use instead of the
     jury's verdicts."""
 
-    ratings: Path = Path()
+    ratings: Path | str = Path()  # a ratings file, a run folder with a study, its database file or URL
     rubric: str = ""
     seed: int = 0
     out: Path | None = None
@@ -30,7 +36,7 @@ class AgreementOptions:
     bootstrap: int = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ratings", Path(self.ratings))
+        object.__setattr__(self, "ratings", _source(self.ratings))
         object.__setattr__(self, "out", as_path(self.out))
 
 
@@ -38,7 +44,7 @@ class AgreementOptions:
 class IsotonicOptions:
     """As :class:`AgreementOptions`, with the share of cases to fit on in place of the bootstrap."""
 
-    ratings: Path = Path()
+    ratings: Path | str = Path()
     rubric: str = ""
     seed: int = 0
     out: Path | None = None
@@ -46,7 +52,7 @@ class IsotonicOptions:
     train_fraction: float = 0.5
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ratings", Path(self.ratings))
+        object.__setattr__(self, "ratings", _source(self.ratings))
         object.__setattr__(self, "out", as_path(self.out))
         if not 0 < self.train_fraction < 1:
             raise UserError("--train-fraction: must be between 0 and 1")
@@ -78,12 +84,11 @@ class Isotonic:
 
 def _pairs(judgements: Path, options: AgreementOptions | IsotonicOptions):  # type: ignore[no-untyped-def]
     from consilium.calibration.pairs import load_judgements, pair_ratings
-    from consilium.calibration.ratings import load_ratings
     from consilium.judges.rubric import load_rubric
     from consilium.models.refs import parse_model_ref
 
     rubric = load_rubric(options.rubric)
-    ratings = load_ratings(options.ratings, rubric)
+    ratings = _ratings(options.ratings, judgements, rubric)
     # A judge named as --judge-model named it (SPEC@BASE_URL#KEY_VAR, a model config file) is found by its name
     # on the jury: its spec, and its server if it has one (consilium/models/refs.py).
     judge = parse_model_ref(options.judge, flag="--judge").name if options.judge is not None else None
@@ -91,6 +96,14 @@ def _pairs(judgements: Path, options: AgreementOptions | IsotonicOptions):  # ty
     if not pairs:
         raise UserError(f"{options.ratings}: no rating matches a judge score in {judgements}")
     return rubric, ratings, pairs, unmatched
+
+
+def _ratings(source: Path | str, judgements: Path, rubric: Any) -> list[Any]:
+    """A ratings file's ratings, or a rating study's (a run folder with one, its database file or URL)."""
+    from consilium.calibration.ratings import load_ratings
+    from consilium.study.source import names_a_study, ratings_of_study
+
+    return ratings_of_study(source, judgements, rubric) if names_a_study(source) else load_ratings(source, rubric)
 
 
 async def aagreement(judgements: str | Path, options: AgreementOptions | None = None, **changes: Any) -> Agreement:

@@ -29,7 +29,8 @@ COMMANDS = {"simulate": "simulate_cmd", "cohort": "cohort_cmd", "compare": "comp
             "board": "board_cmd", "turn": "board_cmd", "replay": "replay_cmd", "judge": "judge_cmd",
             "jury": "jury_cmd", "calibrate": "calibrate_cmd", "cases": "cases_cmd", "models": "models_cmd",
             "schema": "schema_cmd", "view": "view_cmd", "export": "export_cmd", "analyze": "analyze_cmd",
-            "ablate": "ablate_cmd", "otb": "otb_cmd", "serve": "serve_cmd"}
+            "ablate": "ablate_cmd", "otb": "otb_cmd", "serve": "serve_cmd",
+            "study": "study_cmd"}
 #: The top-level options that take a value (the command is the first word that is neither one nor its value).
 _VALUED = ("--log-file",)
 

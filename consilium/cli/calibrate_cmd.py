@@ -14,8 +14,14 @@ from consilium.reports.partial import partial_line
 __all__ = ["register"]
 
 
+def _ratings_source(text: str) -> Path | str:
+    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+
+
 def _shared(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ratings", required=True, type=Path, help="physician ratings (.csv or .jsonl)")
+    parser.add_argument("--ratings", required=True, type=_ratings_source,
+                        help="physician ratings (.csv or .jsonl), or a rating study: its run folder, its database "
+                             "file or postgresql://… URL")
     parser.add_argument("--judgements", required=True, type=Path, help="run folder with *.judge.RUBRIC.json files")
     parser.add_argument("--rubric", required=True, help="rubric name or YAML file")
     parser.add_argument("--seed", type=int, default=0, help="seed for bootstrap draws and splits (default 0)")
