@@ -12,6 +12,10 @@ code that produced its numbers:
 - the reward's consistency judge (``training/verl_otb/reward.py``) judges nothing that fails the format
   score (truncated, a severe loop, a missing block).
 
+A Specialist Turn's answer is judged as the batch builder finds it: the official answer extraction
+(:mod:`consilium.otb.answer`) on the raw text of the turn's last answering call, not consilium's own reading of
+it; a turn with no answer so found is a format failure, never sent to a judge.
+
 Either way an unjudged response leaves every item not evaluable, with the reason named, and no call asked.
 """
 
@@ -27,12 +31,13 @@ from consilium.judges.rubric import Rubric
 from consilium.judges.scope_labels import FrozenScope
 from consilium.log import get_logger
 from consilium.models import ChatModel, GenerationSettings
+from consilium.otb.answer import Answer, official_answer
 from consilium.otb.extract import conclusion_text
 from consilium.otb.format_score import FormatScore, format_score
 from consilium.traces.schema import TraceBase
 
-__all__ = ["SCOPE_STAGE", "board_format", "format_failure", "format_record", "response_format", "scope_of",
-           "unjudged"]
+__all__ = ["SCOPE_STAGE", "answer_failure", "board_format", "format_failure", "format_record", "response_format",
+           "scope_of", "turn_answer", "unjudged"]
 
 log = get_logger(__name__)
 
@@ -59,6 +64,24 @@ def board_format(rubric: Rubric, trace: TraceBase | None) -> FormatScore | None:
     if rubric.layout != "otb" or "conclusion" not in rubric.components:
         return None
     return response_format(trace)
+
+
+def turn_answer(trace: TraceBase | None) -> Answer | None:
+    """A Specialist Turn's answer as the official evaluation extracts it from the raw text of the turn's last
+    ``specialist_turn`` call (the recorded answer where the trace holds no call); None for another trace."""
+    if trace is None or getattr(trace, "kind", None) != "turn":
+        return None
+    calls = [c for c in trace.calls if c.stage == "specialist_turn"]
+    return official_answer(calls[-1].response if calls else getattr(trace, "answer", None))
+
+
+def answer_failure(answer: Answer, case_id: str) -> str | None:
+    """Why a Specialist Turn is not judged (None when it is); said in the log too."""
+    if answer.text:
+        return None
+    log.warning("otb_format_failure", case=case_id, failure=answer.method)
+    return (f"the turn has no answer the official extraction can find ({answer.method}): a format failure, not "
+            "judged (the leaderboard scores it at the floor)")
 
 
 def format_record(fmt: FormatScore) -> dict[str, float | str]:

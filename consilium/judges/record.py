@@ -118,7 +118,9 @@ class Judgement(BaseModel):
     response_format: dict[str, float | str] | None = Field(
         default=None, description="a board response's OpenTumorBoard format score (every official format_details "
                                   "field and its failure's name), for the rubrics in the authors' layout; a "
-                                  "response that fails it is not judged. null: not scored")
+                                  "response that fails it is not judged. A Specialist Turn's: answer_extraction, "
+                                  "the official path that found its answer (unrecoverable: none, not judged). "
+                                  "null: not scored")
     prompt_files: dict[str, str] = Field(
         default_factory=dict, description="stage → sha256 (12 hex) of the user's own prompt file that replaced "
                                           "consilium's system prompt there (--prompt-file); empty: consilium's own")

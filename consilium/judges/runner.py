@@ -28,7 +28,16 @@ from consilium.judges.decoding import JudgeDecoding, decoding_models, resolve_de
 from consilium.judges.frozen_scope import ScopeFailure
 from consilium.judges.kinds import ScoringKind
 from consilium.judges.otb_prompting import prompt_sha
-from consilium.judges.otb_steps import SCOPE_STAGE, board_format, format_failure, format_record, scope_of, unjudged
+from consilium.judges.otb_steps import (
+    SCOPE_STAGE,
+    answer_failure,
+    board_format,
+    format_failure,
+    format_record,
+    scope_of,
+    turn_answer,
+    unjudged,
+)
 from consilium.judges.parsing import not_evaluable
 from consilium.judges.prompting import judge_prompt_hash
 from consilium.judges.record import Judgement, JudgementItem
@@ -112,6 +121,10 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
     # The authors' code judges a board response only as its gate allows (otb_steps), and fixes scope first.
     fmt = board_format(rubric, trace)
     failed = format_failure(rubric, fmt, str(getattr(trace, "transcript", "")), trace.case_id) if fmt else None
+    official = turn_answer(trace) if rubric.layout == "otb" and "answer" in rubric.components else None
+    if official is not None:  # a Specialist Turn is judged on the answer the official extraction finds
+        texts = {**texts, "answer": official.text or ""}
+        failed = failed or answer_failure(official, trace.case_id)
     scope = None if failed else await scope_of(rubric, setup.scope, case, reference, relaxed, strict, setup.settings,
                                                setup.model.model_id, setup.scope_cache, setup.prompts.get(SCOPE_STAGE))
     frozen = scope if isinstance(scope, FrozenScope) else None
@@ -149,7 +162,8 @@ async def judge_trace(trace: AnyTrace, trace_name: str, rubric: Rubric, setup: J
         variant=protocol.variant(trace) if protocol.variants else None, rubric=rubric.name,
         rubric_version=rubric.version, rubric_source=rubric.source, judge_model=setup.model.model_id,
         settings=setup.settings, decoding=order, prompt_hash=judge_prompt_hash(rubric, system), items=items,
-        frozen_scope=frozen, response_format=format_record(fmt) if fmt is not None else None,
+        frozen_scope=frozen, response_format=format_record(fmt) if fmt is not None else
+        {"answer_extraction": official.method} if official is not None else None,
         prompt_files=prompt_sha(used),
         notes=list(judge_slides(rubric, trace, case, setup.model).notes),  # slides a text-only judge was not sent
         aggregates=aggregate(rubric, items, setup.k), overlap=overlap_metrics(case, texts, answer),

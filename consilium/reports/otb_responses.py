@@ -1,10 +1,11 @@
 """A run folder's Board Simulation and Specialist Turn responses as the OpenTumorBoard leaderboard reads them.
 
 Each board arm (task1) and each Specialist Turn (task2) is one response of one model: the candidate text the
-official evaluation extracts (the board's conclusion by :func:`consilium.otb.extract.conclusion_text` on the
-whole transcript; the turn's answer), its reference, its question type and its judgements by rubric. A failed
-arm is a response with no text, never left out. RUN_DIR is a cohort folder, or a folder holding cohort folders
-and single runs (``consilium board`` / ``consilium turn`` under it, at any depth).
+official evaluation extracts (the board's conclusion by :func:`consilium.otb.extract.conclusion_text` on the whole
+transcript; the turn's answer by :func:`consilium.judges.otb_steps.turn_answer` on its raw response), its reference,
+its question type and its judgements by rubric. A failed arm is a response with no text, never left out. RUN_DIR is
+a cohort folder, or a folder holding cohort folders and single runs (``consilium board`` / ``consilium turn`` under
+it, at any depth).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Literal
 from consilium.cases import Case
 from consilium.errors import UserError
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
+from consilium.judges.otb_steps import turn_answer
 from consilium.judges.record import Judgement
 from consilium.otb.extract import conclusion_text
 from consilium.runfolder.folder import RunFolder
@@ -66,7 +68,8 @@ def _from_trace(folder: RunFolder, path: Path, model: str = "") -> Response | No
     if isinstance(trace, TurnTrace):
         found = reference.answer_to(trace.question, trace.role, trace.role_category) if reference else None
         qa_type = reference.answers[found[0]].qa_type if reference and found else None
-        return Response("task2", model or trace.model, case.id, (trace.answer or "").strip(),
+        official = turn_answer(trace)  # the official extraction from the turn's raw response
+        return Response("task2", model or trace.model, case.id, (official.text if official else None) or "",
                         found[1] if found else None, qa_type, judgements)
     return None
 

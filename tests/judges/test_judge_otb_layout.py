@@ -198,7 +198,8 @@ def test_a_specialist_turn_is_judged_in_the_official_turn_layout(traces: dict[st
         "<REFERENCE_EXPERT_ANSWER>\nYes, after TNT.\n</REFERENCE_EXPERT_ANSWER>\n\n"
         f"<CANDIDATE_ANSWER>\n{TURN_ANSWER}\n</CANDIDATE_ANSWER>")
     assert "share of scored answers" not in request.messages[0].content  # the summary's rate formula
-    assert record.items[0].score == 5.0 and record.response_format is None  # a turn has no board format
+    # a turn has no board format; its record names the official path that found its answer
+    assert record.items[0].score == 5.0 and record.response_format == {"answer_extraction": "parsed"}
 
 
 def test_a_layout_tag_inside_the_data_cannot_close_its_section(traces: dict[str, Path], tmp_path: Path) -> None:
