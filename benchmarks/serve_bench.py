@@ -229,6 +229,31 @@ def _short(path: str) -> str:
     return path.split("site-packages/")[-1].split("/work/main/")[-1]
 
 
+def measure_all(sizes: list[int], runs: int) -> list[str]:
+    """Every figure, the cohorts made first where they are not cached; the report's lines."""
+    cohorts = {n: cohort(n) for n in sizes}
+    with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
+        log = Path(tmp) / "serve.log"
+        for n in sizes:  # unmeasured: compiles the bytecode the server imports
+            measure(cohorts[n][0], log)
+        wall([PYTHON, "-m", "consilium", "--help"])  # and what --help imports
+        starts: dict[int, list[Start]] = {n: [] for n in sizes}
+        imports, helps = [], []
+        for _ in range(runs):
+            for n in sizes:
+                starts[n].append(measure(cohorts[n][0], log))
+            imports.append(wall([PYTHON, "-c", "import consilium"]))
+            helps.append(wall([PYTHON, "-m", "consilium", "--help"]))
+    baselines = {'python -c "import consilium"': _median(imports), "python -m consilium --help": _median(helps)}
+    return report(sizes, starts, baselines, {n: cohorts[n][1] for n in sizes}, runs)
+
+
+def serve_section(quick: bool) -> list[str]:
+    """A section for make bench (benchmarks/suite.py): the studio's first page and memory, 80 vs 1,000 arms."""
+    return ["## Studio (`consilium serve`): time to first page and memory, 80 vs 1,000 arms", "",
+            *measure_all([80, 1000], 1 if quick else 3), ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="starts per cohort (default 3)")
@@ -236,24 +261,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile the largest cohort's index")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
-    cohorts = {n: cohort(n) for n in sizes}
-    with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
-        log = Path(tmp) / "serve.log"
-        for n in sizes:  # unmeasured: compiles the bytecode the server imports
-            measure(cohorts[n][0], log)
-        wall([PYTHON, "-c", "import consilium"])
-        starts: dict[int, list[Start]] = {n: [] for n in sizes}
-        imports, helps = [], []
-        for _ in range(args.runs):
-            for n in sizes:
-                starts[n].append(measure(cohorts[n][0], log))
-            imports.append(wall([PYTHON, "-c", "import consilium"]))
-            helps.append(wall([PYTHON, "-m", "consilium", "--help"]))
-        baselines = {'python -c "import consilium"': _median(imports), "python -m consilium --help": _median(helps)}
-        lines = report(sizes, starts, baselines, {n: cohorts[n][1] for n in sizes}, args.runs)
-        print("\n".join(lines), flush=True)
-        if args.profile:
-            print("\n".join(["", *profile(cohorts[sizes[-1]][0])]))
+    print("\n".join(measure_all(sizes, args.runs)), flush=True)
+    if args.profile:
+        print("\n".join(["", *profile(cohort(sizes[-1])[0])]))
 
 
 if __name__ == "__main__":
