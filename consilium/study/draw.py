@@ -100,11 +100,11 @@ def draw_outputs(folder: RunFolder, rubric: Rubric, components: Sequence[str]) -
 
 
 def _quotas(sizes: dict[tuple[str, str], int], n: int) -> dict[tuple[str, str], int]:
+    """Largest remainders of ``n × size / total``, in whole numbers (no float ties)."""
     total = sum(sizes.values())
-    exact = {s: n * size / total for s, size in sizes.items()}
-    quotas = {s: int(v) for s, v in exact.items()}
+    quotas = {s: n * size // total for s, size in sizes.items()}
     rest = n - sum(quotas.values())
-    for s in sorted(sizes, key=lambda s: (-(exact[s] - quotas[s]), -sizes[s], s))[:rest]:
+    for s in sorted(sizes, key=lambda s: (-(n * sizes[s] % total), -sizes[s], s))[:rest]:
         quotas[s] += 1
     return quotas
 
