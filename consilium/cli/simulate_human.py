@@ -16,41 +16,30 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from consilium import aio
-from consilium.agents.records import FORMATS, Format
+from consilium.agents.records import FORMATS
 from consilium.cases import Case, load_case
 from consilium.cli.human_prompt import TerminalAnswers
-from consilium.cli.options import model_options, model_spec
-from consilium.cli.simulate_run import config_of, finish, with_defaults
+from consilium.cli.simulate_run import finish, with_defaults
 from consilium.cohort.lock import RunLock
 from consilium.cohort.resume import url_given_again
-from consilium.datafiles import first_error, read_data_file
+from consilium.cohort.seated import SeatedRun, SeatedSettings
+from consilium.cohort.seated_session import HOLDER, SESSION, finished, read_session
 from consilium.errors import UserError
 from consilium.fileio import make_folder, write_text_atomic
-from consilium.graphs.base import RunModels
 from consilium.graphs.consilium.answers import AnswerRefused, AnswerSource, load_answers
-from consilium.graphs.consilium.config import ConsiliumConfig
-from consilium.graphs.consilium.trace import Trace
-from consilium.graphs.registry import get_protocol
 from consilium.log import attach_run_log
-from consilium.models.factory import build_model
 from consilium.redact import redact_url
-from consilium.runfolder.layout import trace_glob
 from consilium.traces.io import new_run_id
 
 __all__ = ["add_human_arguments", "run_human"]
 
-SESSION = "session.json"
 #: What a resumed run does not take from the run it resumes.
 _NOT_SAVED = ("func", "resume")
 #: What a resumed run may be given anew; any other flag must equal the run's own (or be left out).
 _FREE = ("answers", "verbose", "log_file", "resume", "human", "func", "command", "model_default", "model_flag")
 #: What the parser sets beside the flags (not a flag's value), saved as it is.
 _INTERNAL = ("command", "model_default", "model_flag")
-#: What else holds a run's lock, as a refused resume names it.
-_HOLDER = "this run or a resume of it, still going"
 #: Model specs that name a file, saved with the file's absolute path.
 _FILE_SPECS = ("scripted:", "gguf:", "replay:")
 
@@ -76,7 +65,7 @@ def run_human(args: argparse.Namespace) -> int:
         run_dir: Path = args.resume
         if not (run_dir / "human" / SESSION).is_file():
             raise UserError(f"{run_dir}: --resume: not a run with a person at the table (no human/{SESSION})")
-        with RunLock(run_dir, holder=_HOLDER):
+        with RunLock(run_dir, holder=HOLDER):
             resumed, case = _resumed(args, run_dir)
             return _seated(resumed, case, run_dir, new=False)
     if args.human is None:
@@ -89,38 +78,20 @@ def run_human(args: argparse.Namespace) -> int:
 
 
 def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) -> int:
-    from consilium.graphs.consilium.human_run import CHECKPOINTS, HumanRun, check_config, run_with_person
+    from consilium.graphs.consilium.human_run import CHECKPOINTS, HumanRun  # LangGraph on use
 
-    protocol = get_protocol(args.protocol)
-    protocol.require("human_seat", "--human")  # as the protocol declares (Protocol.analyses)
-    config = config_of(args, protocol)
-    assert isinstance(config, ConsiliumConfig)
-    check_config(config)
+    seated = SeatedRun.prepare(SeatedSettings.of(vars(args)))  # as the studio's resume runs it (cohort/seated.py)
     human = HumanRun(args.human, _source(args), folder / "human")
-    formats: list[Format] = list(FORMATS) if args.format == "both" else [args.format]
-    options = model_options(args)
-    panel = build_model(model_spec(args), options)
-    moderator = build_model(args.moderator_model, options) if args.moderator_model else panel
-
-    async def go() -> list[Trace]:
-        try:
-            return await run_with_person(case, formats, RunModels(panel=panel, moderator=moderator), config,
-                                         run_id=folder.name, human=human)
-        finally:
-            await panel.aclose()
-            if moderator is not panel:
-                await moderator.aclose()
-
     with contextlib.ExitStack() as held:
         if new:  # a resumed run's folder is locked already
-            held.enter_context(RunLock(make_folder(folder), holder=_HOLDER))
+            held.enter_context(RunLock(make_folder(folder), holder=HOLDER))
         attach_run_log(make_folder(folder))
         if new:  # the checkpoint database first: a run whose settings are saved always has one
             (make_folder(folder / "human") / CHECKPOINTS).touch()
             _save_session(folder / "human", args, case)
         resume = f"consilium simulate --resume {folder}"
         try:
-            traces = aio.run(go())
+            traces = aio.run(seated.run(case, folder, human))
         except KeyboardInterrupt:
             print(f"consilium: interrupted; the run is checkpointed: resume it with `{resume}`", file=sys.stderr)
             return 130
@@ -131,7 +102,7 @@ def _seated(args: argparse.Namespace, case: Case, folder: Path, *, new: bool) ->
             fill = f"add the answer to {args.answers} and " if args.answers else ""
             more = f" (and {len(human.paused) - 1} more)" if len(human.paused) > 1 else ""
             raise UserError(f"{human.paused[0]}{more}; the run is paused there: {fill}resume it with `{resume}`")
-        return finish(args, protocol, folder.name, case, list(traces), config)
+        return finish(args, seated.protocol, folder.name, case, list(traces), seated.config)
 
 
 def _source(args: argparse.Namespace) -> AnswerSource:
@@ -167,17 +138,6 @@ def _save_session(folder: Path, args: argparse.Namespace, case: Case) -> None:
     write_text_atomic(make_folder(folder) / SESSION, json.dumps(saved, indent=2) + "\n")
 
 
-class _Session(BaseModel):
-    """``human/session.json`` as :func:`_save_session` writes it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    args: dict[str, Any]
-    paths: list[str]
-    case: dict[str, Any]
-    case_hash: str
-
-
 def _simulate_parser() -> argparse.ArgumentParser:
     from consilium.cli import build_parser  # the parser of simulate, for its flags, types and defaults
 
@@ -197,13 +157,10 @@ def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def _read_session(path: Path) -> tuple[dict[str, Any], dict[str, Any], Case]:
     """The saved settings as saved and each read as its flag would read it on a command line, and the case: one
     line naming the file and field if the file was edited into something the run could not have saved."""
-    try:
-        session = _Session.model_validate(read_data_file(path, "run's settings"))
-    except ValidationError as exc:
-        raise UserError(f"{path}: {first_error(exc)}") from None
+    saved, case = read_session(path)  # its shape and case (cohort/seated_session.py)
     flags = _flags(_simulate_parser())
     values: dict[str, Any] = {}
-    for key, value in session.args.items():
+    for key, value in saved.items():
         if key in _INTERNAL:
             values[key] = value
             continue
@@ -213,20 +170,13 @@ def _read_session(path: Path) -> tuple[dict[str, Any], dict[str, Any], Case]:
         values[key] = _setting(action, value, f"{path}: args.{key}")
     # Every setting is saved: one left out would be taken from the defaults (a server URL from the environment)
     missing = sorted(key for key, action in flags.items()
-                     if key not in session.args and key not in _FREE and action.default is not argparse.SUPPRESS)
+                     if key not in saved and key not in _FREE and action.default is not argparse.SUPPRESS)
     if missing:
         raise UserError(f"{path}: args.{missing[0]}: missing (the run saved every setting it was started with; "
                         "edited since?)")
     if not isinstance(values.get("human"), str) or not values["human"].strip():
         raise UserError(f"{path}: args.human: the role the person plays is missing")
-    try:
-        case = Case.model_validate(session.case)
-    except ValidationError as exc:
-        raise UserError(f"{path}: {first_error(exc, prefix='case.')}") from None
-    if case.content_hash() != session.case_hash:
-        raise UserError(f"{path}: case: does not match its case_hash {session.case_hash} (edited since the run "
-                        "started); a resumed run continues with the case it started with")
-    return session.args, values, case
+    return saved, values, case
 
 
 def _setting(action: argparse.Action, value: Any, where: str) -> Any:
@@ -262,7 +212,7 @@ def _resumed(args: argparse.Namespace, run_dir: Path) -> tuple[argparse.Namespac
                         "again; start the run again")
     _check_unchanged(args, saved)
     formats = list(FORMATS) if values.get("format") in (None, "both") else [values["format"]]
-    if all(any(run_dir.glob(trace_glob(fmt))) for fmt in formats):
+    if finished(run_dir, formats):
         raise UserError(f"{run_dir}: --resume: the run is already finished (every format's trace is there); "
                         f"`consilium replay {run_dir}` reproduces it")
     if args.human is not None and " ".join(args.human.split()) != " ".join(str(values["human"]).split()):

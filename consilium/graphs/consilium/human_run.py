@@ -51,7 +51,8 @@ from consilium.graphs.running import Latest
 from consilium.models import CallRecord, CallRecorder
 from consilium.roles.catalogue import normalise_label
 
-__all__ = ["CHECKPOINTS", "MODERATOR", "HumanRun", "check_config", "run_seated", "run_with_person", "seated"]
+__all__ = ["CHECKPOINTS", "MODERATOR", "HumanRun", "check_config", "run_seated", "run_with_person", "seated",
+           "waiting_prompts"]
 
 #: The run's LangGraph checkpoint database, in its ``human/`` folder.
 CHECKPOINTS = "checkpoints.sqlite"
@@ -238,6 +239,15 @@ def _read_calls(path: Path) -> list[CallRecord]:
     if [c.index for c in calls] != list(range(len(calls))):
         raise UserError(f"{path}: index: the calls are not numbered 0 to {len(calls) - 1} in order (edited?)")
     return calls
+
+
+async def waiting_prompts(folder: Path, formats: Sequence[Format]) -> dict[Format, list[HumanPrompt]]:
+    """The prompts each format's thread is paused at in the checkpoint of ``folder`` (a run's ``human/``)."""
+    async with aiosqlite.connect(folder / CHECKPOINTS) as conn:
+        graph = human_graph(AsyncSqliteSaver(conn, serde=SERDE))
+        states = {fmt: await graph.aget_state(_thread(fmt)) for fmt in formats}
+    return {fmt: [HumanPrompt.model_validate(i.value) for task in state.tasks for i in task.interrupts]
+            for fmt, state in states.items()}
 
 
 def check_config(config: ConsiliumConfig) -> None:
