@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from consilium.api.options import options_of
 from consilium.api.sync import sync_twin
+from consilium.errors import UserError
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.presets import PRESETS, PresetName
 from consilium.models.factory import ModelOptions
@@ -25,8 +26,11 @@ class MeetingOptions:
     """The run folder's parent (``out``), the panel's model spec, the moderator's (default: the panel's), the
     board's settings (role labels, unless set, as the moderator's model defaults to), a generation ``preset``
     (``otb-paper``: its values under every setting ``config`` was not given, and its board mode when none is
-    given; graphs/board/presets.py), the models' options (default: from the environment), and the command
-    recorded in the manifest (default: this process's)."""
+    given; graphs/board/presets.py), the models' options (default: from the environment), the command
+    recorded in the manifest (default: this process's), and the user's own prompts, ``STAGE=PATH`` items as
+    ``--prompt-file`` takes them (``board_single`` for a single-mode board, ``specialist_turn`` for a turn: the
+    file's text is the system prompt, the case goes in the authors' user message; recorded whole in the trace's
+    ``config.prompt_files``)."""
 
     out: Path = Path("runs")
     model: str = "embedded"
@@ -35,6 +39,7 @@ class MeetingOptions:
     model_options: ModelOptions | None = None
     command: tuple[str, ...] = ()
     preset: PresetName | None = None
+    prompt_files: tuple[str, ...] = ()
 
     @property
     def settings(self) -> BoardConfig:
@@ -75,6 +80,10 @@ async def aboard_meeting(case_file: str | Path, mode: Literal["agents", "single"
     case = load_case(Path(case_file))
     config = with_role_labels(chosen.settings, chosen.moderator or chosen.model)
     mode = mode or (PRESETS[config.preset].mode if config.preset else "agents")
+    if chosen.prompt_files and mode == "agents":
+        raise UserError("--prompt-file: a board's prompt file replaces the prompt of the one call that writes the "
+                        "whole meeting (stage board_single); run it with --mode single or --preset otb-paper")
+    config = _with_prompts(config, chosen.prompt_files, "board_single")
     images = slide_images(case, Path(case_file))
     shared = chosen.model_options or ModelOptions.from_env()
     panel = build_model(chosen.model, shared)
@@ -101,14 +110,25 @@ async def aspecialist_turn(case_file: str | Path, role: str, question: str, opti
     chosen = options_of(MeetingOptions, options, changes)
     case = load_case(Path(case_file))
     resolve_role(role)
+    config = _with_prompts(chosen.settings, chosen.prompt_files, "specialist_turn")
     images = slide_images(case, Path(case_file))
     model = build_model(chosen.model, chosen.model_options or ModelOptions.from_env())
     run_id = _run_folder(chosen, case.id)
     try:
-        trace = await run_turn(case, role, question, model, chosen.settings, run_id=run_id, images=images)
+        trace = await run_turn(case, role, question, model, config, run_id=run_id, images=images)
     finally:
         await model.aclose()
     return _written(chosen, run_id, case.id, "turn", trace, trace.config.seed)
+
+
+def _with_prompts(config: BoardConfig, given: tuple[str, ...], stage: str) -> BoardConfig:
+    """``config`` with the user's prompt files for ``stage`` read in (judges/prompt_files.py: a bad item, an
+    unknown stage or an unreadable or empty file is one line naming the flag)."""
+    if not given:
+        return config
+    from consilium.judges.prompt_files import read_prompt_files
+
+    return config.model_copy(update={"prompt_files": {**config.prompt_files, **read_prompt_files(given, [stage])}})
 
 
 def _run_folder(options: MeetingOptions, case_id: str) -> str:

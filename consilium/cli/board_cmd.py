@@ -31,6 +31,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="otb-paper: as OpenTumorBoard's authors ran the open models (one call, temperature 0, "
                              "seed 0, max_tokens 65536 for a board and 8192 for a turn, no repair, a cut-off answer "
                              "kept and scored); flags given beside it override it (docs/opentumorboard.md)")
+    parser.add_argument("--prompt-file", action="append", default=[], metavar="STAGE=PATH",
+                        help="your own system prompt for a stage (board_single: the one call of --mode single; "
+                             "specialist_turn: a turn), e.g. the OpenTumorBoard authors' prompt files; the case "
+                             "goes in their user message; recorded whole in the trace (docs/opentumorboard.md)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,7 +75,7 @@ def run_board_command(args: argparse.Namespace) -> int:
 
     done = board_meeting(args.case, args.mode, MeetingOptions(
         out=args.out, model=model_spec(args), moderator=args.moderator_model, config=_config(args),
-        model_options=model_options(args)))
+        model_options=model_options(args), prompt_files=tuple(args.prompt_file)))
     _print_board(done.trace, done.path)
     return 0 if done.completed else 1
 
@@ -80,7 +84,8 @@ def run_turn_command(args: argparse.Namespace) -> int:
     from consilium.api.meetings import MeetingOptions, specialist_turn
 
     done = specialist_turn(args.case, args.role, args.question, MeetingOptions(
-        out=args.out, model=model_spec(args), config=_config(args), model_options=model_options(args)))
+        out=args.out, model=model_spec(args), config=_config(args), model_options=model_options(args),
+        prompt_files=tuple(args.prompt_file)))
     trace = done.trace
     print(f"== {trace.case_id} · Specialist Turn · {trace.role} [{trace.role_category}] · {trace.model} · "
           f"{trace.status}")

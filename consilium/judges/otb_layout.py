@@ -32,13 +32,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 from consilium.cases import Case
-from consilium.cases.model import SECTION_HEADINGS
+from consilium.cases.otb_text import NO_SLIDES, case_summary, slide_descriptions
 
 __all__ = ["NO_SLIDES", "TAGS", "board_user", "case_evidence", "case_summary", "consistency_user", "guard",
            "scope_user", "sections", "slide_descriptions", "turn_user"]
-
-#: What the official code sends for a case without slides.
-NO_SLIDES = "No slide descriptions are available."
 
 #: Every tag of the layout.
 TAGS: tuple[str, ...] = ("CASE_SUMMARY", "SLIDE_DESCRIPTIONS", "REFERENCE_CONCLUSION", "CANDIDATE_RESPONSE",
@@ -63,25 +60,6 @@ def guard(text: str) -> str:
 def sections(parts: Sequence[tuple[str, str]]) -> str:
     """Tagged sections, one blank line apart, each text guarded."""
     return "\n\n".join(f"<{tag}>\n{guard(text)}\n</{tag}>" for tag, text in parts)
-
-
-def _clean(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
-
-
-def case_summary(case: Case) -> str:
-    """The case's presentation, then each clinical section under its heading; no question, no slides."""
-    blocks = [_clean(case.presentation)]
-    for name, heading in SECTION_HEADINGS.items():
-        text = getattr(case.sections, name)
-        if text is not None and text.strip():
-            blocks.append(f"{heading}:\n{_clean(text)}")
-    return "\n\n".join(blocks)
-
-
-def slide_descriptions(case: Case) -> str:
-    """The slides as the released data writes them, one ``<image> caption`` line each; the fallback without."""
-    return "\n".join(f"<image> {_clean(s.caption)}" for s in case.slides) or NO_SLIDES
 
 
 def case_evidence(case: Case) -> str:

@@ -34,7 +34,8 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: traces, which asked under one flat object).
 #: 1.7: a board trace's ``validation`` is the official App. E.2 format score (format ``rules`` "3"), with its
 #: ``failure_reason`` and every official field (``official``); a board run's config gains ``cut_off`` and ``preset``.
-SCHEMA_VERSION = "1.7"
+#: 1.8: a board or Specialist Turn run's config gains ``prompt_files``, the user's own prompts (--prompt-file) by stage.
+SCHEMA_VERSION = "1.8"
 
 
 class UsageSummary(BaseModel):
@@ -60,7 +61,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.7"] = "1.7"
+    schema_version: Literal["1.8"] = "1.8"
     run_id: str
     case_id: str
     case_hash: str

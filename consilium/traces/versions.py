@@ -116,11 +116,18 @@ def _trace_1_6(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.7"}
 
 
+def _trace_1_7(data: dict[str, Any]) -> dict[str, Any]:
+    """1.7 → 1.8: a board or Specialist Turn run's config gains ``prompt_files`` (the user's own prompts by stage).
+    Nothing changes but the version: an older run used consilium's prompts (none). A 1.7 reader refuses the
+    field, hence a version of its own."""
+    return {**data, "schema_version": "1.8"}
+
+
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
                                             "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3),
                                             "1.4": ("1.5", _trace_1_4), "1.5": ("1.6", _trace_1_5),
-                                            "1.6": ("1.7", _trace_1_6)}
+                                            "1.6": ("1.7", _trace_1_6), "1.7": ("1.8", _trace_1_7)}
 
 
 def _judgement_1_0(data: dict[str, Any]) -> dict[str, Any]:

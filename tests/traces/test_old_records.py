@@ -3,7 +3,7 @@
 (consilium/traces/retired.py) still reads, views and judges, and only its replay is refused, in one line naming
 its file, its version and the mode (docs/traces.md, "Schema version").
 
-The released versions are 1.0 to 1.7. Files written by releases are kept in tests/fixtures (1.0, 1.3, 1.5);
+The released versions are 1.0 to 1.8. Files written by releases are kept in tests/fixtures (1.0, 1.3, 1.5);
 every version is also built here by taking a today's record back field by field, as each upgrade step's
 docstring says the older version lacked, so that each step is read on its own."""
 
@@ -43,7 +43,7 @@ V1_3_CONSILIUM = FIXTURES / "v1.3" / "diagnostic-myocarditis.structured.trace.js
 V1_3_SINGLE = FIXTURES / "v1.3" / "tumor-board-nsclc.board-single.trace.json"
 V1_3_TURN = FIXTURES / "v1.3" / "tumor-board-nsclc.turn.trace.json"
 V1_5_OPEN = FIXTURES / "v1.5" / "tumor-board-nsclc.board-agents-open.trace.json"
-RELEASED = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7")
+RELEASED = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
 
 
 def refusal(path: Path, version: str, needs: str) -> str:
@@ -65,7 +65,7 @@ def test_a_1_0_consilium_trace_reads_with_the_caps_it_ran_and_its_spending_count
     raw = json.loads(V1_0_CONSILIUM.read_text())
     assert raw["schema_version"] == "1.0" and "lengths" not in raw["config"] and "spent" not in raw["usage"]
     trace = read_trace(V1_0_CONSILIUM)
-    assert isinstance(trace, Trace) and trace.schema_version == "1.7" and trace.origin == (str(V1_0_CONSILIUM), "1.0")
+    assert isinstance(trace, Trace) and trace.schema_version == "1.8" and trace.origin == (str(V1_0_CONSILIUM), "1.0")
     assert trace.model_spec is None and trace.status == "completed" and trace.format == "free-form"
     assert trace.config.lengths == "legacy" and trace.config.role_labels == "free"
     assert trace.config.max_tokens == {"role_assignment": 768, "opinion": 2048, "synthesis": 2048, "vote": 384,
@@ -129,6 +129,8 @@ def downgrade(data: dict[str, Any], to: str) -> dict[str, Any]:
     old = copy.deepcopy(data)
     config, board = old["config"], old["kind"] == "board"
     for version in reversed(RELEASED[RELEASED.index(to):-1]):
+        if version == "1.7" and old["kind"] in ("board", "turn"):  # before the user's own prompts
+            del config["prompt_files"]
         if version == "1.6" and board:  # before the official format score: rules "2", no official fields
             for key in ("failure_reason", "official"):
                 old["validation"].pop(key)
@@ -169,7 +171,7 @@ def downgrade(data: dict[str, Any], to: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def today() -> dict[str, dict[str, Any]]:
     """A today's consilium record (the 1.3 structured fixture as read today) and a board meeting on the open
-    floor run now with the shipped scripted panel, each as the JSON a 1.7 file holds."""
+    floor run now with the shipped scripted panel, each as the JSON a 1.8 file holds."""
     consilium = read_trace(V1_3_CONSILIUM).model_dump(mode="json")
     panel = build_model(PANEL, ModelOptions(cache=False))
     meeting = asyncio.run(run_board(load_case(BOARD_CASE), "agents", RunModels(panel=panel, moderator=panel),
@@ -194,7 +196,7 @@ def same_run(read: Any, data: dict[str, Any]) -> None:
 CONSILIUM_EXPECTED = {"1.0": ("legacy", False, "lengths: legacy"), "1.1": ("legacy", True, "lengths: legacy"),
                       "1.2": ("legacy", True, "lengths: legacy"), "1.3": ("shared", True, None),
                       "1.4": ("shared", True, None), "1.5": ("shared", True, None), "1.6": ("shared", True, None),
-                      "1.7": ("shared", True, None)}
+                      "1.7": ("shared", True, None), "1.8": ("shared", True, None)}
 
 
 @pytest.mark.parametrize("version", RELEASED)
@@ -203,7 +205,7 @@ def test_a_consilium_trace_of_every_released_version_reads_as_the_same_record(
     data = today["consilium"]
     lengths, spec_kept, refused = CONSILIUM_EXPECTED[version]
     trace = trace_from_data(downgrade(data, version), f"v{version}.trace.json")
-    assert isinstance(trace, Trace) and trace.schema_version == "1.7"
+    assert isinstance(trace, Trace) and trace.schema_version == "1.8"
     assert trace.origin == (f"v{version}.trace.json", version)
     same_run(trace, data)
     assert [r.text for r in trace.reports] == [r["text"] for r in data["reports"]]
@@ -227,6 +229,7 @@ BOARD_EXPECTED = {
     "1.5": ("open", "flat", "2", True, "floor_schema: flat"),
     "1.6": ("open", "union", "2", True, None),
     "1.7": ("open", "union", "3", True, None),
+    "1.8": ("open", "union", "3", True, None),
 }
 
 

@@ -17,7 +17,7 @@ from consilium.errors import IncompleteAnswerError, ModelOutputError
 from consilium.graphs.board.moderator_schema import MODERATOR, answer_schema, pass_offered
 from consilium.graphs.board.transcript import Turn, one_line, split_sentences
 from consilium.graphs.board.validate import diagnostics
-from consilium.models import CallTag, ChatModel, GenerationSettings, ModelRequest, OutputSchema
+from consilium.models import CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
 
 __all__ = [
@@ -48,6 +48,9 @@ class BoardCall:
     images: tuple[str, ...]
     settings: GenerationSettings
     captions: tuple[str, ...] = ()
+    #: A user's own system prompt (``--prompt-file``) and the case in the authors' user message, sent instead of
+    #: consilium's messages at this call's stage; None: consilium's.
+    own: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -216,13 +219,21 @@ def _transcript_check(text: str) -> str:
     return text.strip()
 
 
+def own_messages(call: BoardCall) -> tuple[Message, ...] | None:
+    """The user's prompt as the system message and the authors' user message, the slide images (if sent) beside
+    it: the captions are in its text, as in the authors' message; None without a prompt file."""
+    if call.own is None:
+        return None
+    system, user = call.own
+    return Message(role="system", content=system), Message(role="user", content=user, images=call.images)
+
+
 async def write_single_board(call: BoardCall) -> tuple[str, bool]:
     """One call writes the whole meeting (App. B.2). An invalid transcript is sent back for a
     bounded number of repairs; if it stays invalid, the last attempt is returned with False."""
     request = ModelRequest(
-        messages=case_messages(call.case_text, "board_single", preamble="board_preamble", package=PROMPTS,
-                               images=call.images,
-                               captions=call.captions),
+        messages=own_messages(call) or case_messages(call.case_text, "board_single", preamble="board_preamble",
+                                                     package=PROMPTS, images=call.images, captions=call.captions),
         settings=call.settings, schema=OutputSchema.from_check("BoardTranscript", _transcript_check),
         tag=CallTag(stage="board_turn", role="board"),
     )
@@ -237,10 +248,9 @@ async def write_single_board(call: BoardCall) -> tuple[str, bool]:
 async def answer_turn(call: BoardCall, role_label: str, question: str) -> str:
     """The Specialist Turn task (App. B.1)."""
     request = ModelRequest(
-        messages=case_messages(call.case_text, "specialist_turn", preamble="board_preamble", package=PROMPTS,
-                               images=call.images,
-                               captions=call.captions,
-                               role_label=role_label, question=one_line(question)),
+        messages=own_messages(call) or case_messages(call.case_text, "specialist_turn", preamble="board_preamble",
+                                                     package=PROMPTS, images=call.images, captions=call.captions,
+                                                     role_label=role_label, question=one_line(question)),
         settings=call.settings, schema=OutputSchema.from_model(TurnAnswer),
         tag=CallTag(stage="specialist_turn", role=role_label),
     )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from consilium.graphs.board.presets import PresetName, preset_values
 from consilium.traces.config import ConfigRecord, RunConfig, StageTokens
 
-__all__ = ["BOARD_MAX_TOKENS", "BoardConfig", "BoardRecord", "TurnRecord"]
+__all__ = ["BOARD_MAX_TOKENS", "PROMPT_FILE_STAGES", "BoardConfig", "BoardRecord", "TurnRecord"]
 
 BOARD_MAX_TOKENS: dict[str, int] = {
     "role_assignment": 768,
@@ -18,6 +19,10 @@ BOARD_MAX_TOKENS: dict[str, int] = {
     "conclusion": 512,
     "specialist_turn": 384,
 }
+
+#: The stages a user's own prompt (``--prompt-file``) may replace: the two the OpenTumorBoard authors' generation
+#: scripts prompt (the whole meeting in one call, the Specialist Turn).
+PROMPT_FILE_STAGES = ("board_single", "specialist_turn")
 
 
 class BoardConfig(RunConfig):
@@ -42,9 +47,27 @@ class BoardConfig(RunConfig):
     preset: PresetName | None = Field(
         default=None, description="the generation preset the settings came from (graphs/board/presets.py); "
                                   "settings given beside it override its values")
+    prompt_files: dict[str, str] = Field(
+        default_factory=dict, description="stage (board_single, specialist_turn) → the text of the user's own "
+                                          "system prompt there (--prompt-file), sent byte for byte with the case in "
+                                          "the OpenTumorBoard authors' user message instead of consilium's prompts; "
+                                          "recorded whole so a replay sends it again (traces before schema 1.8: "
+                                          "none)")
     max_tokens: StageTokens = Field(default_factory=lambda: dict(BOARD_MAX_TOKENS),
                                     description="output tokens per call, by stage (" + ", ".join(BOARD_MAX_TOKENS)
                                                 + "); a stage left out keeps its default")
+
+    @field_validator("prompt_files")
+    @classmethod
+    def _prompt_stages(cls, value: dict[str, str]) -> dict[str, str]:
+        """Only a stage the authors prompt, each with a non-empty prompt."""
+        for stage, text in value.items():
+            if stage not in PROMPT_FILE_STAGES:
+                raise PydanticCustomError("prompt_stage", "unknown stage {stage} (the stages are {known})",
+                                          {"stage": repr(stage), "known": ", ".join(PROMPT_FILE_STAGES)})
+            if not text.strip():
+                raise PydanticCustomError("prompt_empty", "the prompt of stage {stage} is empty", {"stage": stage})
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from consilium.cases import Case
+from consilium.cases.otb_text import board_input, turn_input
 from consilium.errors import UserError
 from consilium.graphs.base import RunModels, config_record, run_recorded, start_run
 from consilium.graphs.board.agents import PROMPTS, BoardCall
@@ -43,6 +44,9 @@ def _config(config: BoardConfig, images: tuple[str, ...], **extra: Any) -> dict[
 
 async def run_board(case: Case, mode: Mode, models: RunModels, config: BoardConfig, *, run_id: str,
                     images: tuple[str, ...] = ()) -> BoardTrace:
+    if mode == "agents" and config.prompt_files.get("board_single"):
+        raise UserError("prompt_files: stage board_single is the one call of single mode; an agents-mode board "
+                        "has no such call (run it with mode single)")
     with work_item(case.id):  # the meeting's calls are admitted by its progress (models/wrappers/limit.py)
         return await _run_board(case, mode, models, config, run_id=run_id, images=images)
 
@@ -61,7 +65,9 @@ async def _run_board(case: Case, mode: Mode, models: RunModels, config: BoardCon
     state = Latest()
 
     async def single() -> None:
-        call = BoardCall(panel, text, sent, config.settings("board_single"), sent_captions)
+        own = config.prompt_files.get("board_single")
+        call = BoardCall(panel, text, sent, config.settings("board_single"), sent_captions,
+                         own=(own, board_input(case)) if own else None)
         await state.follow(single_graph(), call, recursion_limit=RECURSION_LIMIT)
 
     async def agents() -> None:
@@ -133,8 +139,9 @@ async def run_turn(case: Case, role: str, question: str, model: ChatModel, confi
     recorder = CallRecorder()
     answerer = for_run(model, recorder, max_repairs=config.max_repairs, accept_truncated=config.cut_off == "score")
     (sent, captions), notes = _image_policy(model, images, slide_captions(case))
-    context = TurnContext(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"), captions),
-                          role, question)
+    own = config.prompt_files.get("specialist_turn")
+    context = TurnContext(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"), captions,
+                                    own=(own, turn_input(case, role, question)) if own else None), role, question)
     state = Latest()
     outcome = await run_recorded(lambda: state.follow(turn_graph(), context, recursion_limit=RECURSION_LIMIT),
                                  start_run(recorder), wall_limit_s=config.wall_limit_s, event="turn_failed",
