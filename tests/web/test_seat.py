@@ -1,0 +1,127 @@
+"""A physician at the table, in the browser (docs/studio-web.md): a run paused for a person (``simulate --human``
+with an answers file short of an answer) is listed by the studio, answered in a real headless Chromium, and
+resumed to its end; the trace keeps the person's answers as typed, and replays as identical."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.browser import Browser
+from support.scripts import Scripted
+from support.served import served
+
+from consilium.cli import main
+
+pytestmark = pytest.mark.localhost  # the studio and the browser's DevTools socket, on 127.0.0.1
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
+#: What the moderator writes: markup and an ampersand, which the page must show as text.
+REPORT_1 = "Report v1: acute <b>myocarditis</b> is likely & needs confirming."
+REPORT_2 = "Report v2: acute myocarditis; confirm with cardiac MRI (late gadolinium enhancement)."
+OPINION = "Troponin rise after a viral illness with normal coronaries: acute myocarditis."
+#: What the person types in the browser.
+DISSENT = {"vote": "dissent", "reason": "The report names no confirming test.",
+           "requested_change": "Add cardiac MRI with late gadolinium enhancement."}
+ACCEPT = {"vote": "accept", "reason": "Now it names the confirming test."}
+
+
+def _paused(tmp_path: Path) -> Path:
+    """A free-form run with the Cardiologist's seat taken by a person whose answers file holds the opinion and
+    no vote: it pauses at the round-1 vote (exit 2). Its folder."""
+    panel = (Scripted("seat-panel")
+             .roles("Internist", "Neurologist", "Radiologist", justification="j")
+             .opinion("opinion of {role}")
+             .synthesis(REPORT_1)
+             .revision(REPORT_2, summary="adds cardiac MRI")
+             .accept(reason="models agree"))
+    spec = panel.write(tmp_path / "panel.json")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"free-form": {"opinion": OPINION}}), encoding="utf-8")
+    assert main(["simulate", "--case", str(CASE), "--model", spec, "--format", "free-form", "--out",
+                 str(tmp_path / "runs"), "--human", "Cardiologist", "--answers", str(answers)]) == 2
+    [folder] = (tmp_path / "runs").iterdir()
+    assert not list(folder.glob("*.trace.json"))
+    return folder
+
+
+def _vote(browser: Browser, vote: str, reason: str, change: str = "") -> None:
+    browser.click(f"#seat-{vote}")
+    browser.fill("#seat-reason", reason)
+    browser.fill("#seat-change", change)
+    browser.click("#seat-submit")
+
+
+def _refused(browser: Browser) -> str:
+    """The refusal the page shows in red, once it is shown."""
+    return str(browser.wait("(() => { const e = document.getElementById('seat-error');"
+                            " return e && !e.classList.contains('hidden') && e.textContent; })()"))
+
+
+def _turn(browser: Browser, showing: str = "") -> str:
+    """The turn line of the page, once it says ``showing`` (the run has moved on to that prompt)."""
+    return str(browser.wait(f"(() => {{ const e = document.getElementById('seat-turn');"
+                            f" return e && e.innerText.includes({json.dumps(showing)}) && e.innerText; }})()",
+                            timeout=30))
+
+
+def test_a_paused_run_is_answered_in_the_browser_and_finishes_as_simulate_would(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _paused(tmp_path)
+    case_question = yaml.safe_load(CASE.read_text(encoding="utf-8"))["question"]
+    with served(tmp_path / "runs") as studio, Browser(tmp_path) as browser:
+        browser.open(studio.admin_link)
+        browser.open(studio.url + "seats")
+        listed = browser.text("#seats")
+        assert folder.name in listed and "Cardiologist" in listed
+        assert "waits for free-form · vote, review round 1 (report version 1)" in listed
+        browser.click("#seats a")
+        browser.wait("location.pathname.startsWith('/seats/0/')")
+        assert _turn(browser) == "Your turn: Cardiologist (supporting) · free-form · vote, review round 1 " \
+                                 "(report version 1)"
+        assert case_question in browser.text("#seat-case")
+        assert browser.text("#seat-report") == REPORT_1  # as text: the markup is escaped, not rendered
+        assert "<b>" not in browser.eval("document.getElementById('seat-report').innerHTML").replace("&lt;b&gt;", "")
+
+        # No reason: refused on the page, in red, as the terminal would refuse it; the run keeps waiting.
+        _vote(browser, "dissent", "", DISSENT["requested_change"])
+        assert "reason: give a reason" in _refused(browser)
+        assert browser.eval("getComputedStyle(document.getElementById('seat-error')).color") == "rgb(176, 0, 32)"
+        browser.open(browser.eval("location.href"))
+        assert "review round 1" in _turn(browser)
+
+        _vote(browser, "dissent", DISSENT["reason"], DISSENT["requested_change"])
+        assert "review round 2 (report version 2)" in _turn(browser, "round 2")
+        assert browser.text("#seat-report") == REPORT_2
+        # The run holds its folder's lock while it waits in the browser: a terminal resume is refused.
+        capsys.readouterr()
+        assert main(["simulate", "--resume", str(folder)]) == 2
+        assert "in use by this run or a resume of it" in capsys.readouterr().err
+
+        # A reason over the vote's 400 characters: refused while the run waits, live.
+        _vote(browser, "accept", "x" * 401)
+        assert "reason" in _refused(browser) and "400" in _refused(browser)
+        _vote(browser, "accept", ACCEPT["reason"])
+        browser.wait("!!document.getElementById('seat-finished')", timeout=30)
+        assert "consensus" in browser.text("#seat")
+        browser.open(studio.url + "seats")
+        assert "finished" in browser.text("#seats")
+
+    [path] = folder.glob("*.free-form.trace.json")
+    trace: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    assert trace["status"] == "completed" and trace["stop_reason"] == "consensus"
+    assert trace["human"]["inputs"] == [
+        {"stage": "opinion", "round": None, "answer": OPINION, "source": "file"},
+        {"stage": "vote", "round": 1, "answer": DISSENT, "source": "web"},
+        {"stage": "vote", "round": 2, "answer": {**ACCEPT, "requested_change": None}, "source": "web"}]
+    # The person's dissent is the only one of round 1 (three models accept): 1 of 4; round 2 is unanimous.
+    assert [r["dissent_fraction"] for r in trace["rounds"]] == [0.25, 0.0]
+    assert [r["text"] for r in trace["reports"]] == [REPORT_1, REPORT_2]
+    assert json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["traces"] == [path.name]
+    capsys.readouterr()
+    assert main(["replay", str(folder)]) == 0
+    assert "identical" in capsys.readouterr().out
