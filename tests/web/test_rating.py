@@ -197,9 +197,9 @@ def _export(setup: Setup, out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _shot(browser: Browser, name: str) -> None:
+def _shot(browser: Browser, name: str, *, full_page: bool = True) -> None:
     if os.environ.get("CONSILIUM_DOC_SCREENSHOTS"):
-        browser.screenshot(SHOTS / f"studio-rate-{name}.png")
+        browser.screenshot(SHOTS / f"studio-rate-{name}.png", full_page=full_page)
 
 
 def test_two_raters_rating_at_once_lose_no_answer(setup: Setup, rated: Rated, tmp_path: Path) -> None:
@@ -227,10 +227,11 @@ def test_a_reload_keeps_every_answer_its_reason_and_its_comment(setup: Setup, ra
         for criterion, reason, comment in texts:
             assert reason == (REASON if rater == "ana" and criterion == NOT_EVALUABLE else "")
             assert comment == (COMMENT if rater == "ben" and criterion == COMMENTED else "")
-    _shot(rated.browsers["ana"], "item")
-    rated.browsers["ana"].open(f"{setup.studio.url}rate/ana")
-    assert rated.browsers["ana"].text(".progress").startswith(f"{len(rated.queues['ana'])} of ")
-    _shot(rated.browsers["ana"], "queue")
+    _shot(rated.browsers["ana"], "item", full_page=False)
+    ben = rated.browsers["ben"]
+    ben.open(f"{setup.studio.url}rate/ben")
+    assert ben.text(".progress").startswith(f"{len(rated.queues['ben']) - 1} of {len(rated.queues['ben'])} done")
+    _shot(ben, "queue")
 
 
 def _forbidden(run: Path) -> set[str]:
