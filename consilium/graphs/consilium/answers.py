@@ -58,7 +58,7 @@ class AnswerSource(Protocol):
     """Answers one prompt with the person's answer, as given (checked by the seat; see seat.py), or a
     :class:`Given`."""
 
-    #: How the trace names where the answers came from (terminal, file, api).
+    #: How the trace names where the answers came from (terminal, file, api, web).
     name: str
 
     async def answer(self, prompt: HumanPrompt) -> Any: ...

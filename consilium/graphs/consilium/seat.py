@@ -77,7 +77,7 @@ class HumanInput(_Record):
     stage: Stage
     round: int | None = Field(default=None, description="the review round of a vote; null for the opinion")
     answer: Answer
-    source: str = Field(description="where the answer came from: terminal, file or api")
+    source: str = Field(description="where the answer came from: terminal, file, api or web (the studio)")
 
 
 class HumanRecord(_Record):
