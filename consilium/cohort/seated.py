@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,7 +81,7 @@ class SeatedSettings(BaseModel):
             return list(FORMATS)
         if self.format not in FORMATS:
             raise UserError(f"--formats: {self.format!r} is not one of {', '.join([*FORMATS, 'both'])}")
-        return [cast(Format, self.format)]
+        return [self.format]
 
     def spec(self) -> str:
         """The panel's model spec: the flag's, else the model config file's, else simulate's default."""

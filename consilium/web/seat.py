@@ -11,6 +11,7 @@ is finished and its traces are written as ``simulate`` writes them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ async def seats_page(request: web.Request) -> web.StreamResponse:
     return page(request, "A physician at the table", body, scripts=SCRIPTS)
 
 
-def _traces(run_dir: Path, formats: list[str]) -> list[Trace]:
+def _traces(run_dir: Path, formats: Sequence[str]) -> list[Trace]:
     paths = [p for fmt in formats for p in sorted(run_dir.glob(trace_glob(fmt)))]
     return [t for t in (read_trace(p) for p in paths) if isinstance(t, Trace)]
 
