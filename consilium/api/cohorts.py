@@ -25,6 +25,7 @@ from consilium.cohort.plan import Plan, new_plan
 from consilium.cohort.plan_resume import resume_plan
 from consilium.cohort.rows import counts
 from consilium.errors import UserError
+from consilium.graphs.registry import variant_kinds
 from consilium.runfolder.folder import RunFolder
 from consilium.spec.manifest import CohortManifest, read_manifest
 from consilium.spec.study import StudySpec, study_of
@@ -76,11 +77,16 @@ def _model_specs(models: Any) -> Any:
 
 
 def study_keywords(cases: str | Path | None, keywords: dict[str, Any]) -> StudySpec:
-    """The spec the API's keywords give (None: not given)."""
+    """The spec the API's keywords give (None: not given); a keyword naming a variant kind a protocol declares
+    besides formats and modes (a plugin's ``tempos=``) is that kind's ``variants``."""
     values = {name: value for name, value in {"cases": cases, **keywords}.items()
               if value is not None and value is not False}
     if "models" in values:
         values["models"] = _model_specs(values["models"])
+    kinds = {kind: values.pop(kind) for kind in variant_kinds()
+             if kind not in StudySpec.model_fields and kind in values}
+    if kinds:
+        values["variants"] = {**values.get("variants", {}), **kinds}
     return study_of(values)
 
 

@@ -23,6 +23,8 @@ from consilium.cli.options import (
 from consilium.cohort.protocols import protocol_list
 from consilium.cohort.shard import Shard
 from consilium.errors import UserError
+from consilium.graphs.registry import variant_kinds
+from consilium.spec.study import VARIANT_FIELDS
 
 __all__ = ["protocol_arg", "register", "run", "shard_arg"]
 
@@ -59,6 +61,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="formats of the protocols run in formats (consilium, single), comma-separated "
                              "(default: both)")
     parser.add_argument("--modes", default=None, help="board modes, comma-separated (default: both)")
+    for kind in variant_kinds().values():  # each other kind a protocol declares (a plugin's) names its own flag
+        if kind.kind not in VARIANT_FIELDS:
+            parser.add_argument(kind.flag, dest=f"variants_{kind.kind}", default=None, metavar=",".join(kind.values),
+                                help=f"{kind.kind} of {', '.join(kind.protocols)}, comma-separated (default: all)")
     add_model_arguments(parser)
     parser.add_argument("--extra-model", action="append", default=[], metavar="SPEC",
                         help="more panel models; each gets its own arms (repeatable)")

@@ -35,4 +35,9 @@ def study_from_args(args: argparse.Namespace) -> StudySpec:
             value = str(value)
         if value is not None and value is not False and value != []:
             values[name] = value
+    # a kind of variant a protocol declares beside formats and modes: its flag --<kind> (consilium/cli/cohort_cmd.py)
+    kinds = {dest.removeprefix("variants_"): value for dest, value in vars(args).items()
+             if dest.startswith("variants_") and value is not None}
+    if kinds:
+        values["variants"] = kinds
     return study_of(values, by="flag")

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from consilium.agents.labels import with_role_labels
-from consilium.cohort.protocols import VARIANT_FLAGS, split_settings
+from consilium.cohort.protocols import split_settings
 from consilium.cohort.study_sources import Sourced
 from consilium.datafiles import read_data_file
 from consilium.errors import UserError
-from consilium.graphs.registry import get_protocol
+from consilium.graphs.registry import get_protocol, variant_kinds
 from consilium.spec.run_settings import flag_name, run_config
-from consilium.spec.study import StudySpec, option_of
+from consilium.spec.study import VARIANT_FIELDS, StudySpec, option_of
 from consilium.traces.config import RunConfig
 
 __all__ = ["RUN_FIELDS", "config_file_settings", "given_run_fields", "given_variants", "protocol_configs"]
@@ -33,19 +33,20 @@ def config_file_settings(path: Path) -> dict[str, Any]:
 
 
 def given_variants(sourced: Sourced, protocols: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """The variants given (flag → names) and where each came from: the flag, or the experiment file's field. A
-    field the file sets that no protocol of the cohort takes sets nothing."""
+    """The variants given (flag → names), of every kind the protocols declare (and any other given, which
+    cohort_variants refuses), and where each came from: the flag ``--<kind>``, or the experiment file's key
+    ``<kind>``. A kind the file sets that no protocol of the cohort runs in sets nothing."""
     spec, path = sourced.spec, sourced.record.path if sourced.record else None
     flags = {get_protocol(name).variant_flag for name in protocols}
     given: dict[str, list[str]] = {}
     where: dict[str, str] = {}
-    for flag, name in VARIANT_FLAGS.items():
-        names = getattr(spec, name)
-        in_file = name in sourced.from_file
+    for kind in dict.fromkeys([*variant_kinds(), *spec.variants]):
+        names, flag = spec.chosen(kind), f"--{kind}"
+        in_file = (kind if kind in VARIANT_FIELDS else f"variants.{kind}") in sourced.from_file
         if names is None or (in_file and flag not in flags):
             continue
         given[flag] = list(names)
-        where[flag] = f"{sourced.experiment_path}: {name}" if in_file and path else flag
+        where[flag] = f"{sourced.experiment_path}: {kind}" if in_file and path else flag
     return given, where
 
 

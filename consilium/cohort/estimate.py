@@ -18,7 +18,8 @@ from functools import cached_property
 from consilium.cases import Case
 from consilium.cohort.estimate_judges import JudgeBounds, judge_bounds
 from consilium.cohort.estimate_like import Prior, StageHistory, case_tokens
-from consilium.cohort.estimate_shape import StageBounds, stage_bounds
+from consilium.cohort.estimate_shape import stage_bounds
+from consilium.graphs.bounds import StageBounds
 from consilium.judges.rubric import Rubric
 from consilium.models.pricing import PER_TOKENS, Prices
 from consilium.traces.config import RunConfig

@@ -10,21 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from consilium.agents.records import FORMATS, Format
 from consilium.cohort.cases import cases_exist, glob_files
-from consilium.cohort.protocols import VARIANT_FLAGS, protocol_problem, split_settings
+from consilium.cohort.protocols import protocol_problem, split_settings
 from consilium.datafiles import first_error, load_data_file
 from consilium.errors import UserError
-from consilium.graphs.registry import get_protocol
+from consilium.graphs.registry import get_protocol, variant_kinds
 from consilium.judges.rubric import load_rubric
 from consilium.models.refs import CONFIG_SUFFIXES
 from consilium.spec.study import FILE_SPECS
 
-__all__ = ["MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "experiment_variants", "file_spec",
-           "judge_specs", "load_experiment", "replicate_seeds"]
+__all__ = ["MAX_REPLICATES", "Experiment", "ModelEntry", "entry_spec", "file_spec", "judge_specs", "load_experiment",
+           "replicate_seeds"]
 
 
 #: A model as an experiment names it: a spec, or a mapping of ``spec`` and a model config file's options
@@ -48,6 +48,9 @@ class Experiment(BaseModel):
     protocol: str | list[str] = Field(default="consilium", description="a protocol, or a list run side by side")
     formats: list[Format] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
+    variants: dict[str, list[str]] = Field(default_factory=dict, description="the variants of another kind a "
+                                           "protocol declares (a plugin's), by kind: each written as its own key, "
+                                           "as formats and modes are (tempos: [brisk])")
     run: dict[str, Any] = Field(default_factory=dict, description="run settings; each protocol takes those of "
                                                                  "its config (ConsiliumConfig, BoardConfig, …)")
     judges: list[str] = Field(default=[], description="the rubrics the arms are scored with")
@@ -64,6 +67,18 @@ class Experiment(BaseModel):
                                    "times, replicate i with seed = run.seed + i (or seeds[i])")
     seeds: list[int] | None = Field(default=None, min_length=1, max_length=MAX_REPLICATES,
                                     description="the replicates' seeds, one each")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_kinds(cls, data: Any) -> Any:
+        """A key naming a variant kind a protocol declares (``tempos:``) is that kind's variants."""
+        if not isinstance(data, dict):
+            return data
+        kinds = [k for k in variant_kinds() if k not in cls.model_fields and k in data]
+        if not kinds:
+            return data
+        return {**{k: v for k, v in data.items() if k not in kinds},
+                "variants": {**(data.get("variants") or {}), **{k: data[k] for k in kinds}}}
 
     @field_validator("seeds")
     @classmethod
@@ -164,13 +179,15 @@ def load_experiment(path: Path) -> Experiment:
         _once([entry_spec(m) for m in update["models"]], path, "models", "each panel model")
     for field in ("formats", "modes", "judges"):
         _once(list(getattr(experiment, field)), path, field, f"each of {field}")
+    for kind, names in experiment.variants.items():
+        _once(names, path, kind, f"each of {kind}")
     if experiment.moderator_model is not None:
         update["moderator_model"] = _resolved(experiment.moderator_model, base, f"{path}: moderator_model")
     if isinstance(experiment.judge_model, list):
         update["judge_model"] = _jury(experiment.judge_model, base, f"{path}: judge_model")
     elif experiment.judge_model is not None:
         update["judge_model"] = _resolved(experiment.judge_model, base, f"{path}: judge_model")
-    # model_copy keeps model_fields_set, so a field the file left out still sets nothing (experiment_variants).
+    # model_copy keeps model_fields_set, so a field the file left out still sets nothing (configs.given_variants).
     return experiment.model_copy(update=update)
 
 
@@ -183,16 +200,3 @@ def replicate_seeds(experiment: Experiment, base_seed: int) -> list[int] | None:
         return [base_seed + i for i in range(experiment.replicates)]
     return None
 
-
-def experiment_variants(experiment: Experiment, protocols: list[str],
-                        path: Path | None) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """The variants the file sets (flag → names) for the flags a protocol of the cohort takes, and where
-    each is set (for an error). A field the file leaves out, or that no such protocol takes, sets nothing."""
-    given: dict[str, list[str]] = {}
-    where: dict[str, str] = {}
-    flags = {get_protocol(name).variant_flag for name in protocols}
-    for flag, field in VARIANT_FLAGS.items():
-        if field in experiment.model_fields_set and flag in flags:
-            given[flag] = list(getattr(experiment, field))
-            where[flag] = f"{path}: {field}" if path is not None else field
-    return given, where

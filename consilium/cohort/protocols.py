@@ -1,10 +1,10 @@
 """The protocols one cohort runs side by side, each in its own variants and under its own run settings.
 
-A cohort names one protocol or several (``--protocol consilium,single``). A variant flag (``--formats``,
-``--modes``) applies to every protocol whose ``variant_flag`` it is; a protocol none of whose flags is
-given runs all its variants. Run settings (a ``--config`` file, an experiment's ``run:``) are one
-mapping: each protocol takes the keys its config model has, and a key that no protocol of the cohort
-has is an error naming it (docs/cohorts.md, "Several protocols").
+A cohort names one protocol or several (``--protocol consilium,single``). A variant flag (``--<kind>``: a kind
+a protocol declares, ``--formats``, ``--modes`` or a plugin's own) applies to every protocol whose
+``variant_flag`` it is; a protocol whose flag is not given runs all its variants. Run settings (a ``--config``
+file, an experiment's ``run:``) are one mapping: each protocol takes the keys its config model has, and a key
+that no protocol of the cohort has is an error naming it (docs/cohorts.md, "Several protocols").
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from consilium.errors import UserError
 from consilium.graphs.registry import AnyProtocol, cohort_protocols, get_protocol
 from consilium.graphs.registry import protocols as all_protocols
 
-__all__ = ["VARIANT_FLAGS", "cohort_variants", "protocol_list", "protocol_problem", "split_settings"]
-
-#: Each variant flag and the experiment file's field that sets it.
-VARIANT_FLAGS = {"--formats": "formats", "--modes": "modes"}
+__all__ = ["cohort_variants", "protocol_list", "protocol_problem", "split_settings"]
 
 
 def protocol_problem(names: Sequence[str]) -> str | None:
@@ -56,6 +53,11 @@ def _offer(protocols: Sequence[str]) -> str:
     return "; ".join(f"{p.name} takes {p.variant_flag} {','.join(p.variants)}" for p in map(get_protocol, protocols))
 
 
+def _runs_in(protocols: Sequence[AnyProtocol]) -> str:
+    """``second-look runs in brisk, unhurried``, for each protocol named."""
+    return "; ".join(f"{p.name} runs in {', '.join(p.variants)}" for p in protocols)
+
+
 def cohort_variants(protocols: Sequence[str], given: Mapping[str, Sequence[str]],
                     where: Mapping[str, str]) -> dict[str, list[str]]:
     """Each protocol's variants: those given for its variant flag (``given``: flag → names), in the order
@@ -72,7 +74,7 @@ def cohort_variants(protocols: Sequence[str], given: Mapping[str, Sequence[str]]
         unknown = [n for n in names if n not in known]
         if unknown or not names:
             raise UserError(f"{source}: unknown {flag.removeprefix('--').removesuffix('s')}(s) "
-                            f"{', '.join(unknown) or '(none)'} ({', '.join(known)})")
+                            f"{', '.join(unknown) or '(none)'} ({_runs_in(takers)})")
     variants: dict[str, list[str]] = {}
     for protocol in map(get_protocol, protocols):
         chosen = given.get(protocol.variant_flag)

@@ -112,8 +112,8 @@ KEPT: dict[str, Callable[[CohortSettings], Any]] = {
 #: How a given value is compared (the manifest keeps the cases' path absolute).
 _GIVEN: dict[str, Callable[[Any], Any]] = {"cases": lambda v: str(Path(v).resolve()), "cache_path": str}
 #: Compared their own way below, or by the experiment file's SHA-256 (the file's own fields).
-_OWN_WAY = {"formats", "modes", "models", "config", "run", "judge_model", "base_url", "model_file", "replicates",
-            "seeds", "omit_settings", "prices", "api_key_env", "own_options"}
+_OWN_WAY = {"formats", "modes", "variants", "models", "config", "run", "judge_model", "base_url", "model_file",
+            "replicates", "seeds", "omit_settings", "prices", "api_key_env", "own_options"}
 
 
 def _shown(name: str, value: Any) -> Any:

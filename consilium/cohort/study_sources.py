@@ -114,6 +114,8 @@ def study_from_experiment(path: Path) -> tuple[StudySpec, Experiment]:
     for name in ("cases", "formats", "modes", "judges", "replicates", "seeds"):
         if name in fields and getattr(experiment, name) is not None:
             values[name] = getattr(experiment, name)
+    if experiment.variants:
+        values["variants"] = experiment.variants
     if "protocol" in fields:
         values["protocols"] = experiment.protocols
     values.update(_panel(experiment, where))
@@ -150,14 +152,17 @@ def with_experiment(given: StudySpec, path: Path | None) -> Sourced:
         keys = set(in_file) if isinstance(in_file, dict) else set()
         drop |= {name for name, key in _keyed("run").items() if key in keys}
         under = under.model_copy(update={"run": {k: v for k, v in under.run.items() if k not in keys}})
-    file_set = {name for name in under.given() if name not in drop}
+    # each variant kind apart (a flag of one kind leaves the file's others): "variants.<kind>", as given_variants asks
+    file_set = {name for name in under.given() if name not in drop} | {f"variants.{k}" for k in under.variants}
+    named = {*mine, *(f"variants.{k}" for k in given.variants)}
     kept = under.model_copy(update={name: StudySpec.model_fields[name].get_default(call_default_factory=True)
                                     for name in drop})
     overridden = [option_of(name).flag or name for name in StudySpec.model_fields if name in mine and name in file_set]
+    overridden += [f"--{name.removeprefix('variants.')}" for name in sorted(named & file_set) if "." in name]
     if given.config is not None and experiment.run:
         overridden.append("--config")
     data = path.read_bytes()
     record = ExperimentRecord(path=str(path.resolve()), sha256=hashlib.sha256(data).hexdigest(),
                               content=experiment.model_dump(mode="json"),
                               overridden=[flag for flag in dict.fromkeys(overridden) if flag.startswith("--")])
-    return Sourced(given.over(kept), experiment, record, file_set - set(mine), str(path))
+    return Sourced(given.over(kept), experiment, record, file_set - named, str(path))

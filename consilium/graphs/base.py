@@ -33,6 +33,7 @@ from consilium.traces.config import RunConfig
 from consilium.traces.schema import TraceBase
 
 if TYPE_CHECKING:
+    from consilium.graphs.bounds import StageBounds
     from consilium.graphs.studio import StudioSpec
 
 __all__ = ["ANALYSIS_NEEDS", "Analyses", "OnTrace", "Protocol", "RunModels", "RunOutcome", "config_record",
@@ -137,9 +138,10 @@ class Protocol(ABC, Generic[T, C]):
     ``stages`` the stages its model calls are tagged with (consilium/stages.py: the usage tables list them, a call
     tagged otherwise is refused) and ``scripted`` the shipped scripted panel's answers for its own stages;
     ``variants`` are what one case is run in, of the kind ``variant_kind`` (a plural noun: ``formats``,
-    ``modes`` or its own; the kind names simulate's flag ``--<kind>`` and the API's ``variants``; a cohort
-    selects only formats and modes so far, and runs every variant of another kind); ``analyses`` which analyses
-    apply; ``compared_fields`` what replay requires to come out identical.
+    ``modes`` or its own; the kind names the flag ``--<kind>`` of simulate and cohort, and the experiment file's
+    key and API keyword ``<kind>``); ``analyses`` which analyses apply;
+    ``compared_fields`` what replay requires to come out identical; ``bounds``, ``judged`` and ``judged_record``
+    what a cohort's estimate counts before it runs.
     """
 
     name: ClassVar[str]
@@ -157,6 +159,11 @@ class Protocol(ABC, Generic[T, C]):
     uses_slides: ClassVar[bool] = False
     #: Packages whose ``prompts/`` folders hold the protocol's own prompts (besides the shared ones).
     prompt_packages: ClassVar[tuple[str, ...]] = ()
+    #: The components a completed trace offers a judge, by variant (what ``components`` gives at most): what a
+    #: cohort's estimate counts judge calls on; a variant not here is estimated from a previous cohort alone.
+    judged: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: Whether its traces carry the deliberation record the whole-case criteria are judged on (whole_case_record).
+    judged_record: ClassVar[bool] = False
 
     @property
     def variant_flag(self) -> str:
@@ -172,6 +179,11 @@ class Protocol(ABC, Generic[T, C]):
             label, needs = ANALYSIS_NEEDS[analysis]
             raise UserError(f"{command}: protocol {self.name!r} lacks what {label} needs: {needs} (its "
                             f"Protocol.analyses does not list {analysis!r})")
+
+    def bounds(self, variant: str, config: C) -> list[StageBounds] | None:
+        """Each stage of a run in ``variant`` under ``config``: the fewest and most calls it makes, its prompt and
+        answers (consilium/graphs/bounds.py); None: undeclared, its estimate needs a previous cohort (``--like``)."""
+        return None
 
     def studio(self) -> StudioSpec | None:
         """Its graph for LangGraph's dev server and Studio (consilium/graphs/dev.py); None: it has none."""

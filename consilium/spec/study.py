@@ -28,7 +28,8 @@ from consilium.errors import UserError
 from consilium.models.pricing import Prices
 from consilium.models.refs import distinct, parse_model_ref
 
-__all__ = ["FILE_SPECS", "MAY_DIFFER", "Option", "OwnOptions", "StudySpec", "absolute_spec", "option_of", "study_of"]
+__all__ = ["FILE_SPECS", "MAY_DIFFER", "VARIANT_FIELDS", "Option", "OwnOptions", "StudySpec", "absolute_spec",
+           "option_of", "study_of"]
 
 
 #: Model specs whose argument is a file (an experiment's: resolved against its folder; a flag's: against the
@@ -72,6 +73,10 @@ class OwnOptions(BaseModel):
     prices: Prices | None = None
 
 
+#: The variant kinds with a field of their own (the built-in protocols' kinds, as manifests store them); the
+#: variants of any other kind a protocol declares (a plugin's) are the field ``variants``, by kind.
+VARIANT_FIELDS = ("formats", "modes")
+
 Scope = Literal["frozen", "judge"]
 Decoding = Literal["constrained", "paper"]
 
@@ -89,6 +94,9 @@ class StudySpec(BaseModel):
     protocols: list[str] | None = _opt("--protocol", "protocol", description="run side by side")
     formats: list[str] | None = _opt("--formats", "formats", description="variants of the format protocols")
     modes: list[str] | None = _opt("--modes", "modes", description="variants of the board")
+    variants: dict[str, list[str]] = _opt(None, "variants", default_factory=dict,
+                                          description="variants of another kind a protocol declares, by kind (its "
+                                                      "flag --<kind>, an experiment's <kind>: key)")
     models: list[str] | None = _opt("--model", "models", description="the panel models' specs; the first is "
                                     "--model, the others --extra-model")
     moderator: str | None = _opt("--moderator-model", "moderator_model", description="every arm's moderator")
@@ -142,6 +150,18 @@ class StudySpec(BaseModel):
             split = info.field_name in ("protocols", "formats", "modes")
             return [part.strip() for part in value.split(",") if part.strip()] if split else [value]
         return list(value) if isinstance(value, tuple) else value
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> Any:
+        """Each kind's names as a list (``a,b`` is two); a kind with a field of its own is given there."""
+        if not isinstance(value, dict):
+            return value
+        taken = [kind for kind in value if kind in VARIANT_FIELDS]
+        if taken:
+            raise PydanticCustomError("variants", "variants.{kind}: give {kind} as its own field", {"kind": taken[0]})
+        return {kind: [p.strip() for p in names.split(",") if p.strip()] if isinstance(names, str) else names
+                for kind, names in value.items()}
 
     @field_validator("models")
     @classmethod
@@ -199,13 +219,24 @@ class StudySpec(BaseModel):
                 if getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True)}
 
     def over(self, under: StudySpec) -> StudySpec:
-        """This spec laid over ``under``: each field given here wins."""
-        return under.model_copy(update=self.given())
+        """This spec laid over ``under``: each field given here wins (of ``variants``, each kind given here)."""
+        given = self.given()
+        if "variants" in given:
+            given["variants"] = {**under.variants, **given["variants"]}
+        return under.model_copy(update=given)
+
+    def chosen(self, kind: str) -> list[str] | None:
+        """The variants of ``kind`` given (None: not given, every variant of the protocols of that kind)."""
+        return getattr(self, kind) if kind in VARIANT_FIELDS else self.variants.get(kind)
 
     def study(self) -> dict[str, Any]:
-        """What the study is: every field a resume must keep, as JSON."""
-        return self.model_dump(mode="json", exclude={n for n in type(self).model_fields if option_of(n).resume
-                                                     == "may differ"})
+        """What the study is: every field a resume must keep, as JSON (``variants`` only when given, so a study
+        of the built-in kinds keeps the hash it had before the field was)."""
+        study = self.model_dump(mode="json", exclude={n for n in type(self).model_fields if option_of(n).resume
+                                                      == "may differ"})
+        if not study["variants"]:
+            del study["variants"]
+        return study
 
     def digest(self) -> str:
         """SHA-256 of :meth:`study`, canonical JSON: two specs of the same study have the same one."""

@@ -2,7 +2,7 @@
 
 Each top-level part of ``consilium`` has a rank; a module may import its own part and any part of a lower
 rank, never one above. Within ``graphs``, each protocol's package may import only the shared protocol
-modules (base, view, record, and the LangGraph glue: reducers, running, checkpoint_serde, studio) and
+modules (base, bounds, view, record, and the LangGraph glue: reducers, running, checkpoint_serde, studio) and
 itself: a protocol never reaches into another's package; the registry, arms, replay and the Studio entry (dev),
 which know them all, sit above them. Imports inside functions count as well (a lazy import is still an edge).
 """
@@ -41,7 +41,7 @@ SAME_RANK_ALLOWED = {("fileio", "redact"), ("log", "redact"), ("cases", "roles")
                      ("runfolder", "spec"), ("study", "calibration"), ("study", "reports"),
                      ("web", "export")}
 #: Inside protocols: the shared modules every protocol builds on; the ones above every protocol.
-PROTOCOL_SHARED = {"base", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}
+PROTOCOL_SHARED = {"base", "bounds", "view", "record", "reducers", "running", "checkpoint_serde", "studio"}
 PROTOCOL_TOP = {"registry", "replay", "arms", "dev"}
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from consilium.agents.prompting import SHARED
 from consilium.cases import Case
 from consilium.graphs.base import Analyses, OnTrace, Protocol, RunModels
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.graphs.board.validate import FAILURES, FormatReport
+from consilium.graphs.bounds import Prompt, StageBounds, assignment_calls, prompt
 from consilium.graphs.view import Block, Heading, Note, Table, Text
 from consilium.models.backends.replay import ReplayModel
 from consilium.models.wrappers import WrapperModel
@@ -40,9 +42,37 @@ class BoardProtocol(Protocol[BoardTrace, BoardConfig]):
     row_columns = ("turns", "roles", "format_exact", "format_dense", "format_score", "repetition_penalty",
                    "overlength_penalty", "format_failure_reason")
     uses_slides = True
+    judged: ClassVar[dict[str, tuple[str, ...]]] = {"agents": ("conclusion",), "single": ("conclusion",)}
 
     def variant(self, trace: BoardTrace) -> str:
         return trace.mode
+
+    def bounds(self, variant: str, config: BoardConfig) -> list[StageBounds]:
+        """agents: roles, then moderator and specialist turns, then the conclusion; single: the whole meeting in
+        one call (opentumorboard.txt App. B; graphs/board/graph.py, agents.py). The moderator (its own prompt
+        and model) opens every turn with a call, a pass being a call without a turn of its own, and closes the
+        meeting: at most ``max_turns`` calls, the specialists at most ``max_turns - 1``. Fewest, from 5 turns on:
+        ask, answer, ask, answer, close (two specialists must speak before the moderator may close); under that
+        the limit may end the meeting after one question and its answer."""
+        c, own = config, self.prompt_packages[0]
+
+        def board(task: str) -> Prompt:
+            return prompt(task, own, "board_preamble", own)
+
+        if variant == "single":
+            return [StageBounds("board_turn", (1, 1), board("board_single"), 0, c.tokens_for("board_single"))]
+        transcript = c.max_turns * c.tokens_for("board_turn")
+        asks, answers = (3, 2) if c.max_turns >= 5 else (1, 1)
+        return [
+            StageBounds("role_assignment", assignment_calls(c), prompt("assign_roles", SHARED, "board_preamble", own),
+                        0, c.tokens_for("role_assignment"), chair=True),
+            StageBounds("board_turn", (asks, c.max_turns), board("board_moderator"), transcript,
+                        c.tokens_for("board_turn"), chair=True),
+            StageBounds("board_turn", (answers, c.max_turns - 1), board("board_specialist"), transcript,
+                        c.tokens_for("board_turn"), checked=False),  # a specialist speaks in plain text
+            StageBounds("conclusion", (1, 1), board("board_conclusion"), transcript, c.tokens_for("conclusion"),
+                        chair=True),
+        ]
 
     def arm_variant(self, variant: str) -> str:
         return f"board-{variant}"

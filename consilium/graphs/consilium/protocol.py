@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from consilium.agents.prompting import SHARED
 from consilium.agents.records import FORMATS, Format, Report, render_sections
 from consilium.cases import Case
 from consilium.graphs.base import Analyses, OnTrace, Protocol, RunModels
+from consilium.graphs.bounds import StageBounds, assignment_calls, prompt
 from consilium.graphs.consilium.answers import TraceAnswers
 from consilium.graphs.consilium.config import ConsiliumConfig
 from consilium.graphs.consilium.record import whole_case_record
@@ -36,9 +38,32 @@ class ConsiliumProtocol(Protocol[Trace, ConsiliumConfig]):
         supports=frozenset({"networks", "ablation", "human_seat"}))
     compared_fields = ("status", "roles", "opinions", "reports", "rounds", "stop_reason")
     row_columns = ("rounds", "r1_dissent", "roles")
+    judged: ClassVar[dict[str, tuple[str, ...]]] = {
+        "structured": ("conclusion", "differential", "role_reasoning", "role_opinion"), "free-form": ("conclusion",)}
+    judged_record = True  # its opinions, reports and votes: what the whole-case criteria are judged on
 
     def variant(self, trace: Trace) -> str:
         return trace.format
+
+    def bounds(self, variant: str, config: ConsiliumConfig) -> list[StageBounds]:
+        """ai-consilium.txt Fig. 2: roles, an opinion per role, a synthesis, then rounds of a vote per role and
+        a revision between rounds (consilium/graphs/consilium/graph.py)."""
+        c, fmt = config, variant.replace("-", "_")
+        low_n, high_n = (len(c.panel),) * 2 if c.panel else (c.min_roles, c.max_roles)
+        rounds = c.max_rounds if c.review else 0
+        report = max(c.tokens_for("synthesis"), c.tokens_for("revision"))
+        return [
+            StageBounds("role_assignment", (0, 0) if c.panel else assignment_calls(c), prompt("assign_roles", SHARED),
+                        0, c.tokens_for("role_assignment"), shared=True, chair=True),
+            StageBounds("opinion", (low_n, high_n), prompt(f"opinion_{fmt}", SHARED), 0, c.tokens_for("opinion")),
+            StageBounds("synthesis", (1, 1), prompt(f"synthesis_{fmt}", SHARED), high_n * c.tokens_for("opinion"),
+                        c.tokens_for("synthesis"), chair=True),
+            StageBounds("vote", (low_n * min(rounds, 1), high_n * rounds), prompt("vote", SHARED), report,
+                        c.tokens_for("vote")),
+            # A revision follows every round but the last (at max_rounds the tally stops: round_limit).
+            StageBounds("revision", (0, max(rounds - 1, 0)), prompt(f"revision_{fmt}", SHARED),
+                        report + high_n * c.tokens_for("vote"), c.tokens_for("revision"), chair=True),
+        ]
 
     async def run_arm(self, case: Case, variants: Sequence[str], models: RunModels, config: ConsiliumConfig, *,
                       run_id: str, images: tuple[str, ...] = (), reuse: Sequence[Trace] = (),

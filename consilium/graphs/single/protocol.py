@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
+from consilium.agents.prompting import SHARED
 from consilium.agents.records import FORMATS, Format
 from consilium.cases import Case
 from consilium.graphs.base import OnTrace, Protocol, RunModels
+from consilium.graphs.bounds import StageBounds, assignment_calls, prompt
 from consilium.graphs.single.config import SingleConfig
 from consilium.graphs.single.trace import SingleTrace
 from consilium.graphs.view import Block, Heading, Note, Table, Text
@@ -26,9 +28,20 @@ class SingleProtocol(Protocol[SingleTrace, SingleConfig]):
     compared_fields = ("status", "roles", "specialist", "answer")
     prompt_packages = ("consilium.graphs.single",)
     row_columns = ("roles",)
+    judged: ClassVar[dict[str, tuple[str, ...]]] = {"structured": ("conclusion", "differential"),
+                                                    "free-form": ("conclusion",)}
 
     def variant(self, trace: SingleTrace) -> str:
         return trace.format
+
+    def bounds(self, variant: str, config: SingleConfig) -> list[StageBounds]:
+        """The consilium's role assignment, then the primary role's one answer (graphs/single/graph.py)."""
+        return [
+            StageBounds("role_assignment", assignment_calls(config), prompt("assign_roles", SHARED), 0,
+                        config.tokens_for("role_assignment"), shared=True, chair=True),
+            StageBounds("opinion", (1, 1), prompt(f"answer_{variant.replace('-', '_')}", self.prompt_packages[0]), 0,
+                        config.tokens_for("opinion")),
+        ]
 
     def arm_variant(self, variant: str) -> str:
         return f"single-{variant}"

@@ -3,7 +3,8 @@ at the case, after the consilium's own role assignment, at one of two tempos.
 
 What no built-in protocol has: a stage (``second_look``) and a variant kind (``tempos``: brisk, unhurried). It
 declares them, with the shipped scripted panel's answers for its stage, its record type, its analyses (none
-beyond the defaults) and a Studio graph; nothing in consilium names it.
+beyond the defaults), what a cohort's estimate counts (its stages' calls, the components a judge scores) and a
+Studio graph; nothing in consilium names it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from consilium.agents import moderator
+from consilium.agents.prompting import SHARED
 from consilium.agents.records import AssignedRole
 from consilium.cases import Case
 from consilium.graphs.base import Protocol, RunModels, config_record, run_recorded, start_run
+from consilium.graphs.bounds import Prompt, StageBounds, assignment_calls, prompt
 from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, StudioSpec
 from consilium.graphs.view import Block, Heading, Text
 from consilium.models import CallRecorder, CallTag, Message, ModelRequest, for_run
@@ -29,6 +32,7 @@ from consilium.traces.schema import TraceBase
 Tempo = Literal["brisk", "unhurried"]
 TEMPOS: tuple[Tempo, ...] = ("brisk", "unhurried")
 CASE = Path("examples/cases/diagnostic-myocarditis.yaml")  # a Studio run's default: relative to the server's folder
+ASK = "Take a {tempo} second look at this case."
 
 
 class LookConfig(RunConfig):
@@ -58,7 +62,7 @@ async def run_look(case: Case, tempo: Tempo, models: RunModels, config: LookConf
                                                       max_roles=config.max_roles,
                                                       settings=config.settings("role_assignment"))
         primary = next(r for r in state["roles"] if r.primary)
-        ask = Message(role="user", content=f"Take a {tempo} second look at this case.\n\n{case.render()}")
+        ask = Message(role="user", content=f"{ASK.format(tempo=tempo)}\n\n{case.render()}")
         request = ModelRequest(messages=(ask,), settings=config.settings("second_look"),
                                tag=CallTag(stage="second_look", role=primary.id))
         state["verdict"] = (await model.generate(request)).text
@@ -110,6 +114,14 @@ class SecondLook(Protocol[LookTrace, LookConfig]):
     variants = TEMPOS
     variant_kind = "tempos"
     compared_fields = ("status", "roles", "verdict")
+    judged: ClassVar[dict[str, tuple[str, ...]]] = dict.fromkeys(TEMPOS, ("conclusion",))
+
+    def bounds(self, variant: str, config: LookConfig) -> list[StageBounds]:
+        """Each tempo assigns its own roles (on the panel's model), then the primary role looks once, in prose."""
+        return [StageBounds("role_assignment", assignment_calls(config), prompt("assign_roles", SHARED), 0,
+                            config.tokens_for("role_assignment")),
+                StageBounds("second_look", (1, 1), Prompt("", ASK.format(tempo="")), 0,
+                            config.tokens_for("second_look"), checked=False)]
 
     def variant(self, trace: LookTrace) -> str:
         return trace.tempo
