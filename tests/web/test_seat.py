@@ -125,3 +125,51 @@ def test_a_paused_run_is_answered_in_the_browser_and_finishes_as_simulate_would(
     capsys.readouterr()
     assert main(["replay", str(folder)]) == 0
     assert "identical" in capsys.readouterr().out
+
+
+#: The person's structured opinion, section by section, as typed in the page.
+SECTIONS = {"clinical_data": "24-year-old man; troponin 410 -> 690 ng/L; LVEF 45%.",
+            "syndromes": "Acute myocardial injury after a viral prodrome.",
+            "differential_diagnosis": "1. Acute viral myocarditis 2. Myopericarditis",
+            "diagnostic_strategy": "Cardiac MRI with late gadolinium enhancement.",
+            "management_strategy": "Telemetry; no competitive sport for 3-6 months.",
+            "final_conclusion": "Acute viral myocarditis."}
+
+
+def test_a_structured_opinion_is_written_section_by_section_and_an_over_long_one_is_refused(
+        tmp_path: Path) -> None:
+    # The example panel: the radiologist dissents in round 1, so the person votes in two rounds.
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("{}\n", encoding="utf-8")
+    assert main(["simulate", "--case", str(CASE), "--model", f"scripted:{ROOT / 'examples/models/scripted-panel.yaml'}",
+                 "--format", "structured", "--out", str(tmp_path / "runs"), "--human", "Cardiologist",
+                 "--answers", str(answers)]) == 2
+    [folder] = (tmp_path / "runs").iterdir()
+    with served(tmp_path / "runs") as studio, Browser(tmp_path) as browser:
+        browser.open(studio.url + "seats")  # no session: refused
+        assert "403" in browser.text()
+        browser.open(studio.admin_link)
+        browser.open(studio.url + f"seats/0/{folder.name}")
+        assert "structured · opinion" in _turn(browser)
+        label = browser.text("form.seat label.seat-text")  # the first section's label and cap
+        assert label.startswith("clinical data (at most ")
+        cap = int(label.split("at most ")[1].split(" ")[0])
+        for name, text in SECTIONS.items():
+            browser.fill(f"#seat-{name}", text)
+        browser.fill("#seat-clinical_data", "x" * (cap + 1))
+        browser.click("#seat-submit")
+        assert "clinical_data" in _refused(browser)
+        browser.fill("#seat-clinical_data", SECTIONS["clinical_data"])
+        browser.click("#seat-submit")
+        assert "review round 1" in _turn(browser, "round 1")
+        _vote(browser, "accept", "The plan is sound.")
+        assert "review round 2" in _turn(browser, "round 2")
+        _vote(browser, "accept", "Still sound.")
+        browser.wait("!!document.getElementById('seat-finished')", timeout=30)
+    [path] = folder.glob("*.structured.trace.json")
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert trace["human"]["inputs"][0] == {"stage": "opinion", "round": None, "answer": SECTIONS, "source": "web"}
+    [opinion] = [o for o in trace["opinions"] if o["role"] == "cardiologist"]
+    assert opinion["sections"] == SECTIONS
+    assert [(i["round"], i["answer"]["vote"], i["source"]) for i in trace["human"]["inputs"][1:]] == [
+        (1, "accept", "web"), (2, "accept", "web")]
