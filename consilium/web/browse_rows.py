@@ -1,10 +1,13 @@
 """The browse pages' rows: one per arm of a served folder, from its tables, never from its traces.
 
 A cohort's arms come from ``arms.csv`` (it grows row by row as arms finish, so it is complete at every moment;
-:meth:`~consilium.runfolder.folder.RunFolder.arms`), each arm's judge scores from the judgement records beside its
-trace, read once per file version (:func:`scores_of`: keyed by path, size and modification time) and scored as
-``consilium view`` scores them (:func:`consilium.reports.view_cohort.rubric_score`). A folder that is not a cohort
-(a ``simulate`` run: traces only) has one row per trace, read from the trace itself (there are few).
+:meth:`~consilium.runfolder.folder.RunFolder.arms`). Each arm's judge scores are scored as ``consilium view`` scores
+them (:class:`~consilium.reports.view_cohort.RubricScore`: the mean of the per-output items): from the rows of
+``judgements.csv`` for a record no newer than that table (one table read, not a record per arm: a 1,000-arm index
+stays fast), else from the judgement record beside the trace, read once per file version (keyed by path, size and
+modification time; :func:`consilium.reports.view_cohort.rubric_score`); a rubric with its own aggregate (the
+four-decision weighted mean) is always read from its records. A folder that is not a cohort (a ``simulate`` run:
+traces only) has one row per trace, read from the trace itself (there are few).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from consilium.cohort.completeness import Completeness, cohort_completeness
 from consilium.errors import UserError
 from consilium.graphs.registry import protocol_of
 from consilium.judges.record import read_judgement
+from consilium.judges.rubric import load_rubric, rubric_names
 from consilium.natural import natural_key
 from consilium.reports.view_cohort import RubricScore, rubric_score
-from consilium.runfolder import ArmRow, RunFolder
-from consilium.runfolder.layout import judgements_of
+from consilium.runfolder import ArmRow, JudgementRow, RunFolder
+from consilium.runfolder.layout import judgements_of, trace_stem
 
 __all__ = ["Arm", "arm_id", "arms_of", "cached_arms", "completeness", "folder_stamp", "rubrics_of", "scores_of"]
 
@@ -102,9 +106,65 @@ def _scored(file: Path, trace_name: str) -> tuple[str, RubricScore] | None:
     return found
 
 
-def scores_of(trace: Path) -> dict[str, RubricScore]:
-    """The arm's score per rubric, from the judgement records beside its trace."""
-    return dict(found for file in judgements_of(trace) if (found := _scored(file, trace.name)) is not None)
+def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None) -> dict[str, RubricScore]:
+    """The arm's score per rubric: from ``table`` (judgements.csv's, by arm) where a record is no newer than it,
+    else from the judgement records beside its trace."""
+    found: dict[str, RubricScore] = {}
+    for file in judgements_of(trace):
+        rubric = file.name.removeprefix(f"{trace_stem(trace.name)}.judge.").removesuffix(".json")
+        if table is not None and key is not None and (rubric, *key) in table.scores and _plain(rubric):
+            try:
+                if file.stat().st_mtime_ns <= table.version:
+                    found[rubric] = table.scores[(rubric, *key)]
+                    continue
+            except OSError:
+                continue
+        scored = _scored(file, trace.name)
+        if scored is not None:
+            found[scored[0]] = scored[1]
+    return found
+
+
+ArmKey = tuple[str, str, str, str, int | None]  # case, model, protocol, format, replicate
+
+
+@dataclass(frozen=True)
+class Table:
+    """judgements.csv's items scored per (rubric, arm), and the table's modification time (ns)."""
+
+    version: int
+    scores: dict[tuple[str, str, str, str, str, int | None], RubricScore]
+
+
+def _plain(rubric: str) -> bool:
+    """Whether a rubric's score is the mean of its items (a shipped rubric without an aggregate of its own)."""
+    return rubric in rubric_names() and load_rubric(rubric).scoring != "weighted_decisions"
+
+
+def _table(folder: RunFolder) -> Table | None:
+    """judgements.csv's rows scored per (rubric, arm) as :func:`~consilium.reports.view_cohort.rubric_score`
+    scores a record's items (whole-case and not-evaluable items out of the mean); None without the table."""
+    try:
+        version = folder.judgements_csv.stat().st_mtime_ns
+        rows = folder.judgements()
+    except (OSError, UserError):
+        return None
+    items: dict[tuple[str, str, str, str, str, int | None], list[JudgementRow]] = {}
+    for row in rows:
+        items.setdefault((row.rubric, row.case_id, row.model, row.protocol, row.format, row.replicate), []).append(row)
+    scores = {}
+    whole_case = {name: {c.id: c.whole_case for c in load_rubric(name).criteria}
+                  for name in {key[0] for key in items} if _plain(name)}
+    for key, group in items.items():
+        if key[0] not in whole_case:
+            continue
+        whole = whole_case[key[0]]  # the table may not say (a cohort's does not): the rubric does
+        values = [r.score for r in group if not (r.whole_case if r.whole_case is not None else
+                                                 whole.get(r.criterion, False))
+                  and not r.not_evaluable and r.score is not None]
+        scores[key] = RubricScore(sum(values) / len(values) if values else None, len(values),
+                                  sum(r.not_evaluable for r in group), len(group))
+    return Table(version, scores)
 
 
 def _trace_rows(folder: RunFolder) -> list[Arm]:
@@ -131,9 +191,11 @@ def arms_of(folder: RunFolder) -> list[Arm]:
                     folder.trace_location(r.trace) if r.trace else None) for r in folder.arms()]
     else:
         arms = _trace_rows(folder)
+    table = _table(folder) if folder.is_cohort else None
     for arm in arms:
         if arm.trace is not None and arm.completed:
-            arm.scores = scores_of(arm.trace)
+            row = arm.row
+            arm.scores = scores_of(arm.trace, table, (row.case_id, row.model, row.protocol, row.format, row.replicate))
     return sorted(arms, key=Arm.natural)
 
 

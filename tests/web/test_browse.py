@@ -290,3 +290,24 @@ def test_a_running_cohort_s_index_gains_its_new_arms_and_progress_without_a_relo
         failed = browser.eval("document.querySelector('#arms tr.failed').dataset.case")
         assert failed == FAILED[1]
     assert "Traceback" not in live.log.read_text()
+
+
+def test_a_judgement_made_again_after_the_cohort_shows_its_new_score(cohort: Path, tmp_path: Path) -> None:
+    from consilium.runfolder import RunFolder
+    from consilium.web.browse_rows import arms_of
+
+    copy = tmp_path / cohort.name
+    shutil.copytree(cohort, copy)
+    folder = RunFolder(copy)
+    model, fmt, case = "panel-b", "free-form", "mac-1"
+    [row] = [r for r in _arms_csv(copy) if (r["model"], r["format"], r["case_id"]) == (model, fmt, case)]
+    trace = folder.trace_location(row["trace"])
+    [(_, judgement)] = folder.judgements_of(trace)
+    # Every per-output item scored 3 now: a judging after the cohort, newer than judgements.csv.
+    items = [i.model_copy(update={"score": 3.0}) if i.criterion not in WHOLE_CASE else i for i in judgement.items]
+    folder.write_judgement(trace, judgement.model_copy(update={"items": items}))
+    scores = {(a.model, a.row.format, a.row.case_id): a.scores for a in arms_of(folder)}
+    assert scores[(model, fmt, case)]["ai-consilium"].mean == 3.0
+    other = scores[("panel-a", fmt, case)]["ai-consilium"]
+    assert other.mean == pytest.approx(statistics.fmean(arm_scores("panel-a", fmt, case)))
+    assert other.not_evaluable == 1 and other.scored == len(arm_scores("panel-a", fmt, case))
