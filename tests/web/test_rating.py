@@ -284,7 +284,7 @@ def test_a_rater_token_opens_only_that_raters_queue(setup: Setup, rated: Rated) 
     assert ana.fetch_status(f"/rate/ana/{only_ben}") == 404
 
 
-def test_a_write_without_the_csrf_header_is_refused(setup: Setup, rated: Rated) -> None:
+def test_a_write_without_the_csrf_header_or_off_the_scale_is_refused(setup: Setup, rated: Rated) -> None:
     ana, item = rated.browsers["ana"], rated.queues["ana"][1]
     given = rated.answers[("ana", item)]["c1"]
     ana.open(f"{setup.studio.url}rate/ana/{item}")
@@ -292,6 +292,11 @@ def test_a_write_without_the_csrf_header_is_refused(setup: Setup, rated: Rated) 
     status = ana.eval(f"fetch('/api/rate/ana/{item}', {{method: 'PUT', headers: {{'Content-Type': "
                       f"'application/json'}}, body: {json.dumps(body)}}}).then(r => r.status)")
     assert status == 403
+    # With the header, a score off the scale is refused in one line naming the field.
+    reply = ana.eval(f"fetch('/api/rate/ana/{item}', {{method: 'PUT', headers: {{'Content-Type': 'application/json', "
+                     "'X-CSRF-Token': document.querySelector('meta[name=csrf-token]').content}, body: JSON.stringify("
+                     "{criterion: 'c1', score: 7})}).then(async r => [r.status, (await r.json()).error])")
+    assert reply[0] == 400 and reply[1].startswith("score: 7 is not on the ai-consilium scale")
     ana.open(f"{setup.studio.url}rate/ana/{item}")
     assert ana.eval("document.querySelector('fieldset[data-criterion=c1] input:checked').value") == str(int(given))
 
@@ -318,14 +323,21 @@ def _admin(setup: Setup, stack: ExitStack) -> Browser:
     return admin
 
 
-def test_a_revoked_link_stops_working_and_a_new_one_is_shown_once(setup: Setup) -> None:
+def test_a_revoked_link_stops_working_even_on_an_open_page_and_a_new_one_is_shown_once(setup: Setup) -> None:
     with ExitStack() as stack:
         cy, admin = stack.enter_context(Browser(setup.tmp)), _admin(setup, stack)
         cy.open(setup.link("cy"))
-        assert cy.fetch_status("/api/rate/cy/queue") == 200
+        first = cy.eval("fetch('/api/rate/cy/queue').then(r => r.json())")["items"][0]["item"]
+        cy.open(f"{setup.studio.url}rate/cy/{first}")
         admin.click("button.revoke[data-rater=cy]")
         admin.wait("document.querySelector('tr[data-rater=cy] .link-state').textContent === 'revoked'")
         assert cy.fetch_status("/api/rate/cy/queue") == 403
+        # An answer given on the page already open is refused, and the page says so in red.
+        _give(cy, [("c1", 2, None, None)])
+        status = "document.querySelector('fieldset[data-criterion=c1] .status')"
+        assert cy.wait(f"{status}.textContent.startsWith('not saved') && {status}.textContent").startswith(
+            "not saved: 403")
+        assert cy.eval(f"getComputedStyle({status}).color") == "rgb(176, 0, 32)"
         cy.open(setup.link("cy"))
         assert "not valid" in cy.text()
         admin.click("button.new-link[data-rater=cy]")

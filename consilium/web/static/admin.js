@@ -50,8 +50,9 @@
   async function post(path) {
     const reply = await fetch(`${base}${path}`, {method: "POST", credentials: "same-origin",
                                                  headers: {"X-CSRF-Token": csrf}});
+    const text = await reply.text();
     let data = {};
-    try { data = await reply.json(); } catch (err) { data = {}; }
+    try { data = JSON.parse(text); } catch (err) { data = {error: text}; }
     if (!reply.ok) throw new Error(data.error || `${reply.status} ${reply.statusText}`);
     return data;
   }

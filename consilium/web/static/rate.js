@@ -44,8 +44,9 @@
       show(fieldset, `not saved: the server cannot be reached (${err.message})`, "error");
       return;
     }
+    const text = await reply.text();
     let data = {};
-    try { data = await reply.json(); } catch (err) { data = {}; }
+    try { data = JSON.parse(text); } catch (err) { data = {error: text}; }
     if (!reply.ok) {
       show(fieldset, `not saved: ${data.error || reply.status + " " + reply.statusText}`, "error");
       return;
