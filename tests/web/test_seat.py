@@ -173,3 +173,25 @@ def test_a_structured_opinion_is_written_section_by_section_and_an_over_long_one
     assert opinion["sections"] == SECTIONS
     assert [(i["round"], i["answer"]["vote"], i["source"]) for i in trace["human"]["inputs"][1:]] == [
         (1, "accept", "web"), (2, "accept", "web")]
+
+
+def test_a_run_stopped_before_its_first_checkpoint_is_continued_and_takes_the_files_answers_first(
+        tmp_path: Path) -> None:
+    # A run killed during its first step has its session and an empty checkpoint: nothing to resume but the start.
+    folder = _paused(tmp_path)
+    (folder / "human" / "checkpoints.sqlite").write_bytes(b"")
+    (folder / "human" / "free-form.calls.json").unlink()
+    with served(tmp_path / "runs") as studio, Browser(tmp_path) as browser:
+        browser.open(studio.admin_link)
+        browser.open(studio.url + "seats")
+        assert "stopped between steps" in browser.text("#seats")
+        browser.open(studio.url + f"seats/0/{folder.name}")
+        browser.click("#seat-start")
+        # The opinion comes from the run's answers file, as simulate --resume would take it; the vote is asked.
+        assert "review round 1" in _turn(browser, "round 1")
+        _vote(browser, "accept", "Agreed.")
+        browser.wait("!!document.getElementById('seat-finished')", timeout=30)
+    [path] = folder.glob("*.free-form.trace.json")
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert [(i["stage"], i["source"]) for i in trace["human"]["inputs"]] == [("opinion", "file"), ("vote", "web")]
+    assert trace["stop_reason"] == "consensus" and len(trace["rounds"]) == 1
