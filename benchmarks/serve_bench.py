@@ -8,9 +8,9 @@ alike), ``python -m consilium serve RUN_DIR --port 0`` starts as a process, as u
 times from the process's start to
 
 - the printed URL line (the server is listening);
-- the first 200 of the cohort index (``/runs/0/``), after following the administrator's login link (a 303 that
-  sets the session cookie, kept in a cookie jar);
-- an arm page and the summary page, found among the index's links;
+- the first 200 of the cohort index (``/runs/0/``), asked for after the administrator's login link (a 303 that
+  sets the session cookie, kept in a cookie jar; the redirect is not followed, so the index is asked for once);
+- an arm page, a case page and the summary page, found among the index's links, then the index again;
 
 and, after those pages, reads the server's peak RSS (``VmHWM``) and its RSS (``VmRSS``) from /proc. Beside it,
 in the same run, ``python -c "import consilium"`` and ``python -m consilium --help`` (with the bytecode compiled
@@ -18,9 +18,9 @@ first, as an installed package's is; benchmarks/startup.py). It prints medians, 
 of each figure: ratios measured side by side are the figures to trust, absolute times on a shared machine are not.
 A page that is not served (404) is reported as such, not timed.
 
-``--profile`` then asks the studio's application (``make_app``, in this process) for the largest cohort's index five
-times under cProfile and prints where the time went: the functions with the most own time, and consilium's
-functions by cumulative time, each as a share of the requests' time.
+``--profile`` then asks the studio's application (``make_app``, in this process) for the largest cohort's index
+(cold, then warm) and its summary page, each under its own cProfile, and prints where each page's time went: the
+functions with the most own time, and consilium's functions by cumulative time, as shares of the page's time.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from serve_cohorts import cohort
 from startup import ENV  # bytecode written once to a folder of this process's, read after
@@ -46,9 +47,9 @@ from startup import ENV  # bytecode written once to a folder of this process's, 
 PYTHON = sys.executable
 _LINE = re.compile(r"^consilium serve: (?P<url>http://\S+/) \(administrator: (?P<admin>\S+)\)$")
 INDEX = "runs/0/"
-#: How an arm page's and the summary page's links are recognised among the index's links (first match).
-ARM_LINK = re.compile(r'href="(/runs/0/[^"]*arm[^"]*)"')
-SUMMARY_LINK = re.compile(r'href="(/runs/0/[^"]*summary[^"]*)"')
+#: The pages after the index, each the first of the index's links that matches (consilium/web/browse.py's routes).
+LINKS = {"arm": re.compile(r'href="(/runs/0/arm/[^"]+)"'), "case": re.compile(r'href="(/runs/0/case/[^"]+)"'),
+         "summary": re.compile(r'href="(/runs/0/summary)"')}
 
 
 @dataclass
@@ -110,16 +111,28 @@ def start(run_dir: Path, log: Path) -> tuple[subprocess.Popen[str], float, str, 
     return process, started, found["url"], found["admin"]
 
 
+class _Stay(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: the login's 303 is timed alone (its cookie is kept), the index asked for next."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _Stay())
+
+
 def measure(run_dir: Path, log: Path) -> Start:
-    """One start: the URL line, the index, an arm page and the summary page, then the server's memory."""
+    """One start: the URL line, the login (303), the index, an arm, a case and the summary page, the index again,
+    then the server's memory."""
     process, started, url, admin = start(run_dir, log)
     try:
         result = Start(url_s=time.perf_counter() - started)
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        result.pages["login"], _ = _get(opener, admin, started)  # follows the 303, keeps the cookie
+        opener = _opener()
+        result.pages["login"], _ = _get(opener, admin, started)
         result.pages["index"], html = _get(opener, url + INDEX, started)
         if result.pages["index"].status == 200:
-            for name, pattern in (("arm", ARM_LINK), ("summary", SUMMARY_LINK)):
+            for name, pattern in LINKS.items():
                 link = pattern.search(html)
                 if link:
                     result.pages[name], _ = _get(opener, url.rstrip("/") + link.group(1).replace("&amp;", "&"),
@@ -157,7 +170,7 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")
 
     row("URL printed (from process start)", {n: _median([s.url_s for s in starts[n]]) for n in sizes}, " s")
-    names = [name for name in ("index", "arm", "summary", "index again") if any(name in s.pages for s in starts[large])]
+    names = [name for name in ("index", *LINKS, "index again") if any(name in s.pages for s in starts[large])]
     for name in names:
         statuses = {n: sorted({s.pages[name].status for s in starts[n] if name in s.pages}) for n in sizes}
         ok = {n: [s.pages[name] for s in starts[n] if name in s.pages and s.pages[name].status == 200] for n in sizes}
@@ -181,9 +194,10 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
     return lines
 
 
-def profile(run_dir: Path, requests: int = 5) -> list[str]:
-    """The index of ``run_dir`` asked for ``requests`` times of the studio's own application, in this process,
-    under cProfile (on only while the requests run): where the time of the index goes."""
+def profile(run_dir: Path) -> list[str]:
+    """The studio's own application (``make_app``) in this process, over ``run_dir``, asked for the index (cold,
+    then twice warm) and the summary page, each under a cProfile of its own (on only while it is asked):
+    where each page's time goes (the work the pages hand to worker threads included)."""
     import asyncio
     import cProfile
     import secrets
@@ -193,35 +207,47 @@ def profile(run_dir: Path, requests: int = 5) -> list[str]:
     from consilium.web.app import make_app
 
     token = secrets.token_urlsafe(32)
-    profiler = cProfile.Profile()
+    asks = [("index, first (cold)", "/" + INDEX), ("index, warm (×2)", "/" + INDEX), ("index, warm (×2)", "/" + INDEX),
+            ("summary", "/runs/0/summary")]
+    profiles: dict[str, tuple[cProfile.Profile, list[tuple[int, float]]]] = {}
 
-    async def ask() -> list[tuple[int, float]]:
-        took = []
+    async def ask() -> None:
         async with TestClient(TestServer(make_app([run_dir], admin_token=token))) as client:
-            await (await client.get(f"/login/{token}")).read()
-            for _ in range(requests):
+            await (await client.get(f"/login/{token}", allow_redirects=False)).read()
+            for label, path in asks:
+                profiler, took = profiles.setdefault(label, (cProfile.Profile(), []))
                 began = time.perf_counter()
                 profiler.enable()
-                response = await client.get("/" + INDEX)
+                response = await client.get(path)
                 await response.read()
                 profiler.disable()
                 took.append((response.status, time.perf_counter() - began))
-        return took
 
-    took = asyncio.run(ask())
-    total = sum(seconds for _, seconds in took)
-    lines = [f"index of {run_dir.name} under cProfile, {requests} requests in this process: "
-             + ", ".join(f"{status} in {seconds:.2f} s" for status, seconds in took)]
-    stats = pstats.Stats(profiler)
-    table = stats.stats  # type: ignore[attr-defined]
-    lines += ["", f"own time (share of the {total:.2f} s the requests took):"]
-    for (path, line, name), (_, calls, own, _, _) in sorted(table.items(), key=lambda kv: kv[1][2], reverse=True)[:20]:
-        lines.append(f"  {own:7.3f} s {own / total:6.1%}  {calls:>9} calls  {name}  {_short(path)}:{line}")
-    ours = [kv for kv in table.items() if "consilium" in kv[0][0]]
-    lines += ["", "consilium's functions by cumulative time:"]
-    for (path, line, name), (_, calls, _, cumulative, _) in sorted(ours, key=lambda kv: kv[1][3], reverse=True)[:25]:
-        share = cumulative / total
-        lines.append(f"  {cumulative:7.3f} s {share:6.1%}  {calls:>9} calls  {name}  {_short(path)}:{line}")
+    async def inline(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    # The pages read folders in worker threads (asyncio.to_thread), which a cProfile does not follow: here, one
+    # request at a time, the same calls run on the loop's thread instead, so the profile sees them.
+    threaded, asyncio.to_thread = asyncio.to_thread, inline  # type: ignore[assignment]
+    try:
+        asyncio.run(ask())
+    finally:
+        asyncio.to_thread = threaded  # type: ignore[assignment]
+    lines = [f"Profiles of {run_dir.name}, in this process (shares are of the page's own time):"]
+    for label, (profiler, took) in profiles.items():
+        total = sum(seconds for _, seconds in took)
+        lines += ["", f"### {label}: " + ", ".join(f"HTTP {status} in {seconds:.2f} s" for status, seconds in took)]
+        table = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+        lines += ["own time:"]
+        for (path, line, name), (_, calls, own, _, _) in sorted(table.items(), key=lambda kv: kv[1][2],
+                                                                reverse=True)[:15]:
+            lines.append(f"  {own:7.3f} s {own / total:6.1%}  {calls:>9} calls  {name}  {_short(path)}:{line}")
+        ours = [kv for kv in table.items() if "consilium" in kv[0][0]]
+        lines += ["consilium's functions by cumulative time:"]
+        for (path, line, name), (_, calls, _, cumulative, _) in sorted(ours, key=lambda kv: kv[1][3],
+                                                                       reverse=True)[:20]:
+            share = cumulative / total
+            lines.append(f"  {cumulative:7.3f} s {share:6.1%}  {calls:>9} calls  {name}  {_short(path)}:{line}")
     return lines
 
 
