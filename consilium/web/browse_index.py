@@ -9,7 +9,7 @@ from __future__ import annotations
 from consilium.cohort.completeness import Completeness
 from consilium.models.pricing import format_usd
 from consilium.reports.view_pages import score_cell, status_cell
-from consilium.web.browse_query import FILTERS, Query, score_key
+from consilium.web.browse_query import FILTERS, SORTS, Query, score_key
 from consilium.web.browse_rows import Arm
 from consilium.web.page import esc
 
@@ -94,8 +94,7 @@ def index_body(run: int, title: str, arms: list[Arm], shown: list[Arm], rubrics:
                done: Completeness | None, known: int) -> str:
     """The index page's body: heading, links, progress, filters, the table (``shown`` arms of ``arms``)."""
     failed = sum(not a.completed for a in arms)
-    numbers = {"rounds", "tokens", "cost", "judge_cost", "total_cost"}
-    head = "".join(_heading(key, text, query, "number" if key in numbers else "text") for key, text in COLUMNS)
+    head = "".join(_heading(key, text, query, SORTS[key]) for key, text in COLUMNS)
     head += "".join(_heading(score_key(i), f"score: {r}", query, "number") for i, r in enumerate(rubrics))
     head += "<th>page</th>"
     rows = "".join(row_html(run, arm, rubrics) for arm in shown)

@@ -4,7 +4,7 @@ and works without scripts); browse.js applies the same rules in the page at once
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -14,9 +14,10 @@ from consilium.web.browse_rows import Arm
 __all__ = ["FILTERS", "SORTS", "Query", "score_key"]
 
 #: Filter parameter → the arm's value it must equal.
-FILTERS = {"model": lambda a: a.model, "format": lambda a: a.row.format, "protocol": lambda a: a.row.protocol,
-           "status": lambda a: a.row.status, "stop": lambda a: a.row.stop_reason}
-#: Sort key → (column heading, kind); ``score-<i>`` sorts by the i-th rubric's score.
+FILTERS: dict[str, Callable[[Arm], str]] = {
+    "model": lambda a: a.model, "format": lambda a: a.row.format, "protocol": lambda a: a.row.protocol,
+    "status": lambda a: a.row.status, "stop": lambda a: a.row.stop_reason}
+#: Sort key → its kind (text sorts in natural order); ``score-<i>`` sorts by the i-th rubric's score, a number.
 SORTS = {"case": "text", "model": "text", "protocol": "text", "format": "text", "status": "text", "stop": "text",
          "rounds": "number", "tokens": "number", "cost": "number", "judge_cost": "number", "total_cost": "number"}
 

@@ -311,3 +311,22 @@ def test_a_judgement_made_again_after_the_cohort_shows_its_new_score(cohort: Pat
     other = scores[("panel-a", fmt, case)]["ai-consilium"]
     assert other.mean == pytest.approx(statistics.fmean(arm_scores("panel-a", fmt, case)))
     assert other.not_evaluable == 1 and other.scored == len(arm_scores("panel-a", fmt, case))
+
+
+def test_a_board_arm_shows_its_transcript_and_its_weighted_score(four_decision_board: Path, tmp_path: Path) -> None:
+    from support.board_cohort import WEIGHTED, nsclc_agents_trace
+    from support.cohorts import copy_cohort
+
+    board = copy_cohort(four_decision_board, tmp_path)
+    transcript = json.loads(nsclc_agents_trace(board).read_text())["transcript"]
+    with served(board) as live, Browser(tmp_path) as browser:
+        browser._run(browser._send("Page.addScriptToEvaluateOnNewDocument", {"source": CSP_WATCH}))
+        browser.open(live.admin_link)
+        selector = "#arms tr[data-case='tumor-board-nsclc'][data-format='board-agents']"
+        assert browser.eval(f"document.querySelector(\"{selector}\").dataset.protocol") == "board"
+        assert browser.eval(f"document.querySelector(\"{selector}\").cells[11].textContent") == (
+            f"{WEIGHTED:.2f} weighted mean (3 scored, 1 out of scope, 0 not evaluable)")
+        visit(browser, live.url + "runs/0/arm/" + browser.eval(f"document.querySelector(\"{selector}\").dataset.id"))
+        assert "Transcript" in browser.eval("Array.from(document.querySelectorAll('h3')).map(h => h.textContent)")
+        assert transcript.strip().splitlines()[0] in browser.text("section.protocol")
+        assert f"{WEIGHTED:.2f} weighted mean" in browser.text("body")
