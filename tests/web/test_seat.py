@@ -5,6 +5,7 @@ resumed to its end; the trace keeps the person's answers as typed, and replays a
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,13 @@ OPINION = "Troponin rise after a viral illness with normal coronaries: acute myo
 DISSENT = {"vote": "dissent", "reason": "The report names no confirming test.",
            "requested_change": "Add cardiac MRI with late gadolinium enhancement."}
 ACCEPT = {"vote": "accept", "reason": "Now it names the confirming test."}
+#: Set to write the screenshots into docs/images (``CONSILIUM_DOC_SCREENSHOTS=1 pytest tests/web/test_seat.py``).
+SHOTS = ROOT / "docs" / "images"
+
+
+def _shot(browser: Browser, name: str) -> None:
+    if os.environ.get("CONSILIUM_DOC_SCREENSHOTS"):
+        browser.screenshot(SHOTS / f"studio-seat-{name}.png")
 
 
 def _paused(tmp_path: Path) -> Path:
@@ -79,6 +87,7 @@ def test_a_paused_run_is_answered_in_the_browser_and_finishes_as_simulate_would(
         listed = browser.text("#seats")
         assert folder.name in listed and "Cardiologist" in listed
         assert "waits for free-form · vote, review round 1 (report version 1)" in listed
+        _shot(browser, "list")
         browser.click("#seats a")
         browser.wait("location.pathname.startsWith('/seats/0/')")
         assert _turn(browser) == "Your turn: Cardiologist (supporting) · free-form · vote, review round 1 " \
@@ -90,6 +99,7 @@ def test_a_paused_run_is_answered_in_the_browser_and_finishes_as_simulate_would(
         # No reason: refused on the page, in red, as the terminal would refuse it; the run keeps waiting.
         _vote(browser, "dissent", "", DISSENT["requested_change"])
         assert "reason: give a reason" in _refused(browser)
+        _shot(browser, "vote")
         assert browser.eval("getComputedStyle(document.getElementById('seat-error')).color") == "rgb(176, 0, 32)"
         browser.open(browser.eval("location.href"))
         assert "review round 1" in _turn(browser)
@@ -156,6 +166,7 @@ def test_a_structured_opinion_is_written_section_by_section_and_an_over_long_one
         cap = int(label.split("at most ")[1].split(" ")[0])
         for name, text in SECTIONS.items():
             browser.fill(f"#seat-{name}", text)
+        _shot(browser, "opinion")
         browser.fill("#seat-clinical_data", "x" * (cap + 1))
         browser.click("#seat-submit")
         assert "clinical_data" in _refused(browser)
