@@ -118,11 +118,10 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
     from consilium.calibration.isotonic import load_calibration
     from consilium.cohort.progress import ItemProgress
     from consilium.cohort.rejudging import check_replace, judge_label, rebuild_judgements_csv
-    from consilium.fileio import write_text_atomic
     from consilium.graphs.registry import read_trace
     from consilium.judges.aggregate import summarise
     from consilium.judges.answers import check_scope
-    from consilium.judges.board_reward import record_board_reward
+    from consilium.judges.board_reward import write_judged
     from consilium.judges.coverage import judging_coverage
     from consilium.judges.many import judge_files
     from consilium.judges.prompt_files import judge_stages, read_prompt_files
@@ -170,8 +169,8 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
         def done(position: int, path: Path, trace: AnyTrace, used: Rubric, judgement: Judgement) -> None:
             if chosen.calibration is not None:
                 judgement = _calibrate(judgement, calibration, chosen.calibration)
-            out = write_text_atomic(judgement_path(path, used.name), judgement.model_dump_json(indent=2) + "\n")
-            record_board_reward(path, trace, used.name, judgement_path)  # a board's match and reward, once judged
+            # the judgement, and a board's match and reward once the reward's rubrics judged it
+            out = write_judged(path, trace, used.name, judgement, judgement_path)
             # its calls are in its file; the summary keeps models apart and counts a failed run's missing answer
             finished[position] = JudgedTrace(path, out, judgement.model_copy(update={"calls": []}), _arm(trace, used))
             spent[0] += judgement.usage.total.calls

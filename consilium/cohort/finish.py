@@ -13,7 +13,6 @@ from consilium.cohort.arms import relative
 from consilium.cohort.rows import counts
 from consilium.cohort.spend import recorded_costs, spend_lines, write_judge_columns
 from consilium.cohort.tables import CsvLog, write_csv
-from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import protocol_of
 from consilium.log import log_file
 from consilium.models import ChatModel
@@ -75,6 +74,7 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     each trace read as its judgement starts. Rows are appended to judgements.csv as judgements finish;
     at the end the file is rewritten atomically in rubric, then arms.csv, order."""
     # The judges' modules load here: a cohort without --judge starts its calls without them.
+    from consilium.judges.board_reward import write_judged
     from consilium.judges.cost import item_spend, judge_costs
     from consilium.judges.coverage import judging_coverage, print_coverage, shortened_input
     from consilium.judges.many import judge_files
@@ -101,8 +101,8 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
     csv_log = CsvLog(RunFolder(run_dir).judgements_csv, columns)
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
-        out = judgement_path(path, rubric.name)
-        write_text_atomic(out, judgement.model_dump_json(indent=2) + "\n")
+        # the judgement, and a board's match and reward once the reward's rubrics judged it, as `judge` writes them
+        out = write_judged(path, trace, rubric.name, judgement, judgement_path)
         costs.setdefault(relative(path, run_dir), []).extend(judge_costs(judgement))
         judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
         protocol = protocol_of(trace)

@@ -21,7 +21,8 @@ from consilium.otb.format_score import format_score
 from consilium.otb.reward import Judged, reward
 from consilium.traces.schema import TraceBase
 
-__all__ = ["REWARD_RUBRICS", "board_reward", "record_board_reward", "reward_path", "write_board_reward"]
+__all__ = ["REWARD_RUBRICS", "board_reward", "record_board_reward", "reward_path", "write_board_reward",
+           "write_judged"]
 
 #: The rubric of each judged term of the reward.
 REWARD_RUBRICS = {"alignment": "otb-conclusion-alignment", "decisions": "otb-four-decision",
@@ -97,3 +98,14 @@ def record_board_reward(trace_path: Path, trace: TraceBase, rubric: str,
     found = {name: read_judgement(path) for name in REWARD_RUBRICS.values()
              if (path := judgement_file(trace_path, name)).is_file()}
     return write_board_reward(trace_path, trace, found)
+
+
+def write_judged(trace_path: Path, trace: TraceBase, rubric: str, judgement: Judgement,
+                 judgement_file: Callable[[Path, str], Path]) -> Path:
+    """Write ``rubric``'s judgement beside the trace at ``trace_path`` (``judgement_file``: the run folder's naming)
+    and then, for a board judged by a rubric of the reward, its reward record: what every judging path does after
+    each judgement (``consilium judge`` and the API's ``judge_run``, ``cohort --judge``), so a board's reward is
+    beside it however it was judged. Returns the judgement's file."""
+    out = write_text_atomic(judgement_file(trace_path, rubric), judgement.model_dump_json(indent=2) + "\n")
+    record_board_reward(trace_path, trace, rubric, judgement_file)
+    return out
