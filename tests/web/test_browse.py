@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import statistics
@@ -55,6 +56,12 @@ def not_evaluable(model: str, fmt: str, case: str) -> int:
     return int((model, fmt, case) == NOT_EVALUABLE[:3])
 
 
+def arms_csv(cohort: Path) -> list[dict[str, Any]]:
+    """The cohort's arms.csv as plain text cells (the test reads the file itself)."""
+    with (cohort / "arms.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
 def completed(model: str, fmt: str) -> list[str]:
     return [case for case in CASES if (model, case, fmt) != FAILED]
 
@@ -71,7 +78,7 @@ def traces_only(cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run folder that is no cohort: one trace (the hostile case's, by the hostile model) and its judgement."""
     folder = tmp_path_factory.mktemp("single") / "single-run"
     folder.mkdir()
-    [row] = [r for r in _arms_csv(cohort) if (r["case_id"], r["model"], r["format"]) ==
+    [row] = [r for r in arms_csv(cohort) if (r["case_id"], r["model"], r["format"]) ==
              (HOSTILE_CASE, HOSTILE_MODEL, "free-form")]
     trace = cohort / row["trace"]
     for file in trace.parent.glob(f"{HOSTILE_CASE}.free-form.*"):
@@ -201,17 +208,10 @@ def test_an_arm_page_shows_votes_report_diffs_conclusion_by_reference_scores_and
                           "Array.from(r.cells).map(c => c.textContent))")
     assert ["conclusion", "c1", str(score(*key[:2], "mac-2", "conclusion", "c1")),
             rationale(*key[:2], "mac-2", "conclusion", "c1")] in scores
-    row = next(r for r in _arms_csv(cohort) if (r["model"], r["format"], r["case_id"]) == key)
+    row = next(r for r in arms_csv(cohort) if (r["model"], r["format"], r["case_id"]) == key)
     assert browser.eval("Array.from(document.querySelectorAll('table.cost tbody tr')[0].cells).map(c => "
                         "c.textContent)")[:3] == ["panel", row["input_tokens"], row["output_tokens"]]
     assert browser.eval("document.querySelectorAll('table.cost tbody tr').length") == 4  # panel, judge, both
-
-
-def _arms_csv(cohort: Path) -> list[dict[str, Any]]:
-    import csv
-
-    with (cohort / "arms.csv").open() as handle:
-        return list(csv.DictReader(handle))
 
 
 def test_the_failed_arm_is_red_with_its_error_on_the_index_its_page_and_its_case(browser: Browser,
@@ -259,74 +259,3 @@ def test_a_folder_of_traces_only_is_browsable(browser: Browser, studio: Served) 
     assert [r[:3] for r in rows] == [[HOSTILE_CASE, HOSTILE_MODEL, "free-form"]]
     visit(browser, studio.url + f"runs/1/arm/{rows[0][3]}")
     assert DISSENT_REASON in browser.text("body") and json.dumps(REFERENCE)[1:-1] in browser.text(".side")
-
-
-def test_a_running_cohort_s_index_gains_its_new_arms_and_progress_without_a_reload(
-        cohort: Path, tmp_path: Path) -> None:
-    from consilium.runfolder import RunFolder
-
-    running = tmp_path / cohort.name
-    shutil.copytree(cohort, running, ignore=shutil.ignore_patterns("*.log"))
-    folder = RunFolder(running)
-    every = folder.arms(named=False)
-    late = [r for r in every if r.case_id == "mac-10"]
-    folder.write_arms([r for r in every if r.case_id != "mac-10"])
-    with served(running) as live, Browser(tmp_path) as browser:
-        browser.open(live.admin_link)
-        browser.fill("select[data-filter=model]", "panel-b")
-        assert browser.text("#progress") == "8 of 12 planned arms finished (status: completed)"
-        browser.eval("window.notReloaded = true")
-        for count in (10, 12):  # two arms finish, then two more
-            folder.write_arms([r for r in every if r.case_id != "mac-10"] + late[:count - 8])
-            browser.wait(f"document.querySelectorAll('#arms tbody tr').length === {count}", timeout=20)
-            browser.wait(f"document.getElementById('progress').textContent === "
-                         f"'{count} of 12 planned arms finished (status: completed)'", timeout=20)
-        assert browser.eval("window.notReloaded") is True
-        # The new rows sit in natural order (mac-10 after mac-2), and the filter chosen before holds for them.
-        assert browser.eval("Array.from(document.querySelectorAll('#arms tbody tr')).map(r => r.dataset.case)") == [
-            case for case in CASES for _ in MODELS for _ in FORMATS]
-        assert browser.eval(f"{ROWS}.map(r => r.dataset.model)") == ["panel-b"] * 6
-        assert browser.text("#shown") == "6" and browser.text("#total") == "12"
-        failed = browser.eval("document.querySelector('#arms tr.failed').dataset.case")
-        assert failed == FAILED[1]
-    assert "Traceback" not in live.log.read_text()
-
-
-def test_a_judgement_made_again_after_the_cohort_shows_its_new_score(cohort: Path, tmp_path: Path) -> None:
-    from consilium.runfolder import RunFolder
-    from consilium.web.browse_rows import arms_of
-
-    copy = tmp_path / cohort.name
-    shutil.copytree(cohort, copy)
-    folder = RunFolder(copy)
-    model, fmt, case = "panel-b", "free-form", "mac-1"
-    [row] = [r for r in _arms_csv(copy) if (r["model"], r["format"], r["case_id"]) == (model, fmt, case)]
-    trace = folder.trace_location(row["trace"])
-    [(_, judgement)] = folder.judgements_of(trace)
-    # Every per-output item scored 3 now: a judging after the cohort, newer than judgements.csv.
-    items = [i.model_copy(update={"score": 3.0}) if i.criterion not in WHOLE_CASE else i for i in judgement.items]
-    folder.write_judgement(trace, judgement.model_copy(update={"items": items}))
-    scores = {(a.model, a.row.format, a.row.case_id): a.scores for a in arms_of(folder)}
-    assert scores[(model, fmt, case)]["ai-consilium"].mean == 3.0
-    other = scores[("panel-a", fmt, case)]["ai-consilium"]
-    assert other.mean == pytest.approx(statistics.fmean(arm_scores("panel-a", fmt, case)))
-    assert other.not_evaluable == 1 and other.scored == len(arm_scores("panel-a", fmt, case))
-
-
-def test_a_board_arm_shows_its_transcript_and_its_weighted_score(four_decision_board: Path, tmp_path: Path) -> None:
-    from support.board_cohort import WEIGHTED, nsclc_agents_trace
-    from support.cohorts import copy_cohort
-
-    board = copy_cohort(four_decision_board, tmp_path)
-    transcript = json.loads(nsclc_agents_trace(board).read_text())["transcript"]
-    with served(board) as live, Browser(tmp_path) as browser:
-        browser._run(browser._send("Page.addScriptToEvaluateOnNewDocument", {"source": CSP_WATCH}))
-        browser.open(live.admin_link)
-        selector = "#arms tr[data-case='tumor-board-nsclc'][data-format='board-agents']"
-        assert browser.eval(f"document.querySelector(\"{selector}\").dataset.protocol") == "board"
-        assert browser.eval(f"document.querySelector(\"{selector}\").cells[11].textContent") == (
-            f"{WEIGHTED:.2f} weighted mean (3 scored, 1 out of scope, 0 not evaluable)")
-        visit(browser, live.url + "runs/0/arm/" + browser.eval(f"document.querySelector(\"{selector}\").dataset.id"))
-        assert "Transcript" in browser.eval("Array.from(document.querySelectorAll('h3')).map(h => h.textContent)")
-        assert transcript.strip().splitlines()[0] in browser.text("section.protocol")
-        assert f"{WEIGHTED:.2f} weighted mean" in browser.text("body")
