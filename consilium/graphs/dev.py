@@ -38,7 +38,8 @@ def _spec(name: str) -> StudioSpec:
 @cache
 def compiled(name: str) -> Graph:
     """The protocol's compiled dev graph, built once per process."""
-    return studio_graph(name, _spec(name))
+    protocol = get_protocol(name)  # its trace's file named as simulate names it
+    return studio_graph(name, _spec(name), lambda trace: protocol.arm_variant(protocol.variant(trace)))
 
 
 def with_defaults(graph: Graph, schema: type[Any], config: RunnableConfig | None) -> Graph:

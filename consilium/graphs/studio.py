@@ -38,6 +38,8 @@ from consilium.models.factory import ModelOptions, build_model
 from consilium.models.tokens import count_tokens
 from consilium.redact import redact, redact_value
 from consilium.roles.catalogue import load_catalogue
+from consilium.traces.io import new_run_id, trace_path, write_trace
+from consilium.traces.schema import TraceBase
 
 __all__ = ["TRUSTED_ENV", "CaseInput", "StudioError", "StudioInput", "StudioJob", "StudioOutput", "StudioSettings",
            "StudioSpec", "check_trusted", "read_settings", "resolve_case", "studio_graph"]
@@ -46,9 +48,8 @@ CaseInput = str | dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
 
 class StudioError(UserError, ValueError):
-    """A dev run's user error (a bad ``configurable`` value, a case that does not load, an unknown model). Also a
-    ValueError: the LangGraph server shows the message of such an error and replaces others' with "An internal
-    error occurred"."""
+    """A dev run's user error (a bad ``configurable`` value, a case that does not load, an unknown model); a
+    ValueError too, whose message the LangGraph server shows (it hides others' as "An internal error occurred")."""
 
 
 class StudioSettings(TypedDict, total=False):
@@ -93,14 +94,15 @@ class _State(StudioInput, StudioOutput, total=False):
 
 @dataclass(frozen=True)
 class StudioJob:
-    """One dev run, ready to go: the case (and its file, None for an inline case), the models and the
-    validated settings (the ``configurable`` keys given, by name)."""
+    """One dev run, ready to go: the case (and its file, None for an inline case), the models, the
+    validated settings (the ``configurable`` keys given, by name) and the run's id (its trace's)."""
 
     case: Case
     case_file: Path | None
     panel: ChatModel
     moderator: ChatModel
     settings: Mapping[str, Any]
+    run_id: str
 
     def config(self, model: type[M], **fields: str) -> M:
         """The protocol's run config from the settings given: ``fields`` maps a config field to its key
@@ -118,23 +120,25 @@ class StudioJob:
             raise UserError(f"configurable.{keys.get(field, field)}: {err['msg']}") from None
 
 
-#: Runs one job; returns its trace and the trace's file (None without ``out``).
-Runner = Callable[[StudioJob], Awaitable[tuple[BaseModel, Path | None]]]
+#: Runs one job; returns its trace (the graph writes it under ``out``, as ``simulate --out`` names its file).
+Runner = Callable[[StudioJob], Awaitable[TraceBase]]
 
 
 @dataclass(frozen=True)
 class StudioSpec:
-    """A protocol's Studio graph, as it declares it (``Protocol.studio``): its ``configurable`` keys
-    (``settings``, a :class:`StudioSettings`), its output (a :class:`StudioOutput` whose own keys are the trace's
-    ``fields``), the case a run without one gets, ``run`` and the graph it runs (drawn inside by Studio)."""
+    """A protocol's Studio graph, as it declares it (``Protocol.studio``): its ``configurable`` keys, its output (its
+    own keys, ``fields``, are the trace's fields of those names), the case a run without one gets, its run and graph."""
 
     settings: type[Any]
     output: type[Any]
     default_case: Path
     run: Runner
     subgraph: Callable[[], CompiledStateGraph[Any, Any, Any, Any]]
-    fields: tuple[str, ...]
     prompt_packages: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(key for key in self.output.__annotations__ if key not in StudioOutput.__annotations__)
 
 
 def read_settings(schema: type[Any], config: RunnableConfig, context: Any) -> dict[str, Any]:
@@ -236,10 +240,10 @@ def _warm(packages: tuple[str, ...]) -> None:
     count_tokens("")  # tiktoken's encoding, read from its file
 
 
-def studio_graph(name: str, spec: StudioSpec) -> CompiledStateGraph[Any, Any, Any, Any]:
+def studio_graph(name: str, spec: StudioSpec, variant: Callable[[Any], str]) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The dev graph of one protocol: ``prepare`` (settings, case) ─► ``name`` (models, ``spec.run``); its output
-    is the trace's status, error and ``spec.fields`` and the trace itself. ``spec.subgraph`` is what the run
-    runs, drawn inside the second node by Studio."""
+    is the trace's status, error and ``spec.fields`` and the trace itself, written under ``out`` as
+    ``<run-id>/<case>.<variant(trace)>.trace.json``. ``spec.subgraph`` is drawn inside the second node by Studio."""
     settings_schema, default_case, run, fields = spec.settings, spec.default_case, spec.run, spec.fields
     subgraph = spec.subgraph()
 
@@ -270,13 +274,15 @@ def studio_graph(name: str, spec: StudioSpec) -> CompiledStateGraph[Any, Any, An
         case = Case.model_validate(state["resolved_case"])
         await asyncio.to_thread(_warm, spec.prompt_packages)
         panel, moderator = await asyncio.to_thread(_build_models, settings)
-        case_file = state.get("case_file")
-        path = Path(case_file) if case_file else None
+        path = Path(case_file) if (case_file := state.get("case_file")) else None
+        run_id = new_run_id(case.id)
         try:
-            trace, written = await run(StudioJob(case, path, panel, moderator, settings))
+            trace = await run(StudioJob(case, path, panel, moderator, settings, run_id))
         finally:
             for model in dict.fromkeys((panel, moderator)):
                 await model.aclose()
+        file = trace_path(Path(settings["out"]), run_id, case.id, variant(trace)) if settings.get("out") else None
+        written = await asyncio.to_thread(write_trace, file, trace) if file is not None else None
         error = getattr(trace, "error", None)
         # The output goes to the server's store and to Studio: masked as every file consilium writes is.
         return {"status": getattr(trace, "status", ""), "error": redact(error) if error else None,

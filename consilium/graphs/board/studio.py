@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from consilium.agents.records import AssignedRole
 from consilium.graphs.base import RunModels
@@ -20,10 +20,10 @@ from consilium.graphs.board.agents import PROMPTS
 from consilium.graphs.board.config import BoardConfig
 from consilium.graphs.board.graph import board_graph
 from consilium.graphs.board.run import Mode, run_board, slide_images
+from consilium.graphs.board.trace import BoardTrace
 from consilium.graphs.board.transcript import Turn
 from consilium.graphs.board.validate import FormatReport
 from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, StudioSpec
-from consilium.traces.io import new_run_id, trace_path, write_trace
 
 __all__ = ["DEFAULT_CASE", "SPEC", "BoardSettings", "BoardStudioOutput"]
 
@@ -52,22 +52,13 @@ class BoardStudioOutput(StudioOutput, total=False):
     notes: list[str]
 
 
-FIELDS = ("mode", "roles", "turns", "transcript", "conclusion", "stop_reason", "validation", "notes")
 
-
-async def _run(job: StudioJob) -> tuple[BaseModel, Path | None]:
-    config = job.config(BoardConfig, max_turns="max_turns")
+async def _run(job: StudioJob) -> BoardTrace:
     mode: Mode = job.settings.get("mode", "agents")
     # An inline case has no folder to find slide images in: its captions are in the case text.
     images = await asyncio.to_thread(slide_images, job.case, job.case_file) if job.case_file else ()
-    run_id = new_run_id(job.case.id)
-    trace = await run_board(job.case, mode, RunModels(panel=job.panel, moderator=job.moderator), config,
-                            run_id=run_id, images=images)
-    out = job.settings.get("out")
-    if not out:
-        return trace, None
-    path = trace_path(Path(out), run_id, job.case.id, f"board-{mode}")
-    return trace, await asyncio.to_thread(write_trace, path, trace)
+    return await run_board(job.case, mode, RunModels(panel=job.panel, moderator=job.moderator),
+                           job.config(BoardConfig, max_turns="max_turns"), run_id=job.run_id, images=images)
 
 
-SPEC = StudioSpec(BoardSettings, BoardStudioOutput, DEFAULT_CASE, _run, board_graph, FIELDS, (PROMPTS,))
+SPEC = StudioSpec(BoardSettings, BoardStudioOutput, DEFAULT_CASE, _run, board_graph, (PROMPTS,))

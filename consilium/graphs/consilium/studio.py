@@ -8,19 +8,18 @@ status, panel, opinions, reports and rounds, and the trace itself.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from consilium.agents.records import AssignedRole, Format, Opinion, Report, Round, StopReason
 from consilium.graphs.base import RunModels
 from consilium.graphs.consilium.config import ConsiliumConfig
 from consilium.graphs.consilium.graph import consilium_graph
 from consilium.graphs.consilium.run import run_format
+from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.studio import StudioJob, StudioOutput, StudioSettings, StudioSpec
-from consilium.traces.io import new_run_id, trace_path, write_trace
 
 __all__ = ["DEFAULT_CASE", "SPEC", "ConsiliumSettings", "ConsiliumStudioOutput"]
 
@@ -48,20 +47,11 @@ class ConsiliumStudioOutput(StudioOutput, total=False):
     final_report: Report | None
 
 
-FIELDS = ("format", "roles", "opinions", "reports", "rounds", "stop_reason", "final_report")
 
-
-async def _run(job: StudioJob) -> tuple[BaseModel, Path | None]:
-    config = job.config(ConsiliumConfig, max_rounds="max_rounds")
+async def _run(job: StudioJob) -> Trace:
     fmt: Format = job.settings.get("format", "structured")
-    run_id = new_run_id(job.case.id)
-    trace = await run_format(job.case, fmt, RunModels(panel=job.panel, moderator=job.moderator), config,
-                             run_id=run_id)
-    out = job.settings.get("out")
-    if not out:
-        return trace, None
-    path = trace_path(Path(out), run_id, job.case.id, fmt)
-    return trace, await asyncio.to_thread(write_trace, path, trace)
+    return await run_format(job.case, fmt, RunModels(panel=job.panel, moderator=job.moderator),
+                            job.config(ConsiliumConfig, max_rounds="max_rounds"), run_id=job.run_id)
 
 
-SPEC = StudioSpec(ConsiliumSettings, ConsiliumStudioOutput, DEFAULT_CASE, _run, consilium_graph, FIELDS)
+SPEC = StudioSpec(ConsiliumSettings, ConsiliumStudioOutput, DEFAULT_CASE, _run, consilium_graph)

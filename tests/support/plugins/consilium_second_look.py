@@ -9,11 +9,10 @@ Studio graph; nothing in consilium names it.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from consilium.agents import moderator
 from consilium.agents.prompting import SHARED
@@ -26,7 +25,6 @@ from consilium.graphs.view import Block, Heading, Text
 from consilium.models import CallRecorder, CallTag, Message, ModelRequest, for_run
 from consilium.models.backends.replay import ReplayModel
 from consilium.traces.config import ConfigRecord, RunConfig
-from consilium.traces.io import trace_path, write_trace
 from consilium.traces.schema import TraceBase
 
 Tempo = Literal["brisk", "unhurried"]
@@ -82,13 +80,9 @@ class LookOutput(StudioOutput, total=False):
     verdict: str | None
 
 
-async def _studio_run(job: StudioJob) -> tuple[BaseModel, Path | None]:
+async def _studio_run(job: StudioJob) -> LookTrace:
     tempo: Tempo = job.settings.get("tempo", "brisk")
-    trace = await run_look(job.case, tempo, RunModels(job.panel, job.moderator), job.config(LookConfig), "studio")
-    out = job.settings.get("out")
-    if not out:
-        return trace, None
-    return trace, await asyncio.to_thread(write_trace, trace_path(Path(out), "studio", job.case.id, tempo), trace)
+    return await run_look(job.case, tempo, RunModels(job.panel, job.moderator), job.config(LookConfig), job.run_id)
 
 
 def _no_graph() -> Any:
@@ -151,7 +145,7 @@ class SecondLook(Protocol[LookTrace, LookConfig]):
         return [Heading("Second look"), Text(trace.verdict or "")]
 
     def studio(self) -> StudioSpec:
-        return StudioSpec(LookSettings, LookOutput, CASE, _studio_run, _no_graph, ("tempo", "verdict"))
+        return StudioSpec(LookSettings, LookOutput, CASE, _studio_run, _no_graph)
 
 
 PROTOCOL = SecondLook()
