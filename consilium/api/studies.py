@@ -69,7 +69,8 @@ def _export(run_dir: Path, out: Path, database: str | None) -> StudyExported:
     from consilium.study import Study
     from consilium.study.export import export
 
-    done = export(Study.open(run_dir, database), out)
+    study = Study.open(run_dir, database)
+    done = export(study.db, study.id, out)
     return StudyExported(done.path, done.rows, done.not_evaluable, done.notes)
 
 

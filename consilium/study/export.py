@@ -19,14 +19,12 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from consilium.calibration.ratings import Rating
 from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
-
-if TYPE_CHECKING:
-    from consilium.study.study import Study
+from consilium.study.database import Database
 
 __all__ = ["COLUMNS", "Exported", "StudyRatings", "export", "notes_path", "study_ratings"]
 
@@ -48,12 +46,13 @@ class Exported:
     notes: Path | None  # the sidecar, when any answer has a reason or comment
 
 
-def study_ratings(study: Study) -> StudyRatings:
-    with study.db.transaction() as conn:
+def study_ratings(db: Database, study_id: str) -> StudyRatings:
+    """The study's answers: scored ones as ratings, not-evaluable ones counted, reasons and comments as notes."""
+    with db.transaction() as conn:
         rows = conn.execute(
             "SELECT o.case_id, o.component, n.criterion, n.rater, n.score, o.variant, o.model, o.run, o.trace, "
             "n.not_evaluable, n.reason, n.comment FROM answers n JOIN outputs o ON o.id = n.item WHERE "
-            "n.study_id = ? ORDER BY o.draw, n.criterion, n.rater", (study.id,)).all()
+            "n.study_id = ? ORDER BY o.draw, n.criterion, n.rater", (study_id,)).all()
     ratings, notes, skipped = [], [], 0
     for case_id, component, criterion, rater, score, variant, model, run, trace, not_evaluable, reason, comment in rows:
         named = {"case_id": case_id, "component": component, "criterion": criterion, "rater": rater,
@@ -92,7 +91,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _check_ours(study: Study, path: Path, written: dict[str, str]) -> bool:
+def _check_ours(path: Path, written: dict[str, str]) -> bool:
     """Whether ``path`` may be written: absent, or a plain file this study exported and nobody changed since
     (True: it is there, ours). Anything else is refused."""
     if path.is_symlink() or (path.exists() and not path.is_file()):
@@ -105,30 +104,30 @@ def _check_ours(study: Study, path: Path, written: dict[str, str]) -> bool:
     return True
 
 
-def export(study: Study, path: Path) -> Exported:
+def export(db: Database, study_id: str, path: Path) -> Exported:
     """Write the ratings file at ``path`` (``.csv`` or ``.jsonl``) and, when any answer has a reason or a
     comment, its notes sidecar; both atomically, each only over a file of this study's own."""
     if path.suffix not in (".csv", ".jsonl"):
         raise UserError(f"--out: {path}: the ratings file must be .csv or .jsonl")
-    found = study_ratings(study)
+    found = study_ratings(db, study_id)
     if not found.ratings:
-        raise UserError(f"{study.db.display}: no scored answers yet (not evaluable: {found.not_evaluable}); "
+        raise UserError(f"{db.display}: no scored answers yet (not evaluable: {found.not_evaluable}); "
                         "nothing to export")
     sidecar = notes_path(path)
-    with study.db.transaction() as conn:
-        written = dict(conn.execute("SELECT path, sha256 FROM exports WHERE study_id = ?", (study.id,)).all())
-    _check_ours(study, path, written)
-    stale = _check_ours(study, sidecar, written) and not found.notes
+    with db.transaction() as conn:
+        written = dict(conn.execute("SELECT path, sha256 FROM exports WHERE study_id = ?", (study_id,)).all())
+    _check_ours(path, written)
+    stale = _check_ours(sidecar, written) and not found.notes
     texts = {path: ratings_text(found.ratings, path.suffix)}
     if found.notes:
         texts[sidecar] = "".join(json.dumps(n, ensure_ascii=False) + "\n" for n in found.notes)
     now = datetime.now(UTC).isoformat()
     for target, text in texts.items():
         write_text_atomic(target, text)
-        with study.db.transaction(write=True) as conn:
+        with db.transaction(write=True) as conn:
             conn.execute("INSERT INTO exports (study_id, path, sha256, written_at) VALUES (?, ?, ?, ?) ON CONFLICT "
                          "(study_id, path) DO UPDATE SET sha256 = excluded.sha256, written_at = excluded.written_at",
-                         (study.id, str(target.resolve()), _sha(target), now))
+                         (study_id, str(target.resolve()), _sha(target), now))
     if stale:
         sidecar.unlink()  # the notes of an earlier export, no longer true of the answers
     return Exported(path, len(found.ratings), found.not_evaluable, sidecar if found.notes else None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import combinations
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from consilium.calibration.pairs import pair_ratings
@@ -24,7 +25,8 @@ from consilium.study.views import LiveAgreement, binary_scale
 if TYPE_CHECKING:
     from consilium.calibration.ratings import Rating
     from consilium.judges.record import Judgement
-    from consilium.study.study import Study
+    from consilium.judges.rubric import Rubric
+    from consilium.study.database import Database
 
 __all__ = ["inter_rater", "judge_pairs", "live_agreement"]
 
@@ -60,36 +62,39 @@ def inter_rater(ratings: list[Rating], labels: list[int], binary: bool) -> tuple
     return len(shared), percent, kappa, alpha
 
 
-def _judgements(study: Study, ratings: list[Rating]) -> list[tuple[object, Judgement]]:
+def _judgements(db: Database, study_id: str, run_dir: Path, rubric: str,
+                ratings: list[Rating]) -> list[tuple[Path, Judgement]]:
     from consilium.runfolder import RunFolder
 
-    folder = RunFolder.open(study.run_dir)
-    with study.db.transaction() as conn:
+    folder = RunFolder.open(run_dir)
+    with db.transaction() as conn:
         traces = sorted({row[0] for row in conn.execute("SELECT DISTINCT trace FROM outputs WHERE study_id = ?",
-                                                        (study.id,)).all()})
+                                                        (study_id,)).all()})
     rated = {r.trace for r in ratings}
-    found = []
+    found: list[tuple[Path, Judgement]] = []
     for trace in traces:
         path = folder.path / trace
         if path.name in rated and path.is_file():
-            found += [(p, j) for p, j in folder.judgements_of(path) if j.rubric == study.rubric.name]
+            found += [(p, j) for p, j in folder.judgements_of(path) if j.rubric == rubric]
     return found
 
 
-def judge_pairs(study: Study, ratings: list[Rating]) -> list[tuple[float, float]]:
+def judge_pairs(db: Database, study_id: str, run_dir: Path, rubric: str,
+                ratings: list[Rating]) -> list[tuple[float, float]]:
     """(physician, judge) for every scored answer whose item the judge scored, as ``calibrate`` pairs them."""
     if not ratings:
         return []
-    pairs, _ = pair_ratings(ratings, _judgements(study, ratings))  # type: ignore[arg-type]
+    pairs, _ = pair_ratings(ratings, _judgements(db, study_id, run_dir, rubric, ratings))
     return [(p.physician, p.judge) for p in pairs]
 
 
-def live_agreement(study: Study) -> LiveAgreement:
-    found = study_ratings(study)
-    binary = binary_scale(study.rubric)
-    labels = scale_points(study.rubric)
+def live_agreement(db: Database, study_id: str, run_dir: Path, rubric: Rubric) -> LiveAgreement:
+    """The agreement of the study's answers so far (:class:`~consilium.study.views.LiveAgreement`)."""
+    found = study_ratings(db, study_id)
+    binary = binary_scale(rubric)
+    labels = scale_points(rubric)
     items, percent, kappa, alpha = inter_rater(found.ratings, labels, binary)
-    pairs = judge_pairs(study, found.ratings)
+    pairs = judge_pairs(db, study_id, run_dir, rubric.name, found.ratings)
     h, j = [p[0] for p in pairs], [p[1] for p in pairs]
     return LiveAgreement(items=items, percent=percent, kappa=kappa, alpha=alpha, judge_pairs=len(pairs),
                          judge_percent=sum(x == y for x, y in pairs) / len(pairs) if pairs else None,

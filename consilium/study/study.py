@@ -193,18 +193,18 @@ class Study:
         """The scored answers as the ratings ``calibrate`` reads, de-blinded (:mod:`consilium.study.export`)."""
         from consilium.study.export import study_ratings
 
-        return study_ratings(self).ratings
+        return study_ratings(self.db, self.id).ratings
 
     def export(self, path: Path) -> Path:
         """The ratings file (``.csv`` or ``.jsonl``), written atomically (:func:`consilium.study.export.export`)."""
         from consilium.study.export import export
 
-        return export(self, Path(path)).path
+        return export(self.db, self.id, Path(path)).path
 
     def agreement(self) -> LiveAgreement:
         from consilium.study.live import live_agreement
 
-        return live_agreement(self)
+        return live_agreement(self.db, self.id, self.run_dir, self.rubric)
 
 
 def _text(name: str, value: str | None) -> str | None:

@@ -5,6 +5,7 @@ with the item, the criterion and the rater."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ OUTPUTS = [(m, f, k, c) for m in MODELS for f in FORMATS for k in CASES for c in
 
 def rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     """Rows of the study database, read with sqlite3 directly."""
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         return [tuple(r) for r in conn.execute(sql, params).fetchall()]
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+import sqlite3
 from collections import Counter
+from contextlib import closing
 from itertools import combinations
 from pathlib import Path
 
@@ -107,11 +110,11 @@ def test_calibrate_agreement_reads_the_export_and_the_study_alike(
     pooled = {}
     for source in (str(out), study.db.target, "copy-of-run"):
         if source == "copy-of-run":  # the run folder's own study.sqlite3
-            import shutil
-
             run = tmp_path / "run"
             shutil.copytree(study.run_dir, run)
-            shutil.copy(study.db.target, run / "study.sqlite3")
+            with closing(sqlite3.connect(study.db.target)) as live, \
+                    closing(sqlite3.connect(run / "study.sqlite3")) as copy:
+                live.backup(copy)  # the committed answers, wherever WAL keeps them
             source = str(run)
         report = tmp_path / f"report-{len(pooled)}"
         assert main(["calibrate", "agreement", "--ratings", source, "--judgements", str(study.run_dir),
