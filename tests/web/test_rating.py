@@ -301,6 +301,25 @@ def test_a_write_without_the_csrf_header_or_off_the_scale_is_refused(setup: Setu
     assert ana.eval("document.querySelector('fieldset[data-criterion=c1] input:checked').value") == str(int(given))
 
 
+
+def test_answers_survive_a_restart_and_a_second_server_on_the_same_study(setup: Setup, rated: Rated) -> None:
+    """A server started afresh on the study (here beside the first, as after a restart or at a second site on one
+    database) shows every answer, and an answer given through it is what the first serves."""
+    ana, item = rated.browsers["ana"], rated.queues["ana"][-1]
+    with served(setup.run, log=setup.tmp / "second.log") as second:
+        assert second.url != setup.studio.url
+        ana.open(f"{second.url}login/{setup.tokens['ana']}")
+        ana.open(f"{second.url}rate/ana/{item}")
+        checked = ana.eval("Object.fromEntries([...document.querySelectorAll('fieldset.criterion')].map(f => "
+                           "[f.dataset.criterion, (f.querySelector('input[type=radio]:checked') || {}).value]))")
+        assert checked == {c: "ne" if v is None else str(int(v)) for c, v in rated.answers[("ana", item)].items()}
+        changed = (int(rated.answers[("ana", item)]["c8"] or 0) + 1) % 4
+        rated.answers[("ana", item)]["c8"] = float(changed)
+        _give(ana, [("c8", changed, None, None)])
+        _saved(ana, ["c8"])
+    ana.open(f"{setup.studio.url}rate/ana/{item}")
+    assert ana.eval("document.querySelector('fieldset[data-criterion=c8] input:checked').value") == str(changed)
+
 def test_export_feeds_calibrate_agreement_whose_figures_are_worked_out_by_hand(setup: Setup, rated: Rated,
                                                                               tmp_path: Path) -> None:
     ratings = tmp_path / "ratings.csv"
