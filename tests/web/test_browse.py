@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import statistics
 import urllib.error
@@ -43,6 +44,8 @@ pytestmark = pytest.mark.localhost  # the studio and the browser's DevTools sock
 #: Collects every Content Security Policy violation of a page from its first line (set before any page script).
 CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
              "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
+#: Set to write the screenshots into docs/images (``CONSILIUM_DOC_SCREENSHOTS=1 pytest tests/web/test_browse.py``).
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 ROWS = "Array.from(document.querySelectorAll('#arms tbody tr')).filter(r => !r.classList.contains('hidden'))"
 
 
@@ -105,6 +108,11 @@ def visit(browser: Browser, url: str) -> None:
     assert browser.eval("window.__csp") == [], f"{url}: a Content Security Policy violation"
 
 
+def shot(browser: Browser, name: str) -> None:
+    if os.environ.get("CONSILIUM_DOC_SCREENSHOTS"):
+        browser.screenshot(SHOTS / f"studio-browse-{name}.png")
+
+
 def arm_ids(browser: Browser, studio: Served) -> dict[tuple[str, str, str], str]:
     """(model, format, case) → the arm's page id, as the index links them."""
     visit(browser, studio.url + "runs/0/")
@@ -131,6 +139,7 @@ def test_the_index_lists_every_arm_in_natural_order(browser: Browser, studio: Se
     shown = browser.eval(f"{ROWS}.map(r => [r.dataset.case, r.dataset.model, r.dataset.format])")
     assert shown == [[case, model, fmt] for case in CASES for model in MODELS for fmt in FORMATS]
     assert browser.text("#progress") == "12 of 12 planned arms finished (status: completed)"
+    shot(browser, "index")
 
 
 def test_the_index_filters_by_model_status_and_score_in_the_page_and_by_the_url(browser: Browser,
@@ -170,6 +179,7 @@ def test_the_index_sorts_by_score_with_the_unscored_failed_arm_last(browser: Bro
 
 def test_the_summary_holds_the_report_figures_worked_out_by_hand(browser: Browser, studio: Served) -> None:
     visit(browser, studio.url + "runs/0/summary")
+    shot(browser, "summary")
     rows = browser.eval("Array.from(document.querySelectorAll('table.summary tbody tr')).map(r => "
                         "Array.from(r.cells).map(c => c.textContent))")
     by = {(r[0], r[1]): r for r in rows}
@@ -193,6 +203,7 @@ def test_an_arm_page_shows_votes_report_diffs_conclusion_by_reference_scores_and
         browser: Browser, studio: Served, cohort: Path) -> None:
     key = ("panel-a", "free-form", "mac-2")  # three rounds, dissent in each: the round limit, three report versions
     visit(browser, studio.url + f"runs/0/arm/{arm_ids(browser, studio)[key]}")
+    shot(browser, "arm")
     dissents = browser.eval("Array.from(document.querySelectorAll('td.dissent')).map(td => "
                             "td.parentElement.cells[2].textContent)")
     assert dissents == [DISSENT_REASON] * sum(len(r) for r in VOTES[("panel-a", "mac-2", "free-form")])
@@ -230,6 +241,7 @@ def test_the_failed_arm_is_red_with_its_error_on_the_index_its_page_and_its_case
 
 def test_the_case_page_shows_each_model_s_variants_side_by_side(browser: Browser, studio: Served) -> None:
     visit(browser, studio.url + "runs/0/case/mac-10")
+    shot(browser, "case")
     assert browser.eval("Array.from(document.querySelectorAll('table.variants thead th')).map(t => "
                         "t.textContent)") == ["model", *FORMATS]
     cells = browser.eval("Array.from(document.querySelectorAll('table.variants tbody tr')).map(r => "
