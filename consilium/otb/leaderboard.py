@@ -6,7 +6,9 @@ computes it (AnqiLi24/OpenTumorBoard ``scripts/evaluation/judge/``), per model:
 - conclusion alignment and clinical equivalence (1–5) are means in which each format failure counts as 1,
   the floor of the scale; judge failures are left out;
 - the four decisions: each decision's mean over the scored items that take it (score ≥ 0; −1 marks a
-  decision the reference does not take), with its count; format failures are not counted; no composite;
+  decision the reference does not take), with its count; format failures are not counted; no composite. A
+  decision's score must be −1 or 1–5 (:func:`decision_valid`): the summarizer's ``validate`` fails a judge answer
+  holding a 0 whole, so such an item is a judge failure and a 0 never reaches a mean;
 - Specialist Turn's critical-error and unsupported-claim rates are fractions of the scored items, and each
   question type (``qa_type``) gets its count, mean equivalence and both rates over its scored items.
 
@@ -37,6 +39,13 @@ class Item:
     status: Status
     scores: dict[str, Any] | None = None
     qa_type: str | None = None
+
+
+def decision_valid(value: int) -> bool:
+    """A four-decision score the official summary accepts (``summarize_llm_judge_batch.py``, ``validate``): −1 (the
+    reference does not take the decision) or 1–5. 0, which the reward's frozen scope allows in scope
+    (consilium/otb/reward.py), is out of the leaderboard's range."""
+    return value == -1 or 1 <= value <= 5
 
 
 def _floored_mean(values: list[int], failures: int) -> float | None:

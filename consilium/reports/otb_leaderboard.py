@@ -24,7 +24,7 @@ from typing import Any
 from consilium.errors import UserError
 from consilium.fileio import Mark, in_the_way, write_text_atomic
 from consilium.judges.record import Judgement, JudgementItem
-from consilium.otb.leaderboard import DECISIONS, Item, Rubric, Status, summary
+from consilium.otb.leaderboard import DECISIONS, Item, Rubric, Status, decision_valid, summary
 from consilium.otb.rouge import rouge_l
 from consilium.reports.otb_responses import Response, Task, cohort_folders, responses
 from consilium.reports.summary import markdown
@@ -59,14 +59,15 @@ def _score(items: list[JudgementItem], criterion: str, low: int) -> int | None:
 
 def official_scores(rubric: Rubric, judgement: Judgement) -> dict[str, Any] | None:
     """The judgement under the official field names, or None when the official summary would count it a judge
-    failure. A decision scores −1 (out of scope) or 0–5 (0: the frozen scope's scale)."""
+    failure. A decision scores −1 (out of scope) or 1–5; a 0 (the frozen scope's reward scale allows it in
+    scope) fails the whole item, as the official validation rejects the judge's whole answer."""
     items = judgement.items
     if rubric == "conclusion_alignment":
         score = _score(items, "conclusion_alignment", 1)
         return None if score is None else {"conclusion_alignment": score}
     if rubric == "four_decisions":
         decisions = {d: _score(items, d, -1) for d in DECISIONS}
-        return None if any(s is None for s in decisions.values()) else decisions
+        return None if any(s is None or not decision_valid(s) for s in decisions.values()) else decisions
     score = _score(items, "clinical_equivalence", 1)
     if score is None:
         return None
