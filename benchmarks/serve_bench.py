@@ -12,7 +12,8 @@ times from the process's start to
   sets the session cookie, kept in a cookie jar; the redirect is not followed, so the index is asked for once);
 - an arm page, a case page and the summary page, found among the index's links, then the index again;
 
-and, after those pages, reads the server's peak RSS (``VmHWM``) and its RSS (``VmRSS``) from /proc. Beside it,
+and reads the server's peak RSS (``VmHWM``) from /proc after the first index and after every page, and its RSS
+(``VmRSS``) at the end. Beside it,
 in the same run, ``python -c "import consilium"`` and ``python -m consilium --help`` (with the bytecode compiled
 first, as an installed package's is; benchmarks/startup.py). It prints medians, and the 1,000-arm / 80-arm ratio
 of each figure: ratios measured side by side are the figures to trust, absolute times on a shared machine are not.
@@ -66,6 +67,7 @@ class Start:
 
     url_s: float
     pages: dict[str, Page] = field(default_factory=dict)
+    index_peak_rss_kb: int = 0  # after the first index, before the other pages
     peak_rss_kb: int = 0
     rss_kb: int = 0
 
@@ -131,6 +133,7 @@ def measure(run_dir: Path, log: Path) -> Start:
         opener = _opener()
         result.pages["login"], _ = _get(opener, admin, started)
         result.pages["index"], html = _get(opener, url + INDEX, started)
+        result.index_peak_rss_kb = _memory(process.pid)[0]
         if result.pages["index"].status == 200:
             for name, pattern in LINKS.items():
                 link = pattern.search(html)
@@ -175,16 +178,19 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
         statuses = {n: sorted({s.pages[name].status for s in starts[n] if name in s.pages}) for n in sizes}
         ok = {n: [s.pages[name] for s in starts[n] if name in s.pages and s.pages[name].status == 200] for n in sizes}
         if not all(ok[n] for n in sizes):
-            lines.append(f"| {name} page | " + " | ".join(f"HTTP {statuses[n]}" for n in sizes) + " | not served |")
+            lines.append(f"| {name} | " + " | ".join(f"HTTP {statuses[n]}" for n in sizes) + " | not served |")
             continue
         if name == "index":
             row("first 200 of the index (from process start)",
                 {n: _median([p.since_start for p in ok[n]]) for n in sizes}, " s")
-        row(f"{name} page, the request alone", {n: _median([p.latency for p in ok[n]]) for n in sizes}, " s")
-        row(f"{name} page size", {n: _median([p.size / 1024 for p in ok[n]]) for n in sizes}, " KiB", "{:.0f}")
-    row("peak RSS (VmHWM, after the pages)", {n: _median([s.peak_rss_kb / 1024 for s in starts[n]]) for n in sizes},
+        shown = {"index": "index (first, cold)", "index again": "index again (warm)"}.get(name, name)
+        row(f"{shown}: the request alone", {n: _median([p.latency for p in ok[n]]) for n in sizes}, " s")
+        row(f"{shown}: size", {n: _median([p.size / 1024 for p in ok[n]]) for n in sizes}, " KiB", "{:.0f}")
+    row("peak RSS (VmHWM) after the first index",
+        {n: _median([s.index_peak_rss_kb / 1024 for s in starts[n]]) for n in sizes}, " MiB", "{:.0f}")
+    row("peak RSS (VmHWM) after every page", {n: _median([s.peak_rss_kb / 1024 for s in starts[n]]) for n in sizes},
         " MiB", "{:.0f}")
-    row("RSS after the pages", {n: _median([s.rss_kb / 1024 for s in starts[n]]) for n in sizes}, " MiB", "{:.0f}")
+    row("RSS at the end", {n: _median([s.rss_kb / 1024 for s in starts[n]]) for n in sizes}, " MiB", "{:.0f}")
     url = {n: _median([s.url_s for s in starts[n]]) for n in sizes}
     help_s = baselines["python -m consilium --help"]
     lines += ["", f"URL printed / `consilium --help`: {url[small] / help_s:.2f}× ({small} arms), "
