@@ -29,6 +29,8 @@ class Runs:
     bad_flag: subprocess.CompletedProcess[str]  # --tempos presto
     bad_file: subprocess.CompletedProcess[str]  # tempos: [presto]
     bad_experiment: Path
+    resumed: subprocess.CompletedProcess[str]  # the --tempos cohort resumed with its own tempo
+    changed: subprocess.CompletedProcess[str]  # … and with another
     estimate: dict[str, list[list[object]]]  # the API's estimate of the plugin's cohort in every tempo, and brisk
 
 
@@ -67,7 +69,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     ''')
     assert estimated.returncode == 0, estimated.stderr
     [flag_dir], [file_dir] = list((root / "flag").iterdir()), list((root / "file").iterdir())
-    return Runs(root, flag_dir, file_dir, bad_flag, bad_file, bad, json.loads(estimated.stdout.splitlines()[-1]))
+    resumed, changed = run_commands(plugins, ["cohort", "--resume", str(flag_dir), "--tempos", "unhurried"],
+                                    ["cohort", "--resume", str(flag_dir), "--tempos", "brisk"])
+    return Runs(root, flag_dir, file_dir, bad_flag, bad_file, bad, resumed, changed,
+                json.loads(estimated.stdout.splitlines()[-1]))
 
 
 def _arms(run_dir: Path) -> list[tuple[str, str, str]]:
@@ -89,6 +94,14 @@ def test_an_unknown_variant_of_a_plugin_kind_is_one_line_naming_the_protocol_and
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.strip() == f"consilium: error: {where}: {RUNS_IN}"
     assert not (runs.root / "bad").exists()
+
+
+def test_a_resume_holds_a_plugin_kinds_variants_to_the_cohorts(runs: Runs) -> None:
+    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.changed.returncode == 2 and runs.changed.stderr.strip() == (
+        f"consilium: error: --tempos: 'brisk' differs from the resumed cohort's 'unhurried' ({runs.by_flag}/"
+        "manifest.json); a resumed cohort keeps its settings (start a new cohort to change them)")
+    assert _arms(runs.by_flag) == [("second-look", "look-unhurried", "completed")]
 
 
 def test_a_plugin_protocols_estimate_is_what_its_cohort_made(runs: Runs) -> None:
