@@ -204,6 +204,8 @@ RUNS: dict[str, list[Run]] = {
                   wrote("*/*.judge.otb-conclusion-alignment.json"))],
     "jury": [Run(lambda w, out: ["jury", _jury_folder(w, out), "--rubric", "ai-consilium"],
                  wrote("*/jury/jury.ai-consilium.alpha.csv"))],
+    "study create": [Run(lambda w, out: ["study", "create", str(_copy_of(w.cohort, out)), "--rubric", "ai-consilium",
+                                         "--raters", "ana,ben", "--per-output", "2"], printed("/login/"))],
     "calibrate agreement --ratings": [_calibrate("agreement", "--bootstrap", "100")],
     "calibrate isotonic --ratings": [_calibrate("isotonic")],
     "calibrate evolve --ratings": [_calibrate("evolve", "--judge-model", PANEL, "--optimiser-model", PANEL,
