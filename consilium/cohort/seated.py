@@ -36,7 +36,7 @@ class SeatedSettings(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=False)
 
-    human: str = Field(min_length=1)
+    human: str  # an empty one is refused by HumanRun, naming --human
     protocol: str = "consilium"
     format: str = "both"
     answers: Path | None = None
