@@ -412,3 +412,71 @@ def test_the_study_page_shows_progress_and_agreement_worked_out_by_hand_live(set
         admin.wait(f"document.querySelector('[data-figure=items]').textContent === {json.dumps(after['items'])}")
         assert figures() == after
         assert admin.eval("window.notReloaded === true")
+
+
+YES_NO = """\
+name: rating-yes-no
+version: 1
+title: Two yes/no questions on a final report
+source: this project's test of the rating page (tests/web/test_rating.py)
+scoring: mean
+scale: [0, 1]
+not_evaluable: true
+reference: none
+instructions: Answer yes (1) or no (0).
+criteria:
+  - id: names_diagnosis
+    name: Names a diagnosis
+    definition: The report names one most likely diagnosis.
+    components: [conclusion]
+  - id: safe_plan
+    name: Safe plan
+    definition: The plan is one a physician would sign.
+    anchors: {1: "ZQYES a plan a physician would sign", 0: "ZQNO a plan that could harm"}
+    components: [conclusion]
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="a study of a rubric given as a file keeps only the rubric's name, so "
+                   "Study.open cannot load it again (unknown rubric) and serve finds no study")
+def test_a_yes_no_rubric_is_rated_yes_or_no(setup: Setup, tmp_path: Path) -> None:
+    rubric, database = tmp_path / "rating-yes-no.yaml", str(tmp_path / "yes-no.sqlite3")
+    rubric.write_text(YES_NO)
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        assert main(["study", "create", str(setup.run), "--rubric", str(rubric), "--raters", "dee", "--sample", "2",
+                     "--database", database]) == 0
+    [token] = re.findall(r"^\s+dee: http://\S+/login/(\S+)$", printed.getvalue(), re.M)
+    with served(setup.run, database=database, log=tmp_path / "serve.log") as studio, Browser(tmp_path) as dee:
+        dee.open(f"{studio.url}login/{token}")
+        first = dee.eval("fetch('/api/rate/dee/queue').then(r => r.json())")["items"][0]["item"]
+        dee.open(f"{studio.url}rate/dee/{first}")
+        choices = dee.eval("[...document.querySelectorAll('fieldset.criterion')].map(f => [f.dataset.criterion, "
+                           "[...f.querySelectorAll('label.choice')].map(l => [l.querySelector('input').value, "
+                           "l.querySelector('.point').textContent, (l.querySelector('.anchor') || {}).textContent])])")
+        ne = ["ne", "not evaluable", "the text does not let me judge this (say why)"]
+        assert choices == [["names_diagnosis", [["1", "yes", None], ["0", "no", None], ne]],
+                           ["safe_plan", [["1", "yes", "ZQYES a plan a physician would sign"],
+                                          ["0", "no", "ZQNO a plan that could harm"], ne]]]
+        _give(dee, [("names_diagnosis", 1, None, None), ("safe_plan", 0, None, None)])
+        _saved(dee, ["names_diagnosis", "safe_plan"])
+    out = tmp_path / "yes-no.csv"
+    assert main(["study", "export", str(setup.run), "--database", database, "--out", str(out)]) == 0
+    with out.open(newline="") as handle:
+        assert sorted((r["criterion"], r["score"]) for r in csv.DictReader(handle)) == [("names_diagnosis", "1"),
+                                                                                         ("safe_plan", "0")]
+
+
+def test_a_yes_no_criterion_is_rendered_as_yes_and_no_with_its_own_anchors() -> None:
+    """The rating page's form of a binary criterion (until a study of a rubric file can be served, above)."""
+    from consilium.judges.rubric import parse_rubric
+    from consilium.study.views import criterion_views
+    from consilium.web.rate_item import criterion_form
+
+    forms = [criterion_form(c, None) for c in criterion_views(parse_rubric(YES_NO, "yes-no.yaml"), "conclusion")]
+    choices = [re.findall(r'value="(\w+)"><span class="point">([^<]+)</span>(?:<span class="anchor">([^<]+))?', f)
+               for f in forms]
+    ne = ("ne", "not evaluable", "the text does not let me judge this (say why)")
+    assert choices == [[("1", "yes", ""), ("0", "no", ""), ne],
+                       [("1", "yes", "ZQYES a plan a physician would sign"), ("0", "no", "ZQNO a plan that could harm"),
+                        ne]]
