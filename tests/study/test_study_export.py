@@ -180,3 +180,17 @@ def test_export_replaces_only_its_own_unchanged_file(
     assert mine.read_text(encoding="utf-8") == "my notes\n"
     with pytest.raises(UserError, match=r"--out: .*must be .csv or .jsonl"):
         study.export(tmp_path / "ratings.txt")
+
+
+def test_study_status_prints_each_raters_progress_and_the_live_figures(
+        rated: tuple[Study, Given], capsys: pytest.CaptureFixture[str]) -> None:
+    study, given = rated
+    assigned = Counter(rater for rater, _ in {(r, i) for r, i, _ in given})
+    assert main(["study", "status", str(study.run_dir), "--database", study.db.target]) == 0
+    out = capsys.readouterr().out
+    for rater in RATERS:  # every item of every rater answered in full
+        assert f"{rater:<20} {assigned[rater]}/{assigned[rater]} done" in out
+    live = study.agreement()
+    assert f"inter-rater over {live.items} items rated twice or more: percent={live.percent:.3f} " \
+           f"kappa(quadratic)={live.kappa:.3f} alpha={live.alpha:.3f}" in out
+    assert f"not evaluable: {sum(v is None for v in given.values())} answers" in out
