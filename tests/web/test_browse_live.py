@@ -18,6 +18,7 @@ from support.isolation import isolated
 from support.served import served
 from test_browse import CSP_WATCH, ROWS, arm_scores, arms_csv, visit
 
+from consilium.cli import main
 from consilium.runfolder import RunFolder
 from consilium.web.browse_rows import arms_of
 
@@ -57,6 +58,49 @@ def test_a_running_cohort_s_index_gains_its_new_arms_and_progress_without_a_relo
         assert browser.text("#shown") == "6" and browser.text("#total") == "12"
         failed = browser.eval("document.querySelector('#arms tr.failed').dataset.case")
         assert failed == FAILED[1]
+    assert "Traceback" not in live.log.read_text()
+
+
+def interrupted(cohort: Path, into: Path) -> Path:
+    """A copy of the cohort as if killed before its last case: mac-10's arms gone (rows, log lines, traces and
+    judgements), no judgements.csv, the manifest aborted."""
+    copy = into / cohort.name
+    shutil.copytree(cohort, copy, ignore=shutil.ignore_patterns("*.log", ".lock"))
+    folder = RunFolder(copy)
+    rows = folder.arms(named=False)
+    folder.write_arms([r for r in rows if r.case_id != "mac-10"])
+    lines = folder.arms_jsonl.read_text().splitlines(keepends=True)
+    folder.arms_jsonl.write_text("".join(line for line in lines if json.loads(line)["case_id"] != "mac-10"))
+    for row in rows:
+        if row.case_id == "mac-10" and row.trace:
+            trace = folder.trace_location(row.trace)
+            for file in [trace, *(f for f, _ in folder.judgements_of(trace))]:
+                file.unlink()
+    folder.judgements_csv.unlink()
+    manifest = json.loads(folder.manifest_path.read_text())
+    folder.manifest_path.write_text(json.dumps({**manifest, "status": "aborted"}))
+    return copy
+
+
+def test_a_resumed_cohort_s_arms_and_scores_arrive_in_the_open_index(cohort: Path, tmp_path: Path) -> None:
+    running = interrupted(cohort, tmp_path)
+    with served(running) as live, Browser(tmp_path) as browser:
+        browser.open(live.admin_link)
+        assert browser.text("#progress") == "8 of 12 planned arms finished (status: aborted)"
+        assert browser.eval("document.querySelectorAll('#arms tbody tr').length") == 8
+        browser.eval("window.notReloaded = true")
+        assert main(["cohort", "--resume", str(running), "--concurrency", "1"]) == 1  # its failed arm again
+        browser.wait("document.getElementById('progress').textContent === "
+                     "'12 of 12 planned arms finished (status: completed)'", timeout=30)
+        browser.wait("document.querySelectorAll('#arms tbody tr').length === 12", timeout=30)
+        expected = {(m, f): statistics.fmean(arm_scores(m, f, "mac-10")) for m in MODELS for f in FORMATS
+                    if (m, "mac-10", f) != FAILED}
+        browser.wait("Array.from(document.querySelectorAll(\"#arms tr[data-case='mac-10']\")).filter(r => "
+                     "r.getAttribute('data-score-0')).length === 3", timeout=30)  # judged at the cohort's end
+        shown = browser.eval("Array.from(document.querySelectorAll(\"#arms tr[data-case='mac-10']\")).map(r => "
+                             "[r.dataset.model, r.dataset.format, r.getAttribute('data-score-0')])")
+        assert {(m, f): round(float(s), 4) for m, f, s in shown if s} == {k: round(v, 4) for k, v in expected.items()}
+        assert browser.eval("window.notReloaded") is True
     assert "Traceback" not in live.log.read_text()
 
 
