@@ -30,7 +30,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
                         help="otb-paper: as OpenTumorBoard's authors ran the open models (one call, temperature 0, "
                              "seed 0, max_tokens 65536 for a board and 8192 for a turn, no repair, a cut-off answer "
-                             "kept and scored); flags given beside it override it (docs/opentumorboard.md)")
+                             "kept and scored); otb-paper-reasoning: the same at temperature 0.6, as they ran the "
+                             "open reasoning models; flags given beside it override it (docs/opentumorboard.md)")
     parser.add_argument("--prompt-file", action="append", default=[], metavar="STAGE=PATH",
                         help="your own system prompt for a stage (board_single: the one call of --mode single; "
                              "specialist_turn: a turn), e.g. the OpenTumorBoard authors' prompt files; the case "

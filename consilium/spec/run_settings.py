@@ -17,7 +17,7 @@ __all__ = ["FLAG_NAMES", "flag_name", "run_config"]
 C = TypeVar("C", bound=BaseModel)
 
 
-FLAG_NAMES: dict[str, str] = {"timeout_s": "--timeout", "wall_limit_s": "--wall-limit"}
+FLAG_NAMES: dict[str, str] = {"timeout_s": "--timeout", "wall_limit_s": "--wall-limit", "prompt_files": "--prompt-file"}
 """Run-config fields whose flag is not the field's name with dashes (``max_rounds`` is ``--max-rounds``)."""
 
 

@@ -162,7 +162,7 @@ def test_the_api_takes_the_preset_as_a_keyword(tmp_path: Path) -> None:
 
 def test_an_unknown_preset_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["board", "--case", str(CASE), "--model", f"scripted:{PANEL}", "--preset", "otb-papers"]) == 2
-    assert "invalid choice: 'otb-papers' (choose from 'otb-paper')" in capsys.readouterr().err
+    assert "invalid choice: 'otb-papers' (choose from 'otb-paper', 'otb-paper-reasoning')" in capsys.readouterr().err
     config = tmp_path / "board.yaml"
     config.write_text("preset: otb-papers\n")
     capsys.readouterr()

@@ -8,6 +8,13 @@ Simulation and 8,192 for a caption-input Specialist Turn): the whole meeting in 
 scored as the official code scores it (a cut-off transcript fails the format score at -1). top_p 1.0 is what
 every call sends (models/types.py GenerationSettings).
 
+``otb-paper-reasoning`` is the same evaluation as its authors ran the open reasoning models there (Gemma 4 31B
+IT, HuatuoGPT-3-32B, MedReason-8B and, through their API, DeepSeek-V4: temperature 0.6, top_p 1.0, seed 0, the
+same budgets of 65,536 and 8,192 tokens). Their per-model exceptions are left to flags: HuatuoGPT-3-32B's board
+budget of 32,768 (``--max-tokens 32768``), DeepSeek's API without a seed, an image-input turn's
+16,384. The reasoning toggles the file names (``thinking``, ``reasoning.effort``) are the provider's, not a
+generation setting: a model's own thinking is kept apart from its answer (models/reasoning.py).
+
 A setting given beside the preset (a flag, a config file's key, an API keyword) overrides the preset's value; a
 ``max_tokens`` given for some stages keeps the preset's budget for the others. The preset's name is recorded in
 the trace's config with the values it set.
@@ -20,7 +27,7 @@ from typing import Any, Literal
 
 __all__ = ["PRESETS", "Preset", "PresetName", "preset_values"]
 
-PresetName = Literal["otb-paper"]
+PresetName = Literal["otb-paper", "otb-paper-reasoning"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,11 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "otb-paper": Preset(mode="single", settings={
         "temperature": 0.0, "seed": 0, "max_repairs": 0, "cut_off": "score",
+        "max_tokens": {"board_single": 65536, "specialist_turn": 8192},
+    }),
+    # evaluation/paper_configurations.json, the entries whose model_key ends in _reasoning and MedReason-8B
+    "otb-paper-reasoning": Preset(mode="single", settings={
+        "temperature": 0.6, "seed": 0, "max_repairs": 0, "cut_off": "score",
         "max_tokens": {"board_single": 65536, "specialist_turn": 8192},
     }),
 }
