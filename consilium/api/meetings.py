@@ -24,8 +24,8 @@ __all__ = ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "b
 @dataclass(frozen=True)
 class MeetingOptions:
     """The run folder's parent (``out``), the panel's model spec, the moderator's (default: the panel's), the board's
-    settings (role labels, unless set, as the moderator's model defaults to), a generation ``preset`` (``otb-
-    paper``, ``otb-paper-reasoning``: its values under every setting ``config`` was not given, and its board mode
+    settings (role labels, unless set, as the moderator's model defaults to), a generation ``preset``
+    (``otb-paper``, ``otb-paper-reasoning``: its values under every setting ``config`` was not given, and its board mode
     when none is given; graphs/board/presets.py), the models' options (default: from the environment), the command
     recorded in the manifest (default: this process's), and the user's own prompts, ``STAGE=PATH`` items as
     ``--prompt-file`` takes them (``board_single`` for a single-mode board, ``specialist_turn`` for a turn: the
