@@ -183,6 +183,8 @@ async def seat_page(request: web.Request) -> web.StreamResponse:
     seating = request.app[SEATS].of(found.run_dir)
     standing = await _standing(found.run_dir, seating)
     html, state, turn = await _content(found, seating, standing)
+    if seating is not None:  # each resume its own: a page follows a new one even to the same state
+        turn = f"{seating.number}.{turn}"
     if request.query.get("view") == "state":
         return web.json_response({"state": state, "turn": turn})
     title = standing.case.title if standing.case else found.run_dir.name

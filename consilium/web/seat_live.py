@@ -96,6 +96,7 @@ class Seating:
 
     run_dir: Path
     source: BrowserAnswers
+    number: int = 0
     task: asyncio.Task[Resumed] | None = None
     error: str | None = None
     traces: list[Path] = field(default_factory=list)
@@ -131,6 +132,7 @@ class Seats:
 
     def __init__(self) -> None:
         self._by_run: dict[Path, Seating] = {}
+        self._started = 0
 
     def of(self, run_dir: Path) -> Seating | None:
         return self._by_run.get(run_dir)
@@ -141,14 +143,15 @@ class Seats:
         seating = self._by_run.get(run_dir)
         if seating is not None and seating.live:
             return seating
+        self._started += 1
         try:
             args, _ = read_session(session_path(run_dir))
             saved = SeatedSettings.of(args, str(session_path(run_dir))).answers
             file = load_answers(saved) if saved is not None and saved.is_file() else None
         except UserError as exc:
-            seating = Seating(run_dir, BrowserAnswers(), error=str(exc))
+            seating = Seating(run_dir, BrowserAnswers(), self._started, error=str(exc))
         else:
-            seating = Seating(run_dir, BrowserAnswers(file, given))
+            seating = Seating(run_dir, BrowserAnswers(file, given), self._started)
             seating.task = asyncio.get_running_loop().create_task(seating._run())
         self._by_run[run_dir] = seating
         return seating

@@ -16,6 +16,7 @@ from support.scripts import Scripted
 from support.served import served
 
 from consilium.cli import main
+from consilium.cohort.lock import RunLock
 
 pytestmark = pytest.mark.localhost  # the studio and the browser's DevTools socket, on 127.0.0.1
 
@@ -104,6 +105,13 @@ def test_a_paused_run_is_answered_in_the_browser_and_finishes_as_simulate_would(
         browser.open(browser.eval("location.href"))
         assert "review round 1" in _turn(browser)
 
+        # A terminal resume holds the run (its lock): the page's answer starts no second one, and says why in red.
+        with RunLock(folder, holder="a terminal"):
+            _vote(browser, "dissent", DISSENT["reason"], DISSENT["requested_change"])
+            failed = str(browser.wait("(() => { const e = document.getElementById('seat-failed');"
+                                      " return e && e.innerText; })()"))
+            assert "in use by this run or a resume of it" in failed
+        assert "review round 1" in _turn(browser)
         _vote(browser, "dissent", DISSENT["reason"], DISSENT["requested_change"])
         assert "review round 2 (report version 2)" in _turn(browser, "round 2")
         assert browser.text("#seat-report") == REPORT_2
