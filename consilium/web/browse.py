@@ -1,10 +1,10 @@
 """The browse pages (administrator only: they name models, formats and judge scores, which a rater must not see).
 
-``/``: the served run folders (one: straight to it); ``/runs/{n}/``: the cohort index, filtered and sorted by
-its query string (browse.js does the same at once in the page, and follows ``/runs/{n}/events`` while the cohort
-runs); ``/runs/{n}/summary``: the report's figures per model × format; ``/runs/{n}/arm/{id}`` and
-``/runs/{n}/case/{case}``: an arm, and a case's variants side by side. Folders are read only through
-:class:`~consilium.runfolder.folder.RunFolder`, off the event loop.
+``/``: the served run folders (one: straight to it; a folder of cohorts: each of them); ``/runs/{n}/``: the
+cohort index, filtered and sorted by its query string (browse.js does the same at once in the page, and follows
+``/runs/{n}/events`` while the cohort runs); ``/runs/{n}/summary``: the report's figures per model × format;
+``/runs/{n}/arm/{id}`` and ``/runs/{n}/case/{case}``: an arm, and a case's variants side by side. Folders are read
+only through :class:`~consilium.runfolder.folder.RunFolder`, off the event loop.
 """
 
 from __future__ import annotations
@@ -32,9 +32,21 @@ __all__ = ["register"]
 SCRIPTS = ("browse.js",)
 
 
+def browsable(runs: list[Path]) -> list[Path]:
+    """The folders to browse: each served run folder, and in place of a folder that is no run but holds cohorts
+    (``serve runs/``), each cohort in it, as ``consilium report`` reads such a folder."""
+    found: list[Path] = []
+    for path in runs:
+        folder = RunFolder(path)
+        inner = [] if folder.is_cohort or folder.has_manifest else sorted(
+            child for child in path.iterdir() if child.is_dir() and RunFolder(child).is_cohort)
+        found += inner or [path]
+    return found
+
+
 def _served(request: web.Request) -> tuple[int, RunFolder]:
-    """The served folder a path names by its place (``/runs/0/``), else 404."""
-    runs = request.app[CONTEXT].runs
+    """The folder a path names by its place in :func:`browsable` (``/runs/0/``), else 404."""
+    runs = browsable(request.app[CONTEXT].runs)
     text = request.match_info.get("run", "")
     if not text.isdigit() or int(text) >= len(runs):
         raise web.HTTPNotFound(text=f"404: no served run folder {text!r}")
@@ -53,7 +65,7 @@ async def home(request: web.Request) -> web.StreamResponse:
     if found.kind == "rater" and found.rater:
         raise web.HTTPSeeOther(f"/rate/{found.rater}")
     require_admin(request)
-    runs = request.app[CONTEXT].runs
+    runs = browsable(request.app[CONTEXT].runs)
     if len(runs) == 1:
         raise web.HTTPSeeOther("/runs/0/")
     items = "".join(f'<li><a href="/runs/{n}/">{esc(path.name)}</a> <span class="muted">{esc(path)}</span></li>'

@@ -91,7 +91,8 @@ def traces_only(cohort: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def studio(cohort: Path, traces_only: Path) -> Iterator[Served]:
-    with served(cohort, traces_only, log=cohort.parent / "serve.log") as running:
+    # The cohort, a folder of traces only, and the folder the cohort is in (browsed as the cohorts it holds).
+    with served(cohort, traces_only, cohort.parent, log=cohort.parent.parent / "serve.log") as running:
         yield running
 
 
@@ -128,10 +129,14 @@ def test_every_browse_page_refuses_a_request_without_the_admin_session(studio: S
         assert refused.value.code == 403, path
 
 
-def test_the_home_page_lists_the_served_folders(browser: Browser, studio: Served, cohort: Path) -> None:
+def test_the_home_page_lists_the_served_folders_and_the_cohorts_of_a_folder_of_them(
+        browser: Browser, studio: Served, cohort: Path) -> None:
     visit(browser, studio.url)
-    assert browser.eval("Array.from(document.querySelectorAll('li a')).map(a => a.textContent)") == [
-        cohort.name, "single-run"]
+    assert browser.eval("Array.from(document.querySelectorAll('li a')).map(a => [a.textContent, "
+                        "a.getAttribute('href')])") == [[cohort.name, "/runs/0/"], ["single-run", "/runs/1/"],
+                                                        [cohort.name, "/runs/2/"]]
+    visit(browser, studio.url + "runs/2/")
+    assert browser.eval("document.querySelectorAll('#arms tbody tr').length") == len(MODELS) * len(FORMATS) * len(CASES)
 
 
 def test_the_index_lists_every_arm_in_natural_order(browser: Browser, studio: Served) -> None:
