@@ -26,6 +26,7 @@ class Runs:
     root: Path
     by_flag: Path  # cohort --tempos unhurried
     by_file: Path  # an experiment file's tempos: [brisk]
+    over_file: Path  # that file with --tempos unhurried beside it
     bad_flag: subprocess.CompletedProcess[str]  # --tempos presto
     bad_file: subprocess.CompletedProcess[str]  # tempos: [presto]
     bad_experiment: Path
@@ -49,16 +50,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
                                        encoding="utf-8")
     good, bad = _experiment(root / "look.yaml", "[brisk]"), _experiment(root / "bad.yaml", "[presto]")
     cases = str(root / "cases")
-    by_flag, by_file, bad_flag, bad_file = run_commands(
+    by_flag, by_file, over_file, bad_flag, bad_file = run_commands(
         plugins,
         ["cohort", "--cases", cases, "--protocol", "second-look", "--tempos", "unhurried", "--model", PANEL,
          "--no-cache", "--out", str(root / "flag")],
         ["cohort", "--experiment", str(good), "--no-cache", "--out", str(root / "file")],
+        ["cohort", "--experiment", str(good), "--tempos", "unhurried", "--no-cache", "--out", str(root / "over")],
         ["cohort", "--cases", cases, "--protocol", "second-look", "--tempos", "presto", "--model", PANEL,
          "--out", str(root / "bad")],
         ["cohort", "--experiment", str(bad), "--out", str(root / "bad")])
     assert by_flag.returncode == 0, by_flag.stderr
     assert by_file.returncode == 0, by_file.stderr
+    assert over_file.returncode == 0, over_file.stderr
     estimated = run_python(plugins, f'''
         import json
         from consilium.api import estimate_cohort
@@ -68,10 +71,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         print(json.dumps({{"every": rows(every), "brisk": rows(brisk)}}))
     ''')
     assert estimated.returncode == 0, estimated.stderr
-    [flag_dir], [file_dir] = list((root / "flag").iterdir()), list((root / "file").iterdir())
+    [flag_dir], [file_dir], [over_dir] = (list((root / name).iterdir()) for name in ("flag", "file", "over"))
     resumed, changed = run_commands(plugins, ["cohort", "--resume", str(flag_dir), "--tempos", "unhurried"],
                                     ["cohort", "--resume", str(flag_dir), "--tempos", "brisk"])
-    return Runs(root, flag_dir, file_dir, bad_flag, bad_file, bad, resumed, changed,
+    return Runs(root, flag_dir, file_dir, over_dir, bad_flag, bad_file, bad, resumed, changed,
                 json.loads(estimated.stdout.splitlines()[-1]))
 
 
@@ -87,6 +90,10 @@ def test_a_plugin_kinds_flag_and_experiment_key_select_its_variants(runs: Runs) 
     assert flag["settings"]["variants"] == ["unhurried"] and flag["spec"]["variants"] == {"tempos": ["unhurried"]}
     file = json.loads((runs.by_file / "manifest.json").read_text(encoding="utf-8"))
     assert file["settings"]["variants"] == ["brisk"] and file["spec"]["variants"] == {"tempos": ["brisk"]}
+    # the flag beside the file wins, and the manifest says it overrode the file
+    assert _arms(runs.over_file) == [("second-look", "look-unhurried", "completed")]
+    over = json.loads((runs.over_file / "manifest.json").read_text(encoding="utf-8"))
+    assert over["settings"]["experiment"]["overridden"] == ["--tempos"]
 
 
 def test_an_unknown_variant_of_a_plugin_kind_is_one_line_naming_the_protocol_and_its_variants(runs: Runs) -> None:
