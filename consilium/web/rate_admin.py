@@ -1,7 +1,8 @@
 """The administrator's study page: progress per rater, live agreement on what is rated so far, and each rater's
 link revoked or issued again.
 
-``/study/{n}`` is the study of the n-th served folder (0-based, in the order ``serve`` was given them). The
+``/study/{n}`` is the study of the folder the browse pages call ``/runs/{n}/`` (0-based: each served folder in the
+order ``serve`` was given them, a folder holding cohorts standing for each of them). The
 agreement is :meth:`Study.agreement`'s (inter-rater percent, weighted κ, Krippendorff α; judge–physician
 percent and κ); ``admin.js`` polls ``/api/study/{n}/agreement`` every few seconds, so the figures move as
 raters answer. A new link is returned once, in the reply to the administrator's POST, and stored hashed only.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from consilium.errors import UserError
+from consilium.web.browse import browsable
 from consilium.web.context import CONTEXT
 from consilium.web.page import esc, page
 from consilium.web.security import require_admin
@@ -59,7 +61,7 @@ def _study(request: web.Request) -> tuple[int, Study]:
     context = request.app[CONTEXT]
     try:
         n = int(request.match_info["n"])
-        run = context.runs[n]
+        run = browsable(context.runs)[n]  # numbered as the browse pages number them (/runs/{n}/)
     except (ValueError, IndexError) as exc:
         raise web.HTTPNotFound(text=f"404: no served folder {request.match_info['n']}") from exc
     study = context.study(run)
