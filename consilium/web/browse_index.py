@@ -38,7 +38,7 @@ def row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
         found = arm.scores.get(rubric)
         data[score_key(index)] = _number(found.mean if found is not None else None)
     attrs = "".join(f' data-{key.replace("_", "-")}="{esc(value)}"' for key, value in data.items())
-    status = esc(status_cell(row.cells() | {"status": row.status}))
+    status = esc(status_cell(row.cells()))
     cells = [f'<a href="/runs/{run}/case/{esc(row.case_id)}">{esc(row.case_id)}</a>', esc(arm.model),
              esc(row.protocol), esc(row.format),
              f'<span class="error">{status}</span>' if not arm.completed else status,

@@ -76,8 +76,9 @@ def _part_html(part: CohortPart) -> str:
                   _num(row["consensus_pct"], 1), _num(row["mean_rounds"]), _num(row["tokens_per_case"], 0),
                   _num(row["conclusion_mean"]), *scores, format_usd(row["cost_usd_total"]),
                   format_usd(row["judge_cost_usd_total"]), format_usd(row["total_cost_usd_total"])]
-        failed = ' class="failed"' if row["failed"] else ""
-        cells.append(f"<tr{failed}>" + "".join(f"<td>{esc(v)}</td>" for v in values) + "</tr>")
+        tds = [f'<td class="failed">{esc(v)}</td>' if i == 4 and row["failed"] else f"<td>{esc(v)}</td>"
+               for i, v in enumerate(values)]  # the failed arms' count in red
+        cells.append("<tr>" + "".join(tds) + "</tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     criteria = scores_table(part.data)
     detail = table(("model", "rubric", "criterion", "component", "format", "n", "mean", "sd"),

@@ -25,6 +25,8 @@ HOSTILE_CASE, HOSTILE_MODEL = "mac-2", "panel-a"
 REFERENCE = "Community-acquired pneumonia"
 PANEL = ("Internal Medicine", "Cardiology", "Neurology")
 DISSENT_REASON = "ZQREASON the dose is wrong"
+#: The first panel model's prices, US dollars per million tokens (its config file's ``prices``).
+PRICES = {"input": 2.0, "output": 8.0}
 
 #: (model, case, format) → the roles dissenting in review rounds 1, 2, …: the last round without dissent is a
 #: consensus; dissent in round MAX_ROUNDS the round limit; a revision that changes nothing stops with no change.
@@ -143,8 +145,10 @@ def run_cohort(tmp: Path, out: Path, *, cases: tuple[str, ...] = CASES, models: 
     """``consilium cohort`` over ``cases`` and ``models`` into ``out``; its exit code."""
     folder, specs, judge, config = write_inputs(tmp, cases)
     chosen = [s for m, s in zip(MODELS, specs, strict=True) if m in models]
-    argv = ["cohort", "--cases", str(folder), "--model", chosen[0], *(a for s in chosen[1:] for a in
-                                                                        ("--extra-model", s)),
+    priced = tmp / "priced.yaml"  # the first panel has prices (its arms cost dollars), the other none ("—")
+    priced.write_text(json.dumps({"spec": chosen[0], "prices": PRICES}))
+    argv = ["cohort", "--cases", str(folder), "--model-config", str(priced),
+            *(a for s in chosen[1:] for a in ("--extra-model", s)),
             "--config", str(config), "--judge", "ai-consilium", "--judge-model", judge, "--concurrency", "4",
             "--out", str(out)]
     return main(argv)

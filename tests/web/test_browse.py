@@ -27,6 +27,7 @@ from browse_cohort import (
     HOSTILE_MODEL,
     MODELS,
     NOT_EVALUABLE,
+    PRICES,
     REFERENCE,
     VOTES,
     WHOLE_CASE,
@@ -63,6 +64,17 @@ def arms_csv(cohort: Path) -> list[dict[str, Any]]:
     """The cohort's arms.csv as plain text cells (the test reads the file itself)."""
     with (cohort / "arms.csv").open() as handle:
         return list(csv.DictReader(handle))
+
+
+def dollars(row: dict[str, str]) -> float | None:
+    """An arm's panel cost from its tokens at the priced panel's prices; None for the unpriced one."""
+    if row["model"] != MODELS[0]:
+        return None
+    return (int(row["input_tokens"]) * PRICES["input"] + int(row["output_tokens"]) * PRICES["output"]) / 1e6
+
+
+def usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}" if value >= 0.01 else f"${value:.6f}"
 
 
 def completed(model: str, fmt: str) -> list[str]:
@@ -147,6 +159,17 @@ def test_the_index_lists_every_arm_in_natural_order(browser: Browser, studio: Se
     shot(browser, "index")
 
 
+def test_the_index_shows_each_arm_s_cost_and_sorts_by_it(browser: Browser, studio: Served, cohort: Path) -> None:
+    table = {(r["case_id"], r["model"], r["format"]): r for r in arms_csv(cohort)}
+    visit(browser, studio.url + "runs/0/?sort=cost&order=desc")
+    shown = browser.eval(f"{ROWS}.map(r => [r.dataset.case, r.dataset.model, r.dataset.format, "
+                         "r.cells[8].textContent])")
+    priced = sorted((dollars(r), key) for key, r in table.items() if dollars(r) is not None)[::-1]
+    assert [tuple(s[:3]) for s in shown[:len(priced)]] == [key for _, key in priced]
+    assert all(s[3] == usd(dollars(table[tuple(s[:3])])) for s in shown)
+    assert {s[1] for s in shown[len(priced):]} == {MODELS[1]}  # unpriced: "—", last
+
+
 def test_the_index_filters_by_model_status_and_score_in_the_page_and_by_the_url(browser: Browser,
                                                                                 studio: Served) -> None:
     visit(browser, studio.url + "runs/0/")
@@ -182,7 +205,9 @@ def test_the_index_sorts_by_score_with_the_unscored_failed_arm_last(browser: Bro
         assert tuple(values[-1]) == (FAILED[0], FAILED[2], FAILED[1], "")
 
 
-def test_the_summary_holds_the_report_figures_worked_out_by_hand(browser: Browser, studio: Served) -> None:
+def test_the_summary_holds_the_report_figures_worked_out_by_hand(browser: Browser, studio: Served,
+                                                                 cohort: Path) -> None:
+    table = arms_csv(cohort)
     visit(browser, studio.url + "runs/0/summary")
     shot(browser, "summary")
     rows = browser.eval("Array.from(document.querySelectorAll('table.summary tbody tr')).map(r => "
@@ -200,8 +225,11 @@ def test_the_summary_holds_the_report_figures_worked_out_by_hand(browser: Browse
             assert row[5] == f"{100 * stops.count('consensus') / len(mine):.1f}"
             assert row[6] == f"{statistics.fmean(len(VOTES[(m, c, fmt)]) for m, c in mine):.2f}"
             assert row[9] == f"{statistics.fmean(scores):.2f} ({len(scores)} scored, {missing} not evaluable)"
+            costs = [dollars(r) for r in table if model in (r["model"], "pooled") and r["format"] == fmt
+                     and r["status"] == "completed"]
+            assert row[10] == usd(None if None in costs else sum(c for c in costs if c is not None))
             assert ("failed" in browser.eval(f"document.querySelectorAll('table.summary tbody tr')[{rows.index(row)}]"
-                                             ".className")) == (arms != len(mine))
+                                             ".cells[4].className")) == (arms != len(mine))
 
 
 def test_an_arm_page_shows_votes_report_diffs_conclusion_by_reference_scores_and_cost(
@@ -226,7 +254,8 @@ def test_an_arm_page_shows_votes_report_diffs_conclusion_by_reference_scores_and
             rationale(*key[:2], "mac-2", "conclusion", "c1")] in scores
     row = next(r for r in arms_csv(cohort) if (r["model"], r["format"], r["case_id"]) == key)
     assert browser.eval("Array.from(document.querySelectorAll('table.cost tbody tr')[0].cells).map(c => "
-                        "c.textContent)")[:3] == ["panel", row["input_tokens"], row["output_tokens"]]
+                        "c.textContent)") == ["panel", row["input_tokens"], row["output_tokens"], row["calls"],
+                                              usd(dollars(row))]
     assert browser.eval("document.querySelectorAll('table.cost tbody tr').length") == 4  # panel, judge, both
 
 
