@@ -215,7 +215,7 @@ def test_two_raters_rating_at_once_lose_no_answer(setup: Setup, rated: Rated, tm
         assert done == [rater == "ana" or item != rated.half for item in rated.queues[rater]]
 
 
-def test_a_reload_keeps_every_answer_its_reason_and_its_comment(setup: Setup, rated: Rated) -> None:
+def test_a_reload_keeps_every_answer_and_the_pages_follow_the_raters_own_order(setup: Setup, rated: Rated) -> None:
     for rater in ("ana", "ben"):
         browser, item = rated.browsers[rater], rated.queues[rater][0]
         browser.open(f"{setup.studio.url}rate/{rater}/{item}")
@@ -232,6 +232,13 @@ def test_a_reload_keeps_every_answer_its_reason_and_its_comment(setup: Setup, ra
     ben.open(f"{setup.studio.url}rate/ben")
     assert ben.text(".progress").startswith(f"{len(rated.queues['ben']) - 1} of {len(rated.queues['ben'])} done")
     _shot(ben, "queue")
+    # The queue page lists the items in the rater's own order; previous and next follow it.
+    links = ben.eval("[...document.querySelectorAll('table.queue a')].map(a => a.getAttribute('href'))")
+    assert links == [f"/rate/ben/{item}" for item in rated.queues["ben"]]
+    ben.open(f"{setup.studio.url}rate/ben/{rated.queues['ben'][1]}")
+    assert ben.eval("[document.getElementById('previous').getAttribute('href'), "
+                    "document.getElementById('next').getAttribute('href')]") == [
+        f"/rate/ben/{rated.queues['ben'][0]}", f"/rate/ben/{rated.queues['ben'][2]}"]
 
 
 def _forbidden(run: Path) -> set[str]:
