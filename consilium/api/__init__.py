@@ -35,7 +35,7 @@ WHERE = {
     "meetings": ["Meeting", "MeetingOptions", "aboard_meeting", "aspecialist_turn", "board_meeting", "specialist_turn"],
     "ablating": ["AblateOptions", "Ablated", "aablate", "ablate"],
     "evolving": ["EvolveOptions", "Evolved", "aevolve", "evolve", "table5_csv"],
-    "serving": ["Running", "ServeOptions", "aserve", "astart", "serve"],
+    "serving": ["Running", "ServeOptions", "aserve", "running_studio", "serve"],
     "calibrating": ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagreement", "agreement",
                     "aisotonic", "isotonic"],
     "studies": ["CreateStudyOptions", "StudyExported", "StudyStatus", "acreate_study", "aexport_study",

@@ -1,19 +1,20 @@
 """``consilium serve``: the web studio over run folders (docs/studio-web.md), from Python.
 
-``aserve`` runs until cancelled; ``astart`` returns the running server (its URL, the administrator's link and a
-``stop`` coroutine) for a notebook or a test that drives it.
+``aserve`` runs until cancelled; ``async with running_studio(runs) as studio:`` holds a running server (its URL
+and the administrator's link) for a notebook or a script that drives it, and stops it on leaving.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from consilium.api.sync import sync_twin
 from consilium.errors import UserError
 
-__all__ = ["Running", "ServeOptions", "aserve", "astart", "serve"]
+__all__ = ["Running", "ServeOptions", "aserve", "running_studio", "serve"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def _folders(runs: Sequence[str | Path]) -> list[Path]:
     return folders
 
 
-async def astart(runs: Sequence[str | Path], options: ServeOptions | None = None) -> Running:
+async def _start(runs: Sequence[str | Path], options: ServeOptions | None) -> Running:
     from consilium.web.server import started
 
     chosen = options or ServeOptions()
@@ -63,10 +64,17 @@ async def aserve(runs: Sequence[str | Path], options: ServeOptions | None = None
     """Serve until cancelled (Ctrl-C on the command line); ``say`` gets the URL and the administrator's link."""
     import asyncio
 
-    running = await astart(runs, options)
-    say(f"consilium serve: {running.url} (administrator: {running.admin_link})")
-    try:
+    async with running_studio(runs, options) as running:
+        say(f"consilium serve: {running.url} (administrator: {running.admin_link})")
         await asyncio.Event().wait()
+
+
+@asynccontextmanager
+async def running_studio(runs: Sequence[str | Path], options: ServeOptions | None = None) -> AsyncIterator[Running]:
+    """The studio running while the block runs (``async with running_studio([run]) as studio: studio.url``)."""
+    running = await _start(runs, options)
+    try:
+        yield running
     finally:
         await running.stop()
 

@@ -28,3 +28,33 @@ def test_the_admin_link_opens_a_session_and_every_page_carries_a_strict_policy(t
         assert status == 403
     log = studio.log.read_text()
     assert "GET /login" in log and token not in log and "wrong" not in log
+
+
+async def test_the_library_holds_a_running_studio_that_answers_with_its_headers_and_refuses_strangers(
+        tmp_path: Path) -> None:
+    import aiohttp
+
+    from consilium.api.serving import ServeOptions, running_studio
+
+    run = tmp_path / "run"
+    run.mkdir()
+    async with running_studio([run], ServeOptions(port=0)) as studio:
+        assert studio.url.startswith("http://127.0.0.1:") and studio.admin_link.startswith(studio.url + "login/")
+        async with aiohttp.ClientSession() as session:
+            async with session.get(studio.url) as response:  # no session: no page
+                assert response.status == 403
+                assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
+                assert response.headers["X-Frame-Options"] == "DENY"
+            async with session.get(studio.admin_link, allow_redirects=False) as response:
+                assert response.status == 303
+                cookie = response.cookies["consilium_session"]
+                assert cookie["httponly"] and cookie["samesite"] == "Strict"
+            async with session.post(studio.url + "logout") as response:  # a session, but no CSRF token
+                assert response.status == 403
+    async with aiohttp.ClientSession() as session:  # stopped on leaving the block
+        try:
+            async with session.get(studio.url) as response:
+                stopped = False
+        except aiohttp.ClientConnectionError:
+            stopped = True
+    assert stopped
