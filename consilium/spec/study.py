@@ -159,7 +159,7 @@ class StudySpec(BaseModel):
             return value
         taken = [kind for kind in value if kind in VARIANT_FIELDS]
         if taken:
-            raise PydanticCustomError("variants", "variants.{kind}: give {kind} as its own field", {"kind": taken[0]})
+            raise PydanticCustomError("variants", "{kind} is a field of its own: give it there", {"kind": taken[0]})
         return {kind: [p.strip() for p in names.split(",") if p.strip()] if isinstance(names, str) else names
                 for kind, names in value.items()}
 
