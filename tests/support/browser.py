@@ -92,7 +92,9 @@ class Browser:
         await self._send("Network.enable", {"maxTotalBufferSize": 50_000_000})
 
     async def _close(self) -> None:
-        self._reader.cancel()
+        for task in [*self._tasks, self._reader]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, self._reader, return_exceptions=True)
         await self.ws.close()
         await self.session.close()
 
