@@ -24,6 +24,7 @@ from consilium.reports.view_reference import reference_section
 from consilium.runfolder import RunFolder
 from consilium.runfolder.records import out_of_scope
 from consilium.traces.schema import TraceBase
+from consilium.web.browse_index import case_link
 from consilium.web.browse_rows import Arm
 from consilium.web.page import esc
 
@@ -121,7 +122,7 @@ def arm_body(run: int, folder: RunFolder, arm: Arm) -> str:
     """The arm page's body (the trace and its judgement records are read here, once per request)."""
     row = arm.row
     title = f"{row.case_id} · {row.protocol} · {row.format} · {arm.model} · {row.status}"
-    nav = (f'<nav><a href="/runs/{run}/">cohort index</a><a href="/runs/{run}/case/{esc(row.case_id)}">'
+    nav = (f'<nav><a href="/runs/{run}/">cohort index</a><a href="{esc(case_link(run, row.case_id))}">'
            f"case {esc(row.case_id)}</a></nav>")
     head = f"<h1>{esc(title)}</h1>{nav}{_error(arm)}"
     if arm.trace is None or not arm.trace.is_file():

@@ -6,6 +6,8 @@ filters by in the page, and the live updates (browse_events.py) send a new arm's
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from consilium.cohort.completeness import Completeness
 from consilium.models.pricing import format_usd
 from consilium.reports.view_pages import score_cell, status_cell
@@ -13,7 +15,7 @@ from consilium.web.browse_query import FILTERS, SORTS, Query, score_key
 from consilium.web.browse_rows import Arm
 from consilium.web.page import esc
 
-__all__ = ["COLUMNS", "index_body", "progress_text", "row_html"]
+__all__ = ["COLUMNS", "case_link", "index_body", "progress_text", "row_html"]
 
 NONE = "—"
 #: (sort key, heading) of the columns before the scores.
@@ -26,11 +28,17 @@ def _number(value: float | int | None) -> str:
     return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def case_link(run: int, case_id: str) -> str:
+    """A case page's path (the id quoted: an arms.csv edited by hand may hold any text)."""
+    return f"/runs/{run}/case/{quote(case_id, safe='')}"
+
+
 def row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
     """One arm's table row: its cells, its values as data attributes, red with its error when it failed."""
     row = arm.row
     link = f"/runs/{run}/arm/{arm.id}"
     data = {"id": arm.id, "case": row.case_id, "model": arm.model, "protocol": row.protocol, "format": row.format,
+            "replicate": "" if row.replicate is None else str(row.replicate),
             "status": row.status, "stop": row.stop_reason, "rounds": _number(arm.rounds),
             "tokens": _number(arm.tokens), "cost": _number(row.cost_usd),
             "judge_cost": _number(arm.number("judge_cost_usd")), "total_cost": _number(arm.number("total_cost_usd"))}
@@ -39,8 +47,8 @@ def row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
         data[score_key(index)] = _number(found.mean if found is not None else None)
     attrs = "".join(f' data-{key.replace("_", "-")}="{esc(value)}"' for key, value in data.items())
     status = esc(status_cell(row.cells()))
-    cells = [f'<a href="/runs/{run}/case/{esc(row.case_id)}">{esc(row.case_id)}</a>', esc(arm.model),
-             esc(row.protocol), esc(row.format),
+    cells = [f'<a href="{esc(case_link(run, row.case_id))}">{esc(row.case_id)}</a>', esc(arm.model),
+             esc(row.protocol), esc(row.format if row.replicate is None else f"{row.format} · r{row.replicate}"),
              f'<span class="error">{status}</span>' if not arm.completed else status,
              esc(row.stop_reason or NONE), esc(_number(arm.rounds) or NONE),
              esc(f"{arm.tokens:,}" if arm.tokens is not None else NONE), esc(format_usd(row.cost_usd)),

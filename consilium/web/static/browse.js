@@ -8,7 +8,7 @@
   const body = table.tBodies[0];
   const form = document.querySelector("form.filters");
   const natural = (a, b) => a.localeCompare(b, undefined, {numeric: true, sensitivity: "base"});
-  const NATURAL = ["case", "model", "protocol", "format"];
+  const NATURAL = ["case", "model", "protocol", "format", "replicate"];
   const state = {sort: "", desc: false};
   const params = new URLSearchParams(location.search);
   state.sort = params.get("sort") || "";
