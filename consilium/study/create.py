@@ -80,9 +80,9 @@ def create_study(run_dir: Path, *, rubric: str, raters: Sequence[str], per_outpu
             raise UserError(f"{db.display}: already holds a study of {folder.path} (run {key}); it is left as it is "
                             "(export it with `consilium study export`, or give another --database)")
         conn.execute("INSERT INTO studies (id, run_key, run_dir, rubric, rubric_version, per_output, seed, "
-                     "admin_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "admin_hash, created_at, rubric_definition) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (study_id, key, str(folder.path.resolve()), scored.name, scored.version, per_output, seed,
-                      hash_token(admin), now))
+                      hash_token(admin), now, scored.model_dump_json()))
         conn.executemany("INSERT INTO raters (study_id, rater, token_hash, revoked) VALUES (?, ?, ?, 0)",
                          [(study_id, name, hash_token(tokens[name])) for name in names])
         conn.executemany("INSERT INTO outputs (id, study_id, draw, case_id, component, variant, model, run, trace, "

@@ -57,10 +57,11 @@ class Study:
         migrate(db)
         key = run_key(folder)
         with db.transaction() as conn:
-            row = conn.execute("SELECT id, rubric, per_output FROM studies WHERE run_key = ?", (key,)).one()
+            row = conn.execute("SELECT id, rubric, per_output, rubric_definition FROM studies WHERE run_key = ?",
+                               (key,)).one()
         if row is None:
             raise UserError(f"{db.display}: no rating study of {folder.path} (run `consilium study create` first)")
-        return cls(row[0], folder.path, load_rubric(row[1]), db, int(row[2]))
+        return cls(row[0], folder.path, _rubric(row[1], row[3]), db, int(row[2]))
 
     @classmethod
     def find(cls, database: str) -> list[Study]:
@@ -70,8 +71,9 @@ class Study:
             raise UserError(f"{db.display}: no such study database")
         migrate(db)
         with db.transaction() as conn:
-            rows = conn.execute("SELECT id, run_dir, rubric, per_output FROM studies ORDER BY created_at").all()
-        return [cls(r[0], Path(r[1]), load_rubric(r[2]), db, int(r[3])) for r in rows]
+            rows = conn.execute("SELECT id, run_dir, rubric, per_output, rubric_definition FROM studies "
+                                "ORDER BY created_at").all()
+        return [cls(r[0], Path(r[1]), _rubric(r[2], r[4]), db, int(r[3])) for r in rows]
 
     # Who is who.
     def rater_of(self, token: str) -> str | None:
@@ -220,3 +222,9 @@ def _answer(row: tuple[object, ...]) -> Answer:
     return Answer(str(criterion), None if score is None else float(score), bool(not_evaluable),  # type: ignore[arg-type]
                   reason if isinstance(reason, str) else None, comment if isinstance(comment, str) else None,
                   str(updated))
+
+
+def _rubric(name: str, definition: str | None) -> Rubric:
+    """The study's rubric as it was created with (stored whole), else, for a study created before that was
+    stored, the rubric of that name."""
+    return Rubric.model_validate_json(definition) if definition else load_rubric(name)

@@ -28,11 +28,15 @@ def test_an_older_database_is_migrated_when_opened(fixture_cohort: Path, tmp_pat
     latest = len(migrations())
     assert latest >= 2 and rows(db, "SELECT version FROM schema_version ORDER BY version") == [
         (v,) for v in range(1, latest + 1)]
-    with sqlite3.connect(db) as conn:  # back to version 1: as a database made before the exports table
+    with sqlite3.connect(db) as conn:  # back to version 1: made before the exports table and the stored rubric
         conn.execute("DROP TABLE exports")
+        conn.execute("ALTER TABLE studies DROP COLUMN rubric_definition")
         conn.execute("DELETE FROM schema_version WHERE version > 1")
     study = Study.open(fixture_cohort, str(db))
     assert rows(db, "SELECT MAX(version) FROM schema_version") == [(latest,)]
+    # Its rubric was not stored whole: it is the shipped rubric of the stored name.
+    assert rows(db, "SELECT rubric, rubric_definition FROM studies") == [("ai-consilium", None)]
+    assert study.rubric.name == "ai-consilium"
     item = study.queue("ana")[0].item
     study.answer("ana", item, study.item("ana", item).criteria[0].id, score=2)
     assert study.export(tmp_path / "r.csv").is_file()

@@ -444,8 +444,6 @@ criteria:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a study of a rubric given as a file keeps only the rubric's name, so "
-                   "Study.open cannot load it again (unknown rubric) and serve finds no study")
 def test_a_yes_no_rubric_is_rated_yes_or_no(setup: Setup, tmp_path: Path) -> None:
     rubric, database = tmp_path / "rating-yes-no.yaml", str(tmp_path / "yes-no.sqlite3")
     rubric.write_text(YES_NO)
