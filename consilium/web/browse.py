@@ -32,21 +32,9 @@ __all__ = ["register"]
 SCRIPTS = ("browse.js",)
 
 
-def browsable(runs: list[Path]) -> list[Path]:
-    """The folders to browse: each served run folder, and in place of a folder that is no run but holds cohorts
-    (``serve runs/``), each cohort in it, as ``consilium report`` reads such a folder."""
-    found: list[Path] = []
-    for path in runs:
-        folder = RunFolder(path)
-        inner = [] if folder.is_cohort or folder.has_manifest else sorted(
-            child for child in path.iterdir() if child.is_dir() and RunFolder(child).is_cohort)
-        found += inner or [path]
-    return found
-
-
 def _served(request: web.Request) -> tuple[int, RunFolder]:
-    """The folder a path names by its place in :func:`browsable` (``/runs/0/``), else 404."""
-    runs = browsable(request.app[CONTEXT].runs)
+    """The folder a path names by its place in :meth:`Context.folders` (``/runs/0/``), else 404."""
+    runs = request.app[CONTEXT].folders()
     text = request.match_info.get("run", "")
     if not text.isdigit() or int(text) >= len(runs):
         raise web.HTTPNotFound(text=f"404: no served run folder {text!r}")
@@ -65,12 +53,13 @@ async def home(request: web.Request) -> web.StreamResponse:
     if found.kind == "rater" and found.rater:
         raise web.HTTPSeeOther(f"/rate/{found.rater}")
     require_admin(request)
-    runs = browsable(request.app[CONTEXT].runs)
+    runs = request.app[CONTEXT].folders()
     if len(runs) == 1:
         raise web.HTTPSeeOther("/runs/0/")
     items = "".join(f'<li><a href="/runs/{n}/">{esc(path.name)}</a> <span class="muted">{esc(path)}</span></li>'
                     for n, path in enumerate(runs))
-    return page(request, "consilium serve", f"<h1>Run folders</h1><ul>{items}</ul>")
+    return page(request, "consilium serve", f'<h1>Run folders</h1><nav><a href="/seats">seated runs</a></nav>'
+                                            f"<ul>{items}</ul>")
 
 
 async def index(request: web.Request) -> web.StreamResponse:
@@ -80,8 +69,20 @@ async def index(request: web.Request) -> web.StreamResponse:
     rubrics = rubrics_of(arms)
     query = Query.parse(request.query, rubrics)
     done = await asyncio.to_thread(completeness, folder, arms)
-    body = index_body(run, folder.path.name, arms, query.apply(arms, rubrics), rubrics, query, done, len(arms))
+    body = index_body(run, folder.path.name, arms, query.apply(arms, rubrics), rubrics, query, done, len(arms),
+                      _study_links(request, run, folder.path))
     return page(request, f"{folder.path.name}: arms", body, scripts=SCRIPTS)
+
+
+def _study_links(request: web.Request, run: int, path: Path) -> tuple[str, str]:
+    """The index's links to the folder's rating study and to the seated runs, and why its study could not be
+    opened where it has one that could not be (in red: never passed off as a folder without a study)."""
+    context = request.app[CONTEXT]
+    study = context.study(path)
+    links = f'<a href="/study/{run}">rating study</a>' if study is not None else ""
+    links += '<a href="/seats">seated runs</a>'
+    problem = context.problems.get(path)
+    return links, (f'<p class="error">rating study: {esc(problem)}</p>' if problem else "")
 
 
 async def summary(request: web.Request) -> web.StreamResponse:

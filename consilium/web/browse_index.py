@@ -99,15 +99,17 @@ def _heading(key: str, text: str, query: Query, kind: str) -> str:
 
 
 def index_body(run: int, title: str, arms: list[Arm], shown: list[Arm], rubrics: list[str], query: Query,
-               done: Completeness | None, known: int) -> str:
-    """The index page's body: heading, links, progress, filters, the table (``shown`` arms of ``arms``)."""
+               done: Completeness | None, known: int, more: tuple[str, str] = ("", "")) -> str:
+    """The index page's body: heading, links, progress, filters, the table (``shown`` arms of ``arms``);
+    ``more``: the caller's further links and a notice under them (HTML)."""
     failed = sum(not a.completed for a in arms)
     head = "".join(_heading(key, text, query, SORTS[key]) for key, text in COLUMNS)
     head += "".join(_heading(score_key(i), f"score: {r}", query, "number") for i, r in enumerate(rubrics))
     head += "<th>page</th>"
     rows = "".join(row_html(run, arm, rubrics) for arm in shown)
-    return (f'<h1>{esc(title)}</h1><nav><a href="/">run folders</a><a href="/runs/{run}/summary">summary</a></nav>'
-            f'<p class="progress" id="progress">{esc(progress_text(done, len(arms)))}</p>'
+    return (f'<h1>{esc(title)}</h1><nav><a href="/">run folders</a><a href="/runs/{run}/summary">summary</a>'
+            f'{more[0]}</nav>'
+            f'{more[1]}<p class="progress" id="progress">{esc(progress_text(done, len(arms)))}</p>'
             f'<p class="counts"><span id="shown">{len(shown)}</span> of <span id="total">{len(arms)}</span> arms '
             f'shown · {failed} failed</p>{_form(arms, rubrics, query)}'
             f'<table class="arms" id="arms" data-run="{run}" data-known="{known}">'

@@ -5,16 +5,27 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from aiohttp import web
 
+from consilium.errors import UserError
+from consilium.redact import redact
+from consilium.runfolder import RunFolder
+from consilium.study.database import DEFAULT_FILE
+
 if TYPE_CHECKING:
     from consilium.study import Study
 
 __all__ = ["CONTEXT", "WHO", "Context", "Who", "token_hash"]
+
+
+
+#: Seconds before a folder found without a study is looked at again.
+_LOOK_AGAIN_S = 5.0
 
 
 def token_hash(token: str) -> str:
@@ -31,24 +42,47 @@ class Context:
     admin_hash: str = ""
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _studies: dict[Path, Study | None] = field(default_factory=dict)
+    #: Why a folder's study could not be opened, where it has a study database: shown on its pages.
+    problems: dict[Path, str] = field(default_factory=dict)
+    _looked: dict[Path, float] = field(default_factory=dict)
+
+    def folders(self) -> list[Path]:
+        """The folders to browse, numbered as the pages number them (``/runs/{n}/``, ``/study/{n}``): each
+        served run folder, and in place of a folder that is no run but holds cohorts (``serve runs/``), each
+        cohort in it, as ``consilium report`` reads such a folder."""
+        found: list[Path] = []
+        for path in self.runs:
+            folder = RunFolder(path)
+            inner = [] if folder.is_cohort or folder.has_manifest else sorted(
+                child for child in path.iterdir() if child.is_dir() and RunFolder(child).is_cohort)
+            found += inner or [path]
+        return found
 
     def study(self, run: Path) -> Study | None:
-        """The rating study of a served folder (None: it has none), opened once."""
-        if run not in self._studies:
-            try:
-                from consilium.study import Study
+        """The rating study of a browsed folder (None: it has none), opened once. A folder with a study database
+        that cannot be opened (a newer schema, a database that does not answer) has its reason in
+        :attr:`problems`, which its pages show: it is never passed off as a folder without a study."""
+        # A folder found without a study is looked at again now and then: `study create` while the server runs.
+        again = self._studies.get(run, 0) is None and time.monotonic() - self._looked.get(run, 0.0) > _LOOK_AGAIN_S
+        if run not in self._studies or again:
+            self._looked[run] = time.monotonic()
+            self.problems.pop(run, None)
+            from consilium.study import Study
 
+            self._studies[run] = None
+            if self.database is None and not (run / DEFAULT_FILE).is_file():
+                return None
+            try:
                 self._studies[run] = Study.open(run, self.database)
-            except Exception:  # noqa: BLE001 — a folder without a study (or an unreadable one) is browsed alone
-                self._studies[run] = None
+            except UserError as exc:
+                if self.database is None or "no rating study of" not in str(exc):
+                    self.problems[run] = str(exc)
+            except Exception as exc:  # any failure of the database is shown on the pages, never a failed login
+                self.problems[run] = f"{type(exc).__name__}: {redact(str(exc))}"
         return self._studies[run]
 
-    def forget_studies(self) -> None:
-        """Open each folder's study afresh on next use (a study created while the server runs)."""
-        self._studies.clear()
-
     def studies(self) -> list[Study]:
-        return [s for s in (self.study(run) for run in self.runs) if s is not None]
+        return [s for s in (self.study(run) for run in self.folders()) if s is not None]
 
     def is_server_admin(self, token: str) -> bool:
         return bool(self.admin_hash) and hmac.compare_digest(token_hash(token), self.admin_hash)
@@ -70,4 +104,4 @@ class Who:
 
 
 CONTEXT = web.AppKey("consilium_context", Context)
-WHO = "consilium_who"
+WHO = web.RequestKey("consilium_who", Who)

@@ -18,7 +18,8 @@ def esc(value: object) -> str:
     return "" if value is None else escape(str(value), quote=True)
 
 
-def page(request: web.Request, title: str, body: str, *, scripts: Sequence[str] = (), status: int = 200) -> web.Response:
+def page(request: web.Request, title: str, body: str, *, scripts: Sequence[str] = (),
+         status: int = 200) -> web.Response:
     """The document: ``body`` is HTML the caller built with :func:`esc`; ``scripts`` are files of /static."""
     found = who(request)
     csrf = request.app[CONTEXT].csrf(found.token) if found.token else ""

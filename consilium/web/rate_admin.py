@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from consilium.errors import UserError
-from consilium.web.browse import browsable
 from consilium.web.context import CONTEXT
 from consilium.web.page import esc, page
 from consilium.web.security import require_admin
@@ -61,7 +60,7 @@ def _study(request: web.Request) -> tuple[int, Study]:
     context = request.app[CONTEXT]
     try:
         n = int(request.match_info["n"])
-        run = browsable(context.runs)[n]  # numbered as the browse pages number them (/runs/{n}/)
+        run = context.folders()[n]  # numbered as the browse pages number them (/runs/{n}/)
     except (ValueError, IndexError) as exc:
         raise web.HTTPNotFound(text=f"404: no served folder {request.match_info['n']}") from exc
     study = context.study(run)

@@ -53,7 +53,8 @@ class Browser:
         self.process = subprocess.Popen(
             [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-             "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={self.width},{self.height}",
+             "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
+             f"--window-size={self.width},{self.height}",
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._run(self._connect())
         return self

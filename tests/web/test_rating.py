@@ -327,6 +327,35 @@ def test_answers_survive_a_restart_and_a_second_server_on_the_same_study(setup: 
     ana.open(f"{setup.studio.url}rate/ana/{item}")
     assert ana.eval("document.querySelector('fieldset[data-criterion=c8] input:checked').value") == str(changed)
 
+def test_a_folder_of_cohorts_served_whole_finds_each_cohorts_study_and_shows_one_it_cannot_open(
+        setup: Setup, rated: Rated, tmp_path: Path) -> None:
+    """``serve runs/`` (the folder holding the cohort): the rater's link opens their queue and the index links the
+    study; a copy of the cohort whose study database is newer than this code shows why in red on its index,
+    instead of passing for a folder without a study."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "runs" / setup.run.name
+    shutil.copytree(setup.run, copy)
+    with sqlite3.connect(copy / "study.sqlite3") as conn:
+        conn.execute("INSERT INTO schema_version (version, name, applied_at) VALUES (99, '0099_future.sql', 'x')")
+    ben = rated.browsers["ben"]
+    with served(setup.run.parent, log=tmp_path / "parent.log") as whole, served(
+            copy.parent, log=tmp_path / "copy.log") as newer, Browser(tmp_path) as admin:
+        ben.open(f"{whole.url}login/{setup.tokens['ben']}")
+        assert ben.eval("location.pathname") == "/rate/ben"
+        assert len(ben.eval("[...document.querySelectorAll('a[href^=\\'/rate/ben/\\']')].map(a => a.href)")) > 0
+        admin.open(f"{whole.url}login/{setup.tokens['administrator']}")
+        assert admin.eval("location.pathname") == "/runs/0/"
+        assert admin.eval("document.querySelector('nav a[href=\\'/study/0\\']').textContent") == "rating study"
+        admin.open(f"{newer.url}login/{setup.tokens['administrator']}")  # the study's token: its study is unread
+        assert admin.eval("location.pathname") == "/login/" + setup.tokens["administrator"]
+        admin.open(newer.admin_link)
+        assert admin.eval("document.querySelector('nav a[href=\\'/study/0\\']')") is None
+        problem = admin.text("p.error")
+        assert problem.startswith("rating study: ") and "newer" in problem
+
+
 def test_export_feeds_calibrate_agreement_whose_figures_are_worked_out_by_hand(setup: Setup, rated: Rated,
                                                                               tmp_path: Path) -> None:
     ratings = tmp_path / "ratings.csv"
