@@ -126,6 +126,8 @@ class Run:
 
     argv: Callable[[World, Path], list[str]]
     check: Check
+    #: A command that runs until stopped (serve): started as a process, its first page fetched, then stopped.
+    server: bool = False
 
 
 def _agentclinic(world: World) -> str:
@@ -204,6 +206,7 @@ RUNS: dict[str, list[Run]] = {
                   wrote("*/*.judge.otb-conclusion-alignment.json"))],
     "jury": [Run(lambda w, out: ["jury", _jury_folder(w, out), "--rubric", "ai-consilium"],
                  wrote("*/jury/jury.ai-consilium.alpha.csv"))],
+    "serve": [Run(lambda w, out: ["serve", str(w.cohort)], printed("summary"), server=True)],
     "study create": [Run(lambda w, out: ["study", "create", str(_copy_of(w.cohort, out)), "--rubric", "ai-consilium",
                                          "--raters", "ana,ben", "--per-output", "2"], printed("/login/"))],
     "calibrate agreement --ratings": [_calibrate("agreement", "--bootstrap", "100")],
@@ -246,6 +249,7 @@ def test_the_readme_has_its_commands_table() -> None:
     assert len(names) >= 20 and "simulate --case" in names and "cases import agentclinic" in names
 
 
+@pytest.mark.localhost  # serve's first page, from the server it starts on 127.0.0.1
 @pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[name for name, _ in COMMANDS])
 def test_each_readme_command_runs_with_the_scripted_panel(name: str, command: str, world: World, capsys: Any,
                                                           monkeypatch: Any, tmp_path: Path) -> None:
@@ -270,8 +274,36 @@ def _run_each(name: str, world: World, capsys: Any, monkeypatch: Any, tmp_path: 
     for number, run in enumerate(RUNS[name]):
         out = tmp_path / f"out-{number}"
         argv = run.argv(world, out)
+        if run.server:
+            run.check(world, out, _first_page(argv, tmp_path))
+            continue
         capsys.readouterr()
         code = main(argv)
         output = capsys.readouterr().out
         assert code == 0, f"{argv} exited {code}"
         run.check(world, out, output)
+
+
+def _first_page(argv: list[str], folder: Path) -> str:
+    """Start a server command as users do (a process on a free port), open the administrator's link it prints
+    (following its redirect with the session cookie) and return that page; the server is stopped after."""
+    import http.cookiejar
+    import re
+    import subprocess
+    import sys
+    import urllib.request
+
+    with (folder / "server.log").open("w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "consilium", *argv, "--port", "0"], stdout=subprocess.PIPE,
+                                   stderr=log, text=True)
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            found = re.search(r"\(administrator: (http://127\.0\.0\.1:\d+/login/\S+)\)$", line.strip())
+            assert found, f"{argv}: printed {line!r}"
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+            with opener.open(found[1], timeout=30) as response:
+                return str(response.read().decode("utf-8"))
+        finally:
+            process.terminate()
+            process.wait(10)
