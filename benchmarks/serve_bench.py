@@ -10,7 +10,8 @@ times from the process's start to
 - the printed URL line (the server is listening);
 - the first 200 of the cohort index (``/runs/0/``), asked for after the administrator's login link (a 303 that
   sets the session cookie, kept in a cookie jar; the redirect is not followed, so the index is asked for once);
-- an arm page, a case page and the summary page, found among the index's links, then the index again;
+- an arm page, a case page and the summary page, found among the index's links, then the index and the summary
+  again (both kept by the server until a file they read changes);
 
 and reads the server's peak RSS (``VmHWM``) from /proc after the first index and after every page, and its RSS
 (``VmRSS``) at the end. Beside it,
@@ -141,6 +142,8 @@ def measure(run_dir: Path, log: Path) -> Start:
                     result.pages[name], _ = _get(opener, url.rstrip("/") + link.group(1).replace("&amp;", "&"),
                                                  started)
             result.pages["index again"], _ = _get(opener, url + INDEX, started)
+            if "summary" in result.pages:
+                result.pages["summary again"], _ = _get(opener, url + "runs/0/summary", started)
         result.peak_rss_kb, result.rss_kb = _memory(process.pid)
         return result
     finally:
@@ -173,7 +176,8 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")
 
     row("URL printed (from process start)", {n: _median([s.url_s for s in starts[n]]) for n in sizes}, " s")
-    names = [name for name in ("index", *LINKS, "index again") if any(name in s.pages for s in starts[large])]
+    names = [name for name in ("index", *LINKS, "index again", "summary again")
+             if any(name in s.pages for s in starts[large])]
     for name in names:
         statuses = {n: sorted({s.pages[name].status for s in starts[n] if name in s.pages}) for n in sizes}
         ok = {n: [s.pages[name] for s in starts[n] if name in s.pages and s.pages[name].status == 200] for n in sizes}
@@ -183,7 +187,8 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
         if name == "index":
             row("first 200 of the index (from process start)",
                 {n: _median([p.since_start for p in ok[n]]) for n in sizes}, " s")
-        shown = {"index": "index (first, cold)", "index again": "index again (warm)"}.get(name, name)
+        shown = {"index": "index (first, cold)", "index again": "index again (warm)",
+                 "summary": "summary (first, cold)", "summary again": "summary again (kept)"}.get(name, name)
         row(f"{shown}: the request alone", {n: _median([p.latency for p in ok[n]]) for n in sizes}, " s")
         row(f"{shown}: size", {n: _median([p.size / 1024 for p in ok[n]]) for n in sizes}, " KiB", "{:.0f}")
     row("peak RSS (VmHWM) after the first index",
@@ -202,7 +207,7 @@ def report(sizes: list[int], starts: dict[int, list[Start]], baselines: dict[str
 
 def profile(run_dir: Path) -> list[str]:
     """The studio's own application (``make_app``) in this process, over ``run_dir``, asked for the index (cold,
-    then twice warm) and the summary page, each under a cProfile of its own (on only while it is asked):
+    then twice warm) and the summary page (then again), each under a cProfile of its own (on only while it is asked):
     where each page's time goes (the work the pages hand to worker threads included)."""
     import asyncio
     import cProfile
@@ -214,7 +219,7 @@ def profile(run_dir: Path) -> list[str]:
 
     token = secrets.token_urlsafe(32)
     asks = [("index, first (cold)", "/" + INDEX), ("index, warm (×2)", "/" + INDEX), ("index, warm (×2)", "/" + INDEX),
-            ("summary", "/runs/0/summary")]
+            ("summary", "/runs/0/summary"), ("summary again", "/runs/0/summary")]
     profiles: dict[str, tuple[cProfile.Profile, list[tuple[int, float]]]] = {}
 
     async def ask() -> None:

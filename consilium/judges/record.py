@@ -143,11 +143,23 @@ def read_judgement(path: Path) -> Judgement:
 
     from consilium.traces.versions import JUDGEMENT_STEPS, upgrade
 
+    met: list[str] = []  # the NaN or infinite numbers met while parsing (the record is walked only if any)
+
+    def constant(text: str) -> float:
+        met.append(text)
+        return float(text)
+
+    def number(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):  # 1e999
+            met.append(text)
+        return value
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=constant, parse_float=number)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"{path}: not a readable judgement record ({exc})") from None
-    where = _not_finite(data)
+    where = _not_finite(data) if met else None
     if where is not None:
         raise UserError(f"{path}: {where[0]}: {where[1]} is not a finite number (a judgement record holds none)")
     data = upgrade(data, current=JUDGEMENT_VERSION, steps=JUDGEMENT_STEPS, where=str(path))

@@ -173,17 +173,22 @@ def parse_rubric(text: str, origin: str) -> Rubric:
 RUBRIC_ENTRY_POINTS = "consilium.rubrics"
 
 
+@cache
+def _shipped(*folder: str) -> tuple[str, ...]:
+    """The rubric files shipped in a folder of the package (listed once: shipped files do not change)."""
+    found = resources.files("consilium.judges").joinpath(*folder)
+    return tuple(sorted(e.name.removesuffix(".yaml") for e in found.iterdir() if e.name.endswith(".yaml")))
+
+
 def builtin_rubric_names() -> list[str]:
     """The rubrics shipped in consilium/judges/rubrics/."""
-    folder = resources.files("consilium.judges").joinpath("rubrics")
-    return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+    return list(_shipped("rubrics"))
 
 
 def analysis_rubric_names() -> list[str]:
     """The rubrics of consilium's own analyses (consilium/judges/rubrics/analysis/): ``judge --rubric`` does not
     offer them, their command loads them by name (analyze's ``dissent-uptake``)."""
-    folder = resources.files("consilium.judges").joinpath("rubrics", "analysis")
-    return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+    return list(_shipped("rubrics", "analysis"))
 
 
 @cache

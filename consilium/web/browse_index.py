@@ -34,7 +34,16 @@ def case_link(run: int, case_id: str) -> str:
 
 
 def row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
-    """One arm's table row: its cells, its values as data attributes, red with its error when it failed."""
+    """One arm's table row: its cells, its values as data attributes, red with its error when it failed; made
+    once per read of the folder (the arm is read again when a table changes: browse_rows.cached_arms)."""
+    key = (run, tuple(rubrics))
+    found = arm.html.get(key)
+    if found is None:
+        found = arm.html[key] = _row_html(run, arm, rubrics)
+    return found
+
+
+def _row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
     row = arm.row
     link = f"/runs/{run}/arm/{arm.id}"
     data = {"id": arm.id, "case": row.case_id, "model": arm.model, "protocol": row.protocol, "format": row.format,
@@ -46,7 +55,7 @@ def row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
         found = arm.scores.get(rubric)
         data[score_key(index)] = _number(found.mean if found is not None else None)
     attrs = "".join(f' data-{key.replace("_", "-")}="{esc(value)}"' for key, value in data.items())
-    status = esc(status_cell(row.cells()))
+    status = esc(status_cell(arm.cells))
     cells = [f'<a href="{esc(case_link(run, row.case_id))}">{esc(row.case_id)}</a>', esc(arm.model),
              esc(row.protocol), esc(row.format if row.replicate is None else f"{row.format} · r{row.replicate}"),
              f'<span class="error">{status}</span>' if not arm.completed else status,

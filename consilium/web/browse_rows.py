@@ -13,19 +13,22 @@ traces only) has one row per trace, read from the trace itself (there are few).
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from consilium.cohort.completeness import Completeness, cohort_completeness
 from consilium.errors import UserError
 from consilium.graphs.registry import protocol_of
 from consilium.judges.record import read_judgement
-from consilium.judges.rubric import load_rubric, rubric_names
 from consilium.natural import natural_key
 from consilium.reports.view_cohort import RubricScore, rubric_score
-from consilium.runfolder import ArmRow, JudgementRow, RunFolder
+from consilium.runfolder import ArmRow, RunFolder
 from consilium.runfolder.layout import judgements_of, trace_stem
+from consilium.web.browse_table import ArmKey, Table, plain, table_of
 
 __all__ = ["Arm", "arm_id", "arms_of", "cached_arms", "completeness", "folder_stamp", "rubrics_of", "scores_of"]
 
@@ -44,6 +47,13 @@ class Arm:
     row: ArmRow
     trace: Path | None
     scores: dict[str, RubricScore] = field(default_factory=dict)
+    #: Its index row's HTML by (run, rubrics) (browse_index.row_html): made once per read of the folder.
+    html: dict[tuple[int, tuple[str, ...]], str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @cached_property
+    def cells(self) -> dict[str, Any]:
+        """Its row's columns (:meth:`ArmRow.cells`), dumped once: the index asks for several."""
+        return self.row.cells()
 
     @property
     def model(self) -> str:
@@ -57,7 +67,7 @@ class Arm:
     def rounds(self) -> int | None:
         """Review rounds (the consilium's), else a board's turns, else None."""
         for column in ("rounds", "turns"):
-            value = self.row.get(column)
+            value = self.cells.get(column)
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
         return None
@@ -71,7 +81,7 @@ class Arm:
 
     def number(self, column: str) -> float | None:
         """A numeric column of its row (``judge_cost_usd``, ``total_cost_usd``, …), None when absent."""
-        value = self.row.get(column)
+        value = self.cells.get(column)
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     def natural(self) -> tuple[object, ...]:
@@ -106,13 +116,26 @@ def _scored(file: Path, trace_name: str) -> tuple[str, RubricScore] | None:
     return found
 
 
-def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None) -> dict[str, RubricScore]:
+def _beside(trace: Path, listings: dict[Path, list[str]]) -> list[Path]:
+    """:func:`~consilium.runfolder.layout.judgements_of`, from its folder's listing (listed once per folder)."""
+    if trace.parent not in listings:
+        try:
+            listings[trace.parent] = sorted(os.listdir(trace.parent))
+        except OSError:
+            listings[trace.parent] = []
+    prefix = f"{trace_stem(trace.name)}.judge."
+    return [trace.parent / name for name in listings[trace.parent]
+            if name.startswith(prefix) and name.endswith(".json") and len(name) >= len(prefix) + len(".json")]
+
+
+def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None,
+              listings: dict[Path, list[str]] | None = None) -> dict[str, RubricScore]:
     """The arm's score per rubric: from ``table`` (judgements.csv's, by arm) where a record is no newer than it,
-    else from the judgement records beside its trace."""
+    else from the judgement records beside its trace (``listings``: folders already listed, by path)."""
     found: dict[str, RubricScore] = {}
-    for file in judgements_of(trace):
+    for file in judgements_of(trace) if listings is None else _beside(trace, listings):
         rubric = file.name.removeprefix(f"{trace_stem(trace.name)}.judge.").removesuffix(".json")
-        if table is not None and key is not None and (rubric, *key) in table.scores and _plain(rubric):
+        if table is not None and key is not None and (rubric, *key) in table.scores and plain(rubric):
             try:
                 if file.stat().st_mtime_ns <= table.version:
                     found[rubric] = table.scores[(rubric, *key)]
@@ -123,48 +146,6 @@ def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None
         if scored is not None:
             found[scored[0]] = scored[1]
     return found
-
-
-ArmKey = tuple[str, str, str, str, int | None]  # case, model, protocol, format, replicate
-
-
-@dataclass(frozen=True)
-class Table:
-    """judgements.csv's items scored per (rubric, arm), and the table's modification time (ns)."""
-
-    version: int
-    scores: dict[tuple[str, str, str, str, str, int | None], RubricScore]
-
-
-def _plain(rubric: str) -> bool:
-    """Whether a rubric's score is the mean of its items (a shipped rubric without an aggregate of its own)."""
-    return rubric in rubric_names() and load_rubric(rubric).scoring != "weighted_decisions"
-
-
-def _table(folder: RunFolder) -> Table | None:
-    """judgements.csv's rows scored per (rubric, arm) as :func:`~consilium.reports.view_cohort.rubric_score`
-    scores a record's items (whole-case and not-evaluable items out of the mean); None without the table."""
-    try:
-        version = folder.judgements_csv.stat().st_mtime_ns
-        rows = folder.judgements()
-    except (OSError, UserError):
-        return None
-    items: dict[tuple[str, str, str, str, str, int | None], list[JudgementRow]] = {}
-    for row in rows:
-        items.setdefault((row.rubric, row.case_id, row.model, row.protocol, row.format, row.replicate), []).append(row)
-    scores = {}
-    whole_case = {name: {c.id: c.whole_case for c in load_rubric(name).criteria}
-                  for name in {key[0] for key in items} if _plain(name)}
-    for key, group in items.items():
-        if key[0] not in whole_case:
-            continue
-        whole = whole_case[key[0]]  # the table may not say (a cohort's does not): the rubric does
-        values = [r.score for r in group if not (r.whole_case if r.whole_case is not None else
-                                                 whole.get(r.criterion, False))
-                  and not r.not_evaluable and r.score is not None]
-        scores[key] = RubricScore(sum(values) / len(values) if values else None, len(values),
-                                  sum(r.not_evaluable for r in group), len(group))
-    return Table(version, scores)
 
 
 def _trace_rows(folder: RunFolder) -> list[Arm]:
@@ -191,11 +172,13 @@ def arms_of(folder: RunFolder) -> list[Arm]:
                     folder.trace_location(r.trace) if r.trace else None) for r in folder.arms()]
     else:
         arms = _trace_rows(folder)
-    table = _table(folder) if folder.is_cohort else None
+    table = table_of(folder) if folder.is_cohort else None
+    listings: dict[Path, list[str]] = {}
     for arm in arms:
         if arm.trace is not None and arm.completed:
             row = arm.row
-            arm.scores = scores_of(arm.trace, table, (row.case_id, row.model, row.protocol, row.format, row.replicate))
+            arm.scores = scores_of(arm.trace, table, (row.case_id, row.model, row.protocol, row.format, row.replicate),
+                                   listings)
     return sorted(arms, key=Arm.natural)
 
 
@@ -240,6 +223,6 @@ def completeness(folder: RunFolder, arms: list[Arm]) -> Completeness | None:
     if not folder.is_cohort:
         return None
     try:
-        return cohort_completeness(folder.path, [arm.row.cells() for arm in arms])
+        return cohort_completeness(folder.path, [arm.cells for arm in arms])
     except UserError:
         return None

@@ -1,9 +1,13 @@
 """The cohort summary: per protocol, model and format (or mode), the figures ``consilium report`` writes, taken
 from the same functions (consilium/api/reports.py reads a cohort with :func:`cohort_parts` and builds Table 3,
-Table 7, the scores table and the cost table from it), so the page and the report agree."""
+Table 7, the scores table and the cost table from it), so the page and the report agree. The page is made again
+only when a file of the cohort folder has changed (:func:`summary_stamp`)."""
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ from consilium.reports.consilium.stats import mean_sd
 from consilium.reports.sources import CohortPart, cohort_parts
 from consilium.web.page import esc, table
 
-__all__ = ["rubric_means", "summary_body", "summary_rows"]
+__all__ = ["rubric_means", "summary_body", "summary_rows", "summary_stamp"]
 
 NONE = "—"
 
@@ -27,12 +31,12 @@ def rubric_means(part: CohortPart) -> dict[tuple[str, str, str], tuple[float | N
     """(model, format, rubric) → the mean of the per-output items' scores (whole-case criteria apart, as every
     report mean), how many were scored, and how many items were not evaluable; the pooled model too."""
     found: dict[tuple[str, str, str], tuple[float | None, int, int]] = {}
-    judgements = part.data.judgements
-    keys = {(r["model"], r["format"], r["rubric"]) for r in judgements}
-    keys |= {("pooled", fmt, rubric) for _, fmt, rubric in keys}
-    for model, fmt, rubric in keys:
-        rows = [r for r in judgements
-                if r["format"] == fmt and r["rubric"] == rubric and model in ("pooled", r["model"])]
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
+    for r in part.data.judgements:  # each item in its model's group and the pooled one, in the items' order
+        groups[(r["model"], r["format"], r["rubric"])].append(r)
+        if r["model"] != "pooled":
+            groups[("pooled", r["format"], r["rubric"])].append(r)
+    for (model, fmt, rubric), rows in groups.items():
         values = numbers(per_output(rows))
         found[(model, fmt, rubric)] = (mean_sd(values)[0], len(values), len(rows) - len(numbers(rows)))
     return found
@@ -91,7 +95,48 @@ def _part_html(part: CohortPart) -> str:
                if detail else ""))
 
 
+Stamp = tuple[tuple[str, int, int, int], ...]
+
+
+def summary_stamp(run_dir: Path) -> Stamp:
+    """Every file under the cohort folder (its tables, manifest, traces and judgement records), with its size,
+    modification time and inode (an atomic rewrite is a new inode): what the summary is made from, stat'ed only."""
+    found: list[tuple[str, int, int, int]] = []
+    folders = [str(run_dir)]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                        continue
+                    stat = entry.stat()
+                except OSError:  # gone while listed: the next request sees the folder as it is then
+                    continue
+                found.append((entry.path, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(sorted(found))
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[Path, int], tuple[Stamp, str]] = {}
+
+
 def summary_body(run: int, run_dir: Path) -> str:
+    """The summary page's body, made again only when :func:`summary_stamp` has changed (a 1,000-arm cohort's
+    records take seconds to read; a stat of each file, milliseconds)."""
+    stamp = summary_stamp(run_dir)
+    key = (run_dir.resolve(), run)
+    with _lock:
+        known = _cache.get(key)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    body = _summary_body(run, run_dir)
+    with _lock:
+        _cache[key] = (stamp, body)
+    return body
+
+
+def _summary_body(run: int, run_dir: Path) -> str:
     """The summary page's body: one table per protocol of the cohort (the report reads one at a time)."""
     parts = cohort_parts(run_dir)
     done = parts[0].done if parts else None

@@ -87,14 +87,15 @@ def scores_table(data: CohortData) -> list[dict[str, Any]]:
     rubrics = sorted({k[0] for k in keys})
     table = []
     for model in models_and_pool(data):
-        mine = of_model(model, data.judgements)
+        cells: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+        for r in of_model(model, data.judgements):  # each item in its cell once, in the items' order
+            cells[(r["rubric"], r["component"], r["format"], r["criterion"])].append(r)
         for rubric in rubrics:
             criteria = rubric_criteria(rubric)
             for criterion in criterion_order(rubric, (k[3] for k in keys if k[0] == rubric)):
                 for component in COMPONENTS:
                     for fmt in sorted({k[2] for k in keys if k[:2] == (rubric, component) and k[3] == criterion}):
-                        group = [r for r in mine if (r["rubric"], r["component"], r["format"], r["criterion"])
-                                 == (rubric, component, fmt, criterion)]
+                        group = cells.get((rubric, component, fmt, criterion), [])
                         if not group:
                             continue
                         values = numbers(group)
