@@ -25,8 +25,8 @@ from pathlib import Path, PurePath
 from consilium.spec.manifest import MANIFEST
 
 __all__ = ["ABLATIONS", "ABLATION_RECORD", "ARMS_CSV", "ARMS_JSONL", "JUDGEMENTS_CSV", "MANIFEST", "RUN_MARKERS",
-           "TRACE_SUFFIX", "is_trace", "judgement_files", "judgement_path", "judgements_of", "own_files",
-           "trace_files", "trace_glob", "trace_name", "trace_of_judgement", "trace_stem"]
+           "TRACE_SUFFIX", "is_trace", "judged_rubric", "judgement_files", "judgement_path", "judgements_of",
+           "own_files", "trace_files", "trace_glob", "trace_name", "trace_of_judgement", "trace_stem"]
 
 ARMS_CSV = "arms.csv"
 ARMS_JSONL = "arms.jsonl"
@@ -69,6 +69,15 @@ def judgement_path(trace: Path, rubric: str) -> Path:
 def trace_of_judgement(judgement: str, rubric: str) -> str:
     """The trace a judgement file (a name or a relative path) is of, named the same way."""
     return judgement.removesuffix(f"{_JUDGEMENT}{rubric}{_JSON}") + TRACE_SUFFIX
+
+
+def judged_rubric(trace: str | PurePath, name: str) -> str | None:
+    """The rubric whose judgement of ``trace`` a file named ``name`` is (``<stem>.judge.<rubric>.json``), else
+    None: for a reader that lists a folder once instead of globbing per trace."""
+    prefix = f"{trace_stem(PurePath(trace).name)}{_JUDGEMENT}"
+    if name.startswith(prefix) and name.endswith(_JSON) and len(name) > len(prefix) + len(_JSON):
+        return name[len(prefix):-len(_JSON)]
+    return None
 
 
 def judgements_of(trace: Path) -> list[Path]:

@@ -27,7 +27,7 @@ from consilium.judges.record import read_judgement
 from consilium.natural import natural_key
 from consilium.reports.view_cohort import RubricScore, rubric_score
 from consilium.runfolder import ArmRow, RunFolder
-from consilium.runfolder.layout import judgements_of, trace_stem
+from consilium.runfolder.layout import judged_rubric, judgements_of
 from consilium.web.browse_table import ArmKey, Table, plain, table_of
 
 __all__ = ["Arm", "arm_id", "arms_of", "cached_arms", "completeness", "folder_stamp", "rubrics_of", "scores_of"]
@@ -123,9 +123,7 @@ def _beside(trace: Path, listings: dict[Path, list[str]]) -> list[Path]:
             listings[trace.parent] = sorted(os.listdir(trace.parent))
         except OSError:
             listings[trace.parent] = []
-    prefix = f"{trace_stem(trace.name)}.judge."
-    return [trace.parent / name for name in listings[trace.parent]
-            if name.startswith(prefix) and name.endswith(".json") and len(name) >= len(prefix) + len(".json")]
+    return [trace.parent / name for name in listings[trace.parent] if judged_rubric(trace, name) is not None]
 
 
 def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None,
@@ -134,7 +132,7 @@ def scores_of(trace: Path, table: Table | None = None, key: ArmKey | None = None
     else from the judgement records beside its trace (``listings``: folders already listed, by path)."""
     found: dict[str, RubricScore] = {}
     for file in judgements_of(trace) if listings is None else _beside(trace, listings):
-        rubric = file.name.removeprefix(f"{trace_stem(trace.name)}.judge.").removesuffix(".json")
+        rubric = judged_rubric(trace, file.name) or ""
         if table is not None and key is not None and (rubric, *key) in table.scores and plain(rubric):
             try:
                 if file.stat().st_mtime_ns <= table.version:
