@@ -7,7 +7,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from consilium.web import browse, rate, seat, security
+from consilium.web import browse, rate, seat, security, study_new
 from consilium.web.context import CONTEXT, Context, token_hash
 
 __all__ = ["STATIC", "make_app"]
@@ -21,6 +21,6 @@ def make_app(runs: Sequence[Path], *, admin_token: str, database: str | None = N
     app = web.Application(middlewares=[security.middleware])
     app[CONTEXT] = Context([Path(r) for r in runs], database, token_hash(admin_token))
     app.router.add_static("/static/", STATIC, show_index=False, follow_symlinks=False)
-    for family in (security, browse, rate, seat):
+    for family in (security, browse, rate, seat, study_new):
         family.register(app)
     return app

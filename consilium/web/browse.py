@@ -79,7 +79,8 @@ def _study_links(request: web.Request, run: int, path: Path) -> tuple[str, str]:
     opened where it has one that could not be (in red: never passed off as a folder without a study)."""
     context = request.app[CONTEXT]
     study = context.study(path)
-    links = f'<a href="/study/{run}">rating study</a>' if study is not None else ""
+    links = (f'<a href="/study/{run}">rating study</a>' if study is not None
+             else f'<a href="/runs/{run}/study/new">new rating study</a>' if RunFolder(path).is_cohort else "")
     links += '<a href="/seats">seated runs</a>'
     problem = context.problems.get(path)
     return links, (f'<p class="error">rating study: {esc(problem)}</p>' if problem else "")

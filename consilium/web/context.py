@@ -81,6 +81,11 @@ class Context:
                 self.problems[run] = f"{type(exc).__name__}: {redact(str(exc))}"
         return self._studies[run]
 
+    def forget_studies(self) -> None:
+        """Open each folder's study afresh on next use (one created or changed while the server runs)."""
+        self._studies.clear()
+        self.problems.clear()
+
     def studies(self) -> list[Study]:
         return [s for s in (self.study(run) for run in self.folders()) if s is not None]
 
