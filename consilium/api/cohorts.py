@@ -23,7 +23,9 @@ from consilium.api.sync import sync_twin
 from consilium.cohort.execute import run_plan, sorted_rows
 from consilium.cohort.plan import Plan, new_plan
 from consilium.cohort.plan_resume import resume_plan
+from consilium.cohort.ray_run import require_ray
 from consilium.cohort.rows import counts
+from consilium.cohort.scale import run_on_ray, shard_plan
 from consilium.errors import UserError
 from consilium.graphs.registry import variant_kinds
 from consilium.runfolder.folder import RunFolder
@@ -115,10 +117,15 @@ def resume_line(plan: Plan) -> str | None:
 def run_study(spec: StudySpec, *, experiment: str | Path | None = None,
               resume: str | Path | None = None) -> CohortResult:
     """The cohort ``spec`` describes, planned and run in this thread (the command line's call; :func:`arun_cohort`
-    runs it on a worker thread)."""
-    plan = plan_cohort(spec, experiment=experiment, resume=resume)
+    runs it on a worker thread): its cases cut to its ``shard`` (or a resumed folder's), its arms run here or,
+    with ``ray``, as Ray tasks (consilium/cohort/scale.py)."""
+    if spec.ray is not None:
+        require_ray()  # before anything is read or written
+    plan = shard_plan(plan_cohort(spec, experiment=experiment, resume=resume), spec.shard)
     kept: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    code = run_plan(plan, kept, resuming=resume_line(plan))
+    resuming = resume_line(plan)
+    code = run_plan(plan, kept, resuming=resuming) if spec.ray is None \
+        else run_on_ray(plan, spec.ray, kept, resuming=resuming)
     rows = sorted_rows(kept)
     return CohortResult(run_dir=plan.run_dir, rows=rows, counts=counts(rows), exit_code=code)
 
@@ -128,8 +135,10 @@ async def arun_cohort(cases: str | Path | None = None, *, experiment: str | Path
     """Run a cohort as ``consilium cohort`` does and return its folder, its arms.csv rows and counts. The
     keywords are the study spec's fields (consilium/spec/study.py: ``models`` the panel's specs, ``protocols``,
     ``formats``, ``judges`` the rubrics, ``judge_model`` the judge or a jury, ``config`` a run-settings file,
-    ``sample`` N cases drawn with ``seed``, …); ``experiment`` an experiment file under them, ``resume`` a run
-    folder to finish. A failed arm is a row with status ``failed``, not an exception."""
+    ``sample`` N cases drawn with ``seed``, ``shard`` ``"I/N"`` only shard I of N of the cases, ``ray`` run the
+    cases as Ray tasks on the cluster at that address, ``""`` the default one, …); ``experiment`` an experiment
+    file under them, ``resume`` a run folder to finish. A failed arm is a row with status ``failed``, not an
+    exception."""
     spec = study_keywords(cases, study)
     # The cohort runs its own event loop (as the CLI's does): on a worker thread, in the caller's context.
     return await asyncio.to_thread(contextvars.copy_context().run, _run, spec, experiment, resume)

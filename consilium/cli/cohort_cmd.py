@@ -2,7 +2,8 @@
 
 This module is the command line: its flags are read into the study spec (consilium/spec/study.py: each field
 names its flag, so :func:`study_from_args` reads them all alike), and the library runs it
-(consilium/api/cohorts.py ``run_study``; beyond this process: consilium/cli/cohort_scale_cmd.py).
+(consilium/api/cohorts.py ``run_study``; beyond this process, ``--shard`` and ``--ray``:
+consilium/cohort/scale.py).
 """
 
 from __future__ import annotations
@@ -117,7 +118,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from consilium.api.cohorts import run_study
-    from consilium.cli import cohort_scale_cmd  # --shard, --ray: the same plan, run beyond this process
 
     if args.estimate or args.like is not None:
         check_estimate_flags(args)
@@ -126,8 +126,6 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n".join(estimate_lines(estimate_study(study_from_args(args), args.experiment, args.like))))
         return 0
-    if cohort_scale_cmd.wanted(args):
-        return cohort_scale_cmd.run(args)
     return run_study(study_from_args(args), experiment=args.experiment, resume=args.resume).exit_code
 
 

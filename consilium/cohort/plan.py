@@ -175,7 +175,11 @@ def new_plan(given: StudySpec, experiment: Path | None = None) -> Plan:
 
 
 def refuse_on_ray(spec: StudySpec, settings: CohortSettings) -> None:
-    """Ray's workers build every model with the cohort's one set of options."""
+    """Ray's workers build every model with the cohort's one set of options, the panel's (a moderator's
+    model of its own is opened by no worker)."""
+    if spec.ray is not None and settings.moderator_model:
+        raise UserError("--moderator-model: not with --ray (each Ray worker opens the panel models alone); run "
+                        "the cohort in this process, or in shards (--shard)")
     if spec.ray is not None and settings.model_options:
         raise UserError(f"--ray: panel model {next(iter(settings.model_options))} carries its own options "
                         "(settings.model_options), which Ray workers do not take yet; run this cohort without --ray")

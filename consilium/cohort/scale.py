@@ -1,28 +1,24 @@
-"""``cohort --shard I/N`` and ``cohort --ray [ADDRESS]``: a cohort beyond one process.
+"""A cohort beyond one process: a shard of its cases (the study's ``shard``, ``--shard I/N``) and its cases run
+as Ray tasks (``ray``, ``--ray [ADDRESS]``).
 
-``--shard`` runs the cases of one partition (consilium/cohort/shard.py) as an ordinary local cohort
-whose manifest records the shard; ``cohort merge`` joins the shards. ``--ray`` runs the partitions as
-Ray tasks (consilium/cohort/ray_run.py) and writes here, from each arm streamed back, the run folder a
-local cohort writes. Both take the plan from the local cohort (consilium/cohort/plan.py), so a flag
-means the same with and without them, and a resume of either folder is an ordinary ``--resume``.
+A shard is the plan of the local cohort (consilium/cohort/plan.py) with its cases cut to the shard's, run as an
+ordinary local cohort whose manifest records the shard; ``cohort merge`` joins the shards. On Ray the plan's
+arms run as tasks (consilium/cohort/ray_run.py) and the run folder a local cohort writes is written here, from
+each arm streamed back. Both start from the local plan, so a setting means the same with and without them, and
+a resume of either folder is an ordinary resume (a shard's folder stays its shard).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from consilium import aio
-from consilium.api.cohorts import plan_cohort, resume_line
-from consilium.cli.cohort_study import study_from_args
 from consilium.cohort import ray_run
 from consilium.cohort.arms import CohortArm
-from consilium.cohort.execute import arm_count, execute, open_manifest, prepare, record_abort, sorted_rows
+from consilium.cohort.execute import arm_count, open_manifest, prepare, record_abort, sorted_rows
 from consilium.cohort.finish import finish
 from consilium.cohort.index import INDEX_FIELDS
 from consilium.cohort.lock import RunLock
@@ -35,34 +31,24 @@ from consilium.fileio import make_folder, write_text_atomic
 from consilium.log import get_logger
 from consilium.models import ChatModel
 from consilium.runfolder.folder import RunFolder
-from consilium.spec.manifest import MANIFEST, CohortManifest
+from consilium.spec.manifest import CohortManifest
 
-__all__ = ["run", "wanted"]
+__all__ = ["run_on_ray", "shard_plan"]
 
 log = get_logger(__name__)
 
-
-def _resumed_shard(run_dir: Path) -> str | None:
-    """The shard a folder's manifest records, if it is readable (else the ordinary resume reports it)."""
-    try:
-        data = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    settings = data.get("settings") if isinstance(data, dict) else None
-    shard = settings.get("shard") if isinstance(settings, dict) else None
-    return shard if isinstance(shard, str) else None
+Rows = dict[tuple[str, str, str, int], dict[str, Any]]
 
 
-def wanted(args: argparse.Namespace) -> bool:
-    """Whether this cohort is a shard or runs on Ray (a resumed shard folder stays a shard)."""
-    return (getattr(args, "shard", None) is not None or getattr(args, "ray", None) is not None
-            or (args.resume is not None and _resumed_shard(args.resume) is not None))
-
-
-def _shard_plan(plan: Plan, flag: Shard | None) -> Plan:
-    """The plan with its cases cut to the shard's (the manifest keeps every case's hash, so a resume
-    checks the whole folder of cases, and records the shard)."""
+def shard_plan(plan: Plan, given: str | None) -> Plan:
+    """The plan with its cases cut to the shard ``given`` (``"I/N"``), or to the shard a resumed folder
+    records; unchanged when neither names one. The manifest keeps every case's hash, so a resume checks the
+    whole folder of cases, and records the shard; a resume keeps its shard."""
     kept = plan.manifest.settings.shard if plan.manifest is not None else None
+    try:
+        flag = Shard.parse(given) if given is not None else None
+    except ValueError as exc:
+        raise UserError(f"--shard: {exc}") from None
     if plan.manifest is not None and flag is not None and str(flag) != kept:
         raise UserError(f"--shard: {str(flag)!r} differs from the resumed cohort's {kept!r} "
                         f"({plan.run_dir}/manifest.json); a resumed cohort keeps its settings")
@@ -73,21 +59,13 @@ def _shard_plan(plan: Plan, flag: Shard | None) -> Plan:
     return dataclasses.replace(plan, cases=[c for c in plan.cases if shard.holds(c.id)], settings=settings)
 
 
-def run(args: argparse.Namespace) -> int:
-    address: str | None = getattr(args, "ray", None)
-    if address is not None:
-        ray_run.require_ray()  # before anything is read or written
-    plan = _shard_plan(plan_cohort(study_from_args(args), experiment=args.experiment, resume=args.resume),
-                       getattr(args, "shard", None))
-    if address is not None and plan.settings.moderator_model:
-        raise UserError("--moderator-model: not with --ray (each Ray worker opens the panel models alone); run "
-                        "the cohort in this process, or in shards (--shard)")
-    arms, models, judge = prepare(plan)
-    resuming = resume_line(plan)
-    joined = False
-    if address is not None:
-        aio.run(_close(models))  # each Ray worker opens its own
-        joined = ray_run.connect(address or None)
+def run_on_ray(plan: Plan, address: str, kept: Rows, *, resuming: str | None = None) -> int:
+    """The planned cohort with its arms run as Ray tasks on the cluster at ``address`` (``""``: ``$RAY_ADDRESS``,
+    else a local instance): the folder, lock, manifest and stop record of a local run (execute.py
+    ``run_plan``); ``kept`` receives the rows of arms.csv by arm."""
+    arms, models, judge = prepare(plan)  # every model opened before anything is written, as a local run's
+    aio.run(_close(models))  # each Ray worker opens its own
+    joined = ray_run.connect(address or None)
     make_folder(plan.run_dir)
     try:
         with RunLock(plan.run_dir):
@@ -95,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 print(resuming, file=sys.stderr)
             manifest = open_manifest(plan)
             try:
-                if address is None:
-                    return execute(plan, arms, models, judge, manifest)
-                return _execute_on_ray(plan, arms, judge, manifest)
+                return _execute_on_ray(plan, arms, judge, manifest, kept)
             except Exception as exc:
                 record_abort(plan, manifest, exc)
                 raise
@@ -111,11 +87,11 @@ async def _close(models: dict[str, ChatModel]) -> None:
         await model.aclose()
 
 
-def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, manifest: CohortManifest) -> int:
+def _execute_on_ray(plan: Plan, arms: list[CohortArm], judge: ChatModel | None, manifest: CohortManifest,
+                    rows: Rows) -> int:
     """What the local cohort's ``execute`` does, with the arms run by Ray tasks: each streamed arm's
     trace is written at its relative path, then its row appended, as a local arm's is."""
     run_dir, s = plan.run_dir, plan.settings
-    rows: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     total = arm_count(arms)
     started = time.perf_counter()
     root = run_dir.resolve()
