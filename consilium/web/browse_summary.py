@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from consilium.cohort.completeness import lock_held
 from consilium.models.pricing import format_usd
 from consilium.reports.compare import cost_table, scores_table, table3, table7
 from consilium.reports.consilium.judged import numbers, per_output
@@ -118,13 +119,14 @@ def summary_stamp(run_dir: Path) -> Stamp:
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[Path, int], tuple[Stamp, str]] = {}
+_cache: dict[tuple[Path, int], tuple[tuple[Stamp, bool], str]] = {}
 
 
 def summary_body(run: int, run_dir: Path) -> str:
     """The summary page's body, made again only when :func:`summary_stamp` has changed (a 1,000-arm cohort's
-    records take seconds to read; a stat of each file, milliseconds)."""
-    stamp = summary_stamp(run_dir)
+    records take seconds to read; a stat of each file, milliseconds) or a process took or left the folder's lock
+    (a "running" cohort whose process is gone reads as aborted)."""
+    stamp = (summary_stamp(run_dir), lock_held(run_dir))
     key = (run_dir.resolve(), run)
     with _lock:
         known = _cache.get(key)

@@ -16,6 +16,7 @@ import pytest
 from browse_cohort import WHOLE_CASE, build_browse_cohort
 from support.isolation import isolated
 
+from consilium.cohort.lock import RunLock
 from consilium.fileio import write_text_atomic
 from consilium.runfolder import RunFolder
 from consilium.web.browse_summary import summary_body
@@ -72,6 +73,20 @@ def test_the_summary_is_kept_until_a_judgement_record_changes_then_shows_its_new
     after = summary_body(0, run_dir)
     assert after is not before and changed in _row(after)
     assert summary_body(0, run_dir) is after
+
+
+def test_the_kept_summary_says_whether_a_running_cohort_s_process_is_still_there(
+        cohort: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / cohort.name
+    shutil.copytree(cohort, run_dir, ignore=shutil.ignore_patterns(".lock"))
+    folder = RunFolder(run_dir)
+    manifest = json.loads(folder.manifest_path.read_text())
+    write_text_atomic(folder.manifest_path, json.dumps({**manifest, "status": "running"}))
+    assert "(status: aborted" in summary_body(0, run_dir)  # no process holds its lock: it was killed
+    with RunLock(run_dir):  # a cohort resumed in it
+        assert "(status: running)" in summary_body(0, run_dir)
+    # Its process gone (killed: the lock let go, no file changed): the kept page is not shown.
+    assert "(status: aborted" in summary_body(0, run_dir)
 
 
 def test_the_index_reads_judgements_csv_as_the_typed_reader_does_and_leaves_it_a_hand_edited_cell(
