@@ -47,13 +47,29 @@ def _folders(runs: Sequence[str | Path]) -> list[Path]:
     return folders
 
 
+def _database(database: str | None) -> str | None:
+    """``--database`` checked before the server listens: a PostgreSQL URL, or a SQLite file in a folder that
+    exists (the file itself may come later, from a study created in the studio); else one line naming the flag."""
+    if database is None:
+        return None
+    from consilium.study.database import Database
+
+    named = Database.named(database)
+    file = Path(named.target)
+    if named.dialect == "sqlite" and file.is_dir():
+        raise UserError(f"--database: {named.display}: a folder, not a SQLite file")
+    if named.dialect == "sqlite" and not file.parent.is_dir():
+        raise UserError(f"--database: {named.display}: no such folder ({file.parent}) for the SQLite file")
+    return database
+
+
 async def _start(runs: Sequence[str | Path], options: ServeOptions | None) -> Running:
     from consilium.web.server import started
 
     chosen = options or ServeOptions()
     try:
         runner, url, admin = await started(_folders(runs), host=chosen.host, port=chosen.port,
-                                           database=chosen.database)
+                                           database=_database(chosen.database))
     except OSError as exc:
         raise UserError(f"serve: cannot listen on {chosen.host}:{chosen.port} ({exc.strerror or exc})") from None
     return Running(url, admin, runner.cleanup)
