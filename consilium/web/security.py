@@ -27,6 +27,10 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 _HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
             "X-Frame-Options": "DENY", "Cross-Origin-Opener-Policy": "same-origin"}
 _SAFE = ("GET", "HEAD")
+#: Paths a session that opens nothing any more may still ask for: the pages' own files, and a new link.
+_OPEN = ("/static/", "/login/")
+STALE = ("403: your link no longer opens the studio (revoked by the study's administrator, or an administrator link "
+         "of an earlier start): ask for a new link")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -48,21 +52,31 @@ def identify(request: web.Request, token: str) -> Who:
 
 @web.middleware
 async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    who_is = identify(request, request.cookies.get(COOKIE, ""))
+    held = request.cookies.get(COOKIE, "")
+    who_is = identify(request, held)
     request[WHO] = who_is
+    if held and who_is.kind is None and not request.path.startswith(_OPEN):
+        # A session whose link was revoked (or an administrator's link of an earlier start): said as it is, on
+        # the next request, page or write, rather than as a missing CSRF token or another rater's queue.
+        raise _with_headers(web.HTTPForbidden(text=STALE))
     if request.method not in _SAFE:
         _check_write(request, who_is)
     try:
         response = await handler(request)
     except web.HTTPException as exc:
         response = exc
-    response.headers.update(_HEADERS)
-    if not request.path.startswith("/static/"):
-        response.headers.setdefault("Cache-Control", "no-store")
+    _with_headers(response, request.path)
     if isinstance(response, web.HTTPException):
         if response.status >= 400 and response.text is None:
             response.text = f"{response.status}: {response.reason}"
         raise response
+    return response
+
+
+def _with_headers(response: web.StreamResponse, path: str = "") -> web.StreamResponse:
+    response.headers.update(_HEADERS)
+    if not path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-store")
     return response
 
 

@@ -4,13 +4,20 @@ of the served folders, a form's number that is not a whole number. Each against 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
 
 from consilium.errors import UserError
+from consilium.study import Study, create_study
 
 pytestmark = pytest.mark.localhost  # the studio, on 127.0.0.1
 
@@ -31,3 +38,62 @@ async def test_serve_refuses_a_database_that_names_none_before_it_listens(tmp_pa
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("consilium: error: --database: ") and "Traceback" not in done.stderr
+
+
+@dataclass
+class Client:
+    """Requests as one browser sends them: its session cookie, and the CSRF token of the page it last opened."""
+
+    http: aiohttp.ClientSession
+    url: str
+    cookie: str = ""
+    csrf: str = ""
+
+    async def login(self, token: str) -> None:
+        async with self.http.get(f"{self.url}login/{token}", allow_redirects=False) as response:
+            assert response.status == 303
+            self.cookie = response.cookies["consilium_session"].value
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, str]:
+        headers = {"Cookie": f"consilium_session={self.cookie}", "X-CSRF-Token": self.csrf}
+        async with self.http.request(method, self.url + path, json=body, headers=headers,
+                                     allow_redirects=False) as response:
+            text = await response.text()
+        found = re.search(r'<meta name="csrf-token" content="([0-9a-f]*)">', text)
+        self.csrf = found[1] if found else self.csrf
+        return response.status, text
+
+
+@pytest.fixture
+def study(fixture_cohort: Path, tmp_path: Path) -> Study:
+    db = tmp_path / "study.sqlite3"
+    create_study(fixture_cohort, rubric="ai-consilium", raters=["ana", "ben"], per_output=1, sample=4, seed=5,
+                 database=str(db))
+    return Study.open(fixture_cohort, str(db))
+
+
+@asynccontextmanager
+async def studio(study: Study) -> AsyncIterator[Client]:
+    from consilium.api.serving import ServeOptions, running_studio
+
+    async with running_studio([study.run_dir], ServeOptions(port=0, database=study.db.target)) as running, \
+            aiohttp.ClientSession() as http:
+        yield Client(http, running.url)
+
+
+async def test_a_revoked_link_is_told_so_on_its_next_page_and_write_not_sent_to_the_csrf_check(study: Study) -> None:
+    token = study.new_link("ana")
+    async with studio(study) as ana:
+        await ana.login(token)
+        item = study.queue("ana")[0].item
+        status, _ = await ana.call("GET", f"rate/ana/{item}")
+        assert status == 200 and ana.csrf
+        assert (await ana.call("PUT", f"api/rate/ana/{item}", {"criterion": "c1", "score": 2}))[0] == 200
+        study.revoke("ana")  # as `consilium study revoke` does, while the page is open
+        for method, path, body in (("PUT", f"api/rate/ana/{item}", {"criterion": "c1", "score": 3}),
+                                   ("GET", f"rate/ana/{item}", None), ("GET", "api/rate/ana/queue", None),
+                                   ("GET", "", None)):
+            status, text = await ana.call(method, path, body)
+            assert status == 403 and "revoked" in text and "CSRF" not in text, (method, path, text)
+        assert (await ana.call("GET", "static/rate.js"))[0] == 200  # the page's own files still load
+    assert [a.score for a in study.item("ana", item).answers.values()] == [2.0]  # the answer before stays
