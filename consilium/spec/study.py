@@ -3,9 +3,9 @@
 A study is given by the command line's flags, by an experiment file, or by the Python API's keywords; each is
 turned into a :class:`StudySpec` (consilium/cli/cohort_cmd.py, consilium/cohort/study_sources.py,
 consilium/api/cohorts.py) and checked here, once. Each field declares the flag that sets it
-(:class:`Option`), the experiment file's key that sets it, and whether a resume may change it, so a new option
-is a new field: the API takes it as a keyword, the flags and the experiment are read into it, and a resume
-compares it (docs/cohorts.md, "The study spec").
+(:class:`Option`, with its help), the experiment file's key that sets it, and whether a resume may change it, so
+a new option is a new field: the API takes it as a keyword, the command line has its flag, the flags and the
+experiment are read into it, and a resume compares it (docs/cohorts.md, "The study spec").
 
 A spec holds what was *given* (None: not given, the planner's default). The manifest stores the spec of the
 cohort with its hash (consilium/spec/manifest.py); a resume compares the spec it is given with that one.
@@ -16,17 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from consilium.datafiles import first_error
 from consilium.errors import UserError
 from consilium.models.pricing import Prices
 from consilium.models.refs import distinct, parse_model_ref
+from consilium.spec.option import Option, option_in
+from consilium.spec.option import option_field as _opt
 
 __all__ = ["FILE_SPECS", "MAY_DIFFER", "VARIANT_FIELDS", "Option", "OwnOptions", "StudySpec", "absolute_spec",
            "option_of", "study_of"]
@@ -43,24 +44,6 @@ def absolute_spec(spec: str) -> str:
     if kind in FILE_SPECS and arg and not Path(arg).is_absolute():
         return f"{kind}:{Path(arg).resolve()}"
     return spec
-
-
-@dataclass(frozen=True)
-class Option:
-    """How a spec field is given: its flag (None: not on the command line), its experiment file's key (a dotted
-    path; None: not in the file), and whether a resume may give another value (``resume="may differ"``)."""
-
-    flag: str | None
-    experiment: str | None = None
-    resume: Literal["same", "may differ"] = "same"
-
-
-def _opt(flag: str | None, experiment: str | None = None, resume: Literal["same", "may differ"] = "same",
-         default: Any = None, **field: Any) -> Any:
-    make: Any = Field  # its overloads cannot see through **field
-    schema = {"option": [flag, experiment, resume]}
-    return make(json_schema_extra=schema, **field) if "default_factory" in field \
-        else make(default, json_schema_extra=schema, **field)
 
 
 class OwnOptions(BaseModel):
@@ -88,35 +71,66 @@ class StudySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # -- what is studied
-    cases: Path | None = _opt("--cases", "cases", description="a folder of case files, a .jsonl or a glob")
-    limit: int | None = _opt("--limit", description="only the first N cases, in natural order")
-    sample: int | None = _opt("--sample", description="only N cases drawn at random with the seed")
-    protocols: list[str] | None = _opt("--protocol", "protocol", description="run side by side")
-    formats: list[str] | None = _opt("--formats", "formats", description="variants of the format protocols")
-    modes: list[str] | None = _opt("--modes", "modes", description="variants of the board")
+    cases: Path | None = _opt("--cases", "cases", description="a folder of case files, a .jsonl or a glob",
+                              help="folder of case files or AgentClinic .jsonl (required unless --resume)",
+                              args={"type": "path"})
+    limit: int | None = _opt("--limit", description="only the first N cases, in natural order",
+                             help="only the first N cases, in natural order (mac-2 before mac-10; a .jsonl: its "
+                                  "first N)", args={"type": "positive_int"})
+    sample: int | None = _opt("--sample", description="only N cases drawn at random with the seed",
+                              help="only N cases drawn at random with --seed (default 0), the same N for the same "
+                                   "seed; recorded in the manifest", args={"type": "positive_int", "metavar": "N"})
+    protocols: list[str] | None = _opt("--protocol", "protocol", description="run side by side",
+                                       help="the protocols to run side by side, comma-separated: any with "
+                                            "variants, e.g. consilium (formats), single (formats), board (modes) "
+                                            "(default: consilium)", args={"type": "protocols",
+                                                                          "metavar": "NAME[,NAME...]"})
+    formats: list[str] | None = _opt("--formats", "formats", description="variants of the format protocols",
+                                     help="formats of the protocols run in formats (consilium, single), "
+                                          "comma-separated (default: both)", args={"aliases": ["--format"]})
+    modes: list[str] | None = _opt("--modes", "modes", description="variants of the board",
+                                   help="board modes, comma-separated (default: both)")
     variants: dict[str, list[str]] = _opt(None, "variants", default_factory=dict,
                                           description="variants of another kind a protocol declares, by kind (its "
                                                       "flag --<kind>, an experiment's <kind>: key)")
     models: list[str] | None = _opt("--model", "models", description="the panel models' specs; the first is "
                                     "--model, the others --extra-model")
-    moderator: str | None = _opt("--moderator-model", "moderator_model", description="every arm's moderator")
+    moderator: str | None = _opt("--moderator-model", "moderator_model", description="every arm's moderator",
+                                 help="the moderator's model in every arm (default: the arm's panel model); not "
+                                      "with --ray", args={"metavar": "SPEC"})
     # -- how it is run
-    config: Path | None = _opt("--config", description="a run-settings file; each protocol takes its keys")
+    config: Path | None = _opt("--config", description="a run-settings file; each protocol takes its keys",
+                               help="YAML run settings (configs/consilium.yaml); each protocol takes the keys it "
+                                    "has", args={"type": "path"})
     run: dict[str, Any] = _opt(None, "run", default_factory=dict,
                                description="run settings without a field of their own (an experiment's run:)")
-    seed: int | None = _opt("--seed", "run.seed")
-    temperature: float | None = _opt("--temperature", "run.temperature", allow_inf_nan=False)
-    max_rounds: int | None = _opt("--max-rounds", "run.max_rounds")
-    wall_limit: float | None = _opt("--wall-limit", "run.wall_limit_s")
+    seed: int | None = _opt("--seed", "run.seed", help="sampling seed, and the seed of --sample (default 0)",
+                            args={"type": "int"})
+    temperature: float | None = _opt("--temperature", "run.temperature", allow_inf_nan=False,
+                                     help="sampling temperature, 0 to 2 (default 0)", args={"type": "number"})
+    max_rounds: int | None = _opt("--max-rounds", "run.max_rounds", args={"type": "positive_int"},
+                                  help="review rounds of the protocols that have them (default 5)")
+    wall_limit: float | None = _opt("--wall-limit", "run.wall_limit_s", args={"type": "positive_number",
+                                                                              "metavar": "SECONDS"},
+                                    help="per-arm wall-clock limit; an arm past it is recorded as failed")
     role_labels: Literal["catalogue", "free"] | None = _opt("--role-labels", "run.role_labels")
     replicates: int | None = _opt(None, "replicates", ge=1, le=1000, description="each arm run this many times")
     seeds: list[int] | None = _opt(None, "seeds", description="the replicates' seeds, one each")
     # -- how it is judged
-    judges: list[str] | None = _opt("--judge", "judges", description="the rubrics")
-    judge_model: list[str] | None = _opt("--judge-model", "judge_model", description="the judge, or a jury")
+    judges: list[str] | None = _opt("--judge", "judges", description="the rubrics", help="rubric(s) to score with",
+                                    args={"action": "append", "default": [], "metavar": "RUBRIC"})
+    judge_model: list[str] | None = _opt("--judge-model", "judge_model", description="the judge, or a jury",
+                                         help="the judge's model (needed with --judge): a spec, "
+                                              "SPEC@BASE_URL[#KEY_VAR] or a model config file (a judge on its own "
+                                              "server); given again, a jury (docs/judges.md, Juries)",
+                                         args={"action": "append", "metavar": "SPEC"})
     scope: Scope | None = _opt("--scope")
     judge_decoding: Decoding | None = _opt("--judge-decoding")
-    allow_missing_reference: bool = _opt("--allow-missing-reference", default=False)
+    allow_missing_reference: bool = _opt("--allow-missing-reference", default=False, args={"action": "store_true"},
+                                         help="run even when cases lack what a --judge rubric scores against "
+                                              "(reference.diagnosis for nmb-diagnosis-match, …): their judgements "
+                                              "are not evaluable; without it the cohort is refused before anything "
+                                              "runs")
     # -- how the models are reached (the first panel model's options; an experiment's models.0)
     model_file: Path | None = _opt("--model-config", description="a model config file (its spec, its options)")
     base_url: str | None = _opt("--base-url", "models.0.base_url")
@@ -137,9 +151,16 @@ class StudySpec(BaseModel):
                                               description="panel model spec → the options it carries itself")
     # -- where and how wide (a resume may change these)
     concurrency: int | None = _opt("--concurrency", "models.0.max_concurrency", "may differ")
-    out: Path | None = _opt("--out", None, "may differ", description="the folder the run folder is made in")
-    shard: str | None = _opt("--shard", description="I/N: only shard I of N of the cases")
-    ray: str | None = _opt("--ray", None, "may differ", description="run the cases as Ray tasks (an address)")
+    out: Path | None = _opt("--out", None, "may differ", description="the folder the run folder is made in",
+                            help="output folder (default runs/)", args={"type": "path"})
+    shard: str | None = _opt("--shard", description="I/N: only shard I of N of the cases",
+                             help="run only shard I of N of the cases (by a hash of the case id); join the N shard "
+                                  "folders with `cohort merge` (docs/scale.md)",
+                             args={"type": "shard", "metavar": "I/N"})
+    ray: str | None = _opt("--ray", None, "may differ", description="run the cases as Ray tasks (an address)",
+                           help="run the cases as Ray tasks, one partition per CPU of the cluster at ADDRESS "
+                                "(default: $RAY_ADDRESS, else a local Ray); needs pip install consilium[ray]",
+                           args={"nargs": "?", "const": "", "metavar": "ADDRESS"})
 
     @field_validator("protocols", "formats", "modes", "judges", "models", "judge_model", mode="before")
     @classmethod
@@ -245,10 +266,7 @@ class StudySpec(BaseModel):
 
 def option_of(name: str) -> Option:
     """The :class:`Option` of a spec field."""
-    extra = StudySpec.model_fields[name].json_schema_extra
-    assert isinstance(extra, dict)
-    option: Any = extra["option"]
-    return Option(option[0], option[1], option[2])
+    return option_in(StudySpec.model_fields[name].json_schema_extra)
 
 
 #: The fields a resume may give again with another value (the rest must say what the cohort started with).

@@ -124,6 +124,39 @@ def test_every_option_is_derived_from_the_spec(study: Path) -> None:
     assert set(MAY_DIFFER) == {"concurrency", "out", "ray"}
 
 
+def _cohort_parser() -> Any:
+    parser = build_parser()
+    return next(a for a in parser._subparsers._group_actions[0].choices.values()  # type: ignore[union-attr]
+                if a.prog.endswith(" cohort"))
+
+
+def test_a_cohort_flag_of_its_own_is_made_from_its_field_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """A field that declares its flag with help is the flag (its help, type, metavar, action): no line besides."""
+    cohort = _cohort_parser()
+    by_flag = {flag: action for action in cohort._actions for flag in action.option_strings}
+    own = {option_of(name).flag: option_of(name).help for name in StudySpec.model_fields if option_of(name).help}
+    assert len(own) == 18 and {flag: by_flag[flag].help for flag in own} == own  # type: ignore[index]
+    given = cohort.parse_args(["--sample", "2", "--ray", "--shard", "1/2", "--judge", "a", "--judge", "b",
+                               "--allow-missing-reference", "--wall-limit", "1.5", "--protocol", "single",
+                               "--format", "free-form", "--temperature", "0.25", "--config", "c.yaml"])
+    assert (given.sample, given.ray, str(given.shard), given.judge, given.judge_model) == (2, "", "1/2", ["a", "b"],
+                                                                                             None)
+    assert (given.allow_missing_reference, given.wall_limit, given.protocol, given.formats) == (
+        True, 1.5, ["single"], "free-form")
+    assert (given.temperature, given.config, given.seed) == (0.25, Path("c.yaml"), None)
+    bare = cohort.parse_args([])
+    assert (bare.judge, bare.judge_model, bare.allow_missing_reference, bare.ray, bare.out) == ([], None, False,
+                                                                                                None, None)
+    assert [by_flag["--sample"].metavar, by_flag["--shard"].metavar, by_flag["--ray"].metavar] == ["N", "I/N",
+                                                                                                   "ADDRESS"]
+    for argv, said in ((["--sample", "0"], "argument --sample: expected a positive integer, got '0'"),
+                       (["--wall-limit", "inf"], "argument --wall-limit: expected a positive number, got 'inf'"),
+                       (["--temperature", "nan"], "argument --temperature: expected a number, got 'nan'"),
+                       (["--shard", "3/2"], "argument --shard: '3/2': I/N needs 1 ≤ I ≤ N")):
+        assert main(["cohort", *argv]) == 2
+        assert said in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def cohort(study: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished cohort of two cases and one panel, with its spec in the manifest."""
