@@ -55,28 +55,23 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
     held = request.cookies.get(COOKIE, "")
     who_is = identify(request, held)
     request[WHO] = who_is
-    if held and who_is.kind is None and not request.path.startswith(_OPEN):
-        # A session whose link was revoked (or an administrator's link of an earlier start): said as it is, on
-        # the next request, page or write, rather than as a missing CSRF token or another rater's queue.
-        raise _with_headers(web.HTTPForbidden(text=STALE))
-    if request.method not in _SAFE:
-        _check_write(request, who_is)
-    try:
+    try:  # a refusal below is a response like any other: it carries the same headers
+        if held and who_is.kind is None and not request.path.startswith(_OPEN):
+            # A session whose link was revoked (or an administrator's link of an earlier start): said as it is,
+            # on the next request, page or write, rather than as a missing CSRF token or another rater's queue.
+            raise web.HTTPForbidden(text=STALE)
+        if request.method not in _SAFE:
+            _check_write(request, who_is)
         response = await handler(request)
     except web.HTTPException as exc:
         response = exc
-    _with_headers(response, request.path)
+    response.headers.update(_HEADERS)
+    if not request.path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-store")
     if isinstance(response, web.HTTPException):
         if response.status >= 400 and response.text is None:
             response.text = f"{response.status}: {response.reason}"
         raise response
-    return response
-
-
-def _with_headers(response: web.StreamResponse, path: str = "") -> web.StreamResponse:
-    response.headers.update(_HEADERS)
-    if not path.startswith("/static/"):
-        response.headers.setdefault("Cache-Control", "no-store")
     return response
 
 

@@ -97,3 +97,38 @@ async def test_a_revoked_link_is_told_so_on_its_next_page_and_write_not_sent_to_
             assert status == 403 and "revoked" in text and "CSRF" not in text, (method, path, text)
         assert (await ana.call("GET", "static/rate.js"))[0] == 200  # the page's own files still load
     assert [a.score for a in study.item("ana", item).answers.values()] == [2.0]  # the answer before stays
+
+
+def _writes(run: Path) -> list[tuple[str, str]]:
+    """Every route of the studio that writes (any method but GET and HEAD), from the application's own router,
+    with its parameters filled in."""
+    from consilium.web.app import make_app
+
+    filled = {"rater": "ana", "item": "x", "n": "0", "run": "~", "token": "x"}
+    found = []
+    for route in make_app([run], admin_token="unused").router.routes():
+        if route.method in ("GET", "HEAD") or route.resource is None:
+            continue
+        path = re.sub(r"\{(\w+)(:[^}]*)?\}", lambda m: filled[m[1]], route.resource.canonical)
+        found.append((route.method, path.lstrip("/")))
+    return found
+
+
+async def test_every_write_without_the_csrf_token_or_from_another_origin_is_refused_with_the_strict_headers(
+        study: Study) -> None:
+    from consilium.web.security import CSP
+
+    writes = _writes(study.run_dir)
+    assert {m for m, _ in writes} == {"POST", "PUT"} and len(writes) >= 7
+    async with studio(study) as ana:
+        await ana.login(study.new_link("ana"))
+        await ana.call("GET", "rate/ana")  # the page's CSRF token, kept for the foreign-origin writes
+        for method, path in writes:
+            for headers in ({}, {"X-CSRF-Token": "0" * 64}, {"X-CSRF-Token": ana.csrf, "Origin": "http://evil.test"}):
+                sent = {"Cookie": f"consilium_session={ana.cookie}", **headers}
+                async with ana.http.request(method, ana.url + path, json={}, headers=sent) as response:
+                    assert response.status == 403, (method, path, headers)
+                    assert response.headers.get("Content-Security-Policy") == CSP, (method, path, headers)
+                    assert response.headers.get("X-Content-Type-Options") == "nosniff"
+                    assert response.headers.get("X-Frame-Options") == "DENY"
+                    assert response.headers.get("Cache-Control") == "no-store"
