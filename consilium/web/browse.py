@@ -34,11 +34,8 @@ SCRIPTS = ("browse.js",)
 
 def _served(request: web.Request) -> tuple[int, RunFolder]:
     """The folder a path names by its place in :meth:`Context.folders` (``/runs/0/``), else 404."""
-    runs = request.app[CONTEXT].folders()
-    text = request.match_info.get("run", "")
-    if not text.isdigit() or int(text) >= len(runs):
-        raise web.HTTPNotFound(text=f"404: no served run folder {text!r}")
-    return int(text), RunFolder(runs[int(text)])
+    n, path = request.app[CONTEXT].folder(request.match_info.get("run", ""))
+    return n, RunFolder(path)
 
 
 async def _arms(folder: RunFolder) -> list[Arm]:

@@ -58,6 +58,14 @@ class Context:
             found += inner or [path]
         return found
 
+    def folder(self, text: str) -> tuple[int, Path]:
+        """The folder a path's ``{n}`` names (``0``, ``1``, … as :meth:`folders` numbers them), else 404: only
+        plain digits, so ``-1`` is no folder rather than the last one."""
+        found = self.folders()
+        if not (text.isascii() and text.isdigit()) or int(text) >= len(found):
+            raise web.HTTPNotFound(text=f"404: no served run folder {text!r}")
+        return int(text), found[int(text)]
+
     def study(self, run: Path) -> Study | None:
         """The rating study of a browsed folder (None: it has none), opened once. A folder with a study database
         that cannot be opened (a newer schema, a database that does not answer) has its reason in

@@ -58,11 +58,7 @@ def shown(agreement: LiveAgreement) -> dict[str, str]:
 def _study(request: web.Request) -> tuple[int, Study]:
     require_admin(request)
     context = request.app[CONTEXT]
-    try:
-        n = int(request.match_info["n"])
-        run = context.folders()[n]  # numbered as the browse pages number them (/runs/{n}/)
-    except (ValueError, IndexError) as exc:
-        raise web.HTTPNotFound(text=f"404: no served folder {request.match_info['n']}") from exc
+    n, run = context.folder(request.match_info["n"])  # numbered as the browse pages number them (/runs/{n}/)
     study = context.study(run)
     if study is None:  # perhaps created since the server started
         context.forget_studies()

@@ -25,12 +25,7 @@ __all__ = ["register"]
 
 def _folder(request: web.Request) -> tuple[int, Any]:
     require_admin(request)
-    context = request.app[CONTEXT]
-    text = request.match_info["n"]
-    folders = context.folders()
-    if not text.isdigit() or int(text) >= len(folders):
-        raise web.HTTPNotFound(text=f"404: no served run folder {text!r}")
-    return int(text), folders[int(text)]
+    return request.app[CONTEXT].folder(request.match_info["n"])
 
 
 def _field(label: str, name: str, control: str, hint: str = "") -> str:

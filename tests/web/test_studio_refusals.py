@@ -46,6 +46,7 @@ class Client:
 
     http: aiohttp.ClientSession
     url: str
+    admin: str  # the server's administrator token
     cookie: str = ""
     csrf: str = ""
 
@@ -78,7 +79,7 @@ async def studio(study: Study) -> AsyncIterator[Client]:
 
     async with running_studio([study.run_dir], ServeOptions(port=0, database=study.db.target)) as running, \
             aiohttp.ClientSession() as http:
-        yield Client(http, running.url)
+        yield Client(http, running.url, running.admin_link.rsplit("/", 1)[1])
 
 
 async def test_a_revoked_link_is_told_so_on_its_next_page_and_write_not_sent_to_the_csrf_check(study: Study) -> None:
@@ -132,3 +133,13 @@ async def test_every_write_without_the_csrf_token_or_from_another_origin_is_refu
                     assert response.headers.get("X-Content-Type-Options") == "nosniff"
                     assert response.headers.get("X-Frame-Options") == "DENY"
                     assert response.headers.get("Cache-Control") == "no-store"
+
+
+async def test_a_folder_number_is_one_of_the_served_folders_counted_from_zero(study: Study) -> None:
+    async with studio(study) as admin:
+        await admin.login(admin.admin)
+        assert (await admin.call("GET", "study/0"))[0] == 200
+        for n in ("-1", "-0", "1", "+0", " 0", "x"):
+            for path in (f"study/{n}", f"api/study/{n}/agreement", f"runs/{n}/", f"runs/{n}/study/new"):
+                status, text = await admin.call("GET", path)
+                assert status == 404 and text.startswith("404: no served"), (path, status, text)
