@@ -9,6 +9,7 @@ private link and the study's administrator link, shown this once and stored only
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from aiohttp import web
@@ -67,12 +68,13 @@ def _int(data: dict[str, Any], key: str) -> int | None:
     """A number field as the command's flag reads it (empty: not given); a field that is no number is refused
     naming the flag."""
     value = data.get(key)
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    try:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
         return int(value)
-    except (TypeError, ValueError):
-        raise UserError(f"--{key.replace('_', '-')}: not a whole number ({value!r})") from None
+    raise UserError(f"--{key.replace('_', '-')}: not a whole number ({value!r})")
 
 
 def _or(value: int | None, default: int) -> int:

@@ -4,6 +4,7 @@ of the served folders, a form's number that is not a whole number. Each against 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -143,3 +144,15 @@ async def test_a_folder_number_is_one_of_the_served_folders_counted_from_zero(st
             for path in (f"study/{n}", f"api/study/{n}/agreement", f"runs/{n}/", f"runs/{n}/study/new"):
                 status, text = await admin.call("GET", path)
                 assert status == 404 and text.startswith("404: no served"), (path, status, text)
+
+
+@pytest.mark.parametrize(("field", "value"), [("per_output", 1.9), ("per_output", True), ("sample", 2.5),
+                                              ("sample", "3.0"), ("seed", False), ("seed", [1])])
+async def test_the_new_study_form_refuses_a_number_that_is_not_whole_as_the_command_refuses_its_flag(
+        study: Study, field: str, value: Any) -> None:
+    async with studio(study) as admin:
+        await admin.login(admin.admin)
+        await admin.call("GET", "runs/0/")
+        status, text = await admin.call("POST", "runs/0/study", {"rubric": "ai-consilium", "raters": "ana,ben",
+                                                                  field: value})
+        assert status == 400 and json.loads(text)["error"].startswith(f"--{field.replace('_', '-')}: "), text
