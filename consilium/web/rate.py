@@ -21,7 +21,7 @@ from consilium.web import rate_admin
 from consilium.web.context import CONTEXT
 from consilium.web.page import esc, page
 from consilium.web.rate_item import item_body
-from consilium.web.security import require_rater
+from consilium.web.security import require_rater, who
 
 if TYPE_CHECKING:
     from consilium.study import Study
@@ -113,6 +113,8 @@ def _parse(body: Any) -> dict[str, Any]:
 async def save_answer(request: web.Request) -> web.Response:
     rater, item = request.match_info["rater"], request.match_info["item"]
     study = _study_of(request, rater)
+    if who(request).kind != "rater":  # the administrator sees a rater's pages, but the answers are the rater's own
+        return _error(403, "only the rater answers: the administrator's session cannot answer in a rater's name")
     try:
         fields = _parse(await request.json(loads=json.loads))
     except (ValueError, UserError) as exc:

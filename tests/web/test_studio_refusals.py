@@ -156,3 +156,15 @@ async def test_the_new_study_form_refuses_a_number_that_is_not_whole_as_the_comm
         status, text = await admin.call("POST", "runs/0/study", {"rubric": "ai-consilium", "raters": "ana,ben",
                                                                   field: value})
         assert status == 400 and json.loads(text)["error"].startswith(f"--{field.replace('_', '-')}: "), text
+
+
+async def test_the_administrator_sees_a_raters_item_but_cannot_answer_in_their_name(study: Study) -> None:
+    item = study.queue("ana")[0].item
+    async with studio(study) as admin:
+        await admin.login(admin.admin)
+        status, page = await admin.call("GET", f"rate/ana/{item}")  # what ana sees, and the page's CSRF token
+        assert status == 200 and admin.csrf
+        for method in ("PUT", "POST"):
+            status, text = await admin.call(method, f"api/rate/ana/{item}", {"criterion": "c1", "score": 2})
+            assert status == 403 and "rater" in json.loads(text)["error"], text
+    assert study.item("ana", item).answers == {}
