@@ -116,11 +116,14 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
     """Run ``protocol`` (consilium, board, single or a plugin's) on ``case`` in each of ``variants`` (its
     formats or modes; default all), and return its traces; with ``out``, each is also written as ``simulate``
     writes it (``out/<run-id>/<case>.<variant>.trace.json``). A model failure is recorded in its trace
-    (status ``failed``), as on the command line. ``human`` seats a person as that panel member (a consilium),
-    answering from ``answers``: a mapping shaped like an answers file, or a function of each prompt
-    (docs/human.md)."""
+    (status ``failed``), as on the command line. ``human`` seats a person as that panel member (of a protocol
+    whose declaration lists ``human_seat``: the consilium), answering from ``answers``: a mapping shaped like an
+    answers file, or a function of each prompt (docs/human.md)."""
     chosen = get_protocol(protocol)
-    person = seated(chosen.name, human, answers) if human is not None or answers is not None else None
+    person = None
+    if human is not None or answers is not None:
+        chosen.require("human_seat", "human")  # as the protocol declares (Protocol.analyses)
+        person = seated(human, answers)
     if not chosen.variants:
         raise UserError(f"protocol: {chosen.name!r} is not run on a case alone (use `turn` for a Specialist Turn)")
     wanted = list(variants) if variants is not None else list(chosen.variants)
@@ -133,13 +136,16 @@ async def arun(case: Case | str | Path, *, protocol: str = "consilium", variants
     chair_spec = moderator if moderator is not None else model
     settings = with_role_labels(_config(chosen.config_model, config), *([chair_spec] if isinstance(chair_spec, str)
                                                                          else []))
+    if person is not None and not isinstance(settings, ConsiliumConfig):  # the seat is the consilium graph's
+        raise UserError(f"human: protocol {chosen.name!r} seats no person")
     panel, own_panel = _model(model, options)
     chair, own_chair = _model(moderator, options) if moderator is not None else (panel, False)
     run_id = new_run_id(the_case.id)
     try:
         models = RunModels(panel=panel, moderator=chair)
         traces: list[TraceBase]
-        if person is not None and isinstance(settings, ConsiliumConfig):
+        if person is not None:
+            assert isinstance(settings, ConsiliumConfig)  # refused above
             traces = list(await run_seated(the_case, wanted, models, settings, run_id=run_id, human=person))
         else:
             traces = list(await chosen.run_arm(the_case, wanted, models, settings, run_id=run_id))

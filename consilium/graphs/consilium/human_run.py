@@ -269,12 +269,10 @@ async def run_with_person(case: Case, formats: list[Format], models: RunModels, 
         return await run_case(case, formats, models, config, run_id=run_id, human=human)
 
 
-def seated(protocol: str, requested: str | None, answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None,
-           ) -> HumanRun:
-    """A person's seat for the Python API: their answers a mapping shaped like an answers file, or a function of
-    each :class:`HumanPrompt` (sync or async); checkpointed in memory."""
-    if protocol != "consilium":
-        raise UserError(f"human: only the consilium protocol seats a person (not {protocol!r})")
+def seated(requested: str | None, answers: Mapping[str, Any] | Callable[[HumanPrompt], Any] | None) -> HumanRun:
+    """A person's seat for the Python API (of a protocol that declares one: the caller asks it): their answers a
+    mapping shaped like an answers file, or a function of each :class:`HumanPrompt` (sync or async);
+    checkpointed in memory."""
     if requested is None or answers is None:
         raise UserError("human: give both the role (human=) and the person's answers (answers=)")
     source = CallbackAnswers(answers) if callable(answers) else MappingAnswers(answers, "answers", name="api")
