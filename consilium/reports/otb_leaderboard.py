@@ -9,7 +9,10 @@ or off the official scale is a ``judge_failure`` (the official summary fails a j
 decision not evaluable fails the four-decision item); else it is scored under the official field names.
 ``summary.json`` keys: ``task1`` (conclusion alignment), ``task1_four_decisions`` (the official code writes
 that rubric as ``task1`` of a separate batch; a cohort judges both at once), ``task2`` (clinical equivalence),
-each present when its rubric judged a response of its task, and ``text_metrics`` (ROUGE-L per task and model).
+each present when its rubric judged a response of its task, ``text_metrics`` (ROUGE-L per task and model) and
+``generation`` (per model, the Specialist Turns as the authors' generation script counts them: how its JSON
+reading went, the calls that never answered, and consilium's own format findings, counted apart: an answer kept
+though it broke consilium's answer schema is judged as the official evaluation judges it, never a failure).
 """
 
 from __future__ import annotations
@@ -42,9 +45,14 @@ SUMMARY, TABLE, BY_TYPE, PAGE = "summary.json", "otb_leaderboard.csv", "otb_lead
     "otb_leaderboard.md"
 FILES = (SUMMARY, TABLE, BY_TYPE, PAGE)
 TITLE = "# OpenTumorBoard leaderboard summary"
-COLUMNS = ("task", "rubric", "model", "items", "scored", "format_failures", "judge_failures", "conclusion_alignment",
-           *(f"{d}{s}" for d in DECISIONS for s in ("", "_cases")), "clinical_equivalence", "critical_error_rate",
-           "unsupported_claim_rate", "rouge_l_f1", "rouge_l_no_reference")
+#: The generation summary's counters of a turn (``run_vllm_qa_evaluation.py``): its JSON reading, or no response.
+GENERATION = ("parsed", "parsed_after_cleanup", "raw_fallback", "errors")
+#: The columns of the table as the report wrote it before it counted generation: a table of those is its own.
+EARLIER_COLUMNS = ("task", "rubric", "model", "items", "scored", "format_failures", "judge_failures",
+                   "conclusion_alignment", *(f"{d}{s}" for d in DECISIONS for s in ("", "_cases")),
+                   "clinical_equivalence", "critical_error_rate", "unsupported_claim_rate", "rouge_l_f1",
+                   "rouge_l_no_reference")
+COLUMNS = (*EARLIER_COLUMNS, "raw_fallback", "generation_errors", "answer_schema_failures")
 TYPE_COLUMNS = ("model", "qa_type", "count", "clinical_equivalence", "critical_error_rate", "unsupported_claim_rate")
 
 
@@ -106,6 +114,19 @@ def text_metrics(found: list[Response], task: Task) -> dict[str, dict[str, Any]]
     return out
 
 
+def generation(found: list[Response]) -> dict[str, dict[str, int]]:
+    """Per model, its Specialist Turns as the authors' generation summary counts them (``responses``: those that
+    came back, then :data:`GENERATION`), and ``answer_schema_failures``: the turns kept though their answer broke
+    consilium's answer schema, a format finding of consilium's own that changes no official number."""
+    by_model: dict[str, list[Response]] = defaultdict(list)
+    for response in (r for r in found if r.task == "task2"):
+        by_model[response.model].append(response)
+    return {model: {"responses": sum(r.generation != "errors" for r in group),
+                    **{name: sum(r.generation == name for r in group) for name in GENERATION},
+                    "answer_schema_failures": sum(r.schema_failure for r in group)}
+            for model, group in sorted(by_model.items())}
+
+
 @dataclass(frozen=True)
 class Leaderboard:
     """The summary in the official shape, its table rows per (task, model) and per question type, the folder
@@ -125,7 +146,10 @@ class Leaderboard:
         page = [TITLE, "", "The official summary's rules (docs/opentumorboard.md, \"Report as the leaderboard "
                 "does\"): no conclusion or answer scores 1 and is counted in format_failures; judge failures are "
                 "counted apart and left out; each decision's mean is over the items that take it; rates are "
-                "fractions of the scored items; ROUGE-L counts a missing board conclusion as 0.", "",
+                "fractions of the scored items; ROUGE-L counts a missing board conclusion as 0. A Specialist Turn's "
+                "raw_fallback and generation_errors are counted as the authors' generation script counts them, and "
+                "answer_schema_failures (answers kept though they broke consilium's own answer schema, judged as "
+                "the official evaluation judges them) apart; none of the three changes an official number.", "",
                 "## Per task and model", "", markdown(self.rows), "## Specialist Turn by question type", "",
                 markdown(self.by_question_type)]
         return {SUMMARY: json.dumps(self.summary, ensure_ascii=False, indent=2) + "\n",
@@ -150,12 +174,23 @@ def _mark(path: Path) -> Mark | None:
     text = path.read_text(encoding="utf-8")
     if path.name == SUMMARY:
         data = json.loads(text)
-        ours = isinstance(data, dict) and "text_metrics" in data and set(data) <= {*TASKS, "text_metrics"}
+        ours = isinstance(data, dict) and "text_metrics" in data and set(data) <= {*TASKS, "text_metrics",
+                                                                                   "generation"}
     elif path.name == PAGE:
         ours = text.startswith(TITLE + "\n")
     else:
-        ours = text.startswith(",".join(COLUMNS if path.name == TABLE else TYPE_COLUMNS) + "\r\n")
+        headers = (COLUMNS, EARLIER_COLUMNS) if path.name == TABLE else (TYPE_COLUMNS,)
+        ours = any(text.startswith(",".join(header) + "\r\n") for header in headers)
     return {} if ours else None
+
+
+def _generation_cells(got: dict[str, Any], task: str, model: str) -> dict[str, Any]:
+    """A turn row's generation counts (empty cells for a board)."""
+    counts = got.get("generation", {}).get(task, {}).get(model)
+    if counts is None:
+        return {}
+    return {"raw_fallback": counts["raw_fallback"], "generation_errors": counts["errors"],
+            "answer_schema_failures": counts["answer_schema_failures"]}
 
 
 def _rows(got: dict[str, Any]) -> list[dict[str, Any]]:
@@ -174,11 +209,13 @@ def _rows(got: dict[str, Any]) -> list[dict[str, Any]]:
                     row[name] = value
             metrics = got["text_metrics"].get(task, {}).get(model, {})
             rows.append({**row, "rouge_l_f1": metrics.get("rouge_l_f1"),
-                         "rouge_l_no_reference": metrics.get("no_reference")})
+                         "rouge_l_no_reference": metrics.get("no_reference"),
+                         **_generation_cells(got, task, model)})
     for task in sorted(set(got["text_metrics"]) - covered):  # no rubric judged it: its counts and ROUGE-L alone
         rows += [{"task": task, "rubric": "", "model": model, "items": m["items"],
                   "format_failures": m["format_failures"], "rouge_l_f1": m["rouge_l_f1"],
-                  "rouge_l_no_reference": m["no_reference"]} for model, m in got["text_metrics"][task].items()]
+                  "rouge_l_no_reference": m["no_reference"], **_generation_cells(got, task, model)}
+                 for model, m in got["text_metrics"][task].items()]
     return [{c: row.get(c) for c in COLUMNS} for row in rows]
 
 
@@ -192,6 +229,8 @@ def read_leaderboard(run_dir: Path, out: Path) -> Leaderboard:
             got[key] = summary(rubric, leaderboard_items(found, task, rubric_name, rubric))
     got["text_metrics"] = {task: text_metrics(found, task) for task in ("task1", "task2")
                            if any(r.task == task for r in found)}
+    if any(r.task == "task2" for r in found):
+        got["generation"] = {"task2": generation(found)}
     by_type = [{"model": model, "qa_type": qa_type, **values}
                for model, entry in got.get("task2", {}).get("models", {}).items()
                for qa_type, values in entry["by_question_type"].items()]

@@ -6,6 +6,11 @@ transcript; the turn's answer by :func:`consilium.judges.otb_steps.turn_answer` 
 its question type and its judgements by rubric. A failed arm is a response with no text, never left out. RUN_DIR is
 a cohort folder, or a folder holding cohort folders and single runs (``consilium board`` / ``consilium turn`` under
 it, at any depth).
+
+A turn also carries what the authors' generation script counts of it (``run_vllm_qa_evaluation.py``, its
+summary's counters): how the generation step read its raw response (``parsed``, ``parsed_after_cleanup``,
+``raw_fallback``) or ``errors`` when no response came back (a failed call, a failed arm), and consilium's own
+format finding: an answer kept though it broke consilium's answer schema (``schema_failure: record``).
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from consilium.errors import UserError
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.judges.otb_steps import turn_answer
 from consilium.judges.record import Judgement
+from consilium.otb.answer import parse_answer
 from consilium.otb.extract import conclusion_text
 from consilium.runfolder.folder import RunFolder
 from consilium.runfolder.layout import TRACE_SUFFIX
 
-__all__ = ["Response", "Task", "cohort_folders", "responses"]
+__all__ = ["Response", "Task", "cohort_folders", "generation_status", "responses"]
 
 Task = Literal["task1", "task2"]
 
@@ -41,6 +47,11 @@ class Response:
     reference: str | None = None
     qa_type: str | None = None
     judgements: dict[str, Judgement] = field(default_factory=dict)
+    #: a turn's generation status as the authors' script counts it (parsed, parsed_after_cleanup, raw_fallback,
+    #: errors); None for a board
+    generation: str | None = None
+    #: a turn kept though its answer broke consilium's answer schema (the trace's answer_schema_failure)
+    schema_failure: bool = False
 
 
 def cohort_folders(run_dir: Path) -> list[Path]:
@@ -70,8 +81,16 @@ def _from_trace(folder: RunFolder, path: Path, model: str = "") -> Response | No
         qa_type = reference.answers[found[0]].qa_type if reference and found else None
         official = turn_answer(trace)  # the official extraction from the turn's raw response
         return Response("task2", model or trace.model, case.id, (official.text if official else None) or "",
-                        found[1] if found else None, qa_type, judgements)
+                        found[1] if found else None, qa_type, judgements, generation_status(trace),
+                        trace.answer_schema_failure is not None)
     return None
+
+
+def generation_status(trace: TurnTrace) -> str:
+    """How the authors' generation step reads the raw text of the turn's last answering call
+    (:func:`consilium.otb.answer.parse_answer`); ``errors`` when the turn made no such call that answered."""
+    calls = [c for c in trace.calls if c.stage == "specialist_turn"]
+    return parse_answer(calls[-1].response)[1] if calls else "errors"
 
 
 def _cohort(folder: RunFolder) -> Iterator[Response]:
@@ -85,7 +104,7 @@ def _cohort(folder: RunFolder) -> Iterator[Response]:
         else:  # failed: no response to extract from, counted as the official summary counts an empty one
             task: Task = "task1" if arm.protocol == "board" else "task2"
             yield Response(task, board_key(arm.model, arm.format) if task == "task1" else arm.model,
-                           arm.case_id, "")
+                           arm.case_id, "", generation="errors" if task == "task2" else None)
 
 
 def _single_runs(run_dir: Path, cohorts: list[Path]) -> Iterator[Response]:

@@ -35,7 +35,9 @@ __all__ = ["SCHEMA_VERSION", "TraceBase", "UsageSummary"]
 #: 1.7: a board trace's ``validation`` is the official App. E.2 format score (format ``rules`` "3"), with its
 #: ``failure_reason`` and every official field (``official``); a board run's config gains ``cut_off`` and ``preset``.
 #: 1.8: a board or Specialist Turn run's config gains ``prompt_files``, the user's own prompts (--prompt-file) by stage.
-SCHEMA_VERSION = "1.8"
+#: 1.9: a board or Specialist Turn run's config gains ``schema_failure``; a Specialist Turn trace may carry
+#: ``answer_schema_failure``, the format finding of an answer kept though it broke consilium's answer schema.
+SCHEMA_VERSION = "1.9"
 
 
 class UsageSummary(BaseModel):
@@ -61,7 +63,7 @@ class TraceBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal["1.8"] = "1.8"
+    schema_version: Literal["1.9"] = "1.9"
     run_id: str
     case_id: str
     case_hash: str

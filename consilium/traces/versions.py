@@ -123,11 +123,20 @@ def _trace_1_7(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": "1.8"}
 
 
+def _trace_1_8(data: dict[str, Any]) -> dict[str, Any]:
+    """1.8 → 1.9: a board or Specialist Turn run's config gains ``schema_failure`` and a turn trace
+    ``answer_schema_failure``. Nothing changes but the version: an older run failed a turn whose answer broke the
+    schema (``fail``) and so kept no such answer (null). A 1.8 reader refuses the fields, hence a version of their
+    own."""
+    return {**data, "schema_version": "1.9"}
+
+
 #: version → (the next version, the step that makes it)
 TRACE_STEPS: dict[str, tuple[str, Step]] = {"1.0": ("1.1", _trace_1_0), "1.1": ("1.2", _trace_1_1),
                                             "1.2": ("1.3", _trace_1_2), "1.3": ("1.4", _trace_1_3),
                                             "1.4": ("1.5", _trace_1_4), "1.5": ("1.6", _trace_1_5),
-                                            "1.6": ("1.7", _trace_1_6), "1.7": ("1.8", _trace_1_7)}
+                                            "1.6": ("1.7", _trace_1_6), "1.7": ("1.8", _trace_1_7),
+                                            "1.8": ("1.9", _trace_1_8)}
 
 
 def _judgement_1_0(data: dict[str, Any]) -> dict[str, Any]:

@@ -26,10 +26,10 @@ CASE = ROOT / "examples" / "cases" / "diagnostic-myocarditis.yaml"
 PANEL = f"scripted:{ROOT / 'examples' / 'models' / 'scripted-panel.yaml'}"
 # run settings with no flag: set in a --config file only (the length budgets are the protocol's, and
 # "lengths" exists for replaying traces recorded before them, as "floor_schema" for board traces before 1.6)
-# (panel and review are what consilium ablate changes, docs/ablations.md; cut_off, like max_repairs, is set by a
-# file or the otb-paper preset)
+# (panel and review are what consilium ablate changes, docs/ablations.md; cut_off and schema_failure, like
+# max_repairs, are set by a file or the otb-paper presets)
 FILE_ONLY = {"max_repairs", "opinion_budget_chars", "report_budget_chars", "lengths", "panel", "review",
-             "floor_schema", "cut_off"}
+             "floor_schema", "cut_off", "schema_failure"}
 CONFIGS = (ConsiliumConfig, BoardConfig)
 
 

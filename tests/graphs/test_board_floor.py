@@ -101,7 +101,7 @@ def test_the_moderator_passes_the_floor_and_specialists_answer_each_other(
     assert trace.validation is not None and trace.validation.exact == 1
     # The trace file holds the new fields as plain JSON; replay comes out identical.
     raw = json.loads(path.read_text())
-    assert raw["schema_version"] == "1.8" and raw["config"]["floor_schema"] == "union"
+    assert raw["schema_version"] == "1.9" and raw["config"]["floor_schema"] == "union"
     assert raw["turns"][2]["floor"] == "passed" and raw["turns"][2]["responds_to"] == 2
     replays(path, capsys)
 

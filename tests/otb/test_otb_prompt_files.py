@@ -54,7 +54,7 @@ def test_a_turn_sends_the_users_prompt_and_the_authors_user_message_and_replays(
                                f"patient with a tumour.\n\nSLIDE DESCRIPTIONS:\n{slides}\n\nQUESTION:\n"
                                "Who calls the patient?")
     assert trace["config"]["prompt_files"] == {"specialist_turn": system["content"]}  # type: ignore[index]
-    assert trace["schema_version"] == "1.8" and trace["answer"] == "Stage it first."
+    assert trace["schema_version"] == "1.9" and trace["answer"] == "Stage it first."
     capsys.readouterr()
     assert main(["replay", str(path)]) == 0
     assert "identical" in capsys.readouterr().out

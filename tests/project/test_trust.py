@@ -331,7 +331,7 @@ def test_an_unknown_record_version_is_refused_naming_the_versions_read(tmp_path:
     path = tmp_path / "future.trace.json"
     path.write_text(json.dumps(data))
     refused = (r"schema_version: '7.0' is not supported "
-               r"\(this consilium reads 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8\)")
+               r"\(this consilium reads 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9\)")
     with pytest.raises(Exception, match=refused):
         read_trace(path)
 

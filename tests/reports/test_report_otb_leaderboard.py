@@ -268,7 +268,11 @@ def test_a_folder_of_specialist_turns_alone_gets_the_leaderboard_alone(runs: Pat
     assert sorted(p.name for p in done.leaderboard) == sorted(
         ["summary.json", "otb_leaderboard.csv", "otb_leaderboard_by_question_type.csv", "otb_leaderboard.md"])
     got = summary(copy)
-    assert set(got) == {"task2", "text_metrics"}  # no board arm: no task1, and no cohort report
+    assert set(got) == {"task2", "text_metrics", "generation"}  # no board arm: no task1, and no cohort report
+    # Every turn answered with the exact object {"answer": str}: parsed, as the authors' generation step reads it.
+    assert got["generation"]["task2"] == {
+        model: {"responses": 3, "parsed": 3, "parsed_after_cleanup": 0, "raw_fallback": 0, "errors": 0,
+                "answer_schema_failures": 0} for model in ("model-a", "model-b")}
     assert got["task2"]["models"]["model-b"]["judge_failures"] == 1
     assert not (copy / "report" / "report.md").exists()
     with pytest.raises(UserError, match="style: 'leaderboard' is not one of consilium, otb-leaderboard"):

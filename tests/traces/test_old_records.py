@@ -3,7 +3,7 @@
 (consilium/traces/retired.py) still reads, views and judges, and only its replay is refused, in one line naming
 its file, its version and the mode (docs/traces.md, "Schema version").
 
-The released versions are 1.0 to 1.8. Files written by releases are kept in tests/fixtures (1.0, 1.3, 1.5);
+The released versions are 1.0 to 1.9. Files written by releases are kept in tests/fixtures (1.0, 1.3, 1.5);
 every version is also built here by taking a today's record back field by field, as each upgrade step's
 docstring says the older version lacked, so that each step is read on its own."""
 
@@ -43,7 +43,7 @@ V1_3_CONSILIUM = FIXTURES / "v1.3" / "diagnostic-myocarditis.structured.trace.js
 V1_3_SINGLE = FIXTURES / "v1.3" / "tumor-board-nsclc.board-single.trace.json"
 V1_3_TURN = FIXTURES / "v1.3" / "tumor-board-nsclc.turn.trace.json"
 V1_5_OPEN = FIXTURES / "v1.5" / "tumor-board-nsclc.board-agents-open.trace.json"
-RELEASED = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
+RELEASED = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9")
 
 
 def refusal(path: Path, version: str, needs: str) -> str:
@@ -65,7 +65,7 @@ def test_a_1_0_consilium_trace_reads_with_the_caps_it_ran_and_its_spending_count
     raw = json.loads(V1_0_CONSILIUM.read_text())
     assert raw["schema_version"] == "1.0" and "lengths" not in raw["config"] and "spent" not in raw["usage"]
     trace = read_trace(V1_0_CONSILIUM)
-    assert isinstance(trace, Trace) and trace.schema_version == "1.8" and trace.origin == (str(V1_0_CONSILIUM), "1.0")
+    assert isinstance(trace, Trace) and trace.schema_version == "1.9" and trace.origin == (str(V1_0_CONSILIUM), "1.0")
     assert trace.model_spec is None and trace.status == "completed" and trace.format == "free-form"
     assert trace.config.lengths == "legacy" and trace.config.role_labels == "free"
     assert trace.config.max_tokens == {"role_assignment": 768, "opinion": 2048, "synthesis": 2048, "vote": 384,
@@ -101,6 +101,8 @@ def test_the_1_3_records_read_with_todays_modes_and_the_1_5_open_floor_with_its_
     assert single.validation is not None and single.validation.rules == "2"
     turn = read_trace(V1_3_TURN)
     assert isinstance(turn, TurnTrace) and turn.origin[1] == "1.3" and turn.answer
+    # Before schema 1.9 a turn whose answer broke the schema failed: none was kept with a finding.
+    assert turn.config.schema_failure == "fail" and turn.answer_schema_failure is None
     opened = read_trace(V1_5_OPEN)
     assert isinstance(opened, BoardTrace) and opened.origin[1] == "1.5"
     assert (opened.config.discussion, opened.config.floor_schema) == ("open", "flat")
@@ -129,6 +131,9 @@ def downgrade(data: dict[str, Any], to: str) -> dict[str, Any]:
     old = copy.deepcopy(data)
     config, board = old["config"], old["kind"] == "board"
     for version in reversed(RELEASED[RELEASED.index(to):-1]):
+        if version == "1.8" and old["kind"] in ("board", "turn"):  # before a kept answer that broke the schema
+            del config["schema_failure"]
+            old.pop("answer_schema_failure", None)
         if version == "1.7" and old["kind"] in ("board", "turn"):  # before the user's own prompts
             del config["prompt_files"]
         if version == "1.6" and board:  # before the official format score: rules "2", no official fields
@@ -171,7 +176,7 @@ def downgrade(data: dict[str, Any], to: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def today() -> dict[str, dict[str, Any]]:
     """A today's consilium record (the 1.3 structured fixture as read today) and a board meeting on the open
-    floor run now with the shipped scripted panel, each as the JSON a 1.8 file holds."""
+    floor run now with the shipped scripted panel, each as the JSON a 1.9 file holds."""
     consilium = read_trace(V1_3_CONSILIUM).model_dump(mode="json")
     panel = build_model(PANEL, ModelOptions(cache=False))
     meeting = asyncio.run(run_board(load_case(BOARD_CASE), "agents", RunModels(panel=panel, moderator=panel),
@@ -196,7 +201,8 @@ def same_run(read: Any, data: dict[str, Any]) -> None:
 CONSILIUM_EXPECTED = {"1.0": ("legacy", False, "lengths: legacy"), "1.1": ("legacy", True, "lengths: legacy"),
                       "1.2": ("legacy", True, "lengths: legacy"), "1.3": ("shared", True, None),
                       "1.4": ("shared", True, None), "1.5": ("shared", True, None), "1.6": ("shared", True, None),
-                      "1.7": ("shared", True, None), "1.8": ("shared", True, None)}
+                      "1.7": ("shared", True, None), "1.8": ("shared", True, None),
+                      "1.9": ("shared", True, None)}
 
 
 @pytest.mark.parametrize("version", RELEASED)
@@ -205,7 +211,7 @@ def test_a_consilium_trace_of_every_released_version_reads_as_the_same_record(
     data = today["consilium"]
     lengths, spec_kept, refused = CONSILIUM_EXPECTED[version]
     trace = trace_from_data(downgrade(data, version), f"v{version}.trace.json")
-    assert isinstance(trace, Trace) and trace.schema_version == "1.8"
+    assert isinstance(trace, Trace) and trace.schema_version == "1.9"
     assert trace.origin == (f"v{version}.trace.json", version)
     same_run(trace, data)
     assert [r.text for r in trace.reports] == [r["text"] for r in data["reports"]]
@@ -230,6 +236,7 @@ BOARD_EXPECTED = {
     "1.6": ("open", "union", "2", True, None),
     "1.7": ("open", "union", "3", True, None),
     "1.8": ("open", "union", "3", True, None),
+    "1.9": ("open", "union", "3", True, None),
 }
 
 

@@ -19,6 +19,7 @@ from consilium.graphs.board.transcript import Turn, one_line, split_sentences
 from consilium.graphs.board.validate import diagnostics
 from consilium.models import CallTag, ChatModel, GenerationSettings, Message, ModelRequest, OutputSchema
 from consilium.models.structured import OutputInvalid
+from consilium.otb.answer import official_answer
 
 __all__ = [
     "MODERATOR",
@@ -26,6 +27,7 @@ __all__ = [
     "Conclusion",
     "ModeratorMove",
     "TurnAnswer",
+    "TurnReply",
     "answer_turn",
     "moderator_turn",
     "render_turns",
@@ -245,8 +247,30 @@ async def write_single_board(call: BoardCall) -> tuple[str, bool]:
         return exc.last_text.strip(), False
 
 
-async def answer_turn(call: BoardCall, role_label: str, question: str) -> str:
-    """The Specialist Turn task (App. B.1)."""
+@dataclass(frozen=True)
+class TurnReply:
+    """The Specialist Turn's answer, and why it broke consilium's answer schema when it was kept anyway (None
+    when it kept it)."""
+
+    answer: str
+    schema_failure: str | None = None
+
+
+def _kept(exc: ModelOutputError) -> TurnReply:
+    """An answer that broke the schema, kept as the official evaluation keeps every response: the answer its
+    extraction finds in the raw text (consilium/otb/answer.py). A response in which it finds none is still a
+    failed turn, its error saying so."""
+    found = official_answer(exc.last_text)
+    if not found.text:
+        raise ModelOutputError(f"{exc}; the official extraction finds no answer in it either ({found.method})",
+                               stage=exc.stage, last_text=exc.last_text) from exc
+    return TurnReply(one_line(found.text), schema_failure=str(exc))
+
+
+async def answer_turn(call: BoardCall, role_label: str, question: str, *, keep_malformed: bool = False) -> TurnReply:
+    """The Specialist Turn task (App. B.1). An answer that still breaks the schema after the repairs fails the
+    turn, or with ``keep_malformed`` is kept with the reason (:func:`_kept`); an empty or cut-off answer the model
+    layer refused fails it either way."""
     request = ModelRequest(
         messages=own_messages(call) or case_messages(call.case_text, "specialist_turn", preamble="board_preamble",
                                                      package=PROMPTS, images=call.images, captions=call.captions,
@@ -254,4 +278,11 @@ async def answer_turn(call: BoardCall, role_label: str, question: str) -> str:
         settings=call.settings, schema=OutputSchema.from_model(TurnAnswer),
         tag=CallTag(stage="specialist_turn", role=role_label),
     )
-    return one_line((await call.model.generate(request)).parsed["answer"])
+    try:
+        return TurnReply(one_line((await call.model.generate(request)).parsed["answer"]))
+    except IncompleteAnswerError:
+        raise  # no answer to keep
+    except ModelOutputError as exc:
+        if not keep_malformed:
+            raise
+        return _kept(exc)

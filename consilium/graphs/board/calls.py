@@ -26,6 +26,8 @@ class TurnContext:
     call: BoardCall
     role: str
     question: str
+    #: Keep an answer that breaks consilium's answer schema (``schema_failure: record``).
+    keep_malformed: bool = False
 
 
 async def write_board(state: SingleState, runtime: Runtime[BoardCall]) -> SingleState:
@@ -35,7 +37,8 @@ async def write_board(state: SingleState, runtime: Runtime[BoardCall]) -> Single
 
 async def answer(state: TurnState, runtime: Runtime[TurnContext]) -> TurnState:
     ctx = runtime.context
-    return {"answer": await board.answer_turn(ctx.call, ctx.role, ctx.question)}
+    reply = await board.answer_turn(ctx.call, ctx.role, ctx.question, keep_malformed=ctx.keep_malformed)
+    return {"answer": reply.answer, "schema_failure": reply.schema_failure}
 
 
 @cache

@@ -44,6 +44,13 @@ class BoardConfig(RunConfig):
         default="retry", description="an answer cut off at max_tokens: retry asks again with twice the room, then "
                                      "fails the stage; score keeps it, as the official evaluation does, and the "
                                      "format score fails it (-1) (traces before this setting read as retry)")
+    schema_failure: Literal["fail", "record"] = Field(
+        default="fail", description="a Specialist Turn answer that still breaks consilium's answer schema after "
+                                    "max_repairs (more than three sentences, no JSON object, ...): fail fails the "
+                                    "turn; record keeps the response, as the official evaluation does, when the "
+                                    "official extraction finds an answer in it: the turn completes and records the "
+                                    "schema failure as a format finding (answer_schema_failure), and a response "
+                                    "with no such answer still fails (traces before schema 1.9 read as fail)")
     preset: PresetName | None = Field(
         default=None, description="the generation preset the settings came from (graphs/board/presets.py); "
                                   "settings given beside it override its values")

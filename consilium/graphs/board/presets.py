@@ -5,7 +5,9 @@ where a paper's published numbers were made (docs/opentumorboard.md, "Generation
 ``evaluation/paper_configurations.json``: temperature 0.0, top_p 1.0, seed 0, max_tokens 65,536 for Board
 Simulation and 8,192 for a caption-input Specialist Turn): the whole meeting in one call (board mode
 ``single``), no repair of a malformed response and no second try at a cut-off one, so each is recorded and
-scored as the official code scores it (a cut-off transcript fails the format score at -1). top_p 1.0 is what
+scored as the official code scores it (a cut-off transcript fails the format score at -1; a Specialist Turn
+answer that breaks consilium's own answer schema is kept and judged on what the official extraction finds in it,
+``schema_failure: record``). top_p 1.0 is what
 every call sends (models/types.py GenerationSettings).
 
 ``otb-paper-reasoning`` is the same evaluation as its authors ran the open reasoning models there (Gemma 4 31B
@@ -40,12 +42,12 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     "otb-paper": Preset(mode="single", settings={
-        "temperature": 0.0, "seed": 0, "max_repairs": 0, "cut_off": "score",
+        "temperature": 0.0, "seed": 0, "max_repairs": 0, "cut_off": "score", "schema_failure": "record",
         "max_tokens": {"board_single": 65536, "specialist_turn": 8192},
     }),
     # evaluation/paper_configurations.json, the entries whose model_key ends in _reasoning and MedReason-8B
     "otb-paper-reasoning": Preset(mode="single", settings={
-        "temperature": 0.6, "seed": 0, "max_repairs": 0, "cut_off": "score",
+        "temperature": 0.6, "seed": 0, "max_repairs": 0, "cut_off": "score", "schema_failure": "record",
         "max_tokens": {"board_single": 65536, "specialist_turn": 8192},
     }),
 }

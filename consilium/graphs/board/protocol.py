@@ -151,7 +151,7 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
     config_model = BoardConfig
     stages = ("specialist_turn",)
     variants = ()
-    compared_fields = ("status", "answer")
+    compared_fields = ("status", "answer", "answer_schema_failure")
     prompt_packages = ("consilium.graphs.board",)
 
     def variant(self, trace: TurnTrace) -> str:
@@ -175,7 +175,11 @@ class TurnProtocol(Protocol[TurnTrace, BoardConfig]):
         return trace.question, trace.role, trace.role_category
 
     def view(self, trace: TurnTrace) -> list[Block]:
-        return [Heading("Question"), Text(trace.question), Heading(f"Answer ({trace.role})"), Text(trace.answer or "")]
+        blocks: list[Block] = [Heading("Question"), Text(trace.question), Heading(f"Answer ({trace.role})"),
+                               Text(trace.answer or "")]
+        if trace.answer_schema_failure:  # kept though it broke consilium's answer schema (schema_failure: record)
+            blocks += [Heading("Format finding"), Text(trace.answer_schema_failure)]
+        return blocks
 
 
 def _rules(trace: BoardTrace) -> str | None:

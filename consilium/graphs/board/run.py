@@ -17,6 +17,7 @@ from consilium.graphs.board.trace import BoardTrace, TurnTrace
 from consilium.graphs.board.transcript import Transcript, parse_transcript
 from consilium.graphs.board.validate import validate_transcript
 from consilium.graphs.running import Latest
+from consilium.log import get_logger
 from consilium.models import CallRecord, CallRecorder, ChatModel, for_run
 from consilium.models.wrappers import work_item
 from consilium.roles.catalogue import load_catalogue
@@ -24,6 +25,7 @@ from consilium.roles.catalogue import load_catalogue
 __all__ = ["resolve_role", "response_facts", "run_board", "run_turn", "slide_captions", "slide_images"]
 
 Mode = Literal["agents", "single"]
+log = get_logger(__name__)
 
 
 Slides = tuple[tuple[str, ...], tuple[str, ...]]  # image paths and their captions, pairwise
@@ -141,13 +143,25 @@ async def run_turn(case: Case, role: str, question: str, model: ChatModel, confi
     (sent, captions), notes = _image_policy(model, images, slide_captions(case))
     own = config.prompt_files.get("specialist_turn")
     context = TurnContext(BoardCall(answerer, case.render(), sent, config.settings("specialist_turn"), captions,
-                                    own=(own, turn_input(case, role, question)) if own else None), role, question)
+                                    own=(own, turn_input(case, role, question)) if own else None), role, question,
+                          keep_malformed=config.schema_failure == "record")
     state = Latest()
     outcome = await run_recorded(lambda: state.follow(turn_graph(), context, recursion_limit=RECURSION_LIMIT),
                                  start_run(recorder), wall_limit_s=config.wall_limit_s, event="turn_failed",
                                  case=case.id, role=role)
+    broken = state.get("schema_failure")
+    if broken:
+        notes.append(_finding(broken, recorder.calls))
     return TurnTrace(
         **outcome.trace_fields(case, run_id=run_id, model=model.model_id, config=_config(config, images)),
         role=role, role_category=category, question=question, answer=state.get("answer"), images_sent=bool(sent),
-        notes=notes,
+        answer_schema_failure=broken, notes=notes,
     )
+
+
+def _finding(broken: str, calls: list[CallRecord]) -> str:
+    """The note of a kept answer that broke consilium's answer schema (said in the log too): a format finding."""
+    cut = bool(calls) and calls[-1].finish_reason == "length"
+    log.warning("turn_answer_schema_failure", error=broken, cut_off=cut)
+    return (f"the answer breaks consilium's answer schema{' (cut off at max_tokens)' if cut else ''}, kept as the "
+            f"official evaluation keeps it (schema_failure: record): {broken}")

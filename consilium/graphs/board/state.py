@@ -40,6 +40,7 @@ class SingleState(TypedDict, total=False):
 
 
 class TurnState(TypedDict, total=False):
-    """The Specialist Turn: one answer."""
+    """The Specialist Turn: one answer, and why it broke consilium's answer schema when it was kept anyway."""
 
     answer: str
+    schema_failure: str | None

@@ -45,4 +45,9 @@ class TurnTrace(TraceBase):
     question: str
     answer: str | None
     images_sent: bool
+    answer_schema_failure: str | None = Field(
+        default=None, description="why the answer broke consilium's answer schema (more than three sentences, no "
+                                  "JSON object, ...), when the run kept it (config schema_failure: record) as the "
+                                  "one the official extraction finds in the raw response: a format finding; null "
+                                  "when it kept the schema (traces before schema 1.9: null)")
     notes: list[str] = Field(default_factory=list)
