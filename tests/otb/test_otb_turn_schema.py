@@ -5,8 +5,8 @@ leaderboard counts the finding apart; a response with no answer to find and a ca
 fail the turn, and the summary floors them as format failures. Without a preset a broken answer fails the turn,
 as before.
 
-One folder of six scripted turns of one model under ``--preset otb-paper``, each kind once (valid, four
-sentences, plain prose, cut off, no answer, a failed call), judged for clinical equivalence; every expected
+One folder of seven scripted turns of one model under ``--preset otb-paper``, each kind once (valid, four
+sentences, plain prose, cut off, no answer, a failed call, an empty response), judged for clinical equivalence; every expected
 figure is worked out here by hand from the official rules (summarize_llm_judge_batch.py: format failures score 1
 and are counted apart, rates over the scored items; run_vllm_qa_evaluation.py: parse statuses and errors counted;
 text_metrics.py: unstemmed ROUGE-L over the answers found).
@@ -50,6 +50,8 @@ TURNS: dict[str, tuple[str, dict[str, Any], str | None, tuple[int, bool, bool] |
     "c5": ("Surgeon", {"json": {"plan": "none"}}, None, None, "raw_fallback"),
     # the call fails: no response at all
     "c6": ("Radiologist", {"fail": "model"}, None, None, "errors"),
+    # an empty response (asked again, empty each time): the turn fails; the authors' script records it, unparsed
+    "c7": ("Surgeon", {"response": ""}, None, None, "raw_fallback"),
 }
 
 
@@ -104,9 +106,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_a_broken_answer_completes_the_turn_with_its_raw_response_and_a_format_finding(runs: dict[str, Any]) -> None:
     codes, traces = runs["codes"], runs["traces"]
-    # an answer was produced in c1-c4: each turn completes; c5 (no answer to find) and c6 (no response) fail
-    assert codes == {"c1": 0, "c2": 0, "c3": 0, "c4": 0, "c5": 1, "c6": 1}
-    assert [traces[c]["status"] for c in TURNS] == ["completed"] * 4 + ["failed"] * 2
+    # an answer was produced in c1-c4: each turn completes; c5 (no answer to find), c6 (no response) and c7 (an
+    # empty one) fail
+    assert codes == {"c1": 0, "c2": 0, "c3": 0, "c4": 0, "c5": 1, "c6": 1, "c7": 1}
+    assert [traces[c]["status"] for c in TURNS] == ["completed"] * 4 + ["failed"] * 3
     assert all(t["config"]["schema_failure"] == "record" for t in traces.values())
     # the answer kept is the one the official extraction finds (on one line, as consilium records answers)
     assert {c: traces[c]["answer"] for c in ("c1", "c2", "c3", "c4")} == {c: TURNS[c][2] for c in
@@ -114,7 +117,7 @@ def test_a_broken_answer_completes_the_turn_with_its_raw_response_and_a_format_f
     # the raw response is the last call's, word for word
     assert traces["c3"]["calls"][-1]["response"] == PROSE and traces["c4"]["calls"][-1]["response"] == CUT
     findings = {c: traces[c]["answer_schema_failure"] for c in TURNS}
-    assert findings["c1"] is None and findings["c5"] is None and findings["c6"] is None
+    assert findings["c1"] is None and findings["c5"] is None and findings["c6"] is None and findings["c7"] is None
     assert "at most three sentences, not 4" in findings["c2"]
     assert findings["c3"] and findings["c4"]
     assert any("breaks consilium's answer schema (cut off at max_tokens)" in n for n in traces["c4"]["notes"])
@@ -125,6 +128,7 @@ def test_a_broken_answer_completes_the_turn_with_its_raw_response_and_a_format_f
     # a turn with nothing to judge still fails loudly, its error saying why
     assert "the official extraction finds no answer in it either (unrecoverable)" in traces["c5"]["error"]
     assert traces["c6"]["error"] and not [c for c in traces["c6"]["calls"] if c["stage"] == "specialist_turn"]
+    assert "empty" in traces["c7"]["error"] and traces["c7"]["calls"][-1]["response"] == ""
 
 
 def test_the_judge_reads_the_official_answer_of_each_kept_turn(runs: dict[str, Any]) -> None:
@@ -138,9 +142,10 @@ def test_the_judge_reads_the_official_answer_of_each_kept_turn(runs: dict[str, A
 
 def test_the_leaderboard_judges_kept_turns_and_floors_only_turns_without_an_answer(runs: dict[str, Any]) -> None:
     entry = runs["summary"]["task2"]["models"]["model-m"]
-    # scored: c1 4, c2 2, c3 3, c4 5; c5 and c6 are format failures at the floor, 1: (4 + 2 + 3 + 5 + 1 + 1) / 6
-    assert (entry["items"], entry["scored"], entry["format_failures"], entry["judge_failures"]) == (6, 4, 2, 0)
-    assert entry["clinical_equivalence"] == pytest.approx(16 / 6)
+    # scored: c1 4, c2 2, c3 3, c4 5; c5, c6 and c7 are format failures at the floor, 1:
+    # (4 + 2 + 3 + 5 + 1 + 1 + 1) / 7
+    assert (entry["items"], entry["scored"], entry["format_failures"], entry["judge_failures"]) == (7, 4, 3, 0)
+    assert entry["clinical_equivalence"] == pytest.approx(17 / 7)
     # rates over the four scored: one critical error (c2), one unsupported claim (c3)
     assert (entry["critical_error_rate"], entry["unsupported_claim_rate"]) == (0.25, 0.25)
     assert entry["by_question_type"] == {
@@ -151,13 +156,13 @@ def test_the_leaderboard_judges_kept_turns_and_floors_only_turns_without_an_answ
 
 
 def test_parse_statuses_errors_and_schema_findings_are_counted_apart(runs: dict[str, Any]) -> None:
-    # responses: all but c6; parsed c1, c2; raw_fallback c3, c4, c5; errors c6; findings c2, c3, c4
+    # responses: all but c6; parsed c1, c2; raw_fallback c3, c4, c5, c7; errors c6; findings c2, c3, c4
     assert runs["summary"]["generation"]["task2"] == {"model-m": {
-        "responses": 5, "parsed": 2, "parsed_after_cleanup": 0, "raw_fallback": 3, "errors": 1,
+        "responses": 6, "parsed": 2, "parsed_after_cleanup": 0, "raw_fallback": 4, "errors": 1,
         "answer_schema_failures": 3}}
     [row] = list(csv.DictReader((runs["root"] / "runs" / "report" / "otb_leaderboard.csv").open()))
     assert (row["format_failures"], row["raw_fallback"], row["generation_errors"], row["answer_schema_failures"]) \
-        == ("2", "3", "1", "3")
+        == ("3", "4", "1", "3")
     page = (runs["root"] / "runs" / "report" / "otb_leaderboard.md").read_text()
     assert "answer_schema_failures" in page
 
@@ -180,7 +185,7 @@ def rouge(candidate: str, reference: str) -> float:
 def test_rouge_l_is_over_every_answer_found_kept_turns_included(runs: dict[str, Any]) -> None:
     found = [rouge(text, QUESTIONS[role][2]) for role, _, text, _, _ in TURNS.values() if text]
     got = runs["summary"]["text_metrics"]["task2"]["model-m"]
-    assert (got["items"], got["format_failures"], got["no_reference"]) == (6, 2, 0)
+    assert (got["items"], got["format_failures"], got["no_reference"]) == (7, 3, 0)
     assert got["rouge_l_f1"] == pytest.approx(sum(found) / 4)
 
 
