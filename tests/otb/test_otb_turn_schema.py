@@ -6,10 +6,10 @@ fail the turn, and the summary floors them as format failures. Without a preset 
 as before.
 
 One folder of seven scripted turns of one model under ``--preset otb-paper``, each kind once (valid, four
-sentences, plain prose, cut off, no answer, a failed call, an empty response), judged for clinical equivalence; every expected
-figure is worked out here by hand from the official rules (summarize_llm_judge_batch.py: format failures score 1
-and are counted apart, rates over the scored items; run_vllm_qa_evaluation.py: parse statuses and errors counted;
-text_metrics.py: unstemmed ROUGE-L over the answers found).
+sentences, plain prose, cut off, no answer, a failed call, an empty response), judged for clinical equivalence;
+every expected figure is worked out here by hand from the official rules (summarize_llm_judge_batch.py: format
+failures score 1 and are counted apart, rates over the scored items; run_vllm_qa_evaluation.py: parse statuses and
+errors counted; text_metrics.py: unstemmed ROUGE-L over the answers found).
 """
 
 from __future__ import annotations
