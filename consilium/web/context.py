@@ -89,6 +89,13 @@ class Context:
                 self.problems[run] = f"{type(exc).__name__}: {redact(str(exc))}"
         return self._studies[run]
 
+    def study_or_refusal(self, run: Path) -> Study | None:
+        """:meth:`study`, where a study database that cannot be opened is a 503 saying why (never "no study")."""
+        found = self.study(run)
+        if found is None and run in self.problems:
+            raise web.HTTPServiceUnavailable(text=f"503: {self.problems[run]}")
+        return found
+
     def forget_studies(self) -> None:
         """Open each folder's study afresh on next use (one created or changed while the server runs)."""
         self._studies.clear()

@@ -62,7 +62,7 @@ def _study(request: web.Request) -> tuple[int, Study]:
     study = context.study(run)
     if study is None:  # perhaps created since the server started
         context.forget_studies()
-        study = context.study(run)
+        study = context.study_or_refusal(run)
     if study is None:
         raise web.HTTPNotFound(text=f"404: {run} has no rating study (create one with `consilium study create`)")
     return n, study

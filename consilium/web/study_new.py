@@ -37,7 +37,7 @@ def _field(label: str, name: str, control: str, hint: str = "") -> str:
 async def form(request: web.Request) -> web.Response:
     n, folder = _folder(request)
     context = request.app[CONTEXT]
-    existing = context.study(folder)
+    existing = context.study_or_refusal(folder)
     if existing is not None:
         raise web.HTTPSeeOther(f"/study/{n}")
     options = "".join(f'<option value="{esc(name)}"{" selected" if name == "ai-consilium" else ""}>{esc(name)}'

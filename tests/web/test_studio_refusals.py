@@ -163,8 +163,24 @@ async def test_the_administrator_sees_a_raters_item_but_cannot_answer_in_their_n
     async with studio(study) as admin:
         await admin.login(admin.admin)
         status, page = await admin.call("GET", f"rate/ana/{item}")  # what ana sees, and the page's CSRF token
+        assert f"data-item=\"{item}\"" in page
         assert status == 200 and admin.csrf
         for method in ("PUT", "POST"):
             status, text = await admin.call(method, f"api/rate/ana/{item}", {"criterion": "c1", "score": 2})
             assert status == 403 and "rater" in json.loads(text)["error"], text
     assert study.item("ana", item).answers == {}
+
+
+async def test_a_study_database_that_cannot_be_opened_is_said_on_the_study_page_not_passed_off_as_no_study(
+        fixture_cohort: Path, tmp_path: Path) -> None:
+    from consilium.api.serving import ServeOptions, running_studio
+
+    broken = tmp_path / "study.sqlite3"
+    broken.write_bytes(b"not a database, " * 512)
+    async with running_studio([fixture_cohort], ServeOptions(port=0, database=str(broken))) as running, \
+            aiohttp.ClientSession() as http:
+        admin = Client(http, running.url, running.admin_link.rsplit("/", 1)[1])
+        await admin.login(admin.admin)
+        for path in ("study/0", "api/study/0/agreement", "runs/0/study/new"):
+            status, text = await admin.call("GET", path)
+            assert status == 503 and text.startswith(f"503: {broken}: ") and "no rating study" not in text, (path, text)
