@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
+from html import escape
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -32,6 +33,9 @@ _OPEN = ("/static/", "/login/")
 STALE = ("403: your link no longer opens the studio (revoked by the study's administrator, or an administrator link "
          "of an earlier start): ask for a new link")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_GO_ON = ('<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; '
+          'url={target}"><title>Signed in</title><link rel="stylesheet" href="/static/style.css"></head><body>'
+          '<p>Signed in. <a href="{target}">Continue</a></p></body></html>')
 
 
 def identify(request: web.Request, token: str) -> Who:
@@ -112,9 +116,15 @@ async def login(request: web.Request) -> web.StreamResponse:
     if found.kind is None:
         raise web.HTTPForbidden(text="403: this link is not valid (mistyped, or revoked by the study's administrator)")
     target = f"/rate/{found.rater}" if found.kind == "rater" else "/"
-    response = web.HTTPSeeOther(target)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
-    raise response
+    if request.headers.get("Sec-Fetch-Site") == "cross-site":
+        # A link followed from another site (a webmail, say): the browser does not send a SameSite=Strict cookie
+        # on a redirect of that navigation, so this site's own page goes on to the target (a refresh, no script).
+        response = web.Response(text=_GO_ON.format(target=escape(target)), content_type="text/html")
+        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+        return response
+    redirect = web.HTTPSeeOther(target)
+    redirect.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+    raise redirect
 
 
 async def logout(request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,59 @@
+"""A private link as physicians follow it: clicked on a page of another site (a webmail, the study's own page),
+in a real headless Chromium against ``consilium serve`` in its own process. The session cookie is
+SameSite=Strict, which a browser does not send on a redirect of a navigation another site started."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from support.browser import Browser
+from support.served import served
+
+from consilium.study import create_study
+
+pytestmark = pytest.mark.localhost  # the studio, the other site and the browser's DevTools socket, on loopback
+
+
+@contextmanager
+def another_site(link: str) -> Iterator[str]:
+    """A page on ``localhost`` (another site than the studio's 127.0.0.1) holding ``link``; its URL."""
+    body = f'<!doctype html><title>mail</title><a id="go" href="{link}">your rating link</a>'.encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://localhost:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_link_clicked_on_another_site_opens_the_raters_queue(fixture_cohort: Path, tmp_path: Path) -> None:
+    db = tmp_path / "study.sqlite3"
+    made = create_study(fixture_cohort, rubric="ai-consilium", raters=["ana", "ben"], per_output=1, sample=4,
+                        seed=1, database=str(db))
+    with served(fixture_cohort, database=str(db), log=tmp_path / "serve.log") as studio, Browser(tmp_path) as ana, \
+            another_site(f"{studio.url}login/{made.links['ana']}") as mail:
+        ana.open(mail)
+        ana.click("#go")
+        # The queue, with no reload by the rater: the studio's own page goes on once the cookie is set.
+        ana.wait("location.host.startsWith('127.0.0.1:') && document.querySelector('h1') !== null && "
+                 "document.querySelector('h1').textContent === 'Rating queue of ana'")
+        assert ana.eval("location.pathname") == "/rate/ana"
+    assert made.links["ana"] not in (tmp_path / "serve.log").read_text()
