@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,8 @@ __all__ = ["CONTEXT", "WHO", "Context", "Who", "token_hash"]
 
 
 
+#: What a session's CSRF token is keyed with (a label: the login token it hashes is the secret).
+_CSRF_KEY = b"consilium studio csrf"
 #: Seconds before a folder found without a study is looked at again.
 _LOOK_AGAIN_S = 5.0
 
@@ -35,12 +36,11 @@ def token_hash(token: str) -> str:
 @dataclass
 class Context:
     """The served run folders (in the order given), the study database (None: each folder's own), the hash of
-    this server's administrator token (random per start) and the key CSRF tokens are derived with."""
+    this server's administrator token (random per start)."""
 
     runs: list[Path]
     database: str | None = None
     admin_hash: str = ""
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _studies: dict[Path, Study | None] = field(default_factory=dict)
     #: Why a folder's study could not be opened, where it has a study database: shown on its pages.
     problems: dict[Path, str] = field(default_factory=dict)
@@ -108,8 +108,10 @@ class Context:
         return bool(self.admin_hash) and hmac.compare_digest(token_hash(token), self.admin_hash)
 
     def csrf(self, token: str) -> str:
-        """The CSRF token of a session: keyed by the server's secret, so a page of another origin cannot make it."""
-        return hmac.new(self.secret, token.encode("utf-8"), hashlib.sha256).hexdigest()
+        """The CSRF token of a session: a keyed hash of its login token (random, 256 bits, in an HttpOnly cookie),
+        so a page of another origin cannot make it, and the hash does not give the token away. It depends on
+        nothing random per start, so a rater's page left open across a restart of the server still saves."""
+        return hmac.new(_CSRF_KEY, token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)

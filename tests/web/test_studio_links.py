@@ -57,3 +57,29 @@ def test_a_link_clicked_on_another_site_opens_the_raters_queue(fixture_cohort: P
                  "document.querySelector('h1').textContent === 'Rating queue of ana'")
         assert ana.eval("location.pathname") == "/rate/ana"
     assert made.links["ana"] not in (tmp_path / "serve.log").read_text()
+
+
+def test_a_page_left_open_across_a_restart_of_the_server_still_saves_its_answers(
+        fixture_cohort: Path, tmp_path: Path) -> None:
+    """The studio stopped and started again on its port while a rater's page stays open: the next answer given in
+    that page is saved (its CSRF token still holds), not refused until a reload."""
+    from consilium.study import Study
+
+    db = tmp_path / "study.sqlite3"
+    made = create_study(fixture_cohort, rubric="ai-consilium", raters=["ana"], per_output=1, sample=2, seed=4,
+                        database=str(db))
+    item = Study.open(fixture_cohort, str(db)).queue("ana")[0].item
+    status = "document.querySelector('fieldset[data-criterion=c2] .status').textContent"
+    with Browser(tmp_path) as ana:
+        with served(fixture_cohort, database=str(db), log=tmp_path / "first.log") as first:
+            ana.open(f"{first.url}login/{made.links['ana']}")
+            ana.open(f"{first.url}rate/ana/{item}")
+            ana.click("fieldset[data-criterion=c1] input[value='1']")
+            ana.wait("document.querySelector('fieldset[data-criterion=c1] .status').textContent === 'saved'")
+        port = first.url.rsplit(":", 1)[1].strip("/")
+        with served(fixture_cohort, database=str(db), log=tmp_path / "second.log", extra=("--port", port)) as second:
+            assert second.url == first.url
+            ana.click("fieldset[data-criterion=c2] input[value='3']")
+            assert ana.wait(f"{status} !== 'saving…' && {status}") == "saved"
+    answers = Study.open(fixture_cohort, str(db)).item("ana", item).answers
+    assert {c: a.score for c, a in answers.items()} == {"c1": 1.0, "c2": 3.0}
