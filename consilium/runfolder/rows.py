@@ -69,8 +69,20 @@ class Row(BaseModel):
         """The row's columns as read or given (named ones in the model's order, then the others), as values."""
         return self.model_dump(exclude_unset=True)
 
+    def __getitem__(self, column: str) -> Any:
+        """A column's value as :meth:`cells` holds it; KeyError for a column the row was not given."""
+        if column in type(self).model_fields:
+            if column not in self.model_fields_set:
+                raise KeyError(column)
+            return getattr(self, column)
+        return (self.__pydantic_extra__ or {})[column]
+
     def get(self, column: str, default: Any = None) -> Any:
-        value = self.cells().get(column, default)
+        """A column's value, ``default`` when the row lacks it or it is None (an empty cell)."""
+        try:
+            value = self[column]
+        except KeyError:
+            return default
         return default if value is None else value
 
 
