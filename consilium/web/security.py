@@ -18,6 +18,7 @@ from html import escape
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
+from consilium.errors import ConsiliumError
 from consilium.web.context import CONTEXT, WHO, Who
 
 __all__ = ["COOKIE", "CSP", "AccessLogger", "middleware", "register", "require_admin", "require_rater", "who"]
@@ -32,6 +33,7 @@ _SAFE = ("GET", "HEAD")
 _OPEN = ("/static/", "/login/")
 STALE = ("403: your link no longer opens the studio (revoked by the study's administrator, or an administrator link "
          "of an earlier start): ask for a new link")
+UNREAD = "503: the rating study's database cannot be read just now: try again in a moment"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _GO_ON = ('<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; '
           'url={target}"><title>Signed in</title><link rel="stylesheet" href="/static/style.css"></head><body>'
@@ -54,12 +56,22 @@ def identify(request: web.Request, token: str) -> Who:
     return Who()
 
 
+def _identify(request: web.Request, token: str) -> Who:
+    """:func:`identify`, where a study database that does not answer is a 503 naming nothing (a rater's browser
+    is never shown a path: it could hold the run's id)."""
+    try:
+        return identify(request, token)
+    except ConsiliumError:
+        raise web.HTTPServiceUnavailable(text=UNREAD) from None
+
+
 @web.middleware
 async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     held = request.cookies.get(COOKIE, "")
-    who_is = identify(request, held)
-    request[WHO] = who_is
+    request[WHO] = who_is = Who()
     try:  # a refusal below is a response like any other: it carries the same headers
+        if not request.path.startswith("/static/"):  # the pages' own files are for anyone
+            request[WHO] = who_is = _identify(request, held)
         if held and who_is.kind is None and not request.path.startswith(_OPEN):
             # A session whose link was revoked (or an administrator's link of an earlier start): said as it is,
             # on the next request, page or write, rather than as a missing CSRF token or another rater's queue.
@@ -112,7 +124,7 @@ def require_rater(request: web.Request, rater: str) -> Who:
 
 async def login(request: web.Request) -> web.StreamResponse:
     token = request.match_info.get("token", "")
-    found = identify(request, token)
+    found = _identify(request, token)
     if found.kind is None:
         raise web.HTTPForbidden(text="403: this link is not valid (mistyped, or revoked by the study's administrator)")
     target = f"/rate/{found.rater}" if found.kind == "rater" else "/"

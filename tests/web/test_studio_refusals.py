@@ -184,3 +184,23 @@ async def test_a_study_database_that_cannot_be_opened_is_said_on_the_study_page_
         for path in ("study/0", "api/study/0/agreement", "runs/0/study/new"):
             status, text = await admin.call("GET", path)
             assert status == 503 and text.startswith(f"503: {broken}: ") and "no rating study" not in text, (path, text)
+
+
+async def test_a_study_database_that_stops_answering_is_a_503_for_its_raters_and_they_go_on_once_it_is_back(
+        study: Study, tmp_path: Path) -> None:
+    """The database read on every request of a rater (who they are) fails: a 503 saying to try again, naming
+    no file (a rater's browser gets no path: it could hold the run's id), instead of a 500; then back."""
+    token = study.new_link("ana")
+    file = Path(study.db.target)
+    async with studio(study) as ana:
+        await ana.login(token)
+        assert (await ana.call("GET", "rate/ana"))[0] == 200
+        kept, item = file.read_bytes(), study.queue("ana")[0].item
+        file.write_bytes(b"not a database, " * 512)
+        try:
+            for method, path in (("GET", "rate/ana"), ("PUT", f"api/rate/ana/{item}")):
+                status, text = await ana.call(method, path, {"criterion": "c1", "score": 1})
+                assert status == 503 and "try again" in text and str(tmp_path) not in text and "revoked" not in text
+        finally:
+            file.write_bytes(kept)
+        assert (await ana.call("GET", "rate/ana"))[0] == 200
