@@ -31,7 +31,7 @@ from consilium.reports.compare import (
     paired_differences,
     panel_sizes,
     protocol_differences,
-    protocols_in,
+    protocols_of,
     read_arms,
     replicate_case_sd,
     replicate_sd,
@@ -191,7 +191,7 @@ def _parts(run_dir: Path) -> list[CohortData]:
     """The folder's arms, one :class:`CohortData` per protocol whose variants are the two formats. The arms of
     another protocol (the board's modes) are left out, with a note on stderr; a folder with none of the
     formats' protocols is refused."""
-    names = protocols_in(read_arms(run_dir, check=False))
+    names = protocols_of(read_arms(run_dir, check=False))
     known = protocols()
     other = [n for n in names if n not in known or set(known[n].variants) != set(FORMATS)]
     if other and len(other) == len(names):
@@ -279,7 +279,7 @@ def _compare(run_dir: Path, options: CompareOptions) -> Compared:
     counts = "; ".join(f"{len(p.arms)} {p.protocol}" for p in parts)
     md = [f"# Free-form vs structured: {run_dir.resolve().name}", "", *partial_lines(done),
           f"{len(arms)} arms{f' ({counts})' if several else ''}; "
-          f"{sum(a.get('status') == 'completed' for a in arms)} completed.", ""]
+          f"{sum(a.completed for a in arms)} completed.", ""]
     coverage_md, coverage = coverage_section(*parts, title=titled(done, "Judging coverage"))
     md += coverage_md
     paths = [write_csv(out / "judging_coverage.csv", partial_rows(done, coverage))] if coverage else []

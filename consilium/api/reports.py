@@ -95,7 +95,7 @@ report = sync_twin(areport)
 def _failed(part: CohortPart) -> list[dict[str, Any]]:
     return [{"model": a.get("model") or a.get("model_spec", ""), "model_spec": a.get("model_spec"),
              "format": a.get("format"), "case_id": a.get("case_id"), "failed_stage": a.get("failed_stage"),
-             "error": a.get("error")} for a in part.data.arms if a.get("status") != "completed"]
+             "error": a.get("error")} for a in part.data.arms if not a.completed]
 
 
 def _part(part: CohortPart, options: ReportOptions) -> tuple[list[str], list[Table], Callable[[Path], list[Path]]]:

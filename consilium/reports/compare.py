@@ -33,7 +33,7 @@ from consilium.reports.consilium.data import (
     judgement_coverage,
     load_cohort_data,
 )
-from consilium.reports.consilium.files import read_arms
+from consilium.reports.consilium.files import protocols_of, read_arms
 from consilium.reports.consilium.judged import COMPONENT_FORMATS
 from consilium.reports.consilium.outcomes import (
     models_of,
@@ -71,6 +71,7 @@ __all__ = [
     "panel_sizes",
     "protocol_differences",
     "protocols_in",
+    "protocols_of",
     "read_arms",
     "replicate_case_sd",
     "replicate_sd",

@@ -39,7 +39,7 @@ def completeness_of(run_dir: Path) -> Completeness | None:
         if done is None:
             raise
         raise UserError(f"{arms_csv}: no arms: {done.summary()}; nothing to report yet") from None
-    return cohort_completeness(run_dir, rows)
+    return cohort_completeness(run_dir, [r.cells() for r in rows])
 
 
 def _header_only(folder: RunFolder) -> bool:

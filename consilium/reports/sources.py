@@ -10,7 +10,7 @@ from pathlib import Path
 
 from consilium.cohort.completeness import Completeness
 from consilium.errors import UserError
-from consilium.reports.compare import CohortData, load_cohort_data, protocols_in, read_arms
+from consilium.reports.compare import CohortData, load_cohort_data, protocols_of, read_arms
 from consilium.reports.partial import completeness_of
 from consilium.runfolder.folder import RunFolder
 
@@ -44,7 +44,7 @@ def cohort_parts(run_dir: Path) -> list[CohortPart]:
     parts = []
     for folder in cohort_folders(run_dir):
         done = completeness_of(folder)  # first: a cohort with no arm yet says so, with its plan
-        for protocol in sorted(protocols_in(read_arms(folder, check=False))):
+        for protocol in sorted(protocols_of(read_arms(folder, check=False))):
             parts.append(CohortPart(folder.name, folder, protocol, load_cohort_data(folder, protocol=protocol),
                                     done))
     return parts

@@ -16,6 +16,7 @@ from consilium.reports.papers import medbench, npcbench, otb
 from consilium.reports.papers.per_case import FailedArm, failed_arms, has_reference, rubric_groups, shared_rows
 from consilium.reports.papers.responses import Response
 from consilium.reports.papers.stats import mean, sd
+from consilium.runfolder.rows import ArmRow
 
 __all__ = ["Table", "board_figure", "board_tables", "judged_tables", "markdown", "rubric_summary"]
 
@@ -70,7 +71,7 @@ _FAILED = ("; means over cases, a case's replicates averaged first; a failed arm
 
 
 def judged_tables(responses: list[Response], covered: set[str], *, bootstrap: int, seed: int,
-                  arms: list[dict[str, str]] | None = None,
+                  arms: list[ArmRow] | None = None,
                   cases: Mapping[str, Mapping[str, Any]] | None = None) -> list[Table]:
     """One table (or two) per rubric judged, except those in ``covered`` (already shown elsewhere). ``arms``
     (arms.csv's rows) give the failed arms every table counts; ``cases`` (case id → the case as its traces

@@ -21,7 +21,7 @@ from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import read_trace
 from consilium.judges.cost import judge_costs
 from consilium.judges.record import Judgement
-from consilium.reports.consilium.files import read_arms
+from consilium.reports.consilium.files import read_arm_cells
 from consilium.reports.networks.paths import graph_picture
 from consilium.reports.view_cohort import (
     ArmView,
@@ -83,7 +83,7 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, r
 def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Path:
     """Write the cohort's pages into ``out`` and return the index's path; ``done`` (the folder against its
     manifest's plan, consilium/reports/partial.py) puts a partial cohort's notice and missing arms on the index."""
-    rows = read_arms(run_dir, check=False)
+    rows = read_arm_cells(run_dir)
     groups = list(case_rows(run_dir, rows))
     targets = [out / INDEX] + [out / case_page(c) for c, _ in groups] + [
         out / a.page for _, arms in groups for a in arms if a.page is not None]

@@ -56,6 +56,7 @@ from consilium.reports.figures import (
 )
 from consilium.reports.figures.fonts import cached_font_subsets, subsets_cut
 from consilium.reports.figures.style import SUFFIXES, marked_figures, new_figure, paper_style, save_figure
+from consilium.runfolder.rows import ArmRow, JudgementRow
 
 POOLED = "pooled"
 PER_OUTPUT = tuple(c for c in CRITERIA if c not in WHOLE_CASE)  # C1–C8
@@ -384,7 +385,9 @@ def hand_made() -> CohortData:
     rows = [row(case, c, v, False) for case, values in per_output.items() for c, v in zip(PER_OUTPUT, values,
                                                                                             strict=True)]
     rows += [row(case, c, 0, True) for case in per_output for c in WHOLE_CASE]  # zeros would pull every mean down
-    return CohortData(arms=arms, judgements=rows)
+    # the cells as arms.csv and judgements.csv hold them, read into their rows as a cohort folder's are
+    return CohortData(arms=[ArmRow.model_validate(a) for a in arms],
+                      judgements=[JudgementRow.model_validate(r) for r in rows])
 
 
 def test_fig8_a_mean_of_exactly_2_is_not_below_2_and_4_rounds_are_in_the_last_group() -> None:

@@ -26,6 +26,7 @@ from consilium.cli import main
 from consilium.reports.compare import load_cohort_data
 from consilium.reports.consilium.data import CohortData
 from consilium.reports.figures import case_means, dissent_reductions, rounds_groups
+from consilium.runfolder.rows import ArmRow, JudgementRow
 
 MODELS = ("panel-a", "panel-b")
 PROTOCOLS = ("consilium", "single")
@@ -372,7 +373,8 @@ def _replicated_data() -> CohortData:
                                  "criterion": criterion, "score": value, "not_evaluable": str(not value),
                                  "reason": "no reference" if not value else "", "whole_case": "False",
                                  "judgement": "j.json"})
-    return CohortData(arms=arms, judgements=rows)
+    return CohortData(arms=[ArmRow.model_validate(a) for a in arms],
+                      judgements=[JudgementRow.model_validate(r) for r in rows])
 
 
 def test_the_replicate_tables_keep_a_criterion_never_evaluable() -> None:

@@ -860,7 +860,7 @@ def test_a_format_whose_every_arm_failed_is_counted_not_dropped(consilium_run: P
     paper's rule: an incorrect answer for pass@k and Strict, outside V for O1, not evaluable where the case
     has no signed criteria (k3)."""
     data = load_cohort_data(consilium_run)
-    arms = [{**a, "status": "failed"} if (a["model"], a["format"]) == ("model-b", "structured") else a
+    arms = [a.model_copy(update={"status": "failed"}) if (a.model, a.format) == ("model-b", "structured") else a
             for a in data.arms]
     responses = [r for r in judged_responses(consilium_run, data) if (r.model, r.variant) != ("model-b", "structured")]
     tables = {t.name: t.rows for t in judged_tables(responses, set(), bootstrap=50, seed=0, arms=arms,

@@ -41,10 +41,10 @@ def _arms(data: CohortData) -> dict[Slot, str]:
     variants = _variants(data)
     status: dict[Slot, str] = {}
     for a in data.arms:
-        if a["format"] in variants:
-            slot = (a["model"], variants[a["format"]], a["case_id"])
+        if a.format in variants:
+            slot = (a.model, variants[a.format], a.case_id)
             if status.get(slot) != "completed":
-                status[slot] = a.get("status", "")
+                status[slot] = a.status
     return status
 
 
@@ -56,18 +56,18 @@ def _scores(data: CohortData) -> dict[Key, dict[Slot, float | None]]:
     scores: dict[Key, dict[Slot, float | None]] = defaultdict(dict)
     replicates: dict[Key, dict[Slot, list[float | None]]] = defaultdict(lambda: defaultdict(list))
     for row in data.judgements:
-        if row["format"] in variants:
-            slot = (row["model"], variants[row["format"]], row["case_id"])
-            replicates[(row["rubric"], row["component"], row["criterion"])][slot].append(score_of(row))
+        if row.format in variants:
+            slot = (row.model, variants[row.format], row.case_id)
+            replicates[(row.rubric, row.component, row.criterion)][slot].append(score_of(row))
     for key, slots in replicates.items():
         for slot, values in slots.items():
             known = [v for v in values if v is not None]
             scores[key][slot] = statistics.fmean(known) if known else None
     for row in per_output(consilium_items(data)):
-        if row["format"] in variants:
-            slot = (row["model"], variants[row["format"]], row["case_id"])
-            scores[(CONSILIUM_RUBRIC, row["component"], MEAN_CRITERION)].setdefault(slot, None)
-    for component in {r["component"] for r in consilium_items(data)}:
+        if row.format in variants:
+            slot = (row.model, variants[row.format], row.case_id)
+            scores[(CONSILIUM_RUBRIC, row.component, MEAN_CRITERION)].setdefault(slot, None)
+    for component in {r.component for r in consilium_items(data)}:
         for (model, fmt, case), mean in output_means(data, component).items():
             if fmt in variants:
                 scores[(CONSILIUM_RUBRIC, component, MEAN_CRITERION)][(model, variants[fmt], case)] = mean

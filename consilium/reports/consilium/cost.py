@@ -126,12 +126,12 @@ def cost_table(data: CohortData) -> list[dict[str, Any]]:
     """Per model and format (then pooled per format): completed ``cases``, ``priced`` (of them with a known
     cost), the mean cost per case and its population SD, the total over the cases, tokens per case (input,
     of them cached, output, of them reasoning) and the mean judge score (as Table 7)."""
-    scores = [r for r in per_output(consilium_items(data)) if r["component"] == "conclusion"]
+    scores = [r for r in per_output(consilium_items(data)) if r.component == "conclusion"]
     table = []
     for model, fmt, arms in _groups(data):
         known = _known(a.cost for a in arms)
         usages = [a.usage for a in arms]
-        judged = numbers(r for r in of_model(model, scores) if r["format"] == fmt)
+        judged = numbers(r for r in of_model(model, scores) if r.format == fmt)
         table.append({"model": model, "format": fmt, "cases": len(arms),
                       "priced": sum(a.cost is not None for a in arms),
                       "cost_usd_per_case": _usd(statistics.fmean(known)) if known else None,
@@ -210,11 +210,11 @@ def cost_by_case(data: CohortData) -> list[dict[str, Any]]:
 def cost_points(data: CohortData) -> list[CostPoint]:
     """The figure's points: each model × format whose cases all have a known cost and that has a numeric
     C1–C8 conclusion score (a point needs both axes)."""
-    scores = [r for r in per_output(consilium_items(data)) if r["component"] == "conclusion"]
+    scores = [r for r in per_output(consilium_items(data)) if r.component == "conclusion"]
     points = []
     for model, fmt, arms in _groups(data):
         known = _known(a.cost for a in arms)
-        judged = numbers(r for r in of_model(model, scores) if r["format"] == fmt)
+        judged = numbers(r for r in of_model(model, scores) if r.format == fmt)
         if model == POOLED or not known or not judged:
             continue
         judging = judge_spend(data, _of(data, arms)).cost

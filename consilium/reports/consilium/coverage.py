@@ -28,7 +28,7 @@ def _applicable(component: str, *, whole_case: bool) -> list[str]:
 
 
 def _arm_counts(data: CohortData, model: str, fmt: str) -> int:
-    return sum(1 for a in data.arms if a["format"] == fmt and model in (POOLED, a["model"]))
+    return sum(1 for a in data.arms if a.format == fmt and model in (POOLED, a.model))
 
 
 def table10(data: CohortData) -> list[dict[str, Any]]:
@@ -49,8 +49,8 @@ def table10(data: CohortData) -> list[dict[str, Any]]:
 
 
 def _coverage(rows: list[Row], opportunities: int) -> dict[str, Any]:
-    judged = sum(1 for r in rows if r["score"])
-    not_evaluable = sum(1 for r in rows if not r["score"])
+    judged = sum(1 for r in rows if r.score is not None)
+    not_evaluable = sum(1 for r in rows if r.score is None)
     return {"judged": judged, "opportunities": opportunities, "judged_pct": percent(judged, opportunities),
             "not_evaluable": not_evaluable, "missing": opportunities - judged - not_evaluable}
 
@@ -61,8 +61,8 @@ def table11(data: CohortData) -> list[dict[str, Any]]:
     rows = per_output(consilium_items(data))
     table = []
     for opp in table10(data):
-        group = [r for r in of_model(opp["model"], rows) if (r["component"], r["format"]) == (opp["component"],
-                                                                                           opp["format"])]
+        group = [r for r in of_model(opp["model"], rows) if (r.component, r.format) == (opp["component"],
+                                                                                       opp["format"])]
         table.append({"model": opp["model"], "component": opp["component"], "format": opp["format"],
                       **_coverage(group, opp["opportunities"])})
     return table
@@ -84,8 +84,7 @@ def table12(data: CohortData) -> list[dict[str, Any]]:
                 arms = _arm_counts(data, model, fmt)
                 if component not in criterion.components or not arms:
                     continue
-                group = [r for r in mine if (r["criterion"], r["component"], r["format"]) ==
-                         (criterion.id, component, fmt)]
+                group = [r for r in mine if (r.criterion, r.component, r.format) == (criterion.id, component, fmt)]
                 table.append({"model": model, "criterion": criterion.id, "criterion_name": criterion.name,
                               "whole_case": criterion.whole_case, "component": component, "format": fmt,
                               **_coverage(group, arms)})

@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consilium.errors import UserError
-from consilium.graphs.arms import arm_protocol, protocols_in
+from consilium.graphs.arms import arm_protocol
 from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.registry import read_trace
 from consilium.judges.coverage import coverage_of
 from consilium.models import Usage
 from consilium.models.pricing import stage_costs, trace_cost
-from consilium.reports.consilium.files import judgement_records, read_arms, read_judgements_csv
+from consilium.reports.consilium.files import judgement_records, protocols_of, read_arms, read_judgements_csv
 from consilium.runfolder.folder import RunFolder
 from consilium.runfolder.layout import JUDGEMENTS_CSV
+from consilium.runfolder.rows import ArmRow, JudgementRow
 from consilium.traces.schema import TraceBase
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "RoleRow",
     "judgement_coverage",
     "load_cohort_data",
+    "replicate_key",
 ]
 
 STOPS = ("consensus", "no_change", "round_limit")
@@ -77,21 +79,25 @@ class RoleRow(NamedTuple):
     replicate: str = ""  # the arm's replicate index ("" when the cohort has none)
 
 
+def replicate_key(row: ArmRow | JudgementRow) -> str:
+    """A row's replicate as the tables key and show it: its index, "" when the cohort has none."""
+    return "" if row.replicate is None else str(row.replicate)
+
+
 @dataclass
 class CohortData:
-    # arms.csv rows; ``model`` is filled in for a failed arm without one (from its model_spec), and
-    # ``protocol`` for a row of a folder written before arms.csv had that column (:func:`arm_protocol`)
-    arms: list[dict[str, str]]
+    # arms.csv rows, typed (:meth:`RunFolder.arms`): ``model`` filled in for a failed arm without one (from its
+    # model_spec), and ``protocol`` for a row of a folder written before arms.csv had that column
+    arms: list[ArmRow]
     # the protocol of the arms (``load_cohort_data(run_dir, protocol=...)``); every table is of one protocol
     protocol: str = "consilium"
     # (model, format, case, round, role, vote, replicate) for every vote of every completed consilium arm
     # (replicate "" when the cohort has none)
     votes: list[tuple[str, str, str, int, str, str, str]] = field(default_factory=list)
     tokens: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (model, format) -> stage tokens
-    # one row per judge item: case_id, model, protocol, format, rubric, component, criterion, score ("" when
-    # not evaluable), not_evaluable, reason, whole_case ("True" for a whole-case criterion), judgement
-    # (the record's file)
-    judgements: list[dict[str, str]] = field(default_factory=list)
+    # one typed row per judge item (score None when not evaluable; whole_case True for a whole-case criterion;
+    # judgement: the record's file)
+    judgements: list[JudgementRow] = field(default_factory=list)
     judgements_from: str = "none"  # "records", "judgements.csv" or "none"
     unmatched_records: list[Path] = field(default_factory=list)  # records of traces not completed arms
     # the panel of every (model, case, replicate) with a completed arm, once (its formats share it)
@@ -104,19 +110,10 @@ class CohortData:
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _name_models(arms: list[dict[str, str]]) -> None:
-    """Give every arm its model's id: an arm that failed before its trace was made has only the spec,
-    so it takes the id that the spec's other arms recorded (else the spec itself)."""
-    ids = {a["model_spec"]: a["model"] for a in arms if a.get("model") and a.get("model_spec")}
-    for arm in arms:
-        if not arm.get("model"):
-            arm["model"] = ids.get(arm.get("model_spec", ""), arm.get("model_spec", ""))
-
-
-def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase,
+def _read_trace_data(data: CohortData, arm: ArmRow, trace: TraceBase,
                      panels: set[tuple[str, str, str]]) -> None:
     """The trace's tokens (any protocol's) and, of a consilium trace, its votes and its panel."""
-    model, fmt, case, replicate = arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or ""
+    model, fmt, case, replicate = arm.model, arm.format, arm.case_id, replicate_key(arm)
     counter = data.tokens.setdefault((model, fmt), Counter())
     for stage, usage in trace.usage.by_stage.items():
         counter[f"{stage}:input"] += usage.input_tokens
@@ -136,13 +133,12 @@ def _read_trace_data(data: CohortData, arm: dict[str, str], trace: TraceBase,
                        for r in trace.roles]
 
 
-def _of_protocol(rows: list[dict[str, str]], arms: list[dict[str, str]], protocol: str) -> list[dict[str, str]]:
+def _of_protocol(rows: list[JudgementRow], arms: list[ArmRow], protocol: str) -> list[JudgementRow]:
     """The judgements.csv rows of one protocol's arms (a row without a ``protocol`` cell: its arm's)."""
-    owner = {(a["case_id"], a["model"], a["format"]): a["protocol"] for a in arms}
-    for row in rows:
-        row["protocol"] = row.get("protocol") or owner.get((row["case_id"], row["model"], row["format"]),
-                                                           arm_protocol(row))
-    return [r for r in rows if r["protocol"] == protocol]
+    owner = {(a.case_id, a.model, a.format): a.protocol for a in arms}
+    named = [r if r.protocol else r.model_copy(update={"protocol": owner.get(
+        (r.case_id, r.model, r.format), arm_protocol(r.cells()))}) for r in rows]
+    return [r for r in named if r.protocol == protocol]
 
 
 def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
@@ -150,29 +146,28 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
     ``protocol``, so that no table mixes them), their traces' data and their judge items."""
     folder = RunFolder(run_dir)
     every = read_arms(run_dir)
-    _name_models(every)
-    present = protocols_in(every)
+    present = protocols_of(every)
     if protocol is None:
         if len(present) > 1:
             raise UserError(f"{folder.arms_csv}: arms of several protocols ({', '.join(present)}): "
                             "read one protocol at a time")
         protocol = present[0]
-    data = CohortData(arms=[a for a in every if a["protocol"] == protocol], protocol=protocol)
-    by_trace: dict[Path, dict[str, str]] = {}
+    data = CohortData(arms=[a for a in every if a.protocol == protocol], protocol=protocol)
+    by_trace: dict[Path, ArmRow] = {}
     panels: set[tuple[str, str, str]] = set()
     for arm in every:
-        if not arm.get("trace") or arm.get("status") != "completed":
+        if not arm.trace or not arm.completed:
             continue
-        location = folder.trace_location(arm["trace"])
+        location = folder.trace_location(arm.trace)
         by_trace[location.resolve()] = arm  # every protocol's: a record of another's arm is not unmatched
-        if arm["protocol"] == protocol:
+        if arm.protocol == protocol:
             _read_trace_data(data, arm, read_trace(location), panels)
     # The records are the source of truth: judgements made after the cohort count, and a stale
     # judgements.csv adds nothing. The CSV is read only when no record is left.
     records = judgement_records(run_dir, by_trace, protocol)
     data.unmatched_records += records.unmatched
     judged = folder.judgements_csv
-    data.judge_costs = [JudgeArmCost(arm["model"], arm["format"], arm["case_id"], *cost) for arm, cost in records.costs]
+    data.judge_costs = [JudgeArmCost(arm.model, arm.format, arm.case_id, *cost) for arm, cost in records.costs]
     if records.found:
         data.judgements, data.judgements_from = records.rows, "records"
     elif judged.is_file():
@@ -183,10 +178,10 @@ def load_cohort_data(run_dir: Path, protocol: str | None = None) -> CohortData:
 
 def judgement_coverage(data: CohortData) -> list[dict[str, Any]]:
     """:func:`consilium.judges.coverage.coverage_of` over the cohort's judge items."""
-    rows = coverage_of((r["rubric"], r["component"], r["not_evaluable"].strip().lower() == "true",
-                        r.get("reason") or None, bool(r.get("shortened_input"))) for r in data.judgements)
-    jury = [r for r in data.judgements if (r.get("jury_judges") or "").strip()]  # a jury's: its votes left out
-    for row in (row for row in rows if any(r["rubric"] == row["rubric"] for r in jury)):
-        row["jury_votes_left_out"] = sum(int(r["jury_not_evaluable"] or 0) for r in jury
-                                         if (r["rubric"], r["component"]) == (row["rubric"], row["component"]))
+    rows = coverage_of((r.rubric, r.component, r.not_evaluable, r.reason or None, bool(r.get("shortened_input")))
+                       for r in data.judgements)
+    jury = [r for r in data.judgements if r.jury_judges is not None]  # a jury's: its votes left out
+    for row in (row for row in rows if any(r.rubric == row["rubric"] for r in jury)):
+        row["jury_votes_left_out"] = sum(r.jury_not_evaluable or 0 for r in jury
+                                         if (r.rubric, r.component) == (row["rubric"], row["component"]))
     return rows

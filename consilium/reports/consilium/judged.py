@@ -2,8 +2,8 @@
 
 A *per-output* criterion is one of criteria 1–8; the whole-case criteria (panel adequacy, complexity,
 overall quality: ``whole_case`` in consilium/judges/rubrics/ai-consilium.yaml) are reported in their
-own rows and never enter a C1–C8 mean. An item is one row of judgements.csv; a not-evaluable item has
-an empty ``score``.
+own rows and never enter a C1–C8 mean. An item is one typed row of judgements.csv
+(:class:`~consilium.runfolder.rows.JudgementRow`); a not-evaluable item's ``score`` is None.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
 from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.outcomes import models_of
 from consilium.reports.consilium.stats import POOLED
+from consilium.runfolder.rows import JudgementRow
 
 __all__ = [
     "COMPONENT_FORMATS",
@@ -37,7 +38,7 @@ __all__ = [
 COMPONENT_FORMATS = (("role_reasoning", "structured"), ("role_opinion", "structured"),
                      ("conclusion", "free-form"), ("conclusion", "structured"))
 
-Row = dict[str, str]
+Row = JudgementRow
 
 
 def component_formats(data: CohortData) -> list[tuple[str, str]]:
@@ -46,7 +47,7 @@ def component_formats(data: CohortData) -> list[tuple[str, str]]:
     are the components the AI Consilium judge scored in each of its formats."""
     if data.protocol == CONSILIUM.name:
         return list(COMPONENT_FORMATS)
-    scored = {(r["component"], r["format"]) for r in consilium_items(data)}
+    scored = {(r.component, r.format) for r in consilium_items(data)}
     formats = [f for v in FORMATS if (f := arm_format(data.protocol, v)) is not None]
     formats += sorted({f for _, f in scored} - set(formats))
     return [(c, f) for c in COMPONENTS for f in formats if (c, f) in scored]
@@ -54,18 +55,18 @@ def component_formats(data: CohortData) -> list[tuple[str, str]]:
 
 def score_of(row: Row) -> float | None:
     """An item's numeric score; ``None`` when it was not evaluable."""
-    return float(row["score"]) if row["score"] else None
+    return row.score
 
 
 def is_whole_case(row: Row) -> bool:
     """Whether the item scores a whole-case criterion (never part of a C1–C8 mean)."""
-    return row.get("whole_case", "").strip().lower() == "true"
+    return bool(row.whole_case)
 
 
 def consilium_items(data: CohortData) -> list[Row]:
     """The items of the AI Consilium judge on its own criteria."""
     criteria = rubric_criteria(CONSILIUM_RUBRIC)
-    return [r for r in data.judgements if r["rubric"] == CONSILIUM_RUBRIC and r["criterion"] in criteria]
+    return [r for r in data.judgements if r.rubric == CONSILIUM_RUBRIC and r.criterion in criteria]
 
 
 def per_output(rows: Iterable[Row]) -> list[Row]:
@@ -75,7 +76,7 @@ def per_output(rows: Iterable[Row]) -> list[Row]:
 
 def of_model(model: str, rows: Iterable[Row]) -> list[Row]:
     """The items of one panel model, or all of them for :data:`POOLED`."""
-    return [r for r in rows if model in (POOLED, r["model"])]
+    return [r for r in rows if model in (POOLED, r.model)]
 
 
 def numbers(rows: Iterable[Row]) -> list[float]:

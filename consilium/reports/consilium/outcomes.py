@@ -11,34 +11,35 @@ from consilium.agents.records import FORMATS
 from consilium.graphs.arms import deliberates
 from consilium.reports.consilium.data import STOPS, CohortData, RoleRow
 from consilium.reports.consilium.stats import POOLED, number, percent
+from consilium.runfolder.rows import ArmRow
 
 __all__ = ["models_of", "panel_sizes", "role_categories", "role_label_mapping", "table3", "table4"]
 
 
 def models_of(data: CohortData) -> list[str]:
     """The cohort's models, sorted."""
-    return sorted({a["model"] for a in data.arms if a.get("model")})
+    return sorted({a.model for a in data.arms if a.model})
 
 
 def _formats(data: CohortData) -> list[str]:
-    seen = {a["format"] for a in data.arms}
+    seen = {a.format for a in data.arms}
     return [f for f in FORMATS if f in seen] + sorted(seen - set(FORMATS))
 
 
-def _outcome_row(model: str, fmt: str, arms: list[dict[str, str]], *, rounds: bool = True) -> dict[str, Any]:
-    done = [a for a in arms if a.get("status") == "completed"]
+def _outcome_row(model: str, fmt: str, arms: list[ArmRow], *, rounds: bool = True) -> dict[str, Any]:
+    done = [a for a in arms if a.completed]
     n = len(done)
     if not rounds:  # a protocol without review rounds: the same columns, the deliberation ones empty
         empty = dict.fromkeys(_outcome_row(model, fmt, []))
         return {**empty, "model": model, "format": fmt, "arms": len(arms), "completed": n, "failed": len(arms) - n}
-    dissent = [float(a["r1_dissent"]) for a in done if a.get("r1_dissent")]
-    stops = Counter(a["stop_reason"] for a in done)
+    dissent = [a.get("r1_dissent") for a in done if a.get("r1_dissent") is not None]
+    stops = Counter(a.stop_reason for a in done)
     unanimous = sum(d == 0 for d in dissent)
     row: dict[str, Any] = {
         "model": model, "format": fmt, "arms": len(arms), "completed": n, "failed": len(arms) - n,
         "r1_dissent_mean_pct": number(100 * statistics.fmean(dissent)) if dissent else None,
         "r1_unanimous": unanimous, "r1_unanimous_pct": percent(unanimous, n),
-        "mean_rounds": number(statistics.fmean(int(a["rounds"]) for a in done)) if done else None}
+        "mean_rounds": number(statistics.fmean(a.get("rounds") for a in done)) if done else None}
     for stop in STOPS:
         row[stop], row[f"{stop}_pct"] = stops[stop], percent(stops[stop], n)
     return row
@@ -53,7 +54,7 @@ def table3(data: CohortData) -> list[dict[str, Any]]:
     rows = []
     for model in [*models_of(data), POOLED]:
         for fmt in _formats(data):
-            arms = [a for a in data.arms if a["format"] == fmt and model in (POOLED, a.get("model"))]
+            arms = [a for a in data.arms if a.format == fmt and model in (POOLED, a.get("model"))]
             if arms:
                 rows.append(_outcome_row(model, fmt, arms, rounds=deliberates(data.protocol)))
     return rows

@@ -14,7 +14,7 @@ from typing import Any
 
 from consilium.graphs.arms import arm_format
 from consilium.judges.rubric import COMPONENTS
-from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
+from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, replicate_key
 from consilium.reports.consilium.judged import consilium_items, criterion_order, models_and_pool, per_output, score_of
 from consilium.reports.consilium.stats import POOLED, number
 from consilium.stats import cluster_bootstrap
@@ -40,13 +40,12 @@ def replicate_scores(data: CohortData) -> Scores:
     for row in data.judgements:
         score = score_of(row)
         if score is not None:
-            scores[(row["rubric"], row["component"], row["criterion"])][(row["model"], row["case_id"])][
-                row["format"]][row.get("replicate", "")] = score
+            scores[(row.rubric, row.component, row.criterion)][(row.model, row.case_id)][row.format][
+                replicate_key(row)] = score
     for row in per_output(consilium_items(data)):
         score = score_of(row)
         if score is not None:
-            items[(row["component"], row["model"], row["format"], row["case_id"], row.get("replicate", ""))].append(
-                score)
+            items[(row.component, row.model, row.format, row.case_id, replicate_key(row))].append(score)
     for (component, model, fmt, case, replicate), values in items.items():
         scores[(CONSILIUM_RUBRIC, component, MEAN_CRITERION)][(model, case)][fmt][replicate] = \
             statistics.fmean(values)
@@ -59,8 +58,7 @@ def not_evaluable_counts(data: CohortData) -> Missing:
     missing: Missing = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for row in data.judgements:
         if score_of(row) is None:
-            missing[(row["rubric"], row["component"], row["criterion"])][(row["model"], row["case_id"])][
-                row["format"]] += 1
+            missing[(row.rubric, row.component, row.criterion)][(row.model, row.case_id)][row.format] += 1
     return missing
 
 
@@ -69,8 +67,8 @@ def failed_counts(data: CohortData) -> dict[tuple[str, str, str], int]:
     row of the score tables; they are counted in each row's ``failed``, never dropped unseen."""
     failed: dict[tuple[str, str, str], int] = defaultdict(int)
     for arm in data.arms:
-        if arm.get("status") != "completed":
-            failed[(arm["model"], arm["format"], arm["case_id"])] += 1
+        if not arm.completed:
+            failed[(arm.model, arm.format, arm.case_id)] += 1
     return failed
 
 

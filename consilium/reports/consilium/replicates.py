@@ -61,7 +61,7 @@ REPLICATE_NOTES = {
 
 def has_replicates(data: CohortData) -> bool:
     """Whether the arms were run in replicates (arms.csv has a ``replicate`` index)."""
-    return any(arm.get("replicate") not in (None, "") for arm in data.arms)
+    return any(arm.replicate is not None for arm in data.arms)
 
 
 def replicate_note(name: str, title: str, data: CohortData) -> str:

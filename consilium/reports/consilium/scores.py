@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from consilium.judges.rubric import COMPONENTS
-from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData
+from consilium.reports.consilium.data import CONSILIUM_RUBRIC, CohortData, replicate_key
 from consilium.reports.consilium.files import rubric_criteria
 from consilium.reports.consilium.judged import (
     component_formats,
@@ -29,6 +29,7 @@ from consilium.reports.consilium.judged import (
 )
 from consilium.reports.consilium.replicates import has_replicates
 from consilium.reports.consilium.stats import POOLED, mean_sd, number, percent
+from consilium.runfolder.rows import JudgementRow
 
 __all__ = ["output_means", "replicate_output_means", "scores_table", "table6", "table7", "table8", "table9"]
 
@@ -42,7 +43,7 @@ def table6(data: CohortData) -> list[dict[str, Any]]:
     table = []
     for model in models_and_pool(data):
         for component, fmt in component_formats(data):
-            group = [r for r in of_model(model, rows) if r["component"] == component and r["format"] == fmt]
+            group = [r for r in of_model(model, rows) if r.component == component and r.format == fmt]
             if group:
                 values = numbers(group)
                 mean, sd = mean_sd(values)
@@ -55,7 +56,7 @@ def table7(data: CohortData) -> list[dict[str, Any]]:
     """Table 7: per model and format (then pooled per format), completed ``cases``, the mean judge
     score (the mean of every numeric C1–C8 score of the conclusions; None when none was judged), and
     input, output and total tokens per case (each format's path includes the shared role assignment)."""
-    scores = [r for r in per_output(consilium_items(data)) if r["component"] == "conclusion"]
+    scores = [r for r in per_output(consilium_items(data)) if r.component == "conclusion"]
     formats = sorted({f for _, f in data.tokens})
     groups = [((m, f), data.tokens[(m, f)]) for m, f in sorted(data.tokens)]
     for fmt in formats:
@@ -69,7 +70,7 @@ def table7(data: CohortData) -> list[dict[str, Any]]:
         cases = counter["cases"]
         inp = sum(v for k, v in counter.items() if k.endswith(":input")) / cases if cases else 0.0
         out = sum(v for k, v in counter.items() if k.endswith(":output")) / cases if cases else 0.0
-        judged = numbers(r for r in of_model(model, scores) if r["format"] == fmt)
+        judged = numbers(r for r in of_model(model, scores) if r.format == fmt)
         table.append({"model": model, "format": fmt, "cases": cases, "mean_judge_score": mean_sd(judged)[0],
                       "input_tokens_per_case": number(inp), "output_tokens_per_case": number(out),
                       "total_tokens_per_case": number(inp + out)})
@@ -82,14 +83,14 @@ def scores_table(data: CohortData) -> list[dict[str, Any]]:
     C1–C8 mean). The AI Consilium rows are Table 8 (pooled) and Tables 13–20 (per model). When some item
     carries a ``calibrated_score`` (``judge --calibration``), every row also has ``calibrated_n``,
     ``calibrated_mean`` and ``calibrated_sd`` over its calibrated items (docs/calibration.md)."""
-    keys = {(r["rubric"], r["component"], r["format"], r["criterion"]) for r in data.judgements}
-    calibrated = any(r.get("calibrated_score") for r in data.judgements)
+    keys = {(r.rubric, r.component, r.format, r.criterion) for r in data.judgements}
+    calibrated = any(r.calibrated_score is not None for r in data.judgements)
     rubrics = sorted({k[0] for k in keys})
     table = []
     for model in models_and_pool(data):
-        cells: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+        cells: dict[tuple[str, str, str, str], list[JudgementRow]] = defaultdict(list)
         for r in of_model(model, data.judgements):  # each item in its cell once, in the items' order
-            cells[(r["rubric"], r["component"], r["format"], r["criterion"])].append(r)
+            cells[(r.rubric, r.component, r.format, r.criterion)].append(r)
         for rubric in rubrics:
             criteria = rubric_criteria(rubric)
             for criterion in criterion_order(rubric, (k[3] for k in keys if k[0] == rubric)):
@@ -107,7 +108,7 @@ def scores_table(data: CohortData) -> list[dict[str, Any]]:
                             "whole_case": any(is_whole_case(r) for r in group), "component": component,
                             "format": fmt, "n": len(values), "mean": mean, "sd": sd}
                         if calibrated:
-                            adjusted = [float(r["calibrated_score"]) for r in group if r.get("calibrated_score")]
+                            adjusted = [r.calibrated_score for r in group if r.calibrated_score is not None]
                             c_mean, c_sd = mean_sd(adjusted)
                             row |= {"calibrated_n": len(adjusted), "calibrated_mean": c_mean, "calibrated_sd": c_sd}
                         table.append(row)
@@ -127,8 +128,8 @@ def replicate_output_means(data: CohortData,
     scores: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for row in per_output(consilium_items(data)):
         score = score_of(row)
-        if row["component"] == component and score is not None:
-            scores[(row["model"], row["format"], row["case_id"], row.get("replicate") or "")].append(score)
+        if row.component == component and score is not None:
+            scores[(row.model, row.format, row.case_id, replicate_key(row))].append(score)
     return {k: statistics.fmean(v) for k, v in scores.items()}
 
 
@@ -154,9 +155,8 @@ def table9(data: CohortData) -> list[dict[str, Any]]:
     (its output mean and its complexity), so ``outputs`` counts (model, format, case)s and the added
     ``replicate_outputs`` the replicates' outputs averaged into them."""
     means = replicate_output_means(data)
-    complexity = {(r["model"], r["format"], r["case_id"], r.get("replicate") or ""): float(r["score"])
-                  for r in consilium_items(data)
-                  if r["component"] == "conclusion" and r["criterion"] == "case_complexity" and r["score"]}
+    complexity = {(r.model, r.format, r.case_id, replicate_key(r)): r.score for r in consilium_items(data)
+                  if r.component == "conclusion" and r.criterion == "case_complexity" and r.score is not None}
     replicated = has_replicates(data)
     table = []
     for model in models_and_pool(data):
@@ -164,11 +164,11 @@ def table9(data: CohortData) -> list[dict[str, Any]]:
         groups: dict[str, dict[tuple[str, str, str], list[tuple[str, str, str, str]]]] = \
             defaultdict(lambda: defaultdict(list))
         for arm in data.arms:
-            key = (arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or "")
+            key = (arm.model, arm.format, arm.case_id, replicate_key(arm))
             # an arm without review rounds (the single baseline) has no row here
-            if arm.get("status") == "completed" and arm.get("rounds") and key in means \
-                    and model in (POOLED, arm["model"]):
-                groups[_rounds_group(int(arm["rounds"]))][key[:3]].append(key)
+            rounds = arm.get("rounds")
+            if arm.completed and rounds is not None and key in means and model in (POOLED, arm.model):
+                groups[_rounds_group(rounds)][key[:3]].append(key)
         for name in ("1", "2", ">=3"):
             if name not in groups:
                 continue

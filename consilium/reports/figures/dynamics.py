@@ -59,14 +59,14 @@ class ConsensusByRound:
 def consensus_by_round(data: CohortData) -> list[ConsensusByRound]:
     """Per format, rounds 1 … the cohort's last round (shared by the formats, so their lines align)."""
     done = completed_arms(data)
-    last = max((int(a["rounds"]) for a in done), default=0)
+    last = max((a.get("rounds") for a in done), default=0)
     rows = []
-    for fmt in formats_of(a["format"] for a in done):
-        mine = [a for a in done if a["format"] == fmt]
+    for fmt in formats_of(a.format for a in done):
+        mine = [a for a in done if a.format == fmt]
         rounds = range(1, last + 1)
         rows.append(ConsensusByRound(
-            fmt, len(mine), tuple(sum(int(a["rounds"]) >= r for a in mine) for r in rounds),
-            tuple(sum(a["stop_reason"] == "consensus" and int(a["rounds"]) <= r for a in mine) for r in rounds)))
+            fmt, len(mine), tuple(sum(a.get("rounds") >= r for a in mine) for r in rounds),
+            tuple(sum(a.stop_reason == "consensus" and a.get("rounds") <= r for a in mine) for r in rounds)))
     return rows
 
 
@@ -140,16 +140,16 @@ def outcomes_by_model(data: CohortData) -> list[ModelOutcome]:
     done = completed_arms(data)
     rows = []
     for model in [*models_of(data), POOLED]:
-        for fmt in formats_of(a["format"] for a in done):
-            arms = [a for a in done if a["format"] == fmt and model in (POOLED, a["model"])]
+        for fmt in formats_of(a.format for a in done):
+            arms = [a for a in done if a.format == fmt and model in (POOLED, a.model)]
             if not arms:
                 continue
-            dissent = [100 * float(a["r1_dissent"]) for a in arms if a.get("r1_dissent")]
+            dissent = [100 * a.get("r1_dissent") for a in arms if a.get("r1_dissent") is not None]
             rows.append(ModelOutcome(
                 model, fmt, len(arms), statistics.fmean(dissent) if dissent else None,
                 100 * sum(d == 0 for d in dissent) / len(arms) if dissent else None,
-                statistics.fmean(int(a["rounds"]) for a in arms),
-                100 * sum(a["stop_reason"] == "consensus" for a in arms) / len(arms)))
+                statistics.fmean(a.get("rounds") for a in arms),
+                100 * sum(a.stop_reason == "consensus" for a in arms) / len(arms)))
     return rows
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.reports.compare import CohortData
+from consilium.reports.consilium.data import replicate_key
 from consilium.reports.figures.style import (
     RUBRIC,
     completed_arms,
@@ -26,6 +27,7 @@ from consilium.reports.figures.style import (
     rubric_scale,
     save_figure,
 )
+from consilium.runfolder.rows import JudgementRow
 
 __all__ = [
     "COMPLEXITY",
@@ -48,8 +50,8 @@ BIN = 0.5  # Fig. 7's bin width
 GROUPS = ("1", "2", "≥3")
 
 
-def _conclusions(data: CohortData) -> list[dict[str, str]]:
-    return [r for r in data.judgements if r["rubric"] == RUBRIC and r["component"] == COMPONENT]
+def _conclusions(data: CohortData) -> list[JudgementRow]:
+    return [r for r in data.judgements if r.rubric == RUBRIC and r.component == COMPONENT]
 
 
 @dataclass(frozen=True)
@@ -72,17 +74,16 @@ class CriterionDistribution:
 
 
 def criterion_distributions(data: CohortData) -> list[CriterionDistribution]:
-    """Per C1–C8 criterion (rubric order) with at least one item: every score of the scale, zero
-    where none was given."""
+    """Per C1–C8 criterion (rubric order) with at least one item: every score of the scale, zero where none was."""
     low, high = rubric_scale()
     rows = []
     for criterion in per_output_criteria():
-        items = [r for r in _conclusions(data) if r["criterion"] == criterion.id]
+        items = [r for r in _conclusions(data) if r.criterion == criterion.id]
         if items:
-            scores = Counter(round(float(r["score"])) for r in items if r["score"])
+            scores = Counter(round(r.score) for r in items if r.score is not None)
             rows.append(CriterionDistribution(criterion.id, criterion_label(criterion),
                                               {s: scores[s] for s in range(low, high + 1)},
-                                              sum(1 for r in items if not r["score"])))
+                                              sum(1 for r in items if r.score is None)))
     return rows
 
 
@@ -107,15 +108,14 @@ def _edges() -> tuple[float, ...]:
 
 
 def case_means(data: CohortData) -> list[CaseMeans]:
-    """Per C1–C8 criterion with a numeric score; in a cohort run in replicates each (model, format) of a
-    case is the mean of its replicates' scores first."""
+    """Per C1–C8 criterion with a numeric score; replicates: a case's (model, format) is their scores' mean first."""
     edges = _edges()
     rows = []
     for criterion in per_output_criteria():
         scores: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in _conclusions(data):
-            if r["criterion"] == criterion.id and r["score"]:
-                scores[r["case_id"]][(r["model"], r["format"])].append(float(r["score"]))
+            if r.criterion == criterion.id and r.score is not None:
+                scores[r.case_id][(r.model, r.format)].append(r.score)
         if scores:
             means = {case: statistics.fmean(statistics.fmean(v) for v in slots.values())
                      for case, slots in sorted(scores.items())}
@@ -155,17 +155,17 @@ def rounds_groups(data: CohortData) -> list[RoundsGroup]:
     outputs: dict[Key, list[float]] = defaultdict(list)
     complexity: dict[Key, float] = {}
     for r in _conclusions(data):
-        if r["score"]:
-            key = (r["model"], r["format"], r["case_id"], r.get("replicate") or "")
-            if r["criterion"] in criteria:
-                outputs[key].append(float(r["score"]))
-            elif r["criterion"] == COMPLEXITY:
-                complexity[key] = float(r["score"])
+        if r.score is not None:
+            key = (r.model, r.format, r.case_id, replicate_key(r))
+            if r.criterion in criteria:
+                outputs[key].append(r.score)
+            elif r.criterion == COMPLEXITY:
+                complexity[key] = r.score
     groups: dict[str, dict[tuple[str, str, str], list[Key]]] = defaultdict(lambda: defaultdict(list))
     for arm in completed_arms(data):
-        key = (arm["model"], arm["format"], arm["case_id"], arm.get("replicate") or "")
+        key = (arm.model, arm.format, arm.case_id, replicate_key(arm))
         if key in outputs:
-            rounds = int(arm["rounds"])
+            rounds = arm.get("rounds")
             groups["1" if rounds == 1 else "2" if rounds == 2 else "≥3"][key[:3]].append(key)
     rows = []
     for name in GROUPS:

@@ -30,11 +30,11 @@ class StopCounts:
 def stop_counts(data: CohortData) -> list[StopCounts]:
     """Per format: every stop reason of :data:`STOPS` (zero where none), then any other recorded."""
     rows = []
-    for fmt in formats_of(a["format"] for a in data.arms):
-        done = [a for a in completed_arms(data) if a["format"] == fmt]
-        seen = Counter(a["stop_reason"] for a in done)
+    for fmt in formats_of(a.format for a in data.arms):
+        done = [a for a in completed_arms(data) if a.format == fmt]
+        seen = Counter(a.stop_reason for a in done)
         counts = {s: seen[s] for s in [*STOPS, *sorted(set(seen) - set(STOPS))]}
-        failed = sum(1 for a in data.arms if a["format"] == fmt and a.get("status") != "completed")
+        failed = sum(1 for a in data.arms if a.format == fmt and not a.completed)
         rows.append(StopCounts(fmt, counts, len(done), failed))
     return rows
 

@@ -22,6 +22,7 @@ from consilium.judges.rubric import Criterion, load_rubric, rubric_names
 from consilium.redact import redact_figure
 from consilium.reports.compare import CohortData
 from consilium.reports.figures.fonts import cached_font_subsets
+from consilium.runfolder.rows import ArmRow
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -175,13 +176,13 @@ def remove_figure(out: Path, stem: str) -> None:
         (out / f"{stem}{suffix}").unlink(missing_ok=True)
 
 
-def completed_arms(data: CohortData) -> list[dict[str, str]]:
-    return [a for a in data.arms if a.get("status") == "completed"]
+def completed_arms(data: CohortData) -> list[ArmRow]:
+    return [a for a in data.arms if a.completed]
 
 
 def models_of(data: CohortData) -> list[str]:
     """The cohort's models, sorted (a failed arm's model included)."""
-    return sorted({a["model"] for a in data.arms if a.get("model")})
+    return sorted({a.model for a in data.arms if a.model})
 
 
 def formats_of(keys: Iterable[str]) -> list[str]:

@@ -29,6 +29,7 @@ from consilium.graphs.arms import require
 from consilium.graphs.board.trace import BoardTrace
 from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.registry import read_trace
+from consilium.reports.consilium.data import replicate_key
 from consilium.reports.consilium.files import read_arms
 from consilium.reports.networks.coassign import coassignment_graph, edge_rows, node_rows
 from consilium.reports.networks.deliberation import change_path, deliberation_graph
@@ -73,8 +74,8 @@ def _trace_files(run_dir: Path, out: Path) -> list[tuple[Path, str]]:
         raise UserError(f"{run_dir}: no such run folder")
     folder = RunFolder(run_dir)
     if folder.is_cohort:
-        rows = [r for r in read_arms(run_dir, check=False) if r.get("trace")]
-        files = [(folder.trace_location(r["trace"]), r.get("replicate") or "") for r in rows]
+        rows = [r for r in read_arms(run_dir, check=False) if r.trace]
+        files = [(folder.trace_location(r.trace), replicate_key(r)) for r in rows]
         missing = [f for f, _ in files if not f.is_file()]
         if missing:
             raise UserError(f"{folder.arms_csv}: trace: {missing[0]}: no such trace file")

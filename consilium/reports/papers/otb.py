@@ -22,11 +22,12 @@ from consilium.graphs.registry import read_trace
 from consilium.judges.components import component_texts
 from consilium.judges.rubric import load_rubric
 from consilium.judges.scoring import weighted_decisions
-from consilium.reports.compare import CohortData, arm_protocol
+from consilium.reports.compare import CohortData
 from consilium.reports.papers.per_case import CaseValues, FailedArm, case_values, rubric_groups
 from consilium.reports.papers.responses import Response, by_component, group
 from consilium.reports.papers.stats import count, mean, pct, rate, sd
 from consilium.runfolder.folder import RunFolder
+from consilium.runfolder.rows import ArmRow
 
 __all__ = ["DIMENSIONS", "board_stops", "board_summary", "conclusion_alignment", "decision_dimensions",
            "four_decision", "rouge_l", "specialist_turn", "weights"]
@@ -42,8 +43,8 @@ def weights() -> dict[str, float]:
     return {c.id: c.weight for c in load_rubric(DECISIONS).criteria}
 
 
-def _model(arm: dict[str, str]) -> str:
-    return arm.get("model") or arm.get("model_spec", "")
+def _model(arm: ArmRow) -> str:
+    return arm.model or arm.model_spec
 
 
 def _alignment(response: Response) -> float | None:
@@ -96,11 +97,11 @@ def _rouge() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
-def rouge_l(run_dir: Path, arm: dict[str, str]) -> float | None:
+def rouge_l(run_dir: Path, arm: ArmRow) -> float | None:
     """ROUGE-L F1 of a completed board arm's conclusion against its case's ``reference.conclusion``
     (the ``rouge-score`` package, Porter stemmer, as the judgement records' overlap); None when the
     trace has no conclusion or the case no reference conclusion."""
-    trace = read_trace(RunFolder(run_dir).trace_location(arm["trace"]))
+    trace = read_trace(RunFolder(run_dir).trace_location(arm.trace))
     candidate = component_texts(trace).get("conclusion")
     case = Case.model_validate(trace.case)
     reference = case.reference.conclusion if case.reference else None
@@ -114,18 +115,18 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
     format checks over completed arms (exact: every check holds, as a count and share; dense: the mean
     share of checks passed); ROUGE-L F1 against the reference conclusion; the mean conclusion alignment
     (1–5, C.2) and the mean four-decision score (0–1, E.2), each with its count and not-evaluable count."""
-    arms: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    arms: dict[tuple[str, str], list[ArmRow]] = defaultdict(list)
     for arm in data.arms:
-        if arm_protocol(arm) == BOARD.name:
-            arms[(_model(arm), arm["format"])].append(arm)
+        if arm.protocol == BOARD.name:
+            arms[(_model(arm), arm.format)].append(arm)
     alignment, decisions = group(responses, ALIGNMENT), group(responses, DECISIONS)
     rows = []
     for (model, variant), group_arms in sorted(arms.items()):
-        done = [a for a in group_arms if a.get("status") == "completed"]
-        checked = [a for a in done if a.get("format_exact") not in (None, "")]
-        exact = sum(float(a["format_exact"]) == 1 for a in checked)
-        dense = [float(a["format_dense"]) for a in done if a.get("format_dense") not in (None, "")]
-        rouge = [r for r in (rouge_l(run_dir, a) for a in done if a.get("trace")) if r is not None]
+        done = [a for a in group_arms if a.completed]
+        checked = [a for a in done if a.get("format_exact") is not None]
+        exact = sum(a.get("format_exact") == 1 for a in checked)
+        dense = [float(a.get("format_dense")) for a in done if a.get("format_dense") is not None]
+        rouge = [r for r in (rouge_l(run_dir, a) for a in done if a.trace) if r is not None]
         aligned = [_alignment(r) for r in alignment.get((model, variant), [])]
         decided = [_decision_scores(r) for r in decisions.get((model, variant), [])]
         means = [weighted_decisions(s, weights()) for s in decided if s is not None]
@@ -134,8 +135,8 @@ def board_summary(run_dir: Path, data: CohortData, responses: list[Response]) ->
         rows.append({
             "model": model, "mode": variant.removeprefix("board-"), "arms": len(group_arms), "completed": len(done),
             "failed": len(group_arms) - len(done),
-            "turns_mean": mean([float(a["turns"]) for a in done]),
-            "tokens_per_case": mean([float(int(a["input_tokens"]) + int(a["output_tokens"])) for a in done]),
+            "turns_mean": mean([float(a.get("turns")) for a in done]),
+            "tokens_per_case": mean([float((a.input_tokens or 0) + (a.output_tokens or 0)) for a in done]),
             "format_exact_n": exact, "format_checked": len(checked), "format_exact_rate": rate(exact, len(checked)),
             "format_dense_mean": mean(dense),
             "rouge_l_n": len(rouge), "rouge_l_mean": mean(rouge),
@@ -154,8 +155,8 @@ def board_stops(data: CohortData) -> list[dict[str, Any]]:
     """Stop reasons of completed board arms per model and mode, as a count and % of completed arms."""
     done: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for arm in data.arms:
-        if arm_protocol(arm) == BOARD.name and arm.get("status") == "completed":
-            done[(_model(arm), arm["format"])][arm.get("stop_reason") or "-"] += 1
+        if arm.protocol == BOARD.name and arm.completed:
+            done[(_model(arm), arm.format)][arm.stop_reason or "-"] += 1
     return [{"model": model, "mode": variant.removeprefix("board-"), "stop_reason": stop, "arms": n,
              "pct": pct(n, sum(stops.values()))}
             for (model, variant), stops in sorted(done.items()) for stop, n in sorted(stops.items())]

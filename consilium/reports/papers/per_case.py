@@ -34,7 +34,9 @@ from consilium.errors import UserError
 from consilium.judges.per_case import CaseValues, case_values
 from consilium.judges.rubric import Rubric, load_rubric, rubric_names
 from consilium.judges.runner import reference_for
+from consilium.reports.consilium.data import replicate_key
 from consilium.reports.papers.responses import Response
+from consilium.runfolder.rows import ArmRow
 from consilium.spec.manifest import MANIFEST, load_manifest
 
 __all__ = ["CaseValues", "FailedArm", "HasReference", "case_values", "failed_arms", "has_reference",
@@ -56,14 +58,13 @@ class FailedArm:
     replicate: str
 
 
-def failed_arms(arms: Iterable[dict[str, str]]) -> dict[tuple[str, str], list[FailedArm]]:
+def failed_arms(arms: Iterable[ArmRow]) -> dict[tuple[str, str], list[FailedArm]]:
     """(model, variant) → its failed arms (arms.csv rows whose status is not ``completed``)."""
     failed: dict[tuple[str, str], list[FailedArm]] = defaultdict(list)
     for arm in arms:
-        if arm.get("status") != "completed":
-            model, variant = arm.get("model") or arm.get("model_spec", ""), arm.get("format", "")
-            failed[(model, variant)].append(FailedArm(model, variant, arm.get("case_id", ""),
-                                                      arm.get("replicate") or ""))
+        if not arm.completed:
+            model, variant = arm.model or arm.model_spec, arm.format
+            failed[(model, variant)].append(FailedArm(model, variant, arm.case_id, replicate_key(arm)))
     return dict(failed)
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from consilium.judges.record import JudgementItem, read_judgement
 from consilium.reports.compare import CohortData
+from consilium.reports.consilium.data import replicate_key
+from consilium.runfolder.rows import JudgementRow
 
 __all__ = ["Response", "by_component", "group", "judged_responses"]
 
@@ -32,19 +34,16 @@ class Response:
     replicate: str = ""  # the arm's replicate index ("" when the cohort has none)
 
 
-def _item(row: dict[str, str]) -> JudgementItem:
-    return JudgementItem(component=row["component"], criterion=row["criterion"],
-                         score=float(row["score"]) if row["score"] else None,
-                         not_evaluable=row["not_evaluable"].strip().lower() == "true",
-                         reason=row.get("reason") or None)
+def _item(row: JudgementRow) -> JudgementItem:
+    return JudgementItem(component=row.component, criterion=row.criterion, score=row.score,
+                         not_evaluable=row.not_evaluable, reason=row.reason or None)
 
 
 def judged_responses(run_dir: Path, data: CohortData) -> list[Response]:
     """Every judged response of the cohort's completed arms, in a stable order."""
-    rows: dict[tuple[str, str, str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    rows: dict[tuple[str, str, str, str, str, str], list[JudgementRow]] = defaultdict(list)
     for row in data.judgements:
-        rows[(row["model"], row["format"], row["case_id"], row["rubric"], row.get("replicate") or "",
-              row.get("judgement") or "")].append(row)
+        rows[(row.model, row.format, row.case_id, row.rubric, replicate_key(row), row.judgement)].append(row)
     responses = []
     for (model, variant, case_id, rubric, replicate, record), group_rows in sorted(rows.items()):
         if data.judgements_from == "records" and record:
