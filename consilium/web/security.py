@@ -21,7 +21,8 @@ from aiohttp.abc import AbstractAccessLogger
 from consilium.errors import ConsiliumError
 from consilium.web.context import CONTEXT, WHO, Who
 
-__all__ = ["COOKIE", "CSP", "AccessLogger", "middleware", "register", "require_admin", "require_rater", "who"]
+__all__ = ["COOKIE", "CSP", "AccessLogger", "cookie_name", "middleware", "register", "require_admin", "require_rater",
+           "who"]
 
 COOKIE = "consilium_session"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -56,6 +57,12 @@ def identify(request: web.Request, token: str) -> Who:
     return Who()
 
 
+def cookie_name(request: web.Request) -> str:
+    """The session cookie's name, ``consilium_session_<port>``: a browser keeps one set of cookies per host
+    whatever the port, so two studios on one machine would otherwise sign each other's sessions out."""
+    return f"{COOKIE}_{request.url.port}"
+
+
 def _identify(request: web.Request, token: str) -> Who:
     """:func:`identify`, where a study database that does not answer is a 503 naming nothing (a rater's browser
     is never shown a path: it could hold the run's id)."""
@@ -67,7 +74,7 @@ def _identify(request: web.Request, token: str) -> Who:
 
 @web.middleware
 async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    held = request.cookies.get(COOKIE, "")
+    held = request.cookies.get(cookie_name(request), "")
     request[WHO] = who_is = Who()
     try:  # a refusal below is a response like any other: it carries the same headers
         if not request.path.startswith("/static/"):  # the pages' own files are for anyone
@@ -132,16 +139,16 @@ async def login(request: web.Request) -> web.StreamResponse:
         # A link followed from another site (a webmail, say): the browser does not send a SameSite=Strict cookie
         # on a redirect of that navigation, so this site's own page goes on to the target (a refresh, no script).
         response = web.Response(text=_GO_ON.format(target=escape(target)), content_type="text/html")
-        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+        response.set_cookie(cookie_name(request), token, httponly=True, samesite="Strict", path="/")
         return response
     redirect = web.HTTPSeeOther(target)
-    redirect.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+    redirect.set_cookie(cookie_name(request), token, httponly=True, samesite="Strict", path="/")
     raise redirect
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
     response = web.HTTPSeeOther("/login")
-    response.del_cookie(COOKIE, path="/")
+    response.del_cookie(cookie_name(request), path="/")
     raise response
 
 

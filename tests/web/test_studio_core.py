@@ -46,7 +46,7 @@ async def test_the_library_holds_a_running_studio_that_answers_with_its_headers_
                 assert response.headers["X-Frame-Options"] == "DENY"
             async with session.get(studio.admin_link, allow_redirects=False) as response:
                 assert response.status == 303
-                cookie = response.cookies["consilium_session"]
+                cookie = response.cookies[f"consilium_session_{studio.url.rsplit(':', 1)[1].strip('/')}"]
                 assert cookie["httponly"] and cookie["samesite"] == "Strict"
             async with session.post(studio.url + "logout") as response:  # a session, but no CSRF token
                 assert response.status == 403

@@ -83,3 +83,17 @@ def test_a_page_left_open_across_a_restart_of_the_server_still_saves_its_answers
             assert ana.wait(f"{status} !== 'saving…' && {status}") == "saved"
     answers = Study.open(fixture_cohort, str(db)).item("ana", item).answers
     assert {c: a.score for c, a in answers.items()} == {"c1": 1.0, "c2": 3.0}
+
+
+def test_two_studios_on_one_machine_keep_their_own_sessions_in_one_browser(tmp_path: Path) -> None:
+    """A browser keeps one cookie per host whatever the port: each studio's session cookie is named for its port,
+    so signing in to a second studio does not sign the browser out of the first."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with served(tmp_path / "a", log=tmp_path / "a.log") as first, \
+            served(tmp_path / "b", log=tmp_path / "b.log") as second, Browser(tmp_path) as admin:
+        admin.open(first.admin_link)
+        admin.open(second.admin_link)
+        assert admin.fetch_status(f"{second.url}runs/0/") == 200
+        admin.open(f"{first.url}runs/0/")
+        assert admin.eval("document.querySelector('h1') && document.querySelector('h1').textContent") == "a"

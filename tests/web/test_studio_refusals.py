@@ -51,13 +51,18 @@ class Client:
     cookie: str = ""
     csrf: str = ""
 
+    @property
+    def name(self) -> str:
+        """The session cookie's name: the studio's port in it."""
+        return f"consilium_session_{self.url.rsplit(':', 1)[1].strip('/')}"
+
     async def login(self, token: str) -> None:
         async with self.http.get(f"{self.url}login/{token}", allow_redirects=False) as response:
             assert response.status == 303
-            self.cookie = response.cookies["consilium_session"].value
+            self.cookie = response.cookies[self.name].value
 
     async def call(self, method: str, path: str, body: Any = None) -> tuple[int, str]:
-        headers = {"Cookie": f"consilium_session={self.cookie}", "X-CSRF-Token": self.csrf}
+        headers = {"Cookie": f"{self.name}={self.cookie}", "X-CSRF-Token": self.csrf}
         async with self.http.request(method, self.url + path, json=body, headers=headers,
                                      allow_redirects=False) as response:
             text = await response.text()
@@ -127,7 +132,7 @@ async def test_every_write_without_the_csrf_token_or_from_another_origin_is_refu
         await ana.call("GET", "rate/ana")  # the page's CSRF token, kept for the foreign-origin writes
         for method, path in writes:
             for headers in ({}, {"X-CSRF-Token": "0" * 64}, {"X-CSRF-Token": ana.csrf, "Origin": "http://evil.test"}):
-                sent = {"Cookie": f"consilium_session={ana.cookie}", **headers}
+                sent = {"Cookie": f"{ana.name}={ana.cookie}", **headers}
                 async with ana.http.request(method, ana.url + path, json={}, headers=sent) as response:
                     assert response.status == 403, (method, path, headers)
                     assert response.headers.get("Content-Security-Policy") == CSP, (method, path, headers)
