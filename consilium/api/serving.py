@@ -67,6 +67,9 @@ async def _start(runs: Sequence[str | Path], options: ServeOptions | None) -> Ru
     from consilium.web.server import started
 
     chosen = options or ServeOptions()
+    if not chosen.host.strip():  # aiohttp would listen on every address: never by an empty variable
+        raise UserError("--host: empty; give an address (default 127.0.0.1: this machine only; 0.0.0.0: every "
+                        "interface)")
     try:
         runner, url, admin = await started(_folders(runs), host=chosen.host, port=chosen.port,
                                            database=_database(chosen.database))

@@ -209,3 +209,17 @@ async def test_a_study_database_that_stops_answering_is_a_503_for_its_raters_and
         finally:
             file.write_bytes(kept)
         assert (await ana.call("GET", "rate/ana"))[0] == 200
+
+
+@pytest.mark.parametrize("host", ["", "  "])
+async def test_an_empty_host_is_refused_rather_than_listening_on_every_interface(tmp_path: Path, host: str) -> None:
+    """``--host "$HOST"`` with HOST unset: refused, where it would have listened on every address (IPv4 and IPv6,
+    each on a port of its own) of a studio that holds unblinded results."""
+    from consilium.api.serving import ServeOptions, running_studio
+
+    with pytest.raises(UserError, match=r"^--host: "):
+        async with running_studio([tmp_path], ServeOptions(host=host, port=0)):
+            pass
+    done = subprocess.run([sys.executable, "-m", "consilium", "serve", str(tmp_path), "--port", "0", "--host", host],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("consilium: error: --host: ")
