@@ -17,6 +17,7 @@ from consilium.reports.compare import cost_table, scores_table, table3, table7
 from consilium.reports.consilium.judged import numbers, per_output
 from consilium.reports.consilium.stats import mean_sd
 from consilium.reports.sources import CohortPart, cohort_parts
+from consilium.runfolder.rows import JudgementRow
 from consilium.web.page import esc, table
 
 __all__ = ["rubric_means", "summary_body", "summary_rows", "summary_stamp"]
@@ -32,11 +33,11 @@ def rubric_means(part: CohortPart) -> dict[tuple[str, str, str], tuple[float | N
     """(model, format, rubric) → the mean of the per-output items' scores (whole-case criteria apart, as every
     report mean), how many were scored, and how many items were not evaluable; the pooled model too."""
     found: dict[tuple[str, str, str], tuple[float | None, int, int]] = {}
-    groups: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[JudgementRow]] = defaultdict(list)
     for r in part.data.judgements:  # each item in its model's group and the pooled one, in the items' order
-        groups[(r["model"], r["format"], r["rubric"])].append(r)
-        if r["model"] != "pooled":
-            groups[("pooled", r["format"], r["rubric"])].append(r)
+        groups[(r.model, r.format, r.rubric)].append(r)
+        if r.model != "pooled":
+            groups[("pooled", r.format, r.rubric)].append(r)
     for (model, fmt, rubric), rows in groups.items():
         values = numbers(per_output(rows))
         found[(model, fmt, rubric)] = (mean_sd(values)[0], len(values), len(rows) - len(numbers(rows)))
