@@ -83,7 +83,7 @@ class Context:
             try:
                 self._studies[run] = Study.open(run, self.database)
             except UserError as exc:
-                if self.database is None or "no rating study of" not in str(exc):
+                if self.database is None or "no rating study" not in str(exc):  # a --database not made yet: none
                     self.problems[run] = str(exc)
             except Exception as exc:  # any failure of the database is shown on the pages, never a failed login
                 self.problems[run] = f"{type(exc).__name__}: {redact(str(exc))}"

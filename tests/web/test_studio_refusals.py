@@ -223,3 +223,23 @@ async def test_an_empty_host_is_refused_rather_than_listening_on_every_interface
     done = subprocess.run([sys.executable, "-m", "consilium", "serve", str(tmp_path), "--port", "0", "--host", host],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("consilium: error: --host: ")
+
+
+
+async def test_a_database_named_but_not_made_yet_is_no_study_and_the_form_makes_it(
+        fixture_cohort: Path, tmp_path: Path) -> None:
+    """``serve --database NEW.sqlite3`` (no such file yet): the folder has no study, not a broken one; the
+    new-study form opens and creates the study in that file."""
+    from consilium.api.serving import ServeOptions, running_studio
+
+    new = tmp_path / "new.sqlite3"
+    async with running_studio([fixture_cohort], ServeOptions(port=0, database=str(new))) as running, \
+            aiohttp.ClientSession() as http:
+        admin = Client(http, running.url, running.admin_link.rsplit("/", 1)[1])
+        await admin.login(admin.admin)
+        status, page = await admin.call("GET", "runs/0/")
+        assert status == 200 and 'href="/runs/0/study/new"' in page and 'class="error">rating study' not in page
+        assert (await admin.call("GET", "runs/0/study/new"))[0] == 200
+        status, text = await admin.call("POST", "runs/0/study", {"rubric": "ai-consilium", "raters": "ana,ben"})
+        assert status == 200 and json.loads(text)["study"] == "/study/0", text
+    assert [e.position for e in Study.open(fixture_cohort, str(new)).queue("ana")][:1] == [1]
