@@ -15,8 +15,9 @@ from typing import Any
 from aiohttp import web
 
 from consilium.errors import UserError
-from consilium.judges.rubric import builtin_rubric_names
+from consilium.judges.rubric import builtin_rubric_names, load_rubric
 from consilium.study import create_study
+from consilium.study.draw import rated_components
 from consilium.web.context import CONTEXT
 from consilium.web.page import esc, page
 from consilium.web.security import require_admin
@@ -27,6 +28,18 @@ __all__ = ["register"]
 def _folder(request: web.Request) -> tuple[int, Any]:
     require_admin(request)
     return request.app[CONTEXT].folder(request.match_info["n"])
+
+
+def _ratable() -> list[str]:
+    """The shipped rubrics a study can rate (criteria of their own: not a diagnosis match or a case's criteria)."""
+    found = []
+    for name in builtin_rubric_names():
+        try:
+            rated_components(load_rubric(name), None)
+        except UserError:
+            continue
+        found.append(name)
+    return found
 
 
 def _field(label: str, name: str, control: str, hint: str = "") -> str:
@@ -41,7 +54,7 @@ async def form(request: web.Request) -> web.Response:
     if existing is not None:
         raise web.HTTPSeeOther(f"/study/{n}")
     options = "".join(f'<option value="{esc(name)}"{" selected" if name == "ai-consilium" else ""}>{esc(name)}'
-                      "</option>" for name in builtin_rubric_names())
+                      "</option>" for name in _ratable())
     body = (f'<nav><a href="/runs/{n}/">cohort index</a></nav>'
             f'<h1>New rating study of {esc(folder.name)}</h1>'
             '<p class="muted">The outputs are drawn from the completed arms (stratified by model and variant when '

@@ -243,3 +243,18 @@ async def test_a_database_named_but_not_made_yet_is_no_study_and_the_form_makes_
         status, text = await admin.call("POST", "runs/0/study", {"rubric": "ai-consilium", "raters": "ana,ben"})
         assert status == 200 and json.loads(text)["study"] == "/study/0", text
     assert [e.position for e in Study.open(fixture_cohort, str(new)).queue("ana")][:1] == [1]
+
+
+async def test_the_new_study_form_offers_only_rubrics_a_study_can_rate(fixture_cohort: Path, tmp_path: Path) -> None:
+    """A diagnosis match and a case's signed criteria are no criteria a physician rates (the study refuses them):
+    the form does not offer them."""
+    from consilium.api.serving import ServeOptions, running_studio
+
+    options = ServeOptions(port=0, database=str(tmp_path / "none-yet.sqlite3"))
+    async with running_studio([fixture_cohort], options) as running, aiohttp.ClientSession() as http:
+        admin = Client(http, running.url, running.admin_link.rsplit("/", 1)[1])
+        await admin.login(admin.admin)
+        status, page = await admin.call("GET", "runs/0/study/new")
+    assert status == 200
+    assert re.findall(r'<option value="([^"]+)"', page) == [
+        "ai-consilium", "otb-clinical-equivalence", "otb-conclusion-alignment", "otb-consistency", "otb-four-decision"]
