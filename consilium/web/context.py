@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class Context:
     #: Why a folder's study could not be opened, where it has a study database: shown on its pages.
     problems: dict[Path, str] = field(default_factory=dict)
     _looked: dict[Path, float] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def folders(self) -> list[Path]:
         """The folders to browse, numbered as the pages number them (``/runs/{n}/``, ``/study/{n}``): each
@@ -70,6 +72,10 @@ class Context:
         """The rating study of a browsed folder (None: it has none), opened once. A folder with a study database
         that cannot be opened (a newer schema, a database that does not answer) has its reason in
         :attr:`problems`, which its pages show: it is never passed off as a folder without a study."""
+        with self._lock:  # requests identify their sessions on worker threads: one opening at a time
+            return self._study(run)
+
+    def _study(self, run: Path) -> Study | None:
         # A folder found without a study is looked at again now and then: `study create` while the server runs.
         again = self._studies.get(run, 0) is None and time.monotonic() - self._looked.get(run, 0.0) > _LOOK_AGAIN_S
         if run not in self._studies or again:
@@ -98,8 +104,9 @@ class Context:
 
     def forget_studies(self) -> None:
         """Open each folder's study afresh on next use (one created or changed while the server runs)."""
-        self._studies.clear()
-        self.problems.clear()
+        with self._lock:
+            self._studies.clear()
+            self.problems.clear()
 
     def studies(self) -> list[Study]:
         return [s for s in (self.study(run) for run in self.folders()) if s is not None]

@@ -11,6 +11,7 @@ in a query string never reaches a log.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
 from html import escape
@@ -63,11 +64,12 @@ def cookie_name(request: web.Request) -> str:
     return f"{COOKIE}_{request.url.port}"
 
 
-def _identify(request: web.Request, token: str) -> Who:
-    """:func:`identify`, where a study database that does not answer is a 503 naming nothing (a rater's browser
-    is never shown a path: it could hold the run's id)."""
+async def _identify(request: web.Request, token: str) -> Who:
+    """:func:`identify` on a worker thread (a study database's lookups never hold up the server's other
+    requests), where a study database that does not answer is a 503 naming nothing (a rater's browser is never
+    shown a path: it could hold the run's id)."""
     try:
-        return identify(request, token)
+        return await asyncio.to_thread(identify, request, token)
     except ConsiliumError:
         raise web.HTTPServiceUnavailable(text=UNREAD) from None
 
@@ -78,7 +80,7 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
     request[WHO] = who_is = Who()
     try:  # a refusal below is a response like any other: it carries the same headers
         if not request.path.startswith("/static/"):  # the pages' own files are for anyone
-            request[WHO] = who_is = _identify(request, held)
+            request[WHO] = who_is = await _identify(request, held)
         if held and who_is.kind is None and not request.path.startswith(_OPEN):
             # A session whose link was revoked (or an administrator's link of an earlier start): said as it is,
             # on the next request, page or write, rather than as a missing CSRF token or another rater's queue.
@@ -131,7 +133,7 @@ def require_rater(request: web.Request, rater: str) -> Who:
 
 async def login(request: web.Request) -> web.StreamResponse:
     token = request.match_info.get("token", "")
-    found = _identify(request, token)
+    found = await _identify(request, token)
     if found.kind is None:
         raise web.HTTPForbidden(text="403: this link is not valid (mistyped, or revoked by the study's administrator)")
     target = f"/rate/{found.rater}" if found.kind == "rater" else "/"
