@@ -23,6 +23,9 @@ def page(request: web.Request, title: str, body: str, *, scripts: Sequence[str] 
     """The document: ``body`` is HTML the caller built with :func:`esc`; ``scripts`` are files of /static."""
     found = who(request)
     csrf = request.app[CONTEXT].csrf(found.token) if found.token else ""
+    if found.token:  # anyone signed in can sign out here (static/session.js posts it with the CSRF token)
+        scripts = (*scripts, "session.js")
+        body += '<footer class="session"><button type="button" id="sign-out">Sign out</button></footer>'
     tags = "".join(f'<script src="/static/{esc(name)}" defer></script>' for name in scripts)
     html = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -32,7 +32,7 @@ _HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
             "X-Frame-Options": "DENY", "Cross-Origin-Opener-Policy": "same-origin"}
 _SAFE = ("GET", "HEAD")
 #: Paths a session that opens nothing any more may still ask for: the pages' own files, and a new link.
-_OPEN = ("/static/", "/login/")
+_OPEN = ("/static/", "/login/", "/signed-out")
 STALE = ("403: your link no longer opens the studio (revoked by the study's administrator, or an administrator link "
          "of an earlier start): ask for a new link")
 UNREAD = "503: the rating study's database cannot be read just now: try again in a moment"
@@ -149,14 +149,22 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    response = web.HTTPSeeOther("/login")
+    """The session ended here (the page's sign-out button): its cookie deleted; the link still opens it again."""
+    response = web.json_response({"signed_out": True})
     response.del_cookie(cookie_name(request), path="/")
-    raise response
+    return response
+
+
+async def signed_out(request: web.Request) -> web.StreamResponse:
+    return web.Response(text='<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out</title>'
+                             '<link rel="stylesheet" href="/static/style.css"></head><body><p>Signed out. Your link '
+                             "opens the studio again.</p></body></html>", content_type="text/html")
 
 
 def register(app: web.Application) -> None:
     app.router.add_get("/login/{token}", login)
     app.router.add_get("/login", login)
+    app.router.add_get("/signed-out", signed_out)
     app.router.add_post("/logout", logout)
 
 

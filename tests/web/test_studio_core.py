@@ -25,6 +25,14 @@ def test_the_admin_link_opens_a_session_and_every_page_carries_a_strict_policy(t
         # A write without the page's CSRF token is refused.
         status = browser.eval("fetch('/logout', {method: 'POST'}).then(r => r.status)")
         assert status == 403
+        # The page's sign-out button ends the session: the next page is refused until the link is opened again.
+        browser.open(studio.url)
+        browser.click("#sign-out")
+        browser.wait("location.pathname === '/signed-out'")
+        browser.open(studio.url)
+        assert browser.text().startswith("403")
+        browser.open(studio.admin_link)
+        assert browser.eval("document.getElementById('sign-out') !== null")
     log = studio.log.read_text()
     assert "GET /login" in log and token not in log and "wrong" not in log
 
