@@ -45,7 +45,7 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], encoder: 
     return scores
 
 
-def local_encoder(path: Path, *, layer: int = OFFICIAL_LAYER, batch_size: int = 16) -> Encoder:  # pragma: no cover
+def local_encoder(path: Path, *, layer: int = OFFICIAL_LAYER, batch_size: int = 16) -> Encoder:
     """The encoder of a model saved in ``path`` (the official one is microsoft/deberta-xlarge-mnli)."""
     try:
         import torch
