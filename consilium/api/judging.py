@@ -170,7 +170,7 @@ async def ajudge_folder(paths: Sequence[str | Path], options: JudgeOptions | Non
             if chosen.calibration is not None:
                 judgement = _calibrate(judgement, calibration, chosen.calibration)
             # the judgement, and a board's match and reward once the reward's rubrics judged it
-            out = write_judged(path, trace, used.name, judgement, judgement_path)
+            out = write_judged(path, trace, used.name, judgement)
             # its calls are in its file; the summary keeps models apart and counts a failed run's missing answer
             finished[position] = JudgedTrace(path, out, judgement.model_copy(update={"calls": []}), _arm(trace, used))
             spent[0] += judgement.usage.total.calls

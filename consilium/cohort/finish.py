@@ -19,7 +19,6 @@ from consilium.models import ChatModel
 from consilium.models.factory import build_ref
 from consilium.models.refs import parse_model_ref
 from consilium.runfolder.folder import RunFolder
-from consilium.runfolder.layout import judgement_path
 from consilium.spec.manifest import CohortManifest, write_cohort_manifest
 
 if TYPE_CHECKING:
@@ -102,7 +101,7 @@ def _judge(rows: list[dict[str, Any]], plan: Plan, run_dir: Path, model: ChatMod
 
     def done(position: int, path: Path, trace: AnyTrace, rubric: Rubric, judgement: Judgement) -> None:
         # the judgement, and a board's match and reward once the reward's rubrics judged it, as `judge` writes them
-        out = write_judged(path, trace, rubric.name, judgement, judgement_path)
+        out = write_judged(path, trace, rubric.name, judgement)
         costs.setdefault(relative(path, run_dir), []).extend(judge_costs(judgement))
         judgements.append(judgement.model_copy(update={"calls": []}))  # its calls are in its file
         protocol = protocol_of(trace)

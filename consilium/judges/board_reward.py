@@ -9,7 +9,7 @@ holds no number. The record is written beside the trace, ``<trace>.otb-reward.js
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from consilium.judges.record import Judgement, read_judgement
 from consilium.judges.scope_labels import DIMENSIONS
 from consilium.otb.format_score import format_score
 from consilium.otb.reward import Judged, reward
+from consilium.runfolder.layout import board_reward_path as reward_path
+from consilium.runfolder.layout import judgement_path
 from consilium.traces.schema import TraceBase
 
 __all__ = ["REWARD_RUBRICS", "board_reward", "record_board_reward", "reward_path", "write_board_reward",
@@ -73,10 +75,6 @@ def board_reward(trace: TraceBase, judgements: Mapping[str, Judgement]) -> dict[
             "consistency": made.consistency, "match": made.match, "reward": made.reward, "missing": None}
 
 
-def reward_path(trace_path: Path) -> Path:
-    return trace_path.with_name(trace_path.name.removesuffix(".trace.json") + ".otb-reward.json")
-
-
 def write_board_reward(trace_path: Path, trace: TraceBase, judgements: Mapping[str, Judgement]) -> Path | None:
     """Write the board's reward record beside its trace once the rubrics of the reward have judged it (or the
     response failed the format); None, nothing written, for a trace that is not a board's or has not yet been
@@ -88,24 +86,22 @@ def write_board_reward(trace_path: Path, trace: TraceBase, judgements: Mapping[s
     return write_text_atomic(reward_path(trace_path), json.dumps(board_reward(trace, judgements), indent=2) + "\n")
 
 
-def record_board_reward(trace_path: Path, trace: TraceBase, rubric: str,
-                        judgement_file: Callable[[Path, str], Path]) -> Path | None:
+def record_board_reward(trace_path: Path, trace: TraceBase, rubric: str) -> Path | None:
     """After ``rubric`` judged the trace at ``trace_path``: its reward record rewritten from the judgement files
-    of the reward's rubrics found beside it (``judgement_file``: the run folder's naming); None where ``rubric``
-    is not one of them or the trace is not a board's."""
+    of the reward's rubrics found beside it; None where ``rubric`` is not one of them or the trace is not a
+    board's."""
     if rubric not in REWARD_RUBRICS.values():
         return None
     found = {name: read_judgement(path) for name in REWARD_RUBRICS.values()
-             if (path := judgement_file(trace_path, name)).is_file()}
+             if (path := judgement_path(trace_path, name)).is_file()}
     return write_board_reward(trace_path, trace, found)
 
 
-def write_judged(trace_path: Path, trace: TraceBase, rubric: str, judgement: Judgement,
-                 judgement_file: Callable[[Path, str], Path]) -> Path:
-    """Write ``rubric``'s judgement beside the trace at ``trace_path`` (``judgement_file``: the run folder's naming)
-    and then, for a board judged by a rubric of the reward, its reward record: what every judging path does after
-    each judgement (``consilium judge`` and the API's ``judge_run``, ``cohort --judge``), so a board's reward is
-    beside it however it was judged. Returns the judgement's file."""
-    out = write_text_atomic(judgement_file(trace_path, rubric), judgement.model_dump_json(indent=2) + "\n")
-    record_board_reward(trace_path, trace, rubric, judgement_file)
+def write_judged(trace_path: Path, trace: TraceBase, rubric: str, judgement: Judgement) -> Path:
+    """Write ``rubric``'s judgement beside the trace at ``trace_path`` and then, for a board judged by a rubric of
+    the reward, its reward record: what every judging path does after each judgement (``consilium judge`` and the
+    API's ``judge_run``, ``cohort --judge``), so a board's reward is beside it however it was judged. Returns the
+    judgement's file."""
+    out = write_text_atomic(judgement_path(trace_path, rubric), judgement.model_dump_json(indent=2) + "\n")
+    record_board_reward(trace_path, trace, rubric)
     return out

@@ -8,11 +8,16 @@ A run folder (a cohort's, a ``simulate`` / ``board`` run's, an ablation's) holds
     judgements.csv                     a judged cohort's table: one row per judge item
     arms/<model>/<xx>/<case>.<variant>[.r<replicate>].trace.json     each arm's trace
     arms/<model>/<xx>/<case>.<variant>[.r<replicate>].judge.<rubric>.json   its judgement by a rubric
+    arms/<model>/<xx>/<case>.<variant>[.r<replicate>].otb-reward.json       a board's reward record
     ablate/                            ``consilium ablate``'s runs, each a run folder of its own
 
 A folder holding a :data:`RUN_MARKERS` file is a run; a command given a run reads its own files only,
 never a run nested in it (an ablation under ``ablate/``, a run put in it with ``--out``); a folder that is
 not a run (``runs/``) is searched through, each run in it on its own terms.
+
+This module imports nothing of the package: it is the lowest layer's (tests/project/test_layers.py), so the
+writers below the run folder's own layer (the single-run writer in consilium/traces/io.py, the board's reward
+record, the cohort manifest's model) place their files by these names instead of spelling them.
 """
 
 from __future__ import annotations
@@ -22,18 +27,20 @@ import os
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 
-from consilium.spec.manifest import MANIFEST
-
 __all__ = ["ABLATIONS", "ABLATION_RECORD", "ARMS_CSV", "ARMS_JSONL", "JUDGEMENTS_CSV", "MANIFEST", "RUN_MARKERS",
-           "TRACE_SUFFIX", "is_trace", "judged_rubric", "judgement_files", "judgement_path", "judgements_of",
-           "own_files", "trace_files", "trace_glob", "trace_name", "trace_of_judgement", "trace_stem"]
+           "TRACE_SUFFIX", "board_reward_path", "is_trace", "judged_rubric", "judgement_files", "judgement_path",
+           "judgements_of", "own_files", "trace_files", "trace_glob", "trace_name", "trace_of_judgement",
+           "trace_stem"]
 
+#: A run's manifest: a cohort's (consilium/spec/manifest.py) or a single run's (consilium/traces/io.py).
+MANIFEST = "manifest.json"
 ARMS_CSV = "arms.csv"
 ARMS_JSONL = "arms.jsonl"
 JUDGEMENTS_CSV = "judgements.csv"
 TRACE_SUFFIX = ".trace.json"
 _JUDGEMENT = ".judge."  # <trace stem>.judge.<rubric>.json
 _JSON = ".json"
+_BOARD_REWARD = ".otb-reward.json"  # <trace stem>.otb-reward.json
 #: The record at the top of an ablation's folder (consilium/ablation/report.py).
 ABLATION_RECORD = "ablation.json"
 #: Files that make a folder a run of its own: a cohort's or a single run's manifest, an ablation's record.
@@ -64,6 +71,11 @@ def trace_stem(path: str | PurePath) -> str:
 def judgement_path(trace: Path, rubric: str) -> Path:
     """Where the judgement of ``trace`` by ``rubric`` lies: beside it, ``<stem>.judge.<rubric>.json``."""
     return trace.with_name(f"{trace_stem(trace.name)}{_JUDGEMENT}{rubric}{_JSON}")
+
+
+def board_reward_path(trace: Path) -> Path:
+    """Where a board's reward record lies: beside its trace, ``<stem>.otb-reward.json``."""
+    return trace.with_name(f"{trace_stem(trace.name)}{_BOARD_REWARD}")
 
 
 def trace_of_judgement(judgement: str, rubric: str) -> str:

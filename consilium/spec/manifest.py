@@ -36,6 +36,7 @@ from consilium.errors import UserError
 from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import get_protocol
 from consilium.models.pricing import Prices
+from consilium.runfolder.layout import MANIFEST
 from consilium.spec.manifest_upgrades import MANIFEST_STEPS, settings_before_their_fields
 from consilium.spec.study import StudySpec
 from consilium.traces.io import _git_revision, package_versions
@@ -44,7 +45,6 @@ from consilium.traces.versions import upgrade
 __all__ = ["MANIFEST", "CaseSample", "CohortManifest", "CohortSettings", "ExperimentRecord", "ModelSettings",
            "OwnModelOptions", "load_manifest", "new_manifest", "read_manifest", "write_cohort_manifest"]
 
-MANIFEST = "manifest.json"
 COHORT_MANIFEST_VERSION = "1.4"
 
 

@@ -1,4 +1,5 @@
-"""Trace files: atomic writes and the run manifest (the reader asks the protocols: consilium/graphs/registry.py)."""
+"""Trace files: atomic writes and the run manifest (the reader asks the protocols: consilium/graphs/registry.py), placed
+by the run folder's names (consilium/runfolder/layout.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.fileio import write_json_atomic, write_text_atomic
+from consilium.runfolder.layout import MANIFEST, trace_name
 from consilium.traces.schema import TraceBase
 
 __all__ = ["new_run_id", "package_versions", "trace_path", "write_manifest", "write_trace"]
@@ -22,7 +24,7 @@ def new_run_id(case_id: str) -> str:
 
 
 def trace_path(out_dir: Path, run_id: str, case_id: str, fmt: str) -> Path:
-    return out_dir / run_id / f"{case_id}.{fmt}.trace.json"
+    return out_dir / run_id / trace_name(case_id, fmt)
 
 
 def write_trace(path: Path, trace: TraceBase) -> Path:
@@ -66,4 +68,4 @@ def write_manifest(run_dir: Path, *, run_id: str, command: list[str], config: di
         "versions": package_versions(),
         "traces": [p.name for p in traces],
     }
-    return write_json_atomic(run_dir / "manifest.json", manifest)
+    return write_json_atomic(run_dir / MANIFEST, manifest)

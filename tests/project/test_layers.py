@@ -5,6 +5,10 @@ rank, never one above. Within ``graphs``, each protocol's package may import onl
 modules (base, bounds, view, record, and the LangGraph glue: reducers, running, checkpoint_serde, studio) and
 itself: a protocol never reaches into another's package; the registry, arms, replay and the Studio entry (dev),
 which know them all, sit above them. Imports inside functions count as well (a lazy import is still an edge).
+
+A layer may name one module of a part (``runfolder.layout``): that module has the layer's rank, the rest of its
+part keeps the part's. The run folder's layout, its file names and where each lies, imports nothing of the
+package, so it sits in the lowest layer and every writer below the run folder places its files by it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consilium"
 
 #: Lowest first. A part's modules may import parts of the same or a lower rank.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "redact", "natural", "version", "stages"),
+    ("errors", "redact", "natural", "version", "stages", "runfolder.layout"),
     ("fileio", "log", "aio", "datafiles", "stats"),
     ("models", "observe", "otb"),
     ("roles", "cases"),
@@ -46,8 +50,13 @@ PROTOCOL_TOP = {"registry", "replay", "arms", "dev"}
 
 
 def _part(module: str) -> str:
+    """The part of the package a module (or a name imported from one) is in: its module's own layer where
+    LAYERS names that module, else its top-level part's."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    if len(parts) < 2:
+        return "__init__"
+    own = ".".join(parts[1:3])
+    return own if own in RANK else parts[1]
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -136,6 +145,10 @@ def test_no_module_imports_from_a_layer_above() -> None:
     ("consilium.judges.runner", "consilium.reports.summary", "a layer above"),
     ("consilium.reports.viewer", "consilium.graphs.registry", None),
     ("consilium.graphs.registry", "consilium.graphs.single.protocol", None),
+    ("consilium.traces.io", "consilium.runfolder.layout.trace_name", None),
+    ("consilium.traces.io", "consilium.runfolder.folder", "a layer above"),
+    ("consilium.runfolder.layout", "consilium.runfolder.rows", "a layer above"),
+    ("consilium.runfolder.folder", "consilium.runfolder.layout", None),
 ])
 def test_the_rule_catches_an_upward_edge(source: str, target: str, expected: str | None) -> None:
     found = _violation(source, target)

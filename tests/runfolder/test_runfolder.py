@@ -27,12 +27,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "consilium"
 #: The run folder's file names: a module outside consilium/runfolder/ that builds, globs or matches a path
 #: with one of them knows the layout, which only the run folder may.
 FILE_NAMES = (".trace.json", ".judge.", "arms.csv", "arms.jsonl", "judgements.csv", "manifest.json")
-#: Modules that still spell a file name, each with why (the names must be taken from consilium.runfolder).
-NOT_YET: dict[str, str] = {
-    "spec/manifest.py": "the manifest model names its own file; the run folder, beside it, reads the name from it",
-    "traces/io.py": "below the run folder: simulate's and Studio's single-run writer (the graphs' dev.py use it)",
-    "judges/board_reward.py": "below the run folder (judges): the board reward's record beside its trace",
-}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -72,13 +66,15 @@ def modules_spelling_file_names(package: Path) -> list[str]:
 
 
 def test_only_the_run_folder_spells_its_file_names() -> None:
+    """Every writer, the ones below the run folder's layer included (the single-run writer, the cohort manifest's
+    model, the board's reward record), takes the names from consilium/runfolder/layout.py, which imports nothing
+    of the package so that any layer may (tests/project/test_layers.py)."""
     spelling = modules_spelling_file_names(PACKAGE)
-    outside = [m for m in spelling if not m.startswith("runfolder/") and m not in NOT_YET]
+    outside = [m for m in spelling if not m.startswith("runfolder/")]
     assert outside == [], f"these modules spell a run folder's file name; take it from consilium.runfolder: {outside}"
     assert "runfolder/layout.py" in spelling
-    assert len({m.split("/")[0] for m in spelling if m not in NOT_YET}) == 1  # the run folder's package alone
-    stale = sorted(m for m in set(NOT_YET) - set(spelling) if (PACKAGE / m).is_file())
-    assert stale == [], f"no longer spelling a file name, take them off NOT_YET: {stale}"
+    assert len({m.split("/")[0] for m in spelling}) == 1  # the run folder's package alone
+    assert spelling == ["runfolder/layout.py"]  # and in it, the layout alone
 
 
 def test_the_file_name_check_catches_paths_and_globs_not_prose() -> None:
