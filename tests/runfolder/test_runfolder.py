@@ -26,7 +26,8 @@ from consilium.runfolder import ArmRow, JudgementRow, RunFolder
 PACKAGE = Path(__file__).resolve().parents[2] / "consilium"
 #: The run folder's file names: a module outside consilium/runfolder/ that builds, globs or matches a path
 #: with one of them knows the layout, which only the run folder may.
-FILE_NAMES = (".trace.json", ".judge.", "arms.csv", "arms.jsonl", "judgements.csv", "manifest.json")
+FILE_NAMES = (".trace.json", ".judge.", "arms.csv", "arms.jsonl", "judgements.csv", "manifest.json",
+              ".otb-reward.json", "ablation.json")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -83,6 +84,8 @@ def test_the_file_name_check_catches_paths_and_globs_not_prose() -> None:
     assert _spells_a_file_name(".trace.json")
     assert _spells_a_file_name(".structured.judge.ai-consilium.json")
     assert _spells_a_file_name("/manifest.json")
+    assert _spells_a_file_name(".otb-reward.json")
+    assert _spells_a_file_name("ablation.json")
     assert not _spells_a_file_name("missing_arms.csv")
     assert not _spells_a_file_name(": no arms.csv (run `consilium cohort` first)")
 
