@@ -21,6 +21,7 @@ from consilium.reports.view_reference import concluded
 from consilium.runfolder.folder import RunFolder
 from consilium.runfolder.layout import judgements_of, trace_stem
 from consilium.runfolder.records import out_of_scope
+from consilium.runfolder.rows import ArmRow, text_of
 from consilium.traces.schema import TraceBase
 
 __all__ = ["ArmView", "RubricScore", "arm_cost", "arm_judgements", "arm_page", "case_page", "case_rows",
@@ -51,7 +52,7 @@ class RubricScore:
 class ArmView:
     """One arm as the index and its case page show it."""
 
-    row: dict[str, str]  # its arms.csv row
+    row: ArmRow  # its arms.csv row (its model filled in from its trace, for a folder written without it)
     page: str | None  # its page, relative to the view folder; None when the arm left no trace
     trace: Path | None = None
     conclusion: str = ""
@@ -61,11 +62,12 @@ class ArmView:
 
     @property
     def model(self) -> str:
-        return self.row.get("model") or self.row.get("model_spec") or ""
+        return self.row.model or self.row.model_spec
 
     @property
     def replicate(self) -> str:
-        return self.row.get("replicate") or ""
+        """Its replicate as arms.csv writes it ("" for a cohort not run in replicates)."""
+        return text_of(self.row.replicate)
 
 
 def arm_cost(trace: TraceBase) -> float | None:
@@ -84,11 +86,11 @@ def case_page(case_id: str) -> str:
     return f"cases/{case_id}.html" if re.fullmatch(CASE_ID_PATTERN, case_id) else f"cases/case-{_digest(case_id)}.html"
 
 
-def arm_page(row: dict[str, str]) -> str | None:
-    """The arm's page beside the index: its trace's path under ``arms/`` with ``.html`` for ``.trace.json``
-    (so it is as unique as the trace); a trace outside ``arms/`` (or a path with ``..`` or odd characters)
-    goes to ``arms/other/``, named by a hash of its path. None for an arm that left no trace."""
-    recorded = row.get("trace") or ""
+def arm_page(recorded: str) -> str | None:
+    """The page beside the index of the arm whose trace arms.csv records as ``recorded``: the trace's path under
+    ``arms/`` with ``.html`` for ``.trace.json`` (so it is as unique as the trace); a trace outside ``arms/`` (or
+    a path with ``..`` or odd characters) goes to ``arms/other/``, named by a hash of its path. None for an arm
+    that left no trace ("")."""
     if not recorded:
         return None
     parts = PurePosixPath(recorded.replace("\\", "/")).parts
@@ -102,17 +104,17 @@ def arm_page(row: dict[str, str]) -> str | None:
     return f"arms/other/{safe}-{_digest(recorded)}.html"
 
 
-def case_rows(run_dir: Path, rows: list[dict[str, str]]) -> Iterator[tuple[str, list[ArmView]]]:
+def case_rows(run_dir: Path, rows: list[ArmRow]) -> Iterator[tuple[str, list[ArmView]]]:
     """The arms of each case, each with its page and trace file, in natural order as a person reads a list
     (mac-2 before mac-10; consilium/natural.py): the cases, and within a case the model specs, their formats
     and replicates (2 before 10). Not arms.csv's order: a running or killed cohort's is the order its arms
     finished in (it is rewritten sorted only when the cohort ends)."""
     by_case: dict[str, list[ArmView]] = {}
-    for row in sorted(rows, key=lambda r: tuple(natural_key(r.get(column) or "") for column in
-                                                ("case_id", "model_spec", "format", "replicate"))):
-        page = arm_page(row)
-        trace = RunFolder(run_dir).trace_location(row["trace"]) if page is not None else None
-        by_case.setdefault(row["case_id"], []).append(ArmView(row, page, trace))
+    for row in sorted(rows, key=lambda r: tuple(natural_key(part) for part in
+                                                (r.case_id, r.model_spec, r.format, text_of(r.replicate)))):
+        page = arm_page(row.trace)
+        trace = RunFolder(run_dir).trace_location(row.trace) if page is not None else None
+        by_case.setdefault(row.case_id, []).append(ArmView(row, page, trace))
     yield from by_case.items()
 
 

@@ -1,7 +1,7 @@
 """The cohort view's own pages: the index (a partial cohort's notice and missing arms, a row per arm, a header
 that counts them) and a page per case
-(the reference, then each protocol's variants side by side). Every cell is text, escaped; every link
-is relative (docs/cohorts.md, "Viewing a cohort")."""
+(the reference, then each protocol's variants side by side). Every cell is text, escaped, made from the arm's
+typed row (a value shown as arms.csv writes it); every link is relative (docs/cohorts.md, "Viewing a cohort")."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from consilium.models.pricing import format_usd
 from consilium.reports.view_cohort import ArmView, RubricScore, case_page
 from consilium.reports.view_html import esc, link, page, pre
 from consilium.reports.view_reference import reference_html
+from consilium.runfolder.rows import ArmRow, text_of
 
 __all__ = ["INDEX", "case_html", "cost_cell", "index_html", "rounds_cell", "score_cell", "status_cell",
            "tokens_cell"]
@@ -33,27 +34,29 @@ def score_cell(score: RubricScore | None) -> str:
     return f"{mean}{measure} ({score.scored} scored{outside}, {score.not_evaluable} not evaluable)"
 
 
-def status_cell(row: dict[str, str]) -> str:
-    status = row.get("status") or NONE
+def status_cell(row: ArmRow) -> str:
+    """``completed``, else the status with the stage it failed at and its error (``failed at review: …``)."""
+    status = row.status or NONE
     if status == "completed":
         return status
-    stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
-    return f"{status}{stage}: {row['error']}" if row.get("error") else f"{status}{stage}"
+    stage = f" at {row.failed_stage}" if row.failed_stage else ""
+    return f"{status}{stage}: {row.error}" if row.error else f"{status}{stage}"
 
 
-def rounds_cell(row: dict[str, str]) -> str:
-    """Review rounds (the consilium's), else a board's turns, else ``—``."""
-    if row.get("rounds"):
-        return row["rounds"]
-    return f"{row['turns']} turns" if row.get("turns") else NONE
+def rounds_cell(row: ArmRow) -> str:
+    """Review rounds (the consilium's; 0 is a count), else a board's turns, else ``—`` (an empty cell or none)."""
+    rounds, turns = text_of(row.get("rounds")), text_of(row.get("turns"))
+    if rounds:
+        return rounds
+    return f"{turns} turns" if turns else NONE
 
 
-def tokens_cell(row: dict[str, str]) -> str:
-    """Input plus output tokens, as generated (arms.csv's ``input_tokens`` + ``output_tokens``)."""
-    try:
-        return f"{int(row['input_tokens']) + int(row['output_tokens']):,}"
-    except (KeyError, ValueError):
+def tokens_cell(row: ArmRow) -> str:
+    """Input plus output tokens, as generated (arms.csv's ``input_tokens`` + ``output_tokens``); ``—`` when
+    either is unknown (an empty cell or no such column)."""
+    if row.input_tokens is None or row.output_tokens is None:
         return NONE
+    return f"{row.input_tokens + row.output_tokens:,}"
 
 
 def cost_cell(cost: float | None) -> str:
@@ -77,7 +80,7 @@ def _has_replicates(arms: list[ArmView]) -> bool:
 
 
 def _header(arms: list[ArmView]) -> str:
-    completed = sum(arm.row.get("status") == "completed" for arm in arms)
+    completed = sum(arm.row.completed for arm in arms)
     items = sum(s.items for arm in arms for s in arm.scores.values())
     not_evaluable = sum(s.not_evaluable for arm in arms for s in arm.scores.values())
     return (f"<p class=\"summary\">{len(arms)} arms · {completed} completed · {len(arms) - completed} failed · "
@@ -114,16 +117,16 @@ def index_html(title: str, arms: list[ArmView], rubrics: list[str], done: Comple
     rows = []
     for arm in arms:
         row = arm.row
-        cells = [link(INDEX, case_page(row["case_id"]), row["case_id"]), esc(row.get("protocol", "")),
-                 esc(arm.model), esc(row.get("format", "")), *([esc(arm.replicate)] if replicates else []),
-                 esc(status_cell(row)), esc(row.get("stop_reason") or NONE), esc(rounds_cell(row)),
+        cells = [link(INDEX, case_page(row.case_id), row.case_id), esc(row.protocol),
+                 esc(arm.model), esc(row.format), *([esc(arm.replicate)] if replicates else []),
+                 esc(status_cell(row)), esc(row.stop_reason or NONE), esc(rounds_cell(row)),
                  esc(tokens_cell(row)), esc(cost_cell(arm.cost)), *(esc(c) for c in judge_cells(arm)),
                  *(esc(score_cell(arm.scores.get(r))) for r in rubrics),
                  link(INDEX, arm.page, "arm page") if arm.page else NONE]
-        status = " class=\"failed\"" if row.get("status") != "completed" else ""
+        status = " class=\"failed\"" if not row.completed else ""
         rows.append(f"<tr{status}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    cases = " ".join(link(INDEX, case_page(c), c) for c in dict.fromkeys(a.row["case_id"] for a in arms))
+    cases = " ".join(link(INDEX, case_page(c), c) for c in dict.fromkeys(a.row.case_id for a in arms))
     body = (f"<h1>{esc(title)}</h1>{_partial(done)}{_header(arms)}<p>Cases: {cases}</p>"
             f"<table class=\"arms\"><tr>{head}</tr>{''.join(rows)}</table>")
     return page(title, body)
@@ -131,7 +134,7 @@ def index_html(title: str, arms: list[ArmView], rubrics: list[str], done: Comple
 
 def _variants(protocol: str, arms: list[ArmView]) -> list[str]:
     """The protocol's variants these arms ran, in the protocol's order (as arms.csv names them)."""
-    present = list(dict.fromkeys(a.row.get("format", "") for a in arms))
+    present = list(dict.fromkeys(a.row.format for a in arms))
     known = protocols().get(protocol)
     order = [known.arm_variant(v) for v in known.variants] if known is not None else []
     return [v for v in order if v in present] + [v for v in present if v not in order]
@@ -141,9 +144,10 @@ def _arm_cell(here: str, arm: ArmView | None, rubrics: list[str]) -> str:
     if arm is None:
         return f"<td>{NONE}</td>"
     row = arm.row
-    known = protocols().get(row.get("protocol", ""))
+    known = protocols().get(row.protocol)
     columns = ("stop_reason", *(known.row_columns if known is not None else ()))
-    facts = " · ".join(f"{c}: {row[c]}" for c in dict.fromkeys(columns) if row.get(c))
+    shown = {c: text_of(row.get(c)) for c in dict.fromkeys(columns)}  # as arms.csv writes each: 0 shown, "" not
+    facts = " · ".join(f"{c}: {text}" for c, text in shown.items() if text)
     scores = "".join(f"<br>{esc(r)}: {esc(score_cell(arm.scores[r]))}" for r in rubrics if r in arm.scores)
     status = link(here, arm.page, status_cell(row)) if arm.page else esc(status_cell(row))
     text = pre(arm.conclusion) if arm.conclusion else "<p class=\"muted\">no conclusion</p>"
@@ -173,14 +177,14 @@ def case_html(case_id: str, case: Case | None, arms: list[ArmView], rubrics: lis
         parts.append("<h2>Reference (judge-only)</h2>" + reference_html(case.reference))
         parts.append(f"<details><summary>Case text</summary>{pre(case.render())}</details>")
     replicates = _has_replicates(arms)
-    for protocol in dict.fromkeys(a.row.get("protocol", "") for a in arms):
-        mine = [a for a in arms if a.row.get("protocol", "") == protocol]
+    for protocol in dict.fromkeys(a.row.protocol for a in arms):
+        mine = [a for a in arms if a.row.protocol == protocol]
         variants = _variants(protocol, mine)
         keys = list(dict.fromkeys((a.model, a.replicate) for a in mine))
         head = "".join(f"<th>{esc(h)}</th>" for h in ["model", *(["replicate"] if replicates else []), *variants])
         rows = []
         for model, replicate in keys:
-            cells = {a.row.get("format", ""): a for a in mine if (a.model, a.replicate) == (model, replicate)}
+            cells = {a.row.format: a for a in mine if (a.model, a.replicate) == (model, replicate)}
             rows.append(f"<tr><td>{esc(model)}</td>" + (f"<td>{esc(replicate)}</td>" if replicates else "")
                         + "".join(_arm_cell(here, cells.get(v), rubrics) for v in variants) + "</tr>")
         parts.append(f"<h2>{esc(protocol)}</h2><table class=\"variants\"><tr>{head}</tr>{''.join(rows)}</table>")

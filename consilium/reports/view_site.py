@@ -21,7 +21,7 @@ from consilium.fileio import write_text_atomic
 from consilium.graphs.registry import read_trace
 from consilium.judges.cost import judge_costs
 from consilium.judges.record import Judgement
-from consilium.reports.consilium.files import read_arm_cells
+from consilium.reports.consilium.files import read_arms_as_written
 from consilium.reports.networks.paths import graph_picture
 from consilium.reports.view_cohort import (
     ArmView,
@@ -44,10 +44,10 @@ def _nav(arm: ArmView, siblings: list[ArmView], graph: str = "") -> str:
     """Links from an arm's page to the index, its case and its other variants (and ``graph``, a link to its
     deliberation graph's picture, when ``consilium analyze`` drew one)."""
     assert arm.page is not None
-    links = [link(arm.page, INDEX, "cohort index"), link(arm.page, case_page(arm.row["case_id"]), "case page")]
-    links += [link(arm.page, s.page, f"{s.row.get('format', '')}") for s in siblings
-              if s is not arm and s.page and (s.row.get("protocol"), s.model, s.replicate)
-              == (arm.row.get("protocol"), arm.model, arm.replicate)]
+    links = [link(arm.page, INDEX, "cohort index"), link(arm.page, case_page(arm.row.case_id), "case page")]
+    links += [link(arm.page, s.page, s.row.format) for s in siblings
+              if s is not arm and s.page and (s.row.protocol, s.model, s.replicate)
+              == (arm.row.protocol, arm.model, arm.replicate)]
     links += [graph] if graph else []
     return f"<nav>{' · '.join(links)}</nav>"
 
@@ -69,12 +69,13 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, r
         return None
     trace = read_trace(arm.trace)
     judgements = judged[arm.page]
-    arm.row["model"] = arm.row.get("model") or trace.model
+    if not arm.row.model:  # a folder written before arms.csv named the model: its trace does
+        arm.row = arm.row.model_copy(update={"model": trace.model})
     arm.conclusion, arm.cost = conclusion_of(trace), arm_cost(trace)
     arm.scores = {j.rubric: rubric_score(j) for j in judgements}
     arm.judges = [cost for j in judgements for cost in judge_costs(j)]
-    title = f"{arm.row['case_id']} · {arm.row.get('format', '')} · {arm.model}"
-    section = arm_section(arm.row.get("trace", ""), trace, judgements,
+    title = f"{arm.row.case_id} · {arm.row.format} · {arm.model}"
+    section = arm_section(arm.row.trace, trace, judgements,
                           _nav(arm, siblings, _graph_link(run_dir, out, arm.page)))
     write_text_atomic(out / arm.page, stamped(page(title, f"<h1>{esc(title)}</h1>{section}"), run))
     return Case.model_validate(trace.case)
@@ -83,7 +84,7 @@ def _arm_page(out: Path, arm: ArmView, siblings: list[ArmView], run_dir: Path, r
 def write_cohort_view(run_dir: Path, out: Path, done: Completeness | None) -> Path:
     """Write the cohort's pages into ``out`` and return the index's path; ``done`` (the folder against its
     manifest's plan, consilium/reports/partial.py) puts a partial cohort's notice and missing arms on the index."""
-    rows = read_arm_cells(run_dir)
+    rows = read_arms_as_written(run_dir)
     groups = list(case_rows(run_dir, rows))
     targets = [out / INDEX] + [out / case_page(c) for c, _ in groups] + [
         out / a.page for _, arms in groups for a in arms if a.page is not None]

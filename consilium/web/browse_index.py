@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from consilium.cohort.completeness import Completeness
 from consilium.models.pricing import format_usd
-from consilium.reports.view_pages import score_cell, status_cell
+from consilium.reports.view_pages import score_cell, status_cell, tokens_cell
 from consilium.web.browse_query import FILTERS, SORTS, Query, score_key
 from consilium.web.browse_rows import Arm
 from consilium.web.page import esc
@@ -55,12 +55,12 @@ def _row_html(run: int, arm: Arm, rubrics: list[str]) -> str:
         found = arm.scores.get(rubric)
         data[score_key(index)] = _number(found.mean if found is not None else None)
     attrs = "".join(f' data-{key.replace("_", "-")}="{esc(value)}"' for key, value in data.items())
-    status = esc(status_cell(arm.cells))
+    status = esc(status_cell(row))
     cells = [f'<a href="{esc(case_link(run, row.case_id))}">{esc(row.case_id)}</a>', esc(arm.model),
              esc(row.protocol), esc(row.format if row.replicate is None else f"{row.format} · r{row.replicate}"),
              f'<span class="error">{status}</span>' if not arm.completed else status,
              esc(row.stop_reason or NONE), esc(_number(arm.rounds) or NONE),
-             esc(f"{arm.tokens:,}" if arm.tokens is not None else NONE), esc(format_usd(row.cost_usd)),
+             esc(tokens_cell(row)), esc(format_usd(row.cost_usd)),
              esc(format_usd(arm.number("judge_cost_usd"))), esc(format_usd(arm.number("total_cost_usd"))),
              *(esc(score_cell(arm.scores.get(rubric))) for rubric in rubrics),
              f'<a href="{esc(link)}">arm</a>']

@@ -348,15 +348,60 @@ def test_a_replicate_column_is_shown_when_arms_csv_has_one(run_dir: Path, tmp_pa
         assert (copy / "view" / posixpath.normpath(unquote(href))).is_file()
 
 
+def test_zeros_empty_cells_a_missing_column_and_a_failed_arm_show_as_arms_csv_writes_them(
+        run_dir: Path, tmp_path: Path) -> None:
+    """arms.csv's cells are read into their types (0 a count, an empty cell unknown) and shown as written: a
+    0 of rounds and tokens is "0" on the index and "rounds: 0" on the case page, an empty one "—" and left
+    out; a folder without a stop_reason column shows "—"; a replicate 0 is shown; a failed arm arms.csv names
+    no model of, nor a trace, is shown by its spec, without a page."""
+    arms = list(csv.DictReader((run_dir / "arms.csv").read_text().splitlines()))
+    done = [n for n, arm in enumerate(arms) if arm["status"] == "completed"]
+    zero, empty = done[0], done[1]
+    failed = next(n for n, arm in enumerate(arms) if arm["status"] == "failed")
+    edits = {zero: {"rounds": "0", "input_tokens": "0", "output_tokens": "0"},
+             empty: {"rounds": "", "input_tokens": ""}, failed: {"model": "", "trace": ""}}
+    copy = tmp_path / "cohort"
+    copy.mkdir()
+    with (copy / "arms.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, [c for c in arms[0] if c != "stop_reason"] + ["replicate"],
+                                extrasaction="ignore")
+        writer.writeheader()
+        for n, arm in enumerate(arms):
+            arm = {**arm, **edits.get(n, {}), "replicate": str(n % 2)}
+            writer.writerow({**arm, "trace": str(run_dir / arm["trace"]) if arm["trace"] else ""})
+    assert main(["view", str(copy)]) == 0
+    names, rows = index_rows(copy)
+    assert names[4] == "replicate"
+
+    def shown(arm: dict[str, str]) -> dict[str, Any]:
+        model = arm["model"] or arm["model_spec"]
+        [row] = [r for r in rows if (r["case"][0], r["model"][0], r["format"][0], r["replicate"][0])
+                 == (arm["case_id"], model, arm["format"], arm["replicate"])]
+        return row
+
+    written = [{**arm, **edits.get(n, {}), "replicate": str(n % 2)} for n, arm in enumerate(arms)]
+    assert all(row["stop reason"][0] == NONE for row in rows)
+    assert (shown(written[zero])["rounds"][0], shown(written[zero])["panel tokens"][0]) == ("0", "0")
+    assert (shown(written[empty])["rounds"][0], shown(written[empty])["panel tokens"][0]) == (NONE, NONE)
+    lost = shown(written[failed])
+    assert lost["model"][0] == arms[failed]["model_spec"] and lost["page"] == (NONE, [])
+    assert lost["status"][0] == f"failed at {arms[failed]['failed_stage']}: {arms[failed]['error']}"
+    assert {row["replicate"][0] for row in rows} == {"0", "1"}
+    assert "rounds: 0" in (copy / "view" / "cases" / f"{arms[zero]['case_id']}.html").read_text()
+    for case in CASES:  # an empty rounds cell is left out of its arm's facts; a 0 is not
+        page = (copy / "view" / "cases" / f"{case}.html").read_text()
+        assert page.count("rounds: ") == sum(arm["case_id"] == case and arm["rounds"] != "" for arm in written)
+
+
 def test_no_page_path_leaves_the_view_folder() -> None:
     """An edited arms.csv (a trace path with ``..``, a case id that is no case id) still writes inside view/."""
     from consilium.reports.view_cohort import arm_page, case_page
 
-    assert arm_page({"trace": "arms/m-1/ab/k1.free-form.trace.json"}) == "arms/m-1/ab/k1.free-form.html"
-    assert arm_page({"trace": ""}) is None
+    assert arm_page("arms/m-1/ab/k1.free-form.trace.json") == "arms/m-1/ab/k1.free-form.html"
+    assert arm_page("") is None
     for recorded in ("arms/../../evil.trace.json", "/tmp/x/k1.trace.json", "arms/a b/<k>.trace.json",
                      "..\\..\\arms\\..\\k.trace.json"):
-        page = arm_page({"trace": recorded})
+        page = arm_page(recorded)
         assert page is not None and page.startswith("arms/other/") and ".." not in page.split("/"), page
     assert case_page("k1") == "cases/k1.html"
     assert case_page("../../etc/passwd").startswith("cases/case-") and case_page("a/b").count("/") == 1

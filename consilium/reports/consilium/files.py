@@ -24,8 +24,8 @@ __all__ = [
     "JudgementRecords",
     "judgement_records",
     "protocols_of",
-    "read_arm_cells",
     "read_arms",
+    "read_arms_as_written",
     "read_judgements_csv",
     "rubric_criteria",
 ]
@@ -93,16 +93,16 @@ def _check_completed(arms_csv: Path, arms: list[ArmRow]) -> None:
                         from None
 
 
-def read_arms(run_dir: Path, *, check: bool = True) -> list[ArmRow]:
-    """The rows of ``RUN_DIR/arms.csv``, typed (:meth:`RunFolder.arms`: each with its ``protocol`` and its
-    model named); with ``check``, a completed arm must have every column the tables of its protocol read, with
-    numbers where numbers belong."""
+def read_arms(run_dir: Path, *, check: bool = True, named: bool = True) -> list[ArmRow]:
+    """The rows of ``RUN_DIR/arms.csv``, typed (:meth:`RunFolder.arms`: with ``named``, each with its
+    ``protocol`` and its model named); with ``check``, a completed arm must have every column the tables of its
+    protocol read, with numbers where numbers belong."""
     folder = RunFolder(run_dir)
     arms_csv = folder.arms_csv
     if not arms_csv.is_file():
         raise UserError(f"{run_dir}: no {arms_csv.name} (run `consilium cohort` first)")
     _check_header(arms_csv, _text(arms_csv), _ARM_COLUMNS)
-    arms = folder.arms()
+    arms = folder.arms(named=named)
     if not arms:
         raise UserError(f"{arms_csv}: no arms")
     if check:
@@ -115,12 +115,12 @@ def protocols_of(arms: list[ArmRow]) -> list[str]:
     return protocols_in([{"protocol": a.protocol, "format": a.format} for a in arms])
 
 
-def read_arm_cells(run_dir: Path) -> list[dict[str, str]]:
-    """The rows of ``RUN_DIR/arms.csv`` as the text they hold, each with its ``protocol``: for the viewer, which
-    shows each cell as written and shares its cells' functions with the studio (checked as :func:`read_arms`)."""
-    read_arms(run_dir, check=False)
-    text = _text(RunFolder(run_dir).arms_csv)
-    return [{**row, "protocol": arm_protocol(row)} for row in csv.DictReader(io.StringIO(text, newline=""))]
+def read_arms_as_written(run_dir: Path) -> list[ArmRow]:
+    """The rows of ``RUN_DIR/arms.csv``, typed, each with its ``protocol`` but its ``model`` as written (an arm
+    that failed before its trace was made keeps an empty one): for the viewer, which shows such an arm by its
+    spec (checked as :func:`read_arms`)."""
+    return [arm if arm.protocol else arm.model_copy(update={"protocol": arm_protocol(arm.cells())})
+            for arm in read_arms(run_dir, check=False, named=False)]
 
 
 def judgement_records(run_dir: Path, by_trace: dict[Path, ArmRow], protocol: str) -> JudgementRecords:
