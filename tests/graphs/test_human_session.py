@@ -91,3 +91,20 @@ def test_answers_content_is_checked_at_load_and_a_budget_refusal_says_how_to_res
     assert "over its length budget of 4800" in err and f"resume it with `consilium simulate --resume {folder}`" in err
     assert main(["simulate", "--resume", str(folder), "--answers", str(ANSWERS)]) == 0
     assert len(list(folder.glob("*.trace.json"))) == 2
+
+
+def test_a_format_stopped_before_its_first_checkpoint_resumes_from_the_shared_panel_and_replays(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The free-form opinion is refused at its prompt (over budget) while the structured thread has been given the
+    shared panel but holds no checkpoint yet: its calls file holds only the role assignment, which the resume
+    restores (answered as made, not made again) instead of refusing the run as a lost checkpoint."""
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"free-form": {"opinion": "x" * 4801}}), encoding="utf-8")
+    assert main(["simulate", "--case", str(CASE), "--model", f"scripted:{PANEL}", "--out", str(tmp_path / "o"),
+                 "--human", "Cardiologist", "--answers", str(tmp_path / "b.yaml")]) == 2
+    (folder,) = (tmp_path / "o").iterdir()
+    calls = json.loads((folder / "human" / "structured.calls.json").read_text())
+    assert [c["stage"] for c in calls] == ["role_assignment"]
+    assert main(["simulate", "--resume", str(folder), "--answers", str(ANSWERS)]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(folder)]) == 0
+    assert "2 traces: 2 identical, 0 different" in capsys.readouterr().out

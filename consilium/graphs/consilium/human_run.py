@@ -138,9 +138,12 @@ class HumanRun:
                 raise UserError(f"{path}: records no {stage} call of the {role}{at}, while {database} holds its "
                                 "result (the calls file was edited or replaced): resuming would leave that call "
                                 "out of the trace; start the run again")
-            if not values and made:
+            if not values and any(c.stage != "role_assignment" for c in made or []):
+                # A thread stopped before its first checkpoint holds only the panel it was given (the shared role
+                # assignment, restored from the file and answered as made); any other call would be made again.
+                count = len(made or [])
                 raise UserError(f"{database}: holds no step of the {fmt} format, while {path.name} records "
-                                f"{len(made)} model calls of it: the checkpoint was lost or replaced, and resuming "
+                                f"{count} model calls of it: the checkpoint was lost or replaced, and resuming "
                                 "would make those calls again; start the run again")
 
     def _save(self, fmt: Format, recorder: CallRecorder) -> None:
@@ -170,7 +173,11 @@ class HumanRun:
                 on_step(state.values, dict(saved))
                 state.values, todo = dict(saved), None
             while True:
-                async for values in graph.astream(todo, config=config, context=context, stream_mode="values"):
+                # durability "sync": each step's checkpoint is on disk before the next step's calls are made
+                # (LangGraph's default writes it while the next step runs), so where a run stopped is one
+                # place, not a race between the checkpoint and the calls file.
+                async for values in graph.astream(todo, config=config, context=context, stream_mode="values",
+                                                  durability="sync"):
                     values = {k: v for k, v in values.items() if k != "__interrupt__"}
                     if values:
                         self._started.add(fmt)
