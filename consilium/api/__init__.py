@@ -39,8 +39,8 @@ WHERE = {
     "calibrating": ["Agreement", "AgreementOptions", "Isotonic", "IsotonicOptions", "aagreement", "agreement",
                     "aisotonic", "isotonic"],
     "studies": ["CreateStudyOptions", "StudyExported", "StudyStatus", "acreate_study", "aexport_study",
-                "anew_rater_link", "arevoke_rater", "astudy_status", "create_study", "export_study", "new_rater_link",
-                "revoke_rater", "study_status"],
+                "anew_admin_link", "anew_rater_link", "arevoke_rater", "astudy_status", "create_study", "export_study",
+                "new_admin_link", "new_rater_link", "revoke_rater", "study_status"],
 }
 _MODULE = {name: module for module, names in WHERE.items() for name in names}
 

@@ -12,9 +12,9 @@ from typing import Any
 from consilium.api.options import options_of
 from consilium.api.sync import off_loop, sync_twin
 
-__all__ = ["CreateStudyOptions", "StudyExported", "StudyStatus", "acreate_study", "aexport_study", "anew_rater_link",
-           "arevoke_rater", "astudy_status", "create_study", "export_study", "new_rater_link", "revoke_rater",
-           "study_status"]
+__all__ = ["CreateStudyOptions", "StudyExported", "StudyStatus", "acreate_study", "aexport_study", "anew_admin_link",
+           "anew_rater_link", "arevoke_rater", "astudy_status", "create_study", "export_study", "new_admin_link",
+           "new_rater_link", "revoke_rater", "study_status"]
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,20 @@ async def anew_rater_link(run_dir: str | Path, rater: str, database: str | None 
     return await off_loop(_new_link, Path(run_dir), rater, database)
 
 
+def _new_admin_link(run_dir: Path, database: str | None) -> str:
+    from consilium.study import Study
+
+    return Study.open(run_dir, database).new_admin_link()
+
+
+async def anew_admin_link(run_dir: str | Path, database: str | None = None) -> str:
+    """``consilium study link --admin``: a fresh administrator token for the study (the old one stops working)."""
+    return await off_loop(_new_admin_link, Path(run_dir), database)
+
+
 create_study = sync_twin(acreate_study)
 export_study = sync_twin(aexport_study)
 study_status = sync_twin(astudy_status)
 revoke_rater = sync_twin(arevoke_rater)
 new_rater_link = sync_twin(anew_rater_link)
+new_admin_link = sync_twin(anew_admin_link)

@@ -46,12 +46,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status = commands.add_parser("status", help="progress per rater and agreement so far")
     _run_and_database(status)
     status.set_defaults(func=run_status)
-    for name, what, func in (("revoke", "stop a rater's link (their answers stay)", run_revoke),
-                             ("link", "a new link for a rater (the old one stops working)", run_link)):
-        command = commands.add_parser(name, help=what)
-        _run_and_database(command)
-        command.add_argument("--rater", required=True, help="the rater's name")
-        command.set_defaults(func=func)
+    revoke = commands.add_parser("revoke", help="stop a rater's link (their answers stay)")
+    _run_and_database(revoke)
+    revoke.add_argument("--rater", required=True, help="the rater's name")
+    revoke.set_defaults(func=run_revoke)
+    new = commands.add_parser("link", help="a new link for a rater, or the study's administrator (the old one stops "
+                                           "working)")
+    _run_and_database(new)
+    whose = new.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--rater", help="the rater's name")
+    whose.add_argument("--admin", action="store_true", help="the study's administrator link instead")
+    new.set_defaults(func=run_link)
 
 
 def run_create(args: argparse.Namespace) -> int:
@@ -112,8 +117,11 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 def run_link(args: argparse.Namespace) -> int:
-    from consilium.api.studies import new_rater_link
+    from consilium.api.studies import new_admin_link, new_rater_link
     from consilium.study.tokens import link
 
+    if args.admin:
+        print(f"  administrator: {link(new_admin_link(args.run_dir, args.database))} (the old link stopped)")
+        return 0
     print(f"  {args.rater}: {link(new_rater_link(args.run_dir, args.rater, args.database))} (the old link stopped)")
     return 0

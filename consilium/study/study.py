@@ -112,6 +112,13 @@ class Study:
                          (hash_token(token), self.id, rater))
         return token
 
+    def new_admin_link(self) -> str:
+        """A fresh administrator token for the study (plaintext, returned once); the old one stops working."""
+        token = new_token()
+        with self.db.transaction(write=True) as conn:
+            conn.execute("UPDATE studies SET admin_hash = ? WHERE id = ?", (hash_token(token), self.id))
+        return token
+
     def _known(self, conn: Connection, rater: str) -> None:
         if conn.execute("SELECT 1 FROM raters WHERE study_id = ? AND rater = ?", (self.id, rater)).one() is None:
             raise UserError(f"--rater: {rater!r} is no rater of this study ({', '.join(self.raters())})")

@@ -114,6 +114,24 @@ def test_revoke_stops_a_link_and_a_new_link_replaces_the_old(
     assert main(["study", "revoke", str(fixture_cohort), "--rater", "zed", "--database", study.db.target]) == 2
 
 
+def test_the_administrators_link_is_replaced_and_the_old_one_stops_while_the_raters_keep_theirs(
+        study: Study, fixture_cohort: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ana = study.new_link("ana")
+    argv = ["study", "link", str(fixture_cohort), "--database", study.db.target]
+    capsys.readouterr()
+    assert main([*argv, "--admin"]) == 0
+    first = capsys.readouterr().out.split("/login/")[1].split()[0]
+    assert study.is_admin(first) and study.rater_of(first) is None
+    assert main([*argv, "--admin"]) == 0
+    second = capsys.readouterr().out.split("/login/")[1].split()[0]
+    assert study.is_admin(second) and not study.is_admin(first)  # the old administrator link stopped
+    assert study.rater_of(ana) == "ana" and not study.is_admin(ana)  # a rater's link is untouched
+    # One of the two, never both or neither: argparse's own one-line refusal, exit 2.
+    assert main([*argv, "--admin", "--rater", "ana"]) == 2 and main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not allowed with argument" in err and "one of the arguments --rater --admin is required" in err
+
+
 def _answer_all(run: str, db: str, rater: str, score: int) -> None:
     study = Study.open(Path(run), db)
     for entry in study.queue(rater):
