@@ -10,10 +10,9 @@ from pathlib import Path
 from consilium.agents.labels import with_role_labels
 from consilium.cases import Case
 from consilium.cli.options import model_spec
-from consilium.errors import UserError
 from consilium.graphs.registry import AnyProtocol, protocol_of
 from consilium.models.pricing import format_usd, stage_costs, trace_cost
-from consilium.spec.run_settings import flag_name, run_config
+from consilium.spec.run_settings import protocol_config
 from consilium.traces.config import RunConfig
 from consilium.traces.io import trace_path, write_manifest, write_trace
 from consilium.traces.schema import TraceBase
@@ -29,15 +28,7 @@ DEFAULTS: dict[str, object] = {"format": "both", "protocol": "consilium", "out":
 def config_of(args: argparse.Namespace, protocol: AnyProtocol) -> RunConfig:
     """The run's settings: the protocol's config file (``--config``) with the flags typed over it; a flag the
     protocol has no setting for is refused."""
-    flags = {"max_rounds": args.max_rounds, "min_roles": args.min_roles, "max_roles": args.max_roles,
-             "seed": args.seed, "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "budget_tokens": args.budget_tokens, "timeout_s": args.timeout, "wall_limit_s": args.wall_limit,
-             "role_labels": args.role_labels}
-    fields = protocol.config_model.model_fields
-    for key, value in flags.items():
-        if value is not None and key not in fields:
-            raise UserError(f"{flag_name(key)}: not a setting of protocol {protocol.name!r}")
-    config = run_config(protocol.config_model, args.config, {k: v for k, v in flags.items() if k in fields})
+    config = protocol_config(protocol.config_model, protocol.name, args.config, args)
     return with_role_labels(config, args.moderator_model or model_spec(args))
 
 

@@ -25,7 +25,7 @@ from consilium.graphs.consilium.trace import Trace
 from consilium.graphs.registry import AnyProtocol, get_protocol
 from consilium.models.factory import ModelOptions, build_model
 from consilium.spec.connection import connection_options, default_concurrency, model_file
-from consilium.spec.run_settings import flag_name, run_config
+from consilium.spec.run_settings import protocol_config
 
 __all__ = ["SeatedRun", "SeatedSettings"]
 
@@ -106,15 +106,7 @@ class SeatedSettings(BaseModel):
     def run_config(self, protocol: AnyProtocol) -> ConsiliumConfig:
         """The run's settings: the ``--config`` file with the flags typed over it; a flag the protocol has no
         setting for is refused, and so is a wall-clock limit (the person's time to answer would count)."""
-        flags = {"max_rounds": self.max_rounds, "min_roles": self.min_roles, "max_roles": self.max_roles,
-                 "seed": self.seed, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                 "budget_tokens": self.budget_tokens, "timeout_s": self.timeout, "wall_limit_s": self.wall_limit,
-                 "role_labels": self.role_labels}
-        fields = protocol.config_model.model_fields
-        for key, value in flags.items():
-            if value is not None and key not in fields:
-                raise UserError(f"{flag_name(key)}: not a setting of protocol {protocol.name!r}")
-        config = run_config(protocol.config_model, self.config, {k: v for k, v in flags.items() if k in fields})
+        config = protocol_config(protocol.config_model, protocol.name, self.config, self)
         config = with_role_labels(config, self.moderator_model or self.spec())
         if not isinstance(config, ConsiliumConfig):
             raise UserError(f"--human: protocol {protocol.name!r} seats no person")

@@ -12,7 +12,7 @@ from pydantic_core import ErrorDetails
 from consilium.datafiles import first_error, read_data_file
 from consilium.errors import UserError
 
-__all__ = ["FLAG_NAMES", "flag_name", "run_config"]
+__all__ = ["FLAG_NAMES", "RUN_FLAGS", "flag_name", "protocol_config", "run_config"]
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -78,3 +78,21 @@ def _flag_error(model: type[BaseModel], values: dict[str, Any], given: dict[str,
 
     culprits = [key for key in given if not still_fails(key)] or list(given)
     return f"{', '.join(flag_name(k) for k in culprits)}: {where + ': ' if where else ''}{err['msg']}"
+
+
+#: A run setting typed on the command line → the attribute that holds it (on simulate's parsed flags and on a
+#: seated run's saved settings alike).
+RUN_FLAGS = {"max_rounds": "max_rounds", "min_roles": "min_roles", "max_roles": "max_roles", "seed": "seed",
+             "temperature": "temperature", "max_tokens": "max_tokens", "budget_tokens": "budget_tokens",
+             "timeout_s": "timeout", "wall_limit_s": "wall_limit", "role_labels": "role_labels"}
+
+
+def protocol_config(model: type[C], protocol: str, path: Path | None, given: object) -> C:
+    """A protocol's run settings: its config file (``path``) with the flags ``given`` holds typed over it
+    (:data:`RUN_FLAGS`); a flag the protocol has no setting for is refused, naming the flag."""
+    flags = {key: getattr(given, attribute) for key, attribute in RUN_FLAGS.items()}
+    fields = model.model_fields
+    for key, value in flags.items():
+        if value is not None and key not in fields:
+            raise UserError(f"{flag_name(key)}: not a setting of protocol {protocol!r}")
+    return run_config(model, path, {k: v for k, v in flags.items() if k in fields})
