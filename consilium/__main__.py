@@ -1,8 +1,6 @@
 """Entry point for ``python -m consilium``."""
 
-import sys
-
-from consilium.cli import main
+from consilium.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,6 +1,8 @@
 """Thin command line: each subcommand is its own module with ``register`` and ``run``.
 
-``main(argv) -> int`` is what ``python -m consilium`` and the tests call. A
+``main(argv) -> int`` is what the tests and in-process callers call; ``run()``, the console entry and
+``python -m consilium``, ends the process with its code without the interpreter's teardown
+(:mod:`consilium.cli.exiting`). A
 :class:`~consilium.errors.UserError` prints one line and returns 2; argparse
 errors also return 2 (argparse's own convention). A command line that names a
 subcommand builds that subcommand's parser alone, so it imports that command's
@@ -14,23 +16,18 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
+from consilium.cli.exiting import exit_process
+from consilium.cli.table import COMMANDS, SUMMARIES
 from consilium.errors import ConsiliumError, UserError
 from consilium.log import configure_logging, ensure_log_file, get_logger
 from consilium.observe import reset_otel, use_otel
 from consilium.redact import RedactingStream
 from consilium.version import __version__
 
-__all__ = ["COMMANDS", "build_parser", "command_of", "main"]
+__all__ = ["COMMANDS", "SUMMARIES", "build_parser", "command_of", "main", "run", "top_parser"]
 
-#: Each subcommand's module (``consilium/cli/<module>.py``, with ``register`` and ``run``) by the names it
-#: registers, in the order ``consilium --help`` lists them.
-COMMANDS = {"simulate": "simulate_cmd", "cohort": "cohort_cmd", "compare": "compare_cmd", "report": "report_cmd",
-            "board": "board_cmd", "turn": "board_cmd", "replay": "replay_cmd", "judge": "judge_cmd",
-            "jury": "jury_cmd", "calibrate": "calibrate_cmd", "cases": "cases_cmd", "models": "models_cmd",
-            "schema": "schema_cmd", "view": "view_cmd", "export": "export_cmd", "analyze": "analyze_cmd",
-            "ablate": "ablate_cmd", "otb": "otb_cmd", "serve": "serve_cmd",
-            "study": "study_cmd"}
 #: The top-level options that take a value (the command is the first word that is neither one nor its value).
 _VALUED = ("--log-file",)
 
@@ -62,19 +59,33 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; with ``command`` (a name in :data:`COMMANDS`), that subcommand's alone, so
-    no other command's module is imported (``consilium --help`` and a word that names no command: all)."""
+    no other command's module is imported; without, every command's, each module imported."""
+    parser, sub = _top()
+    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in names:
+        _module(name).register(sub)
+    _on_every_subcommand(parser)
+    return parser
+
+
+def top_parser() -> argparse.ArgumentParser:
+    """The parser of a command line that names no command (``consilium --help``, ``consilium``, a usage error
+    before the command): every command by its name and one-line help from :data:`SUMMARIES`, none of their
+    modules imported."""
+    parser, sub = _top()
+    for name, summary in SUMMARIES.items():
+        sub.add_parser(name, help=summary, add_help=False)
+    return parser
+
+
+def _top() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]]:
     parser = _Parser(
         prog="consilium",
         description="Simulate multidisciplinary clinical deliberation with LLM agents and measure it.",
     )
     parser.add_argument("--version", action="version", version=f"consilium {__version__}")
     _logging_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
-    for name in names:
-        _module(name).register(sub)
-    _on_every_subcommand(parser)
-    return parser
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
 
 def _logging_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -115,10 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
+def run() -> NoReturn:
+    """The ``consilium`` console entry and ``python -m consilium``: :func:`main` on ``sys.argv``, then the
+    process ends with its code (:func:`~consilium.cli.exiting.exit_process`)."""
+    exit_process(main())
+
+
 def _main(argv: Sequence[str] | None) -> int:
     words = list(argv) if argv is not None else sys.argv[1:]
+    command = command_of(words)
     try:
-        parser = build_parser(command_of(words))
+        parser = build_parser(command) if command is not None else top_parser()
     except UserError as exc:  # e.g. a plugin that cannot be loaded
         print(f"consilium: error: {_one_line(exc, None)}", file=sys.stderr)
         return 2
