@@ -144,7 +144,7 @@ def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1, before
 
 #: What a cohort against an OpenAI-compatible server imports before its first call: the command, the consilium
 #: protocol's graphs (LangGraph, LangChain core) and the HTTP client.
-COHORT_IMPORTS = ("consilium.cli.cohort_cmd", "consilium.cli.cohort_execute", "consilium.graphs.consilium.run",
+COHORT_IMPORTS = ("consilium.cli.cohort_cmd", "consilium.cohort.execute", "consilium.graphs.consilium.run",
                   "aiohttp")
 
 

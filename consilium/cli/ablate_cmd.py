@@ -12,6 +12,7 @@ from consilium.ablation.kinds import KINDS
 from consilium.ablation.run import AblatedArm
 from consilium.cli.concurrency import add_concurrency_argument
 from consilium.cli.options import positive_int
+from consilium.cli.table import SUMMARIES
 from consilium.reports.partial import partial_line
 
 __all__ = ["register", "run"]
@@ -28,7 +29,7 @@ def _caps(text: str) -> tuple[int, ...]:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("ablate", help="re-run a cohort's arms with one thing changed and compare, paired")
+    parser = sub.add_parser("ablate", help=SUMMARIES["ablate"])
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished cohort's folder")
     parser.add_argument("--kind", required=True, choices=KINDS, help="what to change (docs/ablations.md)")
     parser.add_argument("--moderator-model", default=None, metavar="SPEC",

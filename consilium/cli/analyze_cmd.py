@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from consilium.cli.options import add_model_arguments, build_named, named_label, non_negative_int, positive_int
+from consilium.cli.table import SUMMARIES
 from consilium.reports.networks.paths import ANALYSIS_FOLDER
 from consilium.reports.networks.uptake import OVERLAP_THRESHOLD
 
@@ -15,8 +16,7 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("analyze", help="deliberation networks of a run or cohort: graphs (GraphML, PNG), "
-                                            "influence, persistence, conformity")
+    parser = sub.add_parser("analyze", help=SUMMARIES["analyze"])
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder (arms.csv) or a simulate run")
     parser.add_argument("--out", type=Path, default=None, help=f"analysis folder (default RUN_DIR/{ANALYSIS_FOLDER})")
     parser.add_argument("--force", action="store_true",

@@ -13,6 +13,7 @@ from consilium.cli.options import (
     model_spec,
     positive_int,
 )
+from consilium.cli.table import SUMMARIES
 from consilium.graphs.board.config import BOARD_MAX_TOKENS, BoardConfig
 from consilium.graphs.board.presets import PRESETS
 from consilium.graphs.board.trace import BoardTrace, TurnTrace
@@ -39,7 +40,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    board = sub.add_parser("board", help="simulate a tumor-board meeting on a case and write its trace")
+    board = sub.add_parser("board", help=SUMMARIES["board"])
     _common(board)
     board.add_argument("--mode", choices=["agents", "single"], default=None,
                        help="agents: a moderator and specialist agents, turn by turn; single: one call writes "
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_role_labels_argument(board)
     board.set_defaults(func=run_board_command)
 
-    turn = sub.add_parser("turn", help="answer one tumor-board question as a named specialist")
+    turn = sub.add_parser("turn", help=SUMMARIES["turn"])
     _common(turn)
     turn.add_argument("--role", required=True, help="the specialist, e.g. 'Radiation oncologist'")
     turn.add_argument("--question", required=True, help="the question put to the specialist")

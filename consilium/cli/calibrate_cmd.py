@@ -9,6 +9,7 @@ from typing import Any
 
 from consilium.calibration.agreement import describe
 from consilium.cli.options import fraction, positive_int, show_help
+from consilium.cli.table import SUMMARIES
 from consilium.reports.partial import partial_line
 
 __all__ = ["register"]
@@ -29,7 +30,7 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("calibrate", help="compare judges with physician ratings and calibrate them")
+    parser = sub.add_parser("calibrate", help=SUMMARIES["calibrate"])
     parser.set_defaults(func=show_help(parser))
     commands = parser.add_subparsers(dest="calibrate_command", metavar="SUBCOMMAND")
     agree = commands.add_parser("agreement", help="agreement statistics with bootstrap intervals")

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from consilium.cli.options import show_help
+from consilium.cli.table import SUMMARIES
 
 __all__ = ["register", "run_import_agentclinic", "run_import_table", "run_validate"]
 
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
     """Add the ``cases`` command and its subcommands to the top-level parser."""
     cases = subparsers.add_parser(
         "cases",
-        help="validate case files; import case collections",
+        help=SUMMARIES["cases"],
         description="Validate case files and import external case collections as case files.",
     )
     cases.set_defaults(func=show_help(cases))

@@ -15,6 +15,7 @@ from consilium.cli.cohort_study import add_study_flags, study_from_args
 from consilium.cli.judge_cmd import add_decoding_argument, add_scope_argument
 from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import add_model_arguments, add_otel_argument
+from consilium.cli.table import SUMMARIES
 from consilium.errors import UserError
 from consilium.graphs.registry import variant_kinds
 from consilium.spec.study import VARIANT_FIELDS
@@ -23,7 +24,7 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("cohort", help="run protocols on every case × model × variant, optionally judged")
+    parser = sub.add_parser("cohort", help=SUMMARIES["cohort"])
     add_study_flags(parser)  # each field of the study spec that declares a flag of the cohort's own
     for kind in variant_kinds().values():  # each other kind a protocol declares (a plugin's) names its own flag
         if kind.kind not in VARIANT_FIELDS:

@@ -8,12 +8,13 @@ import argparse
 from pathlib import Path
 
 from consilium.cli.options import positive_int
+from consilium.cli.table import SUMMARIES
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("compare", help="compare free-form and structured arms of a cohort")
+    parser = sub.add_parser("compare", help=SUMMARIES["compare"])
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder (with arms.csv)")
     parser.add_argument("--bootstrap", type=positive_int, default=10_000,
                         help="bootstrap draws (default 10000, as ai-consilium.txt Fig. 3b)")

@@ -6,11 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from consilium.cli.table import SUMMARIES
+
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("export", help="export a run folder as Inspect AI logs or JSONL / Parquet tables",
+    parser = sub.add_parser("export", help=SUMMARIES["export"],
                             description="Export a cohort (or simulate) run folder: --to inspect writes one "
                                         "Inspect AI eval log per protocol, model and format; --to jsonl|parquet "
                                         "writes the tables arms, calls and judgements (docs/export.md).")

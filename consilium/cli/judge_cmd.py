@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from consilium.cli.options import add_model_arguments, model_options, model_spec, non_negative_int, positive_int
+from consilium.cli.table import SUMMARIES
 from consilium.judges.answers import SCOPES
 from consilium.judges.decoding import DECODINGS
 from consilium.judges.rubric import COMPONENTS, rubric_names
@@ -36,7 +37,7 @@ def add_decoding_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("judge", help="score traces with a rubric judge")
+    parser = sub.add_parser("judge", help=SUMMARIES["judge"])
     parser.add_argument("paths", type=Path, nargs="+", metavar="TRACE|RUN_DIR", help="trace files or run folders")
     parser.add_argument("--rubric", required=True, help=f"rubric name ({', '.join(rubric_names())}) or a YAML file")
     parser.add_argument("--component", action="append", choices=COMPONENTS, default=None,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from consilium.cli.table import SUMMARIES
 from consilium.judges.rubric import rubric_names
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("jury", help="agreement, self-preference and length bias of a jury of judges",
+    parser = sub.add_parser("jury", help=SUMMARIES["jury"],
                             description="Read the jury judgements (judge --judge-model A --judge-model B …) of "
                                         "one rubric under RUN_DIR and write Krippendorff's α per criterion and "
                                         "pairwise quadratic-weighted κ, each with percent agreement, over in-scope "

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 
 from consilium.cli.options import add_model_arguments, build_named, model_spec, show_help
+from consilium.cli.table import SUMMARIES
 from consilium.redact import clip
 
 __all__ = ["register", "run_check"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    models = sub.add_parser("models", help="inspect and check model backends")
+    models = sub.add_parser("models", help=SUMMARIES["models"])
     models.set_defaults(func=show_help(models))
     models_sub = models.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
     check = models_sub.add_parser("check", help="make one plain and one schema-constrained call and report")

@@ -7,11 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
+from consilium.cli.table import SUMMARIES
+
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("otb", help="OpenTumorBoard's own scores (format score, conclusion, ROUGE-L)")
+    parser = sub.add_parser("otb", help=SUMMARIES["otb"])
     actions = parser.add_subparsers(dest="otb_action", metavar="ACTION", required=True)
     score = actions.add_parser("score", help="score a JSONL of responses; one JSON object per line on stdout")
     score.add_argument("file", type=Path, help="JSONL (or .jsonl.gz): response, optional reference_conclusion, "

@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from consilium.cli.table import SUMMARIES
+
 if TYPE_CHECKING:
     from consilium.api.replays import Replayed
 
@@ -17,7 +19,7 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("replay", help="re-run a trace from its recorded calls and compare")
+    parser = sub.add_parser("replay", help=SUMMARIES["replay"])
     parser.add_argument("trace", type=Path, nargs="+", metavar="TRACE|RUN_DIR",
                         help="trace file(s) (*.trace.json), or run folders: every trace under them")
     parser.set_defaults(func=run)

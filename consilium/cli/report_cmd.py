@@ -7,13 +7,13 @@ import argparse
 from pathlib import Path
 
 from consilium.cli.options import positive_int
+from consilium.cli.table import SUMMARIES
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("report", help="summary tables and plots of a cohort (consilium or board), or of a "
-                                           "folder of cohorts")
+    parser = sub.add_parser("report", help=SUMMARIES["report"])
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a cohort folder, or a folder of them")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RUN_DIR/report)")
     parser.add_argument("--bootstrap", type=positive_int, default=10000,

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from consilium.cli.table import SUMMARIES
+
 __all__ = ["register", "run"]
 
 
@@ -18,7 +20,7 @@ def _port(value: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("serve", help="a local web studio: browse cohorts, rate outputs blinded, take a seat")
+    parser = sub.add_parser("serve", help=SUMMARIES["serve"])
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0: a free one)")
     parser.add_argument("--host", default="127.0.0.1",

@@ -13,6 +13,7 @@ from consilium.cli.labels import add_role_labels_argument
 from consilium.cli.options import add_model_arguments, add_run_arguments, model_options, model_spec, positive_int
 from consilium.cli.simulate_human import add_human_arguments, run_human
 from consilium.cli.simulate_run import DEFAULTS, config_of, finish, with_defaults
+from consilium.cli.table import SUMMARIES
 from consilium.errors import UserError
 from consilium.fileio import make_folder
 from consilium.graphs.base import RunModels
@@ -28,7 +29,7 @@ __all__ = ["format_protocols", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("simulate", help="run a consilium on a case and write its traces")
+    parser = sub.add_parser("simulate", help=SUMMARIES["simulate"])
     parser.add_argument("--case", type=Path, default=None, help="case file (.json, .yaml); required unless --resume")
     parser.add_argument("--protocol", default="consilium",
                         help="consilium (default), single (the primary role alone answers, with no panel, "

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from consilium.cli.options import show_help
+from consilium.cli.table import SUMMARIES
 
 __all__ = ["register"]
 
@@ -24,7 +25,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("study", help="blinded physician rating studies of a run's outputs")
+    parser = sub.add_parser("study", help=SUMMARIES["study"])
     parser.set_defaults(func=show_help(parser))
     commands = parser.add_subparsers(dest="study_command", metavar="SUBCOMMAND")
     create = commands.add_parser("create", help="draw the outputs to rate, assign them, print each rater's link")

@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from consilium.cli.table import SUMMARIES
+
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("view", help="write a static HTML view of a run or a trace")
+    parser = sub.add_parser("view", help=SUMMARIES["view"])
     parser.add_argument("path", type=Path, metavar="RUN_DIR|TRACE")
     parser.add_argument("--out", type=Path, default=None,
                         help="HTML file (default: view.html in the run folder, <trace>.view.html for a trace); for "

@@ -173,3 +173,17 @@ def test_a_request_is_digested_once_and_a_changed_one_again() -> None:
         one = ModelRequest(messages=(Message(role="user", content=f"case {n}"),), settings=settings)
         assert request_hash(one) == _digest_by_hand(
             [{"role": "user", "content": f"case {n}", "images": []}], by_hand_settings)
+
+
+def test_the_process_benchmark_names_modules_a_cohort_imports() -> None:
+    """benchmarks/cohort_process.py times the imports a cohort needs by their module names; a renamed module
+    must fail here, not in `make bench`."""
+    import importlib.util
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import cohort_process
+    finally:
+        sys.path.pop(0)
+    missing = [name for name in cohort_process.COHORT_IMPORTS if importlib.util.find_spec(name) is None]
+    assert not missing
