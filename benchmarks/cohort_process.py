@@ -16,6 +16,7 @@ Everything is measured in one run, so the machine's load falls on all alike: rea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -79,18 +80,41 @@ def installed_env(tmp: Path) -> dict[str, str]:
     return env
 
 
+#: Runs ``python -m consilium`` (the rest of the command line) and writes, as JSON to the file named first, the
+#: epoch seconds of its first connection (its first call: nothing else connects) and of the end of its exit
+#: functions (this one, registered first, runs last); the parent measures when the process is gone.
+_TIMELINE = """
+import atexit, json, runpy, sys, time
+out = sys.argv.pop(1)
+marks = {}
+def hook(event, args):
+    if event == "socket.connect" and "first_call" not in marks:
+        marks["first_call"] = time.time()
+sys.addaudithook(hook)
+atexit.register(lambda: open(out, "w").write(json.dumps({**marks, "exit_functions_done": time.time()})))
+sys.argv[0] = "consilium"
+runpy.run_module("consilium", run_name="__main__", alter_sys=True)
+"""
+
+
 def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cache: bool,
-                profile: Path | None = None, tree: Path = ROOT) -> tuple[float, float, list[TraceBase]]:
+                profile: Path | None = None,
+                tree: Path = ROOT) -> tuple[float, float, list[TraceBase], dict[str, float]]:
     """``consilium cohort`` in a fresh interpreter: its wall time from start to exit, the CPU time it took
-    (user and system, its threads included), and its traces. ``tree``: the checkout whose package runs (``-m``
-    finds it first in the folder it starts in; e.g. a ``git worktree`` of an earlier commit)."""
+    (user and system, its threads included), its traces, and its timeline (seconds from the start: its first
+    call, the end of its exit functions; empty with ``profile``). ``tree``: the checkout whose package runs
+    (``-m`` and ``runpy`` find it first in the folder it starts in; e.g. a ``git worktree`` of an earlier
+    commit)."""
     out = folder / ("runs-cache" if cache else "runs-nocache")
+    marks = folder / ("timeline-cache.json" if cache else "timeline-nocache.json")
     env = {**installed_env(folder.parent), "OPENAI_API_KEY": "sk-benchmark",
            "CONSILIUM_CACHE": str(folder / "responses.sqlite")}
-    command = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []), "-m", "consilium",
+    start = ["-m", "cProfile", "-o", str(profile), "-m", "consilium"] if profile else ["-c", _TIMELINE, str(marks)]
+    command = [sys.executable, *start,
                "cohort", "--cases", str(case_dir), "--model", "openai:fake", "--base-url", url,
                "--concurrency", str(concurrency), "--out", str(out), *([] if cache else ["--no-cache"])]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started_epoch = time.time()
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=tree)
     wall = time.perf_counter() - started
@@ -102,7 +126,8 @@ def run_process(folder: Path, case_dir: Path, url: str, concurrency: int, *, cac
     failed = [t for t in traces if t.status != "completed"]
     if failed:
         raise SystemExit(f"{len(failed)} arms failed, e.g. {failed[0].error}")
-    return wall, cpu, traces
+    timeline = {} if profile else {k: v - started_epoch for k, v in json.loads(marks.read_text()).items()}
+    return wall, cpu, traces, timeline
 
 
 def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1, before: Path | None = None) -> dict[str, Any]:
@@ -122,15 +147,20 @@ def measure(n: int, latency_ms: float, concurrency: int, rounds: int = 1, before
             for cache in (True, False):
                 folder = Path(tmp) / f"{r}-{cache}"
                 folder.mkdir()
-                wall, cpu, traces = run_process(folder, case_dir, url, concurrency, cache=cache)
+                wall, cpu, traces, timeline = run_process(folder, case_dir, url, concurrency, cache=cache)
                 walls["process" if cache else "process_off"].append(wall)
                 walls["process_cpu" if cache else "process_off_cpu"].append(cpu)
+                if cache:
+                    for key, seconds in timeline.items():
+                        walls[key].append(seconds)
             if before is not None:
                 folder = Path(tmp) / f"{r}-before"
                 folder.mkdir()
-                wall, cpu, _ = run_process(folder, case_dir, url, concurrency, cache=True, tree=before)
+                wall, cpu, _, timeline = run_process(folder, case_dir, url, concurrency, cache=True, tree=before)
                 walls["before"].append(wall)
                 walls["before_cpu"].append(cpu)
+                for key, seconds in timeline.items():
+                    walls[f"before_{key}"].append(seconds)
             for key, value in breakdown(Path(tmp), case_dir).items():
                 walls[key].append(value)
             with fresh_cache() as path:
@@ -195,9 +225,27 @@ def table(m: dict[str, Any]) -> list[str]:
             "configuration. CPU s: what the process (its threads included) spent on the CPUs; on a machine "
             "others load, wall time stretches and CPU time does not, and bound / CPU is the most the wall ratio "
             "can reach on an idle one.",
+            "", *timeline_lines(m),
             "", f"Of the process's CPU before its first call: the interpreter {m['interpreter_cpu']:.2f} s, "
             f"the imports a cohort needs ({', '.join(COHORT_IMPORTS)}) {m['imports_cpu']:.2f} s, reading the "
             f"{m['cases']} case files {m['cases_cpu']:.2f} s."]
+
+
+def timeline_lines(m: dict[str, Any]) -> list[str]:
+    """When the default process made its first call, finished its exit functions and was gone, beside the
+    latest first call the target allows: the calls need the bound once the first goes out, so bound / wall
+    ≥ 0.7 needs the first call within bound / 0.7 − bound of the start."""
+    parts = [f"the default process: {_timeline(m, '', m['process'])}"]
+    if "before_first_call" in m:
+        parts.append(f"`--before`'s: {_timeline(m, 'before_', m['before'])}")
+    allowed = m["bound_s"] / 0.7 - m["bound_s"]
+    return [f"Timeline (seconds from the start, medians): {'; '.join(parts)}. For bound / wall ≥ 0.7 the first "
+            f"call must go out by {allowed:.2f} s."]
+
+
+def _timeline(m: dict[str, Any], prefix: str, gone: float) -> str:
+    return (f"first call at {m[prefix + 'first_call']:.2f} s, exit functions done at "
+            f"{m[prefix + 'exit_functions_done']:.2f} s, process gone at {gone:.2f} s")
 
 
 def main() -> None:
