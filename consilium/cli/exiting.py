@@ -40,9 +40,10 @@ def exit_process(code: int) -> NoReturn:
     if _threads_still_running():  # an exit function started one: let the interpreter wait for it
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None or stream.closed:  # e.g. absl's log handler closes stderr at logging's shutdown
+            continue
         try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
-            code = code or 120  # as the interpreter does when flushing stdout fails at exit
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away: as the interpreter does, the exit status is 120
+            code = 120
     os._exit(code)

@@ -34,6 +34,8 @@ if mode == "thread":
     threading.Thread(target=late).start()
 if mode == "exit-function-thread":
     atexit.register(lambda: threading.Thread(target=late).start())
+if mode == "exit-function-closes-stderr":  # as absl's log handler does at logging's shutdown
+    atexit.register(sys.stderr.close)
 sys.stdout.write("printed without a newline, still in the buffer")
 sys.stderr.write("and a warning")
 exit_process(code)
@@ -70,6 +72,12 @@ def test_a_thread_an_exit_function_starts_is_waited_for_too(tmp_path: Path) -> N
     done = _run(tmp_path, "exit-function-thread", 0)
     assert done.returncode == 0
     assert (tmp_path / "thread").read_text() == "done"
+
+
+def test_a_standard_stream_an_exit_function_closed_is_left_alone(tmp_path: Path) -> None:
+    done = _run(tmp_path, "exit-function-closes-stderr", 0)
+    assert done.returncode == 0
+    assert done.stdout.startswith("printed without") and done.stderr == "and a warning"
 
 
 def test_python_dev_mode_keeps_the_full_teardown(tmp_path: Path) -> None:
