@@ -7,10 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from consilium.calibration.agreement import describe
 from consilium.cli.options import fraction, positive_int, show_help
 from consilium.cli.table import SUMMARIES
-from consilium.reports.partial import partial_line
 
 __all__ = ["register"]
 
@@ -77,6 +75,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_agreement(args: argparse.Namespace) -> int:
     from consilium.api.calibrating import AgreementOptions, agreement
+    from consilium.calibration.agreement import describe
 
     done = agreement(args.judgements, AgreementOptions(**_options(args), bootstrap=args.bootstrap))
     binary = sorted(done.rubric.scale) == [0, 1]
@@ -95,6 +94,7 @@ def run_agreement(args: argparse.Namespace) -> int:
 
 def run_isotonic(args: argparse.Namespace) -> int:
     from consilium.api.calibrating import IsotonicOptions, isotonic
+    from consilium.reports.partial import partial_line
 
     done = isotonic(args.judgements, IsotonicOptions(**_options(args), train_fraction=args.train_fraction))
     if done.done is not None:
